@@ -1,0 +1,39 @@
+"""Text normalization and ordered token shingles, exactly as the specification defines them."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_NON_WORD_RUN = re.compile(r"[^\w\s]+", flags=re.UNICODE)
+
+
+def normalize_text(value: str | None) -> str:
+    """NFD, drop combining marks, lowercase, punctuation and ``_`` to space, collapse whitespace."""
+    text = unicodedata.normalize("NFD", value or "")
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = text.lower()
+    text = _NON_WORD_RUN.sub(" ", text)
+    text = text.replace("_", " ")
+    return " ".join(text.split())
+
+
+def tokenize(normalized: str) -> list[str]:
+    """Tokens of already-normalized text."""
+    return normalized.split()
+
+
+def token_shingles(tokens: list[str], size: int) -> set[str]:
+    """Ordered ``size``-token windows; a shorter non-empty document is one whole-document shingle."""
+    if size <= 0:
+        raise ValueError(f"shingle size must be positive, got {size}")
+    if not tokens:
+        return set()
+    if len(tokens) < size:
+        return {" ".join(tokens)}
+    return {" ".join(tokens[idx : idx + size]) for idx in range(len(tokens) - size + 1)}
+
+
+def document_shingles(body: str | None, size: int) -> set[str]:
+    """Normalize, tokenize and shingle one body."""
+    return token_shingles(tokenize(normalize_text(body)), size)
