@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from .sketch import content_hash, lsh_band_keys, minhash_signature
@@ -17,9 +16,12 @@ FINGERPRINT_COLUMNS = [
     "shingle_count",
     "content_hash",
     "signature",
-    "lsh_bands",
 ]
 BAND_COLUMNS = ["doc_id", "domain", "band_index", "lsh_band"]
+
+
+class SettingsError(ValueError):
+    """A setting is out of range or inconsistent with another."""
 
 
 @dataclass(frozen=True)
@@ -31,9 +33,9 @@ class SketchParams:
 
     def __post_init__(self) -> None:
         if self.shingle_size < 1:
-            raise ValueError(f"shingle_size must be at least 1, got {self.shingle_size}")
+            raise SettingsError(f"shingle_size must be at least 1, got {self.shingle_size}")
         if self.num_perm < 1 or self.rows_per_band < 1 or self.num_perm % self.rows_per_band:
-            raise ValueError(
+            raise SettingsError(
                 f"num_perm ({self.num_perm}) must be a positive multiple of rows_per_band "
                 f"({self.rows_per_band})"
             )
@@ -46,8 +48,8 @@ class SketchParams:
 def fingerprint_documents(documents: pd.DataFrame, params: SketchParams) -> pd.DataFrame:
     """One fingerprint row per document, in the input's ``doc_id`` order.
 
-    Documents without shingles (empty bodies) get an all-zero signature and no band keys, so they
-    never share a bucket and stay singletons.
+    Documents without shingles (empty bodies) get an all-zero signature; ``band_memberships``
+    gives them no band keys, so they never share a bucket and stay singletons.
     """
     rows = []
     for doc_id, domain, body in zip(documents["doc_id"], documents["domain"], documents["body"]):
@@ -55,22 +57,22 @@ def fingerprint_documents(documents: pd.DataFrame, params: SketchParams) -> pd.D
         tokens = tokenize(normalized)
         shingles = token_shingles(tokens, params.shingle_size)
         signature = minhash_signature(shingles, params.num_perm, params.minhash_seed)
-        bands = lsh_band_keys(signature, params.rows_per_band) if shingles else []
         rows.append(
-            (doc_id, domain, len(tokens), len(shingles), content_hash(normalized), signature, bands)
+            (doc_id, domain, len(tokens), len(shingles), content_hash(normalized), signature)
         )
     frame = pd.DataFrame(rows, columns=FINGERPRINT_COLUMNS)
     return frame.astype({"token_count": "int64", "shingle_count": "int64"})
 
 
-def explode_bands(fingerprinted: pd.DataFrame) -> pd.DataFrame:
-    """One row per (document, band) for documents that have band keys."""
+def band_memberships(fingerprinted: pd.DataFrame, rows_per_band: int) -> pd.DataFrame:
+    """One row per (document, band) for every document that has shingles."""
+    has_shingles = fingerprinted[fingerprinted["shingle_count"] > 0]
     rows = [
-        (doc_id, domain, int(key[:3]), key)
-        for doc_id, domain, keys in zip(
-            fingerprinted["doc_id"], fingerprinted["domain"], fingerprinted["lsh_bands"]
+        (doc_id, domain, band_index, key)
+        for doc_id, domain, signature in zip(
+            has_shingles["doc_id"], has_shingles["domain"], has_shingles["signature"]
         )
-        for key in keys
+        for band_index, key in enumerate(lsh_band_keys(signature, rows_per_band))
     ]
     frame = pd.DataFrame(rows, columns=BAND_COLUMNS).astype({"band_index": "int32"})
     return frame.sort_values(["band_index", "lsh_band", "doc_id"], ignore_index=True)
@@ -80,6 +82,3 @@ def lsh_probability(similarity: float, bands: int, rows_per_band: int) -> float:
     """Chance that a pair with Jaccard ``similarity`` shares at least one band: 1-(1-s^r)^b."""
     return 1.0 - (1.0 - similarity**rows_per_band) ** bands
 
-
-def signature_array(signature) -> np.ndarray:
-    return np.asarray(signature, dtype=np.uint64)

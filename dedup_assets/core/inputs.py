@@ -26,12 +26,16 @@ class InputFile:
     sha256: str
 
 
-def describe_input(path: Path) -> InputFile:
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
-    return InputFile(str(path), path.stat().st_size, digest.hexdigest())
+    return digest.hexdigest()
+
+
+def describe_input(path: Path) -> InputFile:
+    return InputFile(str(path), path.stat().st_size, file_sha256(path))
 
 
 def _row_label(path: Path, index: int) -> str:
@@ -81,7 +85,8 @@ def _read_raw(path: Path) -> pd.DataFrame:
 
 
 def _as_text(column: pd.Series) -> pd.Series:
-    return column.map(lambda value: "" if value is None or value is pd.NA or (isinstance(value, float) and value != value) else str(value))
+    """Strings, with missing values (None, NaN, NA) as empty text."""
+    return column.map(lambda value: "" if pd.isna(value) else str(value))
 
 
 def read_documents(path: Path) -> pd.DataFrame:

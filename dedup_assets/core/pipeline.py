@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .cluster import connected_clusters
-from .fingerprint import SketchParams, explode_bands, fingerprint_documents
+from .fingerprint import SketchParams, band_memberships, fingerprint_documents
 from .lsh import bucket_pressure, candidate_pairs, ensure_within_budget
 from .select import rank_cluster_members
 from .summary import run_counts
@@ -66,7 +66,7 @@ def run_pipeline(
     max_pair_slots: int,
 ) -> PipelineResult:
     fingerprinted = fingerprint_documents(documents, params)
-    bands = explode_bands(fingerprinted)
+    bands = band_memberships(fingerprinted, params.rows_per_band)
     pressure = bucket_pressure(bands)
     ensure_within_budget(pressure, max_pair_slots)
     candidates = candidate_pairs(bands)

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .fingerprint import SettingsError
+
 SCORED_COLUMNS = [
     "left_doc_id",
     "right_doc_id",
@@ -36,7 +38,7 @@ class Thresholds:
     def __post_init__(self) -> None:
         for name, value in (("jaccard", self.jaccard), ("signature_overlap", self.signature_overlap)):
             if not 0.0 < value <= 1.0:
-                raise ValueError(f"{name} threshold must be in (0, 1], got {value}")
+                raise SettingsError(f"{name} threshold must be in (0, 1], got {value}")
 
 
 def jaccard(left: set, right: set) -> float:

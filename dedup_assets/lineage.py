@@ -1,0 +1,76 @@
+"""Which settings produced a table, and refusing to mix tables built from different ones.
+
+Every stored table carries a lineage dict: the input identity and the settings of its own stage
+plus everything it inherited from upstream. A downstream asset compares its inputs' lineage with
+the settings of the current run before it computes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# Settings whose change alters an asset's content, keyed by the first asset they affect.
+STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "documents": ("input_path",),
+    "fingerprinted": ("shingle_size", "num_perm", "minhash_seed"),
+    "band_memberships": ("rows_per_band",),
+    "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
+}
+INPUT_IDENTITY = "input_sha256"
+MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
+
+
+class StaleUpstream(RuntimeError):
+    """An input table was built with other settings (or another input) than this run uses."""
+
+
+def first_affected_asset(setting: str) -> str:
+    for asset_name, names in STAGE_SETTINGS.items():
+        if setting in names:
+            return asset_name
+    return "documents"  # the input identity, or anything unknown: rebuild from the start
+
+
+def _rebuild_hint(settings: list[str]) -> str:
+    # Rebuild from the earliest affected stage; dict order of STAGE_SETTINGS is pipeline order.
+    order = list(STAGE_SETTINGS)
+    start = min((first_affected_asset(name) for name in settings), key=order.index)
+    return f"Re-materialize {start} and everything downstream of it: {MATERIALIZE_COMMAND} '{start}*'"
+
+
+def combined_lineage(
+    asset_name: str, current: Mapping[str, object], upstreams: Mapping[str, Mapping[str, object]]
+) -> dict:
+    """Check the upstream tables against ``current`` settings and each other; return the lineage
+    of the asset being built (inherited entries plus its own stage's settings)."""
+    problems: list[str] = []
+    changed: list[str] = []
+    merged: dict[str, object] = {}
+    seen_from: dict[str, str] = {}
+    for upstream_name, lineage in upstreams.items():
+        for key, value in lineage.items():
+            if key in current and current[key] != value:
+                problems.append(
+                    f"{upstream_name} was built with {key}={value!r}, this run uses "
+                    f"{key}={current[key]!r}"
+                )
+                changed.append(key)
+            elif key in merged and merged[key] != value:
+                problems.append(
+                    f"{upstream_name} has {key}={value!r} but {seen_from[key]} has "
+                    f"{key}={merged[key]!r}"
+                )
+                changed.append(key)
+            else:
+                merged.setdefault(key, value)
+                seen_from.setdefault(key, upstream_name)
+    if problems:
+        raise StaleUpstream(
+            f"Cannot build {asset_name} from tables made with other settings: "
+            + "; ".join(problems)
+            + ". "
+            + _rebuild_hint(changed)
+            + "."
+        )
+    merged.update({name: current[name] for name in STAGE_SETTINGS.get(asset_name, ())})
+    return dict(sorted(merged.items()))

@@ -1,0 +1,83 @@
+"""The single typed source of truth for algorithm settings and file locations."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from .core.fingerprint import SketchParams
+from .core.verify import Thresholds
+
+DEFAULT_INPUT = "data/documents.csv"
+DEFAULT_DATABASE = "var/dedup_assets.duckdb"
+DEFAULT_OUTPUT_DIR = "output"
+
+ALGORITHM_SETTINGS = (
+    "shingle_size",
+    "num_perm",
+    "rows_per_band",
+    "minhash_seed",
+    "jaccard_threshold",
+    "signature_overlap_threshold",
+    "max_pair_slots",
+)
+
+
+def env_path(variable: str, default: str) -> str:
+    """An absolute path from an environment variable; relative paths resolve against the cwd."""
+    return str(Path(os.environ.get(variable) or default).expanduser().resolve())
+
+
+class DedupSettings(ConfigurableResource):
+    """Algorithm settings and file locations for one run (resource key ``dedup``)."""
+
+    shingle_size: int = Field(default=5, description="Tokens per shingle.")
+    num_perm: int = Field(default=64, description="MinHash values per signature.")
+    rows_per_band: int = Field(default=8, description="Signature values per LSH band.")
+    minhash_seed: int = Field(default=42, description="Seed of MinHash coordinate 0.")
+    jaccard_threshold: float = Field(
+        default=0.7, description="Exact shingle Jaccard at or above which a pair is a duplicate."
+    )
+    signature_overlap_threshold: float = Field(
+        default=0.7, description="Signature overlap reported as a MinHash match (diagnostic only)."
+    )
+    max_pair_slots: int = Field(
+        default=1_000_000,
+        description="Refuse the LSH self-join when its buckets would create more pair rows.",
+    )
+    input_path: str = Field(
+        default=DEFAULT_INPUT, description="CSV or Parquet input (env DEDUP_INPUT)."
+    )
+    output_dir: str = Field(
+        default=DEFAULT_OUTPUT_DIR, description="Folder for release files (env DEDUP_OUTPUT_DIR)."
+    )
+
+    def sketch_params(self) -> SketchParams:
+        return SketchParams(
+            shingle_size=self.shingle_size,
+            num_perm=self.num_perm,
+            rows_per_band=self.rows_per_band,
+            minhash_seed=self.minhash_seed,
+        )
+
+    def thresholds(self) -> Thresholds:
+        return Thresholds(
+            jaccard=self.jaccard_threshold, signature_overlap=self.signature_overlap_threshold
+        )
+
+    def algorithm_settings(self) -> dict:
+        return {name: getattr(self, name) for name in ALGORITHM_SETTINGS}
+
+    def current_values(self) -> dict:
+        """Every setting that can appear in a table's lineage."""
+        return {**self.algorithm_settings(), "input_path": self.input_path}
+
+    @classmethod
+    def from_environment(cls) -> DedupSettings:
+        return cls(
+            input_path=env_path("DEDUP_INPUT", DEFAULT_INPUT),
+            output_dir=env_path("DEDUP_OUTPUT_DIR", DEFAULT_OUTPUT_DIR),
+        )
