@@ -12,7 +12,7 @@ defs = Definitions(
         "io_manager": DedupDuckDBIOManager(
             database=env_path("DEDUP_DATABASE", DEFAULT_DATABASE), schema="dedup"
         ),
-        "dedup": DedupSettings.from_environment(),
+        "dedup": DedupSettings(),
     },
     executor=in_process_executor,
 )

@@ -48,11 +48,13 @@ class DedupSettings(ConfigurableResource):
         default=1_000_000,
         description="Refuse the LSH self-join when its buckets would create more pair rows.",
     )
-    input_path: str = Field(
-        default=DEFAULT_INPUT, description="CSV or Parquet input (env DEDUP_INPUT)."
+    input_path: str | None = Field(
+        default=None,
+        description=f"CSV or Parquet input. Unset: env DEDUP_INPUT, else {DEFAULT_INPUT}.",
     )
-    output_dir: str = Field(
-        default=DEFAULT_OUTPUT_DIR, description="Folder for release files (env DEDUP_OUTPUT_DIR)."
+    output_dir: str | None = Field(
+        default=None,
+        description=f"Folder for release files. Unset: env DEDUP_OUTPUT_DIR, else {DEFAULT_OUTPUT_DIR}.",
     )
 
     def sketch_params(self) -> SketchParams:
@@ -71,13 +73,12 @@ class DedupSettings(ConfigurableResource):
     def algorithm_settings(self) -> dict:
         return {name: getattr(self, name) for name in ALGORITHM_SETTINGS}
 
+    def input_file(self) -> Path:
+        return Path(self.input_path or env_path("DEDUP_INPUT", DEFAULT_INPUT))
+
+    def output_folder(self) -> Path:
+        return Path(self.output_dir or env_path("DEDUP_OUTPUT_DIR", DEFAULT_OUTPUT_DIR))
+
     def current_values(self) -> dict:
         """Every setting that can appear in a table's lineage."""
-        return {**self.algorithm_settings(), "input_path": self.input_path}
-
-    @classmethod
-    def from_environment(cls) -> DedupSettings:
-        return cls(
-            input_path=env_path("DEDUP_INPUT", DEFAULT_INPUT),
-            output_dir=env_path("DEDUP_OUTPUT_DIR", DEFAULT_OUTPUT_DIR),
-        )
+        return {**self.algorithm_settings(), "input_path": str(self.input_file())}

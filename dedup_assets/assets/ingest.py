@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 from dagster import MetadataValue, Output, asset
 
 from .. import checks
@@ -25,12 +23,12 @@ def documents(dedup: DedupSettings):
     unparseable `crawled_at` or an unreadable file stops the run with the file and rows to fix.
     Empty bodies are kept; they become singleton clusters.
     """
-    path = Path(dedup.input_path)
+    path = dedup.input_file()
     with user_errors():
         frame = read_documents(path)
     described = describe_input(path)
     lineage = {
-        "input_path": dedup.input_path,
+        "input_path": str(path),
         "input_sha256": described.sha256,
         "input_byte_size": described.byte_size,
     }

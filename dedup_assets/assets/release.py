@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 from dagster import MetadataValue, Output, asset
@@ -75,7 +74,7 @@ def manifest(
         ]
     )
     written = write_release(
-        Path(dedup.output_dir),
+        dedup.output_folder(),
         {
             "fingerprinted.parquet": fingerprint_release(fingerprinted, band_memberships),
             "candidate_summary.csv": candidate_summary,
@@ -103,7 +102,7 @@ def manifest(
     yield Output(
         stamped(frame, lineage),
         metadata={
-            "output_dir": MetadataValue.path(dedup.output_dir),
+            "output_dir": MetadataValue.path(str(dedup.output_folder())),
             "files": MetadataValue.md(
                 pd.DataFrame(written["outputs"]).to_markdown(index=False)
             ),
@@ -111,5 +110,5 @@ def manifest(
         },
     )
     yield checks.fixture_contract(
-        Path(dedup.input_path), dedup.algorithm_settings(), counts, clusters, scored_pairs
+        dedup.input_file(), dedup.algorithm_settings(), counts, clusters, scored_pairs
     )

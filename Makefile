@@ -1,0 +1,33 @@
+# `make run` sets up .venv and materializes the whole graph on data/documents.csv.
+# `make test` sets up .venv and runs the test suite (what CI runs).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+
+.PHONY: setup run dev test bench clean
+
+setup: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+$(DAGSTER_HOME)/dagster.yaml:
+	mkdir -p $(DAGSTER_HOME)
+	printf 'telemetry:\n  enabled: false\n' > $@
+
+run: setup
+	$(BIN)/dagster asset materialize -m dedup_assets.definitions --select '*'
+	@echo "Release files in $${DEDUP_OUTPUT_DIR:-output}/; counts in $${DEDUP_OUTPUT_DIR:-output}/manifest.json"
+
+dev: setup
+	$(BIN)/dagster dev -w workspace.yaml
+
+test: setup
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf var output .dagster_home .tmp_dagster_home_*
