@@ -1,0 +1,170 @@
+"""The asset graph through dagster.materialize on a real DuckDB file under tmp_path."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from dagster import Failure
+
+from dedup_assets.core.contract import load_contract
+from dedup_assets.core.inputs import read_documents
+from dedup_assets.core.sketch import minhash_signature
+from dedup_assets.core.text import document_shingles
+from dedup_assets.io_manager import UpstreamTableMissing
+
+from .conftest import FIXTURE, HARD_FIXTURE, document, write_csv
+
+ALL_CHECKS = {
+    "doc_id_unique",
+    "candidate_pairs_ordered_and_unique",
+    "duplicate_pairs_ordered_and_unique",
+    "duplicate_edges_meet_threshold",
+    "every_document_in_one_cluster",
+    "one_representative_per_cluster",
+    "representatives_account_for_input",
+    "fixture_contract",
+}
+
+
+def _check_results(result) -> dict:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def _materialized(result) -> set[str]:
+    return {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
+
+
+@pytest.mark.parametrize("fixture", [FIXTURE, HARD_FIXTURE], ids=["default", "hard"])
+def test_fixture_contract_holds(runner, fixture):
+    result = runner.run(fixture)
+    assert result.success
+    evaluations = _check_results(result)
+    assert set(evaluations) == ALL_CHECKS
+    assert all(e.passed for e in evaluations.values()), {
+        name: e.description for name, e in evaluations.items() if not e.passed
+    }
+    assert evaluations["fixture_contract"].metadata["evaluated"].value is True
+    contract = load_contract(fixture)
+    manifest = runner.manifest()
+    for name, expected in contract["counts"].items():
+        assert manifest["counts"][name] == pytest.approx(expected, abs=5e-5), name
+    assert runner.table("manifest").set_index("metric")["value"]["document_rows"] == contract["counts"]["document_rows"]
+
+
+def test_default_fixture_metadata_shows_the_reduction(runner):
+    result = runner.run(FIXTURE)
+    metadata = {
+        e.asset_key.path[-1]: e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+    }
+    candidates = metadata["candidate_pairs"]
+    assert candidates["pair_reduction"].value == "276 → 18, 93.48% fewer"
+    assert candidates["lsh_probability_at_threshold"].value == 0.3781
+    assert candidates["pair_slots"].value >= 18
+    assert metadata["deduped_documents"]["dagster/row_count"].value == 12
+    assert "|" in metadata["clusters"]["preview"].value  # a markdown table
+
+
+def test_contract_mismatch_fails_the_check(runner, tmp_path):
+    fixture = tmp_path / "documents.csv"
+    fixture.write_bytes(FIXTURE.read_bytes())
+    contract = json.loads(FIXTURE.with_name("documents.expected.json").read_text())
+    contract["counts"]["cluster_count"] = 13
+    fixture.with_name("documents.expected.json").write_text(json.dumps(contract))
+    result = runner.run(fixture, raise_on_error=False)
+    check = _check_results(result)["fixture_contract"]
+    assert not check.passed and "cluster_count: expected 13, got 12" in check.description
+
+
+def test_signatures_round_trip_exactly_as_uint64(runner):
+    runner.run(FIXTURE)
+    stored = runner.table("fingerprinted").set_index("doc_id")
+    documents = read_documents(FIXTURE).set_index("doc_id")
+    for doc_id in ("billing-canonical", "note-parking"):
+        expected = minhash_signature(document_shingles(documents.loc[doc_id, "body"], 5), 64, 42)
+        signature = stored.loc[doc_id, "signature"]
+        assert signature.dtype == np.uint64
+        assert [int(v) for v in signature] == [int(v) for v in expected]
+    # values above 2**53 would not survive a float round trip
+    assert max(int(v) for s in stored["signature"] for v in s) > 2**53
+
+
+def test_threshold_change_rematerializes_downstream_without_fingerprinting(runner):
+    runner.run(FIXTURE)
+    fingerprints_before = runner.table("fingerprinted")
+    result = runner.run(FIXTURE, selection="scored_pairs*", jaccard_threshold=0.95)
+    assert result.success
+    assert _materialized(result) == {
+        "scored_pairs", "duplicate_pairs", "clusters", "deduped_documents", "manifest"
+    }
+    assert runner.table("fingerprinted").equals(fingerprints_before)
+    counts = runner.manifest()["counts"]
+    assert counts["duplicate_pair_rows"] == 6  # only the byte-identical mirrors reach 0.95
+    assert runner.manifest()["settings"]["jaccard_threshold"] == 0.95
+    assert not _check_results(result)["fixture_contract"].metadata["evaluated"].value
+
+
+def test_stale_upstream_settings_are_refused_with_the_fix(runner):
+    runner.run(FIXTURE)
+    with pytest.raises(Failure) as raised:
+        runner.run(FIXTURE, selection="deduped_documents", jaccard_threshold=0.9)
+    message = str(raised.value.description)
+    assert "clusters was built with jaccard_threshold=0.7, this run uses jaccard_threshold=0.9" in message
+    assert "--select 'scored_pairs*'" in message
+
+
+def test_missing_upstream_table_names_the_command(runner):
+    with pytest.raises(UpstreamTableMissing, match=r"--select '\*deduped_documents'"):
+        runner.run(FIXTURE, selection="deduped_documents")
+
+
+def test_corpus_without_duplicates_gives_typed_empty_tables(runner, tmp_path):
+    path = write_csv(
+        tmp_path / "unique.csv",
+        [document("a", "alpha beta gamma delta epsilon zeta"), document("b", "one two three four five six")],
+    )
+    assert runner.run(path).success
+    for name in ("candidate_pairs", "scored_pairs", "duplicate_pairs"):
+        table = runner.table(name)
+        assert table.empty and {"left_doc_id", "right_doc_id"} <= set(table.columns)
+    assert runner.manifest()["counts"]["cluster_count"] == 2
+
+
+def test_schema_follows_the_frame_when_a_table_changes_shape(runner, tmp_path):
+    narrow = write_csv(tmp_path / "narrow.csv", [document("a", "some text here")])
+    wide = write_csv(tmp_path / "wide.csv", [document("a", "some text here", warc_record_id="<urn:1>")])
+    runner.run(narrow)
+    runner.run(wide)
+    assert runner.table("deduped_documents").loc[0, "warc_record_id"] == "<urn:1>"
+
+
+def test_pair_budget_stops_before_the_join(runner, tmp_path):
+    rows = [document(f"d{i}", "the same boilerplate footer text on every page", domain=f"s{i}.com") for i in range(6)]
+    path = write_csv(tmp_path / "hot.csv", rows)
+    with pytest.raises(Failure) as raised:
+        runner.run(path, max_pair_slots=100)
+    assert "above max_pair_slots=100" in raised.value.description
+    assert "6 documents" in raised.value.description
+
+
+def test_bad_input_fails_the_run_with_the_row(runner, tmp_path):
+    path = write_csv(tmp_path / "dup.csv", [document("a", "x"), document("a", "y")])
+    with pytest.raises(Failure) as raised:
+        runner.run(path)
+    assert f"{path}: column doc_id has 1 repeated value(s); for example 'a' at line 2, line 3" in raised.value.description
+
+
+def test_same_input_gives_byte_identical_release_files(tmp_path):
+    from .conftest import GraphRunner
+
+    first, second = GraphRunner(tmp_path / "one"), GraphRunner(tmp_path / "two")
+    first.run(HARD_FIXTURE)
+    second.run(HARD_FIXTURE)
+    files = sorted(p.name for p in first.output_dir.iterdir())
+    assert len(files) == 8
+    for name in files:
+        assert (first.output_dir / name).read_bytes() == (second.output_dir / name).read_bytes(), name
+    for table in ("fingerprinted", "scored_pairs", "clusters", "deduped_documents"):
+        assert first.table(table).equals(second.table(table)), table

@@ -1,0 +1,38 @@
+import pytest
+
+from dedup_assets.lineage import StaleUpstream, combined_lineage
+
+CURRENT = {"input_path": "/in.csv", "shingle_size": 5, "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7}
+
+
+def test_lineage_accumulates_stage_settings():
+    documents = {"input_path": "/in.csv", "input_sha256": "abc"}
+    fingerprinted = combined_lineage("fingerprinted", CURRENT, {"documents": documents})
+    assert fingerprinted == {**documents, "shingle_size": 5, "num_perm": 64, "minhash_seed": 42}
+
+
+def test_changed_threshold_names_the_asset_to_rebuild_from():
+    clusters = {"input_path": "/in.csv", "jaccard_threshold": 0.7}
+    with pytest.raises(StaleUpstream) as raised:
+        combined_lineage("deduped_documents", {**CURRENT, "jaccard_threshold": 0.8}, {"clusters": clusters})
+    message = str(raised.value)
+    assert "clusters was built with jaccard_threshold=0.7, this run uses jaccard_threshold=0.8" in message
+    assert "--select 'scored_pairs*'" in message
+
+
+def test_upstreams_from_different_inputs_are_not_mixed():
+    with pytest.raises(StaleUpstream, match="has input_sha256='new' but documents has input_sha256='old'.*'documents\\*'"):
+        combined_lineage(
+            "clusters",
+            CURRENT,
+            {"documents": {"input_sha256": "old"}, "duplicate_pairs": {"input_sha256": "new"}},
+        )
+
+
+def test_earliest_changed_stage_wins():
+    with pytest.raises(StaleUpstream, match="'fingerprinted\\*'"):
+        combined_lineage(
+            "clusters",
+            {**CURRENT, "num_perm": 128, "jaccard_threshold": 0.9},
+            {"duplicate_pairs": {"num_perm": 64, "jaccard_threshold": 0.7}},
+        )
