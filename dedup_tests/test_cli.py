@@ -1,0 +1,95 @@
+"""End-to-end runs of the real `dagster asset materialize` CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from .conftest import FIXTURE, PROJECT_ROOT, document, write_csv
+
+DAGSTER = str(Path(sys.executable).parent / "dagster")
+MODULE = ["-m", "dedup_assets.definitions"]
+
+
+@pytest.fixture
+def cli_env(tmp_path) -> dict:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "DEDUP_INPUT": str(FIXTURE),
+        "DEDUP_DATABASE": str(tmp_path / "var" / "cli.duckdb"),
+        "DEDUP_OUTPUT_DIR": str(tmp_path / "out"),
+    }
+
+
+def materialize(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [DAGSTER, "asset", "materialize", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_full_run_then_single_asset_rerun(cli_env):
+    full = materialize(cli_env, *MODULE, "--select", "*")
+    assert full.returncode == 0, full.stderr[-3000:]
+    manifest = json.loads((Path(cli_env["DEDUP_OUTPUT_DIR"]) / "manifest.json").read_text())
+    counts = manifest["counts"]
+    assert (
+        counts["document_rows"],
+        counts["possible_pair_rows"],
+        counts["candidate_pair_rows"],
+        counts["duplicate_pair_rows"],
+        counts["exact_duplicate_pair_rows"],
+        counts["near_duplicate_pair_rows"],
+        counts["cluster_count"],
+        counts["representative_rows"],
+    ) == (24, 276, 18, 18, 6, 12, 12, 12)
+    assert "Asset check 'fixture_contract' on 'manifest' passed" in full.stderr
+    assert {o["file"] for o in manifest["outputs"]} == {
+        "fingerprinted.parquet",
+        "candidate_summary.csv",
+        "scored_pairs.parquet",
+        "duplicate_pairs.csv",
+        "clusters.csv",
+        "cluster_inspection.csv",
+        "deduped_documents.parquet",
+    }
+    with duckdb.connect(cli_env["DEDUP_DATABASE"], read_only=True) as connection:
+        assert connection.execute("select count(*) from dedup.deduped_documents").fetchone()[0] == 12
+
+    # As a user types it after `. ./env.sh`: no -m, the module comes from the environment.
+    rerun = materialize(
+        {**cli_env, "DAGSTER_CLI_ASSET_MATERIALIZE_MODULE_NAME": "dedup_assets.definitions"},
+        "--select",
+        "deduped_documents",
+    )
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert 'STEP_START - Started execution of step "deduped_documents"' in rerun.stderr
+    assert 'Started execution of step "fingerprinted"' not in rerun.stderr
+
+
+def test_fresh_database_single_asset_says_how_to_build_upstream(cli_env):
+    result = materialize(cli_env, *MODULE, "--select", "deduped_documents")
+    assert result.returncode != 0
+    assert "has not been materialized into this database" in result.stderr
+    assert "--select '*deduped_documents'" in result.stderr
+
+
+def test_bad_input_reports_file_and_row(cli_env, tmp_path):
+    bad = write_csv(tmp_path / "bad.csv", [document("a", "x"), document("b", "y", crawled_at="31/12/2026")])
+    result = materialize({**cli_env, "DEDUP_INPUT": str(bad)}, *MODULE, "--select", "documents")
+    assert result.returncode != 0
+    assert f"{bad}: column crawled_at cannot be parsed at line 3 (first value: '31/12/2026')" in result.stderr

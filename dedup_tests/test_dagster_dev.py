@@ -1,0 +1,160 @@
+"""A real `dagster dev`, started by the test: the UI's GraphQL API shows the nine assets, launches
+a run of the whole graph, and serves the candidate reduction from the materialization metadata."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURE, PROJECT_ROOT
+
+DAGSTER = str(Path(sys.executable).parent / "dagster")
+STARTUP_SECONDS = 120
+RUN_SECONDS = 180
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _reset_signals() -> None:
+    # A shell started in the background ignores SIGINT/SIGTERM and its children inherit that.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _graphql(port: int, query: str, variables: dict | None = None) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        payload = json.loads(response.read())
+    assert "errors" not in payload, payload["errors"]
+    return payload["data"]
+
+
+@pytest.fixture
+def dagster_dev(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "DEDUP_INPUT": str(FIXTURE),
+        "DEDUP_DATABASE": str(tmp_path / "var" / "ui.duckdb"),
+        "DEDUP_OUTPUT_DIR": str(tmp_path / "out"),
+    }
+    log = (tmp_path / "dagster_dev.log").open("w")
+    process = subprocess.Popen(
+        [DAGSTER, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_reset_signals,
+    )
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            assert process.poll() is None, (tmp_path / "dagster_dev.log").read_text()[-3000:]
+            try:
+                nodes = _graphql(port, "{ assetNodes { assetKey { path } } }")["assetNodes"]
+                if nodes:
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            assert time.monotonic() < deadline, "dagster dev did not serve its assets in time"
+            time.sleep(1)
+        yield port, tmp_path
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchPipelineExecution(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}
+"""
+STATUS = 'query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }'
+METADATA = """
+{ assetNodes { assetKey { path } description groupName
+    assetMaterializations(limit: 1) { metadataEntries {
+      label ... on TextMetadataEntry { text } } } } }
+"""
+
+
+def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
+    port, tmp_path = dagster_dev
+    nodes = _graphql(port, METADATA)["assetNodes"]
+    assert sorted(n["assetKey"]["path"][-1] for n in nodes) == sorted(
+        [
+            "documents", "fingerprinted", "band_memberships", "candidate_pairs", "scored_pairs",
+            "duplicate_pairs", "clusters", "deduped_documents", "manifest",
+        ]
+    )
+    assert all(n["groupName"] == "deduplication" and n["description"] for n in nodes)
+
+    location = _graphql(
+        port, "{ workspaceOrError { ... on Workspace { locationEntries { name } } } }"
+    )["workspaceOrError"]["locationEntries"][0]["name"]
+    launched = _graphql(
+        port,
+        LAUNCH,
+        {
+            "params": {
+                "selector": {
+                    "repositoryLocationName": location,
+                    "repositoryName": "__repository__",
+                    "jobName": "__ASSET_JOB",
+                    "assetSelection": [{"path": [n["assetKey"]["path"][-1]]} for n in nodes],
+                },
+                "mode": "default",
+            }
+        },
+    )["launchPipelineExecution"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+
+    deadline = time.monotonic() + RUN_SECONDS
+    status = None
+    while status not in ("SUCCESS", "FAILURE", "CANCELED"):
+        assert time.monotonic() < deadline, f"run {run_id} still {status}"
+        time.sleep(1)
+        status = _graphql(port, STATUS, {"id": run_id})["runOrError"].get("status")
+    assert status == "SUCCESS", (tmp_path / "dagster_dev.log").read_text()[-3000:]
+
+    nodes = {n["assetKey"]["path"][-1]: n for n in _graphql(port, METADATA)["assetNodes"]}
+    entries = {
+        e["label"]: e.get("text")
+        for e in nodes["candidate_pairs"]["assetMaterializations"][0]["metadataEntries"]
+    }
+    assert entries["pair_reduction"] == "276 → 18, 93.48% fewer"
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["counts"]["cluster_count"] == 12
