@@ -4,8 +4,7 @@ import pandas as pd
 from dagster import MetadataValue, Output, asset
 
 from .. import checks
-from ..core.pipeline import accepted_edges, shingle_lookup
-from ..core.verify import score_pairs
+from ..core.pipeline import accepted_edges, score_candidates
 from ..settings import DedupSettings
 from ._shared import GROUP, lineage_for, preview, stamped, user_errors
 
@@ -36,12 +35,8 @@ def scored_pairs(
     )
     with user_errors():
         thresholds = dedup.thresholds()
-    frame = score_pairs(
-        candidate_pairs,
-        shingle_lookup(documents, dedup.shingle_size),
-        dict(zip(fingerprinted["doc_id"], fingerprinted["signature"])),
-        dict(zip(fingerprinted["doc_id"], fingerprinted["content_hash"])),
-        thresholds,
+    frame = score_candidates(
+        documents, fingerprinted, candidate_pairs, dedup.shingle_size, thresholds
     )
     reasons = frame["reason"].value_counts().sort_index()
     return Output(

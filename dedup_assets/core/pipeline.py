@@ -40,6 +40,22 @@ def shingle_lookup(documents: pd.DataFrame, shingle_size: int):
     return shingles_of
 
 
+def score_candidates(
+    documents: pd.DataFrame,
+    fingerprinted: pd.DataFrame,
+    candidates: pd.DataFrame,
+    shingle_size: int,
+    thresholds: Thresholds,
+) -> pd.DataFrame:
+    return score_pairs(
+        candidates,
+        shingle_lookup(documents, shingle_size),
+        dict(zip(fingerprinted["doc_id"], fingerprinted["signature"])),
+        dict(zip(fingerprinted["doc_id"], fingerprinted["content_hash"])),
+        thresholds,
+    )
+
+
 def accepted_edges(scored: pd.DataFrame) -> pd.DataFrame:
     return scored[scored["is_duplicate"]].reset_index(drop=True)
 
@@ -70,13 +86,7 @@ def run_pipeline(
     pressure = bucket_pressure(bands)
     ensure_within_budget(pressure, max_pair_slots)
     candidates = candidate_pairs(bands)
-    scored = score_pairs(
-        candidates,
-        shingle_lookup(documents, params.shingle_size),
-        dict(zip(fingerprinted["doc_id"], fingerprinted["signature"])),
-        dict(zip(fingerprinted["doc_id"], fingerprinted["content_hash"])),
-        thresholds,
-    )
+    scored = score_candidates(documents, fingerprinted, candidates, params.shingle_size, thresholds)
     duplicates = accepted_edges(scored)
     clusters = cluster_members(documents, fingerprinted, duplicates)
     deduped = representatives(documents, clusters)
