@@ -1,116 +1,164 @@
-"""Asset checks as plain functions of the tables they judge.
+"""Asset checks: plain SQL functions of a DuckDB connection and table names (tested directly),
+and the thin Dagster wrappers that run them on the stored tables after each materialization.
 
-Assets yield these results next to their output (``check_specs``), so a check never reloads a
-table, and a blocking check stops downstream assets from running on bad data.
+The blocking ones stop downstream assets from running on bad data.
 """
-
-from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, MetadataValue
+import duckdb
+from dagster import AssetCheckResult, AssetCheckSeverity, AssetIn, MetadataValue, asset_check
 
 from .core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
-from .core.select import KEPT
+from .core.summary import duplicate_clusters, reason_counts
+from .io_manager import TableRef
+from .settings import DedupSettings
 
 _SHOWN = 5
 
 
-def spec(name: str, asset: str, description: str, blocking: bool = True) -> AssetCheckSpec:
-    return AssetCheckSpec(name=name, asset=asset, description=description, blocking=blocking)
-
-
-def _result(name: str, failures: list[str], passed_text: str, **metadata) -> AssetCheckResult:
+def _result(failures: list[str], passed_text: str, **metadata) -> AssetCheckResult:
+    description = passed_text
+    if failures:
+        description = "; ".join(failures[:_SHOWN])
+        if len(failures) > _SHOWN:
+            description += f" (and {len(failures) - _SHOWN} more)"
     return AssetCheckResult(
-        check_name=name,
         passed=not failures,
         severity=AssetCheckSeverity.ERROR,
-        description=passed_text if not failures else "; ".join(failures[:_SHOWN])
-        + (f" (and {len(failures) - _SHOWN} more)" if len(failures) > _SHOWN else ""),
+        description=description,
         metadata={"problems": MetadataValue.int(len(failures)), **metadata},
     )
 
 
-def doc_id_unique(documents: pd.DataFrame) -> AssetCheckResult:
-    repeated = sorted(documents.loc[documents["doc_id"].duplicated(), "doc_id"].unique())
-    failures = [f"doc_id {doc_id!r} appears more than once" for doc_id in repeated]
-    return _result("doc_id_unique", failures, f"{len(documents)} documents, all doc_id unique")
+def _rows(connection: duckdb.DuckDBPyConnection, query: str) -> list[tuple]:
+    return connection.execute(query).fetchall()
 
 
-def pairs_ordered_and_unique(name: str, pairs: pd.DataFrame) -> AssetCheckResult:
-    failures = []
-    unordered = pairs[pairs["left_doc_id"] >= pairs["right_doc_id"]]
-    failures += [f"pair ({l}, {r}) is not left < right" for l, r in zip(unordered["left_doc_id"], unordered["right_doc_id"])]
-    repeated = pairs[pairs.duplicated(["left_doc_id", "right_doc_id"])]
-    failures += [f"pair ({l}, {r}) appears more than once" for l, r in zip(repeated["left_doc_id"], repeated["right_doc_id"])]
-    return _result(name, failures, f"{len(pairs)} pairs, each ordered left < right and unique")
+# --- plain functions -----------------------------------------------------------------------------
 
 
-def duplicate_edges_meet_threshold(duplicate_pairs: pd.DataFrame, threshold: float) -> AssetCheckResult:
-    weak = duplicate_pairs[duplicate_pairs["jaccard"] < threshold]
-    failures = [
-        f"edge ({l}, {r}) has Jaccard {j:.4f} < {threshold}"
-        for l, r, j in zip(weak["left_doc_id"], weak["right_doc_id"], weak["jaccard"])
-    ]
-    weakest = float(duplicate_pairs["jaccard"].min()) if len(duplicate_pairs) else None
+def doc_id_unique(connection: duckdb.DuckDBPyConnection, documents: str) -> AssetCheckResult:
+    repeated = _rows(
+        connection,
+        f"select doc_id, count(*) from {documents} group by doc_id having count(*) > 1 order by doc_id",
+    )
+    total = _rows(connection, f"select count(*) from {documents}")[0][0]
     return _result(
-        "duplicate_edges_meet_threshold",
-        failures,
-        f"all {len(duplicate_pairs)} edges have Jaccard >= {threshold}",
-        weakest_jaccard=MetadataValue.float(weakest) if weakest is not None else MetadataValue.text("no edges"),
+        [f"doc_id {doc_id!r} appears {n} times" for doc_id, n in repeated],
+        f"{total} documents, all doc_id unique",
     )
 
 
-def every_document_in_one_cluster(documents: pd.DataFrame, clusters: pd.DataFrame) -> AssetCheckResult:
-    counts = clusters["doc_id"].value_counts()
-    failures = [f"{doc_id} is in {n} clusters" for doc_id, n in counts[counts > 1].items()]
-    missing = sorted(set(documents["doc_id"]) - set(clusters["doc_id"]))
-    failures += [f"{doc_id} is in no cluster" for doc_id in missing]
-    unknown = sorted(set(clusters["doc_id"]) - set(documents["doc_id"]))
-    failures += [f"{doc_id} is clustered but not an input document" for doc_id in unknown]
+def pairs_ordered_and_unique(connection: duckdb.DuckDBPyConnection, pairs: str) -> AssetCheckResult:
+    unordered = _rows(
+        connection, f"select left_doc_id, right_doc_id from {pairs} where left_doc_id >= right_doc_id"
+    )
+    repeated = _rows(
+        connection,
+        f"select left_doc_id, right_doc_id from {pairs} group by all having count(*) > 1",
+    )
+    total = _rows(connection, f"select count(*) from {pairs}")[0][0]
     return _result(
-        "every_document_in_one_cluster",
-        failures,
-        f"{len(documents)} documents in {clusters['cluster_id'].nunique()} clusters",
+        [f"pair ({l}, {r}) is not left < right" for l, r in unordered]
+        + [f"pair ({l}, {r}) appears more than once" for l, r in repeated],
+        f"{total} pairs, each ordered left < right and unique",
     )
 
 
-def one_representative_per_cluster(clusters: pd.DataFrame) -> AssetCheckResult:
-    kept = clusters[clusters["decision"] == KEPT].groupby("cluster_id").size()
-    per_cluster = kept.reindex(clusters["cluster_id"].unique(), fill_value=0)
-    failures = [f"{cluster_id} has {n} representatives" for cluster_id, n in per_cluster[per_cluster != 1].items()]
+def duplicate_edges_meet_threshold(
+    connection: duckdb.DuckDBPyConnection, duplicate_pairs: str, threshold: float
+) -> AssetCheckResult:
+    weak = connection.execute(
+        f"select left_doc_id, right_doc_id, jaccard from {duplicate_pairs} where jaccard < ? "
+        "order by jaccard",
+        [threshold],
+    ).fetchall()
+    total, weakest = _rows(connection, f"select count(*), min(jaccard) from {duplicate_pairs}")[0]
     return _result(
-        "one_representative_per_cluster", failures, f"{len(per_cluster)} clusters, one representative each"
+        [f"edge ({l}, {r}) has Jaccard {j:.4f} < {threshold}" for l, r, j in weak],
+        f"all {total} edges have Jaccard >= {threshold}",
+        weakest_jaccard=MetadataValue.float(float(weakest)) if weakest is not None else "no edges",
+    )
+
+
+def every_document_in_one_cluster(
+    connection: duckdb.DuckDBPyConnection, documents: str, clusters: str
+) -> AssetCheckResult:
+    twice = _rows(connection, f"select doc_id, count(*) from {clusters} group by doc_id having count(*) > 1")
+    missing = _rows(connection, f"select doc_id from {documents} anti join {clusters} using (doc_id)")
+    unknown = _rows(connection, f"select doc_id from {clusters} anti join {documents} using (doc_id)")
+    counts = _rows(connection, f"select count(*), count(distinct cluster_id) from {clusters}")[0]
+    return _result(
+        [f"{doc_id} is in {n} clusters" for doc_id, n in twice]
+        + [f"{doc_id} is in no cluster" for (doc_id,) in missing]
+        + [f"{doc_id} is clustered but not an input document" for (doc_id,) in unknown],
+        f"{counts[0]} documents in {counts[1]} clusters",
+    )
+
+
+def one_representative_per_cluster(connection: duckdb.DuckDBPyConnection, clusters: str) -> AssetCheckResult:
+    wrong = _rows(
+        connection,
+        f"""
+        select cluster_id, count(*) filter (where decision = 'kept_representative') as kept
+        from {clusters} group by cluster_id having kept <> 1 order by cluster_id
+        """,
+    )
+    total = _rows(connection, f"select count(distinct cluster_id) from {clusters}")[0][0]
+    return _result(
+        [f"{cluster_id} has {kept} representatives" for cluster_id, kept in wrong],
+        f"{total} clusters, one representative each",
     )
 
 
 def representatives_account_for_input(
-    documents: pd.DataFrame, clusters: pd.DataFrame, deduped: pd.DataFrame
+    connection: duckdb.DuckDBPyConnection, documents: str, clusters: str, deduped: str
 ) -> AssetCheckResult:
-    removed = int((clusters["decision"] != KEPT).sum())
+    inputs, kept, removed = _rows(
+        connection,
+        f"""
+        select (select count(*) from {documents}),
+               (select count(*) from {deduped}),
+               (select count(*) from {clusters} where decision = 'removed_duplicate')
+        """,
+    )[0]
+    mismatched = _rows(
+        connection,
+        f"""
+        select count(*) from (
+          (select doc_id from {deduped}
+           except select doc_id from {clusters} where decision = 'kept_representative')
+          union all
+          (select doc_id from {clusters} where decision = 'kept_representative'
+           except select doc_id from {deduped})
+        )
+        """,
+    )[0][0]
     failures = []
-    if len(deduped) + removed != len(documents):
-        failures.append(f"{len(deduped)} representatives + {removed} removed != {len(documents)} input documents")
-    expected = set(clusters.loc[clusters["decision"] == KEPT, "doc_id"])
-    if set(deduped["doc_id"]) != expected:
-        failures.append("deduped_documents does not hold exactly the representatives chosen in clusters")
-    return _result(
-        "representatives_account_for_input",
-        failures,
-        f"{len(deduped)} representatives + {removed} removed = {len(documents)} input documents",
-    )
+    if kept + removed != inputs:
+        failures.append(f"{kept} representatives + {removed} removed != {inputs} input documents")
+    if mismatched:
+        failures.append(
+            f"{mismatched} documents differ between deduped_documents and the representatives in clusters"
+        )
+    return _result(failures, f"{kept} representatives + {removed} removed = {inputs} input documents")
 
 
 def fixture_contract(
-    input_path: Path, settings: dict, counts: dict, clusters: pd.DataFrame, scored_pairs: pd.DataFrame
+    connection: duckdb.DuckDBPyConnection,
+    input_path: Path,
+    settings: dict,
+    manifest: str,
+    scored_pairs: str,
+    clusters: str,
 ) -> AssetCheckResult:
-    """Compare the run with ``<input>.expected.json`` when the input ships one."""
+    """Compare the run with ``<input>.expected.json`` when the input ships one and the run uses
+    the contract's settings."""
     contract = load_contract(input_path)
     contract_file = str(contract_path_for(input_path))
     if contract is None:
         return AssetCheckResult(
-            check_name="fixture_contract",
             passed=True,
             description=f"no contract for this input ({contract_file} does not exist)",
             metadata={"evaluated": False},
@@ -119,16 +167,127 @@ def fixture_contract(
     if changed:
         described = ", ".join(f"{k}={got} (contract: {want})" for k, (want, got) in changed.items())
         return AssetCheckResult(
-            check_name="fixture_contract",
             passed=True,
             description=f"contract {contract_file} is for other settings: {described}; not compared",
             metadata={"evaluated": False},
         )
-    failures = contract_mismatches(contract, counts, clusters, scored_pairs)
-    return _result(
-        "fixture_contract",
-        failures,
-        f"run matches {contract_file}",
-        evaluated=True,
-        contract=contract_file,
+    counts = {
+        metric: (value if metric == "candidate_reduction_ratio" else int(value))
+        for metric, value in _rows(connection, f"select metric, value from {manifest}")
+    }
+    failures = contract_mismatches(
+        contract, counts, reason_counts(connection, scored_pairs), duplicate_clusters(connection, clusters)
     )
+    return _result(failures, f"run matches {contract_file}", evaluated=True, contract=contract_file)
+
+
+# --- Dagster wrappers ----------------------------------------------------------------------------
+
+
+@asset_check(
+    name="doc_id_unique",
+    asset="documents", blocking=True, description="Every document has its own doc_id.")
+def doc_id_unique_check(documents: TableRef) -> AssetCheckResult:
+    with documents.connect() as connection:
+        return doc_id_unique(connection, documents.table)
+
+
+@asset_check(
+    name="candidate_pairs_ordered_and_unique",
+    asset="candidate_pairs", blocking=True, description="Each pair appears once, with left_doc_id < right_doc_id."
+)
+def candidate_pairs_ordered_and_unique(candidate_pairs: TableRef) -> AssetCheckResult:
+    with candidate_pairs.connect() as connection:
+        return pairs_ordered_and_unique(connection, candidate_pairs.table)
+
+
+@asset_check(
+    name="duplicate_pairs_ordered_and_unique",
+    asset="duplicate_pairs", blocking=True, description="Each edge appears once, with left_doc_id < right_doc_id."
+)
+def duplicate_pairs_ordered_and_unique(duplicate_pairs: TableRef) -> AssetCheckResult:
+    with duplicate_pairs.connect() as connection:
+        return pairs_ordered_and_unique(connection, duplicate_pairs.table)
+
+
+@asset_check(
+    name="duplicate_edges_meet_threshold",
+    asset="duplicate_pairs",
+    blocking=True,
+    description="Every accepted edge has exact Jaccard at or above the threshold it was scored with.",
+)
+def duplicate_edges_meet_threshold_check(duplicate_pairs: TableRef) -> AssetCheckResult:
+    with duplicate_pairs.connect() as connection:
+        return duplicate_edges_meet_threshold(
+            connection, duplicate_pairs.table, float(duplicate_pairs.lineage["jaccard_threshold"])
+        )
+
+
+@asset_check(
+    name="every_document_in_one_cluster",
+    asset="clusters",
+    blocking=True,
+    description="Every input document is in exactly one cluster.",
+    additional_ins={"documents": AssetIn("documents")},
+)
+def every_document_in_one_cluster_check(clusters: TableRef, documents: TableRef) -> AssetCheckResult:
+    with clusters.connect() as connection:
+        return every_document_in_one_cluster(connection, documents.table, clusters.table)
+
+
+@asset_check(
+    name="one_representative_per_cluster",
+    asset="clusters", blocking=True, description="Each cluster keeps exactly one representative.")
+def one_representative_per_cluster_check(clusters: TableRef) -> AssetCheckResult:
+    with clusters.connect() as connection:
+        return one_representative_per_cluster(connection, clusters.table)
+
+
+@asset_check(
+    name="representatives_account_for_input",
+    asset="deduped_documents",
+    blocking=True,
+    description="Representatives plus removed duplicates equal the input documents.",
+    additional_ins={"documents": AssetIn("documents"), "clusters": AssetIn("clusters")},
+)
+def representatives_account_for_input_check(
+    deduped_documents: TableRef, documents: TableRef, clusters: TableRef
+) -> AssetCheckResult:
+    with deduped_documents.connect() as connection:
+        return representatives_account_for_input(
+            connection, documents.table, clusters.table, deduped_documents.table
+        )
+
+
+@asset_check(
+    name="fixture_contract",
+    asset="manifest",
+    blocking=True,
+    description="When the input ships <name>.expected.json, the run's counts, pair reasons and "
+    "duplicate clusters match it.",
+    additional_ins={"scored_pairs": AssetIn("scored_pairs"), "clusters": AssetIn("clusters")},
+)
+def fixture_contract_check(
+    dedup: DedupSettings, manifest: TableRef, scored_pairs: TableRef, clusters: TableRef
+) -> AssetCheckResult:
+    with manifest.connect() as connection:
+        return fixture_contract(
+            connection,
+            dedup.input_file(),
+            dedup.algorithm_settings(),
+            manifest.table,
+            scored_pairs.table,
+            clusters.table,
+        )
+
+
+PIPELINE_CHECKS = [
+    doc_id_unique_check,
+    candidate_pairs_ordered_and_unique,
+    duplicate_pairs_ordered_and_unique,
+    duplicate_edges_meet_threshold_check,
+    every_document_in_one_cluster_check,
+    one_representative_per_cluster_check,
+    representatives_account_for_input_check,
+    fixture_contract_check,
+]

@@ -16,6 +16,7 @@ DEFAULT_DATABASE = "var/dedup_assets.duckdb"
 DEFAULT_OUTPUT_DIR = "output"
 
 ALGORITHM_SETTINGS = (
+    "hash_scheme",
     "shingle_size",
     "num_perm",
     "rows_per_band",
@@ -23,6 +24,8 @@ ALGORITHM_SETTINGS = (
     "jaccard_threshold",
     "signature_overlap_threshold",
     "max_pair_slots",
+    "memory_budget_mb",
+    "batch_size",
 )
 
 
@@ -34,6 +37,11 @@ def env_path(variable: str, default: str) -> str:
 class DedupSettings(ConfigurableResource):
     """Algorithm settings and file locations for one run (resource key ``dedup``)."""
 
+    hash_scheme: str = Field(
+        default="fss",
+        description="fss: compiled 64-bit shingle hashes + Fast Similarity Sketch (fast); "
+        "blake2b: the published MinHash definition, bit for bit (slow, for reference).",
+    )
     shingle_size: int = Field(default=5, description="Tokens per shingle.")
     num_perm: int = Field(default=64, description="MinHash values per signature.")
     rows_per_band: int = Field(default=8, description="Signature values per LSH band.")
@@ -48,6 +56,13 @@ class DedupSettings(ConfigurableResource):
         default=1_000_000,
         description="Refuse the LSH self-join when its buckets would create more pair rows.",
     )
+    memory_budget_mb: int = Field(
+        default=3072,
+        description="Refuse a verification whose estimated shingle sets exceed this many MB.",
+    )
+    batch_size: int = Field(
+        default=20_000, description="Documents per streamed batch (memory follows this)."
+    )
     input_path: str | None = Field(
         default=None,
         description=f"CSV or Parquet input. Unset: env DEDUP_INPUT, else {DEFAULT_INPUT}.",
@@ -59,6 +74,7 @@ class DedupSettings(ConfigurableResource):
 
     def sketch_params(self) -> SketchParams:
         return SketchParams(
+            hash_scheme=self.hash_scheme,
             shingle_size=self.shingle_size,
             num_perm=self.num_perm,
             rows_per_band=self.rows_per_band,

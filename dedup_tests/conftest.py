@@ -11,6 +11,7 @@ import pytest
 from dagster import materialize
 
 from dedup_assets.assets import PIPELINE_ASSETS
+from dedup_assets.checks import PIPELINE_CHECKS
 from dedup_assets.io_manager import DedupDuckDBIOManager
 from dedup_assets.settings import DedupSettings
 
@@ -28,7 +29,7 @@ class GraphRunner:
 
     def run(self, input_path: Path, selection: str | list[str] = "*", raise_on_error=True, **settings):
         return materialize(
-            PIPELINE_ASSETS,
+            [*PIPELINE_ASSETS, *PIPELINE_CHECKS],
             selection=selection,
             resources={
                 "io_manager": DedupDuckDBIOManager(database=str(self.database), schema="dedup"),

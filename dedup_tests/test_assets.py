@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
+import duckdb
 import pytest
 from dagster import Failure
 
 from dedup_assets.core.contract import load_contract
+from dedup_assets.core.fingerprint import HASH_SCHEMES
 from dedup_assets.core.inputs import read_documents
 from dedup_assets.core.sketch import minhash_signature
 from dedup_assets.core.text import document_shingles
@@ -36,9 +37,10 @@ def _materialized(result) -> set[str]:
     return {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
 
 
+@pytest.mark.parametrize("scheme", HASH_SCHEMES)
 @pytest.mark.parametrize("fixture", [FIXTURE, HARD_FIXTURE], ids=["default", "hard"])
-def test_fixture_contract_holds(runner, fixture):
-    result = runner.run(fixture)
+def test_fixture_contract_holds_under_every_scheme(runner, fixture, scheme):
+    result = runner.run(fixture, hash_scheme=scheme)
     assert result.success
     evaluations = _check_results(result)
     assert set(evaluations) == ALL_CHECKS
@@ -64,7 +66,8 @@ def test_default_fixture_metadata_shows_the_reduction(runner):
     assert candidates["lsh_probability_at_threshold"].value == 0.3781
     assert candidates["pair_slots"].value >= 18
     assert metadata["deduped_documents"]["dagster/row_count"].value == 12
-    assert "|" in metadata["clusters"]["preview"].value  # a markdown table
+    assert metadata["clusters"]["duplicate_clusters"].value == 6
+    assert "| cluster-billing-canonical" in metadata["clusters"]["preview"].value
 
 
 def test_contract_mismatch_fails_the_check(runner, tmp_path):
@@ -78,17 +81,21 @@ def test_contract_mismatch_fails_the_check(runner, tmp_path):
     assert not check.passed and "cluster_count: expected 13, got 12" in check.description
 
 
-def test_signatures_round_trip_exactly_as_uint64(runner):
-    runner.run(FIXTURE)
-    stored = runner.table("fingerprinted").set_index("doc_id")
-    documents = read_documents(FIXTURE).set_index("doc_id")
+def test_blake2b_signatures_are_stored_exactly_as_uint64(runner):
+    runner.run(FIXTURE, hash_scheme="blake2b")
+    with duckdb.connect(str(runner.database), read_only=True) as connection:
+        column_type = connection.execute(
+            "select data_type from information_schema.columns "
+            "where table_name = 'fingerprinted' and column_name = 'signature'"
+        ).fetchall()[0][0]
+        stored = dict(connection.execute("select doc_id, signature from dedup.fingerprinted").fetchall())
+    assert column_type == "UBIGINT[64]"
+    bodies = dict(zip(*read_documents(FIXTURE).select(["doc_id", "body"]).to_pydict().values()))
     for doc_id in ("billing-canonical", "note-parking"):
-        expected = minhash_signature(document_shingles(documents.loc[doc_id, "body"], 5), 64, 42)
-        signature = stored.loc[doc_id, "signature"]
-        assert signature.dtype == np.uint64
-        assert [int(v) for v in signature] == [int(v) for v in expected]
+        expected = minhash_signature(document_shingles(bodies[doc_id], 5), 64, 42)
+        assert list(stored[doc_id]) == [int(v) for v in expected]
     # values above 2**53 would not survive a float round trip
-    assert max(int(v) for s in stored["signature"] for v in s) > 2**53
+    assert max(v for signature in stored.values() for v in signature) > 2**53
 
 
 def test_threshold_change_rematerializes_downstream_without_fingerprinting(runner):
@@ -100,6 +107,7 @@ def test_threshold_change_rematerializes_downstream_without_fingerprinting(runne
         "scored_pairs", "duplicate_pairs", "clusters", "deduped_documents", "manifest"
     }
     assert runner.table("fingerprinted").equals(fingerprints_before)
+    assert runner.table("asset_lineage").set_index("table_name").loc["clusters", "lineage"].count("0.95") == 1
     counts = runner.manifest()["counts"]
     assert counts["duplicate_pair_rows"] == 6  # only the byte-identical mirrors reach 0.95
     assert runner.manifest()["settings"]["jaccard_threshold"] == 0.95
@@ -123,13 +131,13 @@ def test_missing_upstream_table_names_the_command(runner):
 def test_corpus_without_duplicates_gives_typed_empty_tables(runner, tmp_path):
     path = write_csv(
         tmp_path / "unique.csv",
-        [document("a", "alpha beta gamma delta epsilon zeta"), document("b", "one two three four five six")],
+        [document("a", "alpha beta gamma delta epsilon zeta"), document("b", "one two three four five six"), document("c", "")],
     )
     assert runner.run(path).success
     for name in ("candidate_pairs", "scored_pairs", "duplicate_pairs"):
         table = runner.table(name)
         assert table.empty and {"left_doc_id", "right_doc_id"} <= set(table.columns)
-    assert runner.manifest()["counts"]["cluster_count"] == 2
+    assert runner.manifest()["counts"]["cluster_count"] == 3
 
 
 def test_schema_follows_the_frame_when_a_table_changes_shape(runner, tmp_path):
@@ -153,7 +161,7 @@ def test_bad_input_fails_the_run_with_the_row(runner, tmp_path):
     path = write_csv(tmp_path / "dup.csv", [document("a", "x"), document("a", "y")])
     with pytest.raises(Failure) as raised:
         runner.run(path)
-    assert f"{path}: column doc_id has 1 repeated value(s); for example 'a' at line 2, line 3" in raised.value.description
+    assert f"{path}: column doc_id has 1 repeated value(s); for example 'a' at rows 1, 2" in raised.value.description
 
 
 def test_same_input_gives_byte_identical_release_files(tmp_path):
@@ -166,5 +174,5 @@ def test_same_input_gives_byte_identical_release_files(tmp_path):
     assert len(files) == 8
     for name in files:
         assert (first.output_dir / name).read_bytes() == (second.output_dir / name).read_bytes(), name
-    for table in ("fingerprinted", "scored_pairs", "clusters", "deduped_documents"):
+    for table in ("documents", "fingerprinted", "scored_pairs", "clusters", "deduped_documents"):
         assert first.table(table).equals(second.table(table)), table

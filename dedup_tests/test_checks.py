@@ -1,61 +1,92 @@
-"""Asset checks are plain functions: each must pass on good tables and fail on broken ones."""
+"""Asset checks are plain SQL functions: each must pass on good tables and fail on broken ones."""
 
-import pandas as pd
+import duckdb
+import pyarrow as pa
+import pytest
 
 from dedup_assets import checks
-from dedup_assets.core.select import KEPT, REMOVED
 
 
-def _pairs(rows):
-    return pd.DataFrame(rows, columns=["left_doc_id", "right_doc_id", "jaccard"])
+@pytest.fixture
+def connection():
+    with duckdb.connect() as connection:
+        yield connection
 
 
-def test_doc_id_unique():
-    assert checks.doc_id_unique(pd.DataFrame({"doc_id": ["a", "b"]})).passed
-    failed = checks.doc_id_unique(pd.DataFrame({"doc_id": ["a", "b", "a"]}))
-    assert not failed.passed and "'a'" in failed.description
+def _load(connection, name: str, rows: list[dict], columns: list[str]) -> str:
+    data = pa.Table.from_pylist(rows) if rows else pa.table({c: pa.array([], pa.string()) for c in columns})
+    connection.execute(f"create or replace table {name} as select * from data")
+    return name
 
 
-def test_pairs_ordered_and_unique():
-    assert checks.pairs_ordered_and_unique("x", _pairs([("a", "b", 1.0), ("a", "c", 1.0)])).passed
-    reversed_pair = checks.pairs_ordered_and_unique("x", _pairs([("b", "a", 1.0)]))
-    repeated = checks.pairs_ordered_and_unique("x", _pairs([("a", "b", 1.0), ("a", "b", 0.9)]))
+def _pairs(connection, rows, name="pairs"):
+    return _load(
+        connection,
+        name,
+        [{"left_doc_id": l, "right_doc_id": r, "jaccard": j} for l, r, j in rows],
+        ["left_doc_id", "right_doc_id", "jaccard"],
+    )
+
+
+def test_doc_id_unique(connection):
+    assert checks.doc_id_unique(connection, _load(connection, "d", [{"doc_id": "a"}, {"doc_id": "b"}], [])).passed
+    failed = checks.doc_id_unique(connection, _load(connection, "d", [{"doc_id": "a"}, {"doc_id": "a"}], []))
+    assert not failed.passed and "'a' appears 2 times" in failed.description
+
+
+def test_pairs_ordered_and_unique(connection):
+    assert checks.pairs_ordered_and_unique(connection, _pairs(connection, [("a", "b", 1.0), ("a", "c", 1.0)])).passed
+    reversed_pair = checks.pairs_ordered_and_unique(connection, _pairs(connection, [("b", "a", 1.0)]))
+    repeated = checks.pairs_ordered_and_unique(connection, _pairs(connection, [("a", "b", 1.0), ("a", "b", 0.9)]))
     assert not reversed_pair.passed and "not left < right" in reversed_pair.description
     assert not repeated.passed and "more than once" in repeated.description
 
 
-def test_duplicate_edges_meet_threshold():
-    assert checks.duplicate_edges_meet_threshold(_pairs([("a", "b", 0.7)]), 0.7).passed
-    assert checks.duplicate_edges_meet_threshold(_pairs([]), 0.7).passed
-    weak = checks.duplicate_edges_meet_threshold(_pairs([("a", "b", 0.69)]), 0.7)
+def test_duplicate_edges_meet_threshold(connection):
+    assert checks.duplicate_edges_meet_threshold(connection, _pairs(connection, [("a", "b", 0.7)]), 0.7).passed
+    weak = checks.duplicate_edges_meet_threshold(connection, _pairs(connection, [("a", "b", 0.69)]), 0.7)
     assert not weak.passed and "0.6900 < 0.7" in weak.description
 
 
-def _clusters(rows):
-    return pd.DataFrame(rows, columns=["doc_id", "cluster_id", "decision"])
+def _clusters(connection, rows):
+    return _load(
+        connection,
+        "clusters",
+        [{"doc_id": d, "cluster_id": c, "decision": k} for d, c, k in rows],
+        ["doc_id", "cluster_id", "decision"],
+    )
 
 
-def test_every_document_in_one_cluster():
-    documents = pd.DataFrame({"doc_id": ["a", "b"]})
-    good = _clusters([("a", "cluster-a", KEPT), ("b", "cluster-a", REMOVED)])
-    assert checks.every_document_in_one_cluster(documents, good).passed
-    lost = checks.every_document_in_one_cluster(documents, good.iloc[:1])
-    twice = checks.every_document_in_one_cluster(documents, pd.concat([good, _clusters([("b", "cluster-b", KEPT)])]))
+KEPT, REMOVED = "kept_representative", "removed_duplicate"
+
+
+def test_every_document_in_one_cluster(connection):
+    documents = _load(connection, "documents", [{"doc_id": "a"}, {"doc_id": "b"}], [])
+    good = _clusters(connection, [("a", "cluster-a", KEPT), ("b", "cluster-a", REMOVED)])
+    assert checks.every_document_in_one_cluster(connection, documents, good).passed
+    lost = checks.every_document_in_one_cluster(connection, documents, _clusters(connection, [("a", "cluster-a", KEPT)]))
     assert not lost.passed and "b is in no cluster" in lost.description
-    assert not twice.passed and "b is in 2 clusters" in twice.description
+    twice = _clusters(connection, [("a", "cluster-a", KEPT), ("b", "cluster-a", REMOVED), ("b", "cluster-b", KEPT)])
+    result = checks.every_document_in_one_cluster(connection, documents, twice)
+    assert not result.passed and "b is in 2 clusters" in result.description
 
 
-def test_one_representative_per_cluster():
-    assert checks.one_representative_per_cluster(_clusters([("a", "c1", KEPT), ("b", "c1", REMOVED)])).passed
-    none_kept = checks.one_representative_per_cluster(_clusters([("a", "c1", REMOVED)]))
-    two_kept = checks.one_representative_per_cluster(_clusters([("a", "c1", KEPT), ("b", "c1", KEPT)]))
-    assert not none_kept.passed and "c1 has 0" in none_kept.description
-    assert not two_kept.passed and "c1 has 2" in two_kept.description
+def test_one_representative_per_cluster(connection):
+    assert checks.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED)])).passed
+    none_kept = checks.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", REMOVED)]))
+    assert not none_kept.passed and "c1 has 0 representatives" in none_kept.description
+    two_kept = checks.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", KEPT)]))
+    assert not two_kept.passed and "c1 has 2 representatives" in two_kept.description
 
 
-def test_representatives_account_for_input():
-    documents = pd.DataFrame({"doc_id": ["a", "b", "c"]})
-    clusters = _clusters([("a", "c1", KEPT), ("b", "c1", REMOVED), ("c", "c2", KEPT)])
-    assert checks.representatives_account_for_input(documents, clusters, pd.DataFrame({"doc_id": ["a", "c"]})).passed
-    lost = checks.representatives_account_for_input(documents, clusters, pd.DataFrame({"doc_id": ["a"]}))
-    assert not lost.passed and "1 representatives + 1 removed != 3" in lost.description
+def test_representatives_account_for_input(connection):
+    documents = _load(connection, "documents", [{"doc_id": d} for d in "abc"], [])
+    clusters = _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED), ("c", "c2", KEPT)])
+    deduped = _load(connection, "deduped", [{"doc_id": "a"}, {"doc_id": "c"}], [])
+    assert checks.representatives_account_for_input(connection, documents, clusters, deduped).passed
+    short = _load(connection, "deduped", [{"doc_id": "a"}], [])
+    lost = checks.representatives_account_for_input(connection, documents, clusters, short)
+    assert not lost.passed and "1 representatives + 1 removed != 3 input documents" in lost.description
+    swapped = _load(connection, "deduped", [{"doc_id": "a"}, {"doc_id": "b"}], [])
+    wrong = checks.representatives_account_for_input(connection, documents, clusters, swapped)
+    assert not wrong.passed and "differ between deduped_documents and the representatives" in wrong.description

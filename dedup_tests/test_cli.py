@@ -92,4 +92,4 @@ def test_bad_input_reports_file_and_row(cli_env, tmp_path):
     bad = write_csv(tmp_path / "bad.csv", [document("a", "x"), document("b", "y", crawled_at="31/12/2026")])
     result = materialize({**cli_env, "DEDUP_INPUT": str(bad)}, *MODULE, "--select", "documents")
     assert result.returncode != 0
-    assert f"{bad}: column crawled_at cannot be parsed at line 3 (first value: '31/12/2026')" in result.stderr
+    assert f"{bad}: column crawled_at cannot be parsed at row 2 (first value: '31/12/2026')" in result.stderr

@@ -10,27 +10,36 @@ from dedup_assets.core.inputs import InputError, read_documents
 from .conftest import FIXTURE, document, write_csv
 
 
-def test_fixture_reads_with_utc_timestamps_sorted_by_doc_id():
-    frame = read_documents(FIXTURE)
-    assert len(frame) == 24
-    assert frame["doc_id"].is_monotonic_increasing
-    assert str(frame["crawled_at"].dtype).startswith("datetime64")
+def test_fixture_reads_in_file_order_with_utc_timestamps_and_row_numbers():
+    table = read_documents(FIXTURE)
+    assert table.num_rows == 24
+    assert table.column("input_row").to_pylist() == list(range(1, 25))
+    assert str(table.schema.field("crawled_at").type) == "timestamp[us]"
 
 
 def test_extra_columns_are_kept_after_the_base_columns(tmp_path):
     path = write_csv(tmp_path / "in.csv", [document("a", "text", warc_record_id="<urn:uuid:1>")])
-    frame = read_documents(path)
-    assert list(frame.columns)[6:] == ["warc_record_id"]
+    assert read_documents(path).column_names[6:] == ["warc_record_id", "input_row"]
 
 
-def test_parquet_input_and_bom_csv(tmp_path):
-    rows = [document("b", "two"), document("a", "one")]
+def test_offsets_are_converted_to_utc_and_plain_dates_accepted(tmp_path):
+    path = write_csv(
+        tmp_path / "in.csv",
+        [document("a", "x", crawled_at="2026-03-01T10:00:00+02:00"), document("b", "y", crawled_at="2026-03-01")],
+    )
+    stamps = read_documents(path).column("crawled_at").to_pylist()
+    assert [str(s) for s in stamps] == ["2026-03-01 08:00:00", "2026-03-01 00:00:00"]
+
+
+def test_parquet_with_integer_ids_bom_csv_and_embedded_newlines(tmp_path):
+    rows = [document("b", "two"), document("a", 'one, "quoted"\nsecond line')]
     parquet = tmp_path / "in.parquet"
-    pd.DataFrame(rows).to_parquet(parquet, index=False)
-    assert read_documents(parquet)["doc_id"].tolist() == ["a", "b"]
+    frame = pd.DataFrame(rows)
+    frame.assign(doc_id=[2, 1]).to_parquet(parquet, index=False)
+    assert read_documents(parquet).column("doc_id").to_pylist() == ["2", "1"]
     bom = tmp_path / "bom.csv"
-    bom.write_bytes(b"\xef\xbb\xbf" + pd.DataFrame(rows).to_csv(index=False).encode())
-    assert read_documents(bom)["doc_id"].tolist() == ["a", "b"]
+    bom.write_bytes(b"\xef\xbb\xbf" + frame.to_csv(index=False).encode())
+    assert read_documents(bom).column("body").to_pylist() == ["two", 'one, "quoted"\nsecond line']
 
 
 def _error_for(path: Path) -> str:
@@ -45,20 +54,22 @@ def test_missing_column_is_named(tmp_path):
     assert str(path) in message and "missing required column(s) source, domain, crawled_at, title" in message
 
 
-def test_empty_doc_id_names_the_line(tmp_path):
+def test_empty_doc_id_names_the_row(tmp_path):
     path = write_csv(tmp_path / "in.csv", [document("a", "x"), document("", "y")])
-    assert "doc_id is empty at line 3" in _error_for(path)
+    assert "doc_id is empty at row 2" in _error_for(path)
 
 
-def test_duplicate_doc_id_names_value_and_lines(tmp_path):
-    path = write_csv(tmp_path / "in.csv", [document("a", "x"), document("b", "y"), document("a", "z")])
-    assert "'a' at line 2, line 4" in _error_for(path)
+def test_duplicate_doc_id_names_value_and_rows_across_batches(tmp_path):
+    rows = [document(f"d{i}", "x") for i in range(30)] + [document("d3", "again")]
+    path = write_csv(tmp_path / "in.csv", rows)
+    with pytest.raises(InputError, match=r"'d3' at rows 4, 31\. Give each document a unique doc_id"):
+        read_documents(path, batch_size=8)
 
 
-def test_unparseable_crawled_at_names_line_and_value(tmp_path):
+def test_unparseable_crawled_at_names_row_and_value(tmp_path):
     path = write_csv(tmp_path / "in.csv", [document("a", "x"), document("b", "y", crawled_at="yesterday")])
     message = _error_for(path)
-    assert "crawled_at cannot be parsed at line 3" in message and "'yesterday'" in message and "ISO 8601" in message
+    assert "crawled_at cannot be parsed at row 2" in message and "'yesterday'" in message and "ISO 8601" in message
 
 
 def test_empty_file_and_header_only(tmp_path):
@@ -77,4 +88,4 @@ def test_wrong_extension_missing_file_and_unreadable_files(tmp_path):
     assert "cannot be read as Parquet" in _error_for(broken)
     latin1 = tmp_path / "latin1.csv"
     latin1.write_bytes("doc_id,source,domain,crawled_at,title,body\na,s,d,2026-01-01,t,caf\xe9\n".encode("latin-1"))
-    assert "not valid UTF-8" in _error_for(latin1)
+    assert "latin1.csv: not valid UTF-8 at byte 65. Re-encode the file as UTF-8." in _error_for(latin1)

@@ -2,13 +2,20 @@ import pytest
 
 from dedup_assets.lineage import StaleUpstream, combined_lineage
 
-CURRENT = {"input_path": "/in.csv", "shingle_size": 5, "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7}
+CURRENT = {"input_path": "/in.csv", "hash_scheme": "fss", "shingle_size": 5, "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7}
 
 
 def test_lineage_accumulates_stage_settings():
     documents = {"input_path": "/in.csv", "input_sha256": "abc"}
     fingerprinted = combined_lineage("fingerprinted", CURRENT, {"documents": documents})
-    assert fingerprinted == {**documents, "shingle_size": 5, "num_perm": 64, "minhash_seed": 42}
+    assert fingerprinted == {
+        **documents,
+        "hash_scheme": "fss",
+        "shingle_size": 5,
+        "num_perm": 64,
+        "minhash_seed": 42,
+        "rows_per_band": 8,
+    }
 
 
 def test_changed_threshold_names_the_asset_to_rebuild_from():

@@ -1,4 +1,4 @@
-"""The nine pipeline assets, in pipeline order."""
+"""The nine pipeline assets, in pipeline order, and their checks."""
 
 from .candidates import candidate_pairs
 from .clustering import clusters, deduped_documents

@@ -1,93 +1,74 @@
-from __future__ import annotations
+from dagster import MetadataValue, asset
 
-import pandas as pd
-from dagster import MetadataValue, Output, asset
-
-from .. import checks
-from ..core.pipeline import cluster_members, representatives
+from ..core.stages import build_clusters, build_deduped_documents
+from ..core.tables import TableBuild
+from ..io_manager import TableRef
 from ..settings import DedupSettings
-from ._shared import GROUP, lineage_for, preview, stamped
+from ._shared import GROUP, KINDS, lineage_for, markdown_preview, tables_of
 
 
-@asset(
-    group_name=GROUP,
-    kinds={"duckdb", "pandas", "networkx"},
-    check_specs=[
-        checks.spec(
-            "every_document_in_one_cluster",
-            "clusters",
-            "Every input document is in exactly one cluster.",
+def _describe_clusters(connection, table: str) -> dict:
+    clusters, duplicate, singleton, largest, removed = connection.execute(
+        f"""
+        select count(distinct cluster_id),
+               count(distinct cluster_id) filter (where cluster_size > 1),
+               count(*) filter (where cluster_size = 1),
+               max(cluster_size),
+               count(*) filter (where representative_rank > 1)
+        from {table}
+        """
+    ).fetchall()[0]
+    return {
+        "clusters": MetadataValue.int(int(clusters)),
+        "duplicate_clusters": MetadataValue.int(int(duplicate)),
+        "singleton_clusters": MetadataValue.int(int(singleton)),
+        "largest_cluster_size": MetadataValue.int(int(largest or 0)),
+        "removed_documents": MetadataValue.int(int(removed)),
+        "preview": markdown_preview(
+            connection,
+            f"select cluster_id, doc_id, crawled_at, token_count, decision from {table} "
+            "where cluster_size > 1 order by cluster_id, representative_rank",
         ),
-        checks.spec(
-            "one_representative_per_cluster",
-            "clusters",
-            "Each cluster keeps exactly one representative.",
-        ),
-    ],
-)
+    }
+
+
+@asset(group_name=GROUP, kinds=KINDS | {"networkx", "sql"})
 def clusters(
-    dedup: DedupSettings,
-    documents: pd.DataFrame,
-    fingerprinted: pd.DataFrame,
-    duplicate_pairs: pd.DataFrame,
-):
+    dedup: DedupSettings, documents: TableRef, fingerprinted: TableRef, duplicate_pairs: TableRef
+) -> TableBuild:
     """Connected components of the duplicate-edge graph (networkx), one row per input document.
 
     `cluster_id` is `cluster-` + the smallest member `doc_id`. Within a cluster the representative
-    is the newest `crawled_at`, then the most tokens, then the smallest `doc_id`;
-    `representative_rank` 1 is kept (`decision = kept_representative`), the rest are
+    is the newest `crawled_at`, then the most tokens, then the smallest `doc_id`:
+    `representative_rank` 1 is kept (`decision = kept_representative`), the others are
     `removed_duplicate` with `representative_doc_id` naming what replaced them.
     """
     lineage = lineage_for(
-        "clusters",
-        dedup,
-        documents=documents,
-        fingerprinted=fingerprinted,
-        duplicate_pairs=duplicate_pairs,
+        "clusters", dedup, documents=documents, fingerprinted=fingerprinted, duplicate_pairs=duplicate_pairs
     )
-    frame = cluster_members(documents, fingerprinted, duplicate_pairs)
-    sizes = frame.drop_duplicates("cluster_id")["cluster_size"]
-    multi = frame[frame["cluster_size"] > 1]
-    yield Output(
-        stamped(frame, lineage),
-        metadata={
-            "clusters": MetadataValue.int(len(sizes)),
-            "duplicate_clusters": MetadataValue.int(int((sizes > 1).sum())),
-            "singleton_clusters": MetadataValue.int(int((sizes == 1).sum())),
-            "largest_cluster_size": MetadataValue.int(int(sizes.max())),
-            "removed_documents": MetadataValue.int(int((frame["representative_rank"] > 1).sum())),
-            "preview": preview(
-                multi, ["cluster_id", "doc_id", "crawled_at", "token_count", "decision"]
-            ),
-        },
-    )
-    yield checks.every_document_in_one_cluster(documents, frame)
-    yield checks.one_representative_per_cluster(frame)
+    with documents.connect() as connection:
+        build = build_clusters(connection, tables_of(documents))
+    build.lineage = lineage
+    build.describe = _describe_clusters
+    return build
 
 
-@asset(
-    group_name=GROUP,
-    kinds={"duckdb", "pandas"},
-    check_specs=[
-        checks.spec(
-            "representatives_account_for_input",
-            "deduped_documents",
-            "Representatives plus removed duplicates equal the input documents.",
+def _describe_deduped(connection, table: str) -> dict:
+    return {
+        "preview": markdown_preview(
+            connection, f"select doc_id, domain, crawled_at, cluster_id, cluster_size from {table}"
         )
-    ],
-)
-def deduped_documents(dedup: DedupSettings, documents: pd.DataFrame, clusters: pd.DataFrame):
-    """The deduplicated corpus: one representative per cluster, with every input column
-    (extra columns such as WARC lineage included) plus `cluster_id` and `cluster_size`."""
-    lineage = lineage_for("deduped_documents", dedup, documents=documents, clusters=clusters)
-    frame = representatives(documents, clusters)
-    yield Output(
-        stamped(frame, lineage),
-        metadata={
-            "representatives": MetadataValue.int(len(frame)),
-            "removed_documents": MetadataValue.int(len(documents) - len(frame)),
-            "kept_share": MetadataValue.float(round(len(frame) / len(documents), 4)),
-            "preview": preview(frame, ["doc_id", "domain", "crawled_at", "cluster_id", "cluster_size"]),
-        },
-    )
-    yield checks.representatives_account_for_input(documents, clusters, frame)
+    }
+
+
+@asset(group_name=GROUP, kinds=KINDS | {"sql"})
+def deduped_documents(dedup: DedupSettings, documents: TableRef, clusters: TableRef) -> TableBuild:
+    """The deduplicated corpus: one representative per cluster with every input column (extra
+    columns such as WARC lineage included, and `input_row`) plus `cluster_id` and `cluster_size`.
+
+    Stored as a DuckDB view over `documents` and `clusters`, so the kept text is not copied a
+    second time; `deduped_documents.parquet` in the release is the materialized copy."""
+    build = build_deduped_documents(tables_of(documents))
+    build.lineage = lineage_for("deduped_documents", dedup, documents=documents, clusters=clusters)
+    build.describe = _describe_deduped
+    return build

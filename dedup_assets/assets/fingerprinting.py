@@ -1,59 +1,80 @@
-from __future__ import annotations
+from dagster import AssetExecutionContext, MetadataValue, asset
 
-import pandas as pd
-from dagster import MetadataValue, Output, asset
-
-from ..core.fingerprint import band_memberships as memberships_of
-from ..core.fingerprint import fingerprint_documents
+from ..core.stages import build_band_memberships, build_fingerprinted
+from ..core.tables import TableBuild
+from ..errors import user_errors
+from ..io_manager import TableRef
 from ..settings import DedupSettings
-from ._shared import GROUP, lineage_for, preview, stamped, user_errors
+from ._shared import GROUP, KINDS, lineage_for, markdown_preview, scalar, tables_of
 
 
-@asset(group_name=GROUP, kinds={"duckdb", "pandas"})
-def fingerprinted(dedup: DedupSettings, documents: pd.DataFrame):
-    """Per-document fingerprint: token and shingle counts, a content hash of the normalized text
-    (equal hashes mark exact duplicates) and the `num_perm`-value MinHash signature (UBIGINT[]).
+def _describe_fingerprints(connection, table: str) -> dict:
+    stats = connection.execute(
+        f"select count(*) filter (where shingle_count = 0), avg(token_count), avg(shingle_count) from {table}"
+    ).fetchall()[0]
+    return {
+        "documents_without_shingles": MetadataValue.int(int(stats[0])),
+        "mean_tokens": MetadataValue.float(round(float(stats[1] or 0), 2)),
+        "mean_shingles": MetadataValue.float(round(float(stats[2] or 0), 2)),
+        "preview": markdown_preview(
+            connection,
+            f"select doc_id, token_count, shingle_count, printf('%016x', content_hash) as content_hash, "
+            f"printf('%016x', signature[1]) as signature_1 from {table} order by doc_id",
+        ),
+    }
+
+
+@asset(group_name=GROUP, kinds=KINDS | {"numba"})
+def fingerprinted(context: AssetExecutionContext, dedup: DedupSettings, documents: TableRef) -> TableBuild:
+    """Per-document fingerprint: `token_count`, distinct `shingle_count`, `content_hash` of the
+    normalized token sequence (equal for exact duplicates), the `num_perm`-value `signature`
+    (UBIGINT[], exact) and the `lsh_bands` hashes of `rows_per_band` values each.
 
     Text is normalized (NFD, marks dropped, lowercase, punctuation and `_` to space, whitespace
-    collapsed) and cut into ordered `shingle_size`-token shingles. Depends on `shingle_size`,
-    `num_perm` and `minhash_seed`.
+    collapsed) and cut into ordered `shingle_size`-token shingles. `hash_scheme` picks the fast
+    compiled sketch (`fss`) or the published blake2b MinHash. Streams `batch_size` documents at a
+    time and logs progress.
     """
     lineage = lineage_for("fingerprinted", dedup, documents=documents)
     with user_errors():
         params = dedup.sketch_params()
-    frame = fingerprint_documents(documents, params)
-    return Output(
-        stamped(frame, lineage),
-        metadata={
-            "documents": MetadataValue.int(len(frame)),
-            "documents_without_shingles": MetadataValue.int(int((frame["shingle_count"] == 0).sum())),
-            "mean_tokens": MetadataValue.float(round(float(frame["token_count"].mean()), 2)),
-            "mean_shingles": MetadataValue.float(round(float(frame["shingle_count"].mean()), 2)),
-            "num_perm": MetadataValue.int(params.num_perm),
-            "preview": preview(frame, ["doc_id", "token_count", "shingle_count", "content_hash"]),
-        },
+    build = build_fingerprinted(
+        documents.connect(), tables_of(documents), params, dedup.batch_size, context.log.info
     )
+    build.lineage = lineage
+    build.metadata = {
+        "hash_scheme": params.hash_scheme,
+        "num_perm": MetadataValue.int(params.num_perm),
+        "bands": MetadataValue.int(params.bands),
+        "rows_per_band": MetadataValue.int(params.rows_per_band),
+    }
+    build.describe = _describe_fingerprints
+    return build
 
 
-@asset(group_name=GROUP, kinds={"duckdb", "pandas"})
-def band_memberships(dedup: DedupSettings, fingerprinted: pd.DataFrame):
-    """One row per (document, LSH band): the band key `"{band:03d}:" + blake2b-64 hex` of
-    `rows_per_band` consecutive signature values. Documents without shingles have no rows, so
-    they never share a bucket. Depends on `rows_per_band`.
-    """
-    lineage = lineage_for("band_memberships", dedup, fingerprinted=fingerprinted)
-    with user_errors():
-        params = dedup.sketch_params()
-    frame = memberships_of(fingerprinted, params.rows_per_band)
-    bucket_sizes = frame.groupby("lsh_band").size()
-    return Output(
-        stamped(frame, lineage),
-        metadata={
-            "bands": MetadataValue.int(params.bands),
-            "rows_per_band": MetadataValue.int(params.rows_per_band),
-            "documents_in_buckets": MetadataValue.int(int(frame["doc_id"].nunique())),
-            "distinct_buckets": MetadataValue.int(len(bucket_sizes)),
-            "shared_buckets": MetadataValue.int(int((bucket_sizes > 1).sum())),
-            "preview": preview(frame),
-        },
-    )
+def _describe_bands(connection, table: str) -> dict:
+    buckets = connection.execute(
+        f"select count(*), count(*) filter (where n > 1) from "
+        f"(select count(*) as n from {table} group by band_index, lsh_band)"
+    ).fetchall()[0]
+    return {
+        "documents_in_buckets": MetadataValue.int(scalar(connection, f"select count(distinct doc_id) from {table}")),
+        "distinct_buckets": MetadataValue.int(int(buckets[0])),
+        "shared_buckets": MetadataValue.int(int(buckets[1])),
+        "preview": markdown_preview(
+            connection,
+            f"select doc_id, band_index, printf('%03d:%016x', band_index, lsh_band) as band_key "
+            f"from {table} order by band_index, lsh_band, doc_id",
+        ),
+    }
+
+
+@asset(group_name=GROUP, kinds=KINDS | {"sql"})
+def band_memberships(dedup: DedupSettings, fingerprinted: TableRef) -> TableBuild:
+    """One row per (document, LSH band): `band_index` and `lsh_band`, the band's 64-bit key
+    (`printf('%03d:%016x', band_index, lsh_band)` is the published key under `blake2b`).
+    Documents without shingles have no rows, so they never share a bucket."""
+    build = build_band_memberships(tables_of(fingerprinted))
+    build.lineage = lineage_for("band_memberships", dedup, fingerprinted=fingerprinted)
+    build.describe = _describe_bands
+    return build

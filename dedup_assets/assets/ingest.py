@@ -1,47 +1,48 @@
-from __future__ import annotations
+from dagster import AssetExecutionContext, MetadataValue, asset
 
-from dagster import MetadataValue, Output, asset
-
-from .. import checks
-from ..core.inputs import describe_input, read_documents
+from ..core.inputs import describe_input, check_file
+from ..core.stages import build_documents
+from ..core.tables import TableBuild
+from ..errors import user_errors
 from ..settings import DedupSettings
-from ._shared import GROUP, preview, stamped, user_errors
+from ._shared import GROUP, KINDS, markdown_preview, scalar
 
 
-@asset(
-    group_name=GROUP,
-    kinds={"duckdb", "pandas"},
-    check_specs=[
-        checks.spec("doc_id_unique", "documents", "Every document has its own doc_id.")
-    ],
-)
-def documents(dedup: DedupSettings):
-    """The input corpus, validated: one row per document with `doc_id, source, domain,
-    crawled_at, title, body` plus any extra columns (such as WARC lineage), ordered by `doc_id`.
+def _describe(connection, table: str) -> dict:
+    return {
+        "domains": MetadataValue.int(scalar(connection, f"select count(distinct domain) from {table}")),
+        "empty_bodies": MetadataValue.int(
+            scalar(connection, f"select count(*) from {table} where trim(body) = ''")
+        ),
+        "preview": markdown_preview(
+            connection, f"select doc_id, domain, crawled_at, title, input_row from {table} order by doc_id"
+        ),
+    }
 
-    Reads `DEDUP_INPUT` (CSV or Parquet). A missing column, an empty or duplicate `doc_id`, an
-    unparseable `crawled_at` or an unreadable file stops the run with the file and rows to fix.
-    Empty bodies are kept; they become singleton clusters.
+
+@asset(group_name=GROUP, kinds=KINDS)
+def documents(context: AssetExecutionContext, dedup: DedupSettings) -> TableBuild:
+    """The input corpus, validated: `doc_id, source, domain, crawled_at, title, body`, any extra
+    columns (such as WARC lineage) and `input_row` (the 1-based data row it came from).
+
+    Reads `DEDUP_INPUT` (CSV or Parquet) in batches. A missing column, an empty or repeated
+    `doc_id`, an unparseable `crawled_at` or an unreadable file stops the run with the file and
+    rows to fix. `crawled_at` is stored in UTC. Empty bodies are kept; they become singletons.
     """
     path = dedup.input_file()
     with user_errors():
-        frame = read_documents(path)
+        check_file(path)
     described = describe_input(path)
-    lineage = {
+    build, stats = build_documents(path, dedup.batch_size, context.log.info)
+    build.lineage = {
         "input_path": str(path),
         "input_sha256": described.sha256,
         "input_byte_size": described.byte_size,
     }
-    yield Output(
-        stamped(frame, lineage),
-        metadata={
-            "input_path": MetadataValue.path(str(path)),
-            "input_sha256": described.sha256,
-            "input_bytes": MetadataValue.int(described.byte_size),
-            "domains": MetadataValue.int(int(frame["domain"].nunique())),
-            "empty_bodies": MetadataValue.int(int((frame["body"].str.strip() == "").sum())),
-            "extra_columns": ", ".join(frame.columns[6:]) or "none",
-            "preview": preview(frame, ["doc_id", "domain", "crawled_at", "title"]),
-        },
-    )
-    yield checks.doc_id_unique(frame)
+    build.metadata = {
+        "input_path": MetadataValue.path(str(path)),
+        "input_sha256": described.sha256,
+        "input_bytes": MetadataValue.int(described.byte_size),
+    }
+    build.describe = _describe
+    return build

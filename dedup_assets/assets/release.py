@@ -1,49 +1,34 @@
-from __future__ import annotations
+import pyarrow as pa
+from dagster import MetadataValue, asset
 
-
-import pandas as pd
-from dagster import MetadataValue, Output, asset
-
-from .. import checks
-from ..core.fingerprint import lsh_probability
-from ..core.lsh import bucket_pressure
-from ..core.summary import run_counts
-from ..release import cluster_inspection, fingerprint_release, library_versions, write_release
+from ..core.pipeline import candidate_summary
+from ..core.release import library_versions, write_release
+from ..core.stages import bucket_pressure
+from ..core.summary import reason_counts, run_counts
+from ..core.tables import TableBuild
+from ..io_manager import TableRef
 from ..settings import DedupSettings
-from ._shared import GROUP, lineage_for, stamped
+from ._shared import GROUP, KINDS, lineage_for, tables_of
 
 
-@asset(
-    group_name=GROUP,
-    kinds={"duckdb", "pandas", "parquet", "json"},
-    check_specs=[
-        checks.spec(
-            "fixture_contract",
-            "manifest",
-            "When the input ships <name>.expected.json, the run's counts, pair reasons and "
-            "duplicate clusters match it.",
-        )
-    ],
-)
+@asset(group_name=GROUP, kinds=KINDS | {"parquet", "json"})
 def manifest(
     dedup: DedupSettings,
-    documents: pd.DataFrame,
-    fingerprinted: pd.DataFrame,
-    band_memberships: pd.DataFrame,
-    candidate_pairs: pd.DataFrame,
-    scored_pairs: pd.DataFrame,
-    duplicate_pairs: pd.DataFrame,
-    clusters: pd.DataFrame,
-    deduped_documents: pd.DataFrame,
-):
+    documents: TableRef,
+    fingerprinted: TableRef,
+    band_memberships: TableRef,
+    candidate_pairs: TableRef,
+    scored_pairs: TableRef,
+    duplicate_pairs: TableRef,
+    clusters: TableRef,
+    deduped_documents: TableRef,
+) -> TableBuild:
     """Writes the release files to `DEDUP_OUTPUT_DIR` (fingerprints, candidate summary, scored and
-    duplicate pairs, clusters, cluster inspection, deduped documents) and `manifest.json` with
-    the settings, the input's size and sha256, library versions, every file's checksum and the run
-    counts. The stored table holds the counts, one row per metric.
+    duplicate pairs, clusters, cluster inspection, deduped documents) and `manifest.json` with the
+    settings, the input's size and sha256, library versions, every file's rows and sha256 and
+    the run counts. The stored table holds the counts, one row per metric.
     """
-    lineage = lineage_for(
-        "manifest",
-        dedup,
+    upstreams = dict(
         documents=documents,
         fingerprinted=fingerprinted,
         band_memberships=band_memberships,
@@ -53,62 +38,41 @@ def manifest(
         clusters=clusters,
         deduped_documents=deduped_documents,
     )
-    pressure = bucket_pressure(band_memberships)
-    counts = run_counts(documents, candidate_pairs, pressure.pair_slots, duplicate_pairs, clusters)
-    params = dedup.sketch_params()
-    candidate_summary = pd.DataFrame(
-        [
+    lineage = lineage_for("manifest", dedup, **upstreams)
+    tables = tables_of(documents)
+    with documents.connect() as connection:
+        pressure = bucket_pressure(connection, tables)
+        counts = run_counts(connection, tables, pressure.pair_slots)
+        written = write_release(
+            connection,
+            tables,
+            dedup.output_folder(),
+            candidate_summary(counts, pressure, dedup.sketch_params(), dedup.thresholds()),
             {
-                "document_rows": counts["document_rows"],
-                "possible_pair_rows": counts["possible_pair_rows"],
-                "candidate_pair_rows": counts["candidate_pair_rows"],
-                "candidate_reduction_ratio": counts["candidate_reduction_ratio"],
-                "candidate_pair_slots": pressure.pair_slots,
-                "largest_bucket_size": pressure.largest_bucket_size,
-                "bands": params.bands,
-                "rows_per_band": params.rows_per_band,
-                "lsh_probability_at_threshold": round(
-                    lsh_probability(dedup.jaccard_threshold, params.bands, params.rows_per_band), 4
-                ),
-            }
-        ]
-    )
-    written = write_release(
-        dedup.output_folder(),
-        {
-            "fingerprinted.parquet": fingerprint_release(fingerprinted, band_memberships),
-            "candidate_summary.csv": candidate_summary,
-            "scored_pairs.parquet": scored_pairs,
-            "duplicate_pairs.csv": duplicate_pairs,
-            "clusters.csv": clusters,
-            "cluster_inspection.csv": cluster_inspection(clusters, documents, duplicate_pairs),
-            "deduped_documents.parquet": deduped_documents,
-        },
-        {
-            "product": "dedup-assets",
-            "settings": dedup.algorithm_settings(),
-            "input": {
-                "path": lineage["input_path"],
-                "rows": len(documents),
-                "byte_size": lineage["input_byte_size"],
-                "sha256": lineage["input_sha256"],
+                "product": "dedup-assets",
+                "settings": dedup.algorithm_settings(),
+                "input": {
+                    "path": lineage["input_path"],
+                    "rows": counts["document_rows"],
+                    "byte_size": lineage["input_byte_size"],
+                    "sha256": lineage["input_sha256"],
+                },
+                "versions": library_versions(),
+                "counts": counts,
+                "pair_reasons": reason_counts(connection, tables.scored_pairs),
             },
-            "versions": library_versions(),
-            "counts": counts,
-            "pair_reasons": scored_pairs["reason"].value_counts().sort_index().to_dict(),
-        },
-    )
-    frame = pd.DataFrame({"metric": list(counts), "value": [float(v) for v in counts.values()]})
-    yield Output(
-        stamped(frame, lineage),
+        )
+    metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})
+    return TableBuild(
+        lineage=lineage,
+        sql="select * from metrics",
+        arrow_inputs={"metrics": metrics},
         metadata={
             "output_dir": MetadataValue.path(str(dedup.output_folder())),
             "files": MetadataValue.md(
-                pd.DataFrame(written["outputs"]).to_markdown(index=False)
+                "| file | rows | sha256 |\n|---|---|---|\n"
+                + "\n".join(f"| {o['file']} | {o['rows']} | {o['sha256'][:12]}… |" for o in written["outputs"])
             ),
-            **{name: value for name, value in counts.items()},
+            **counts,
         },
-    )
-    yield checks.fixture_contract(
-        dedup.input_file(), dedup.algorithm_settings(), counts, clusters, scored_pairs
     )

@@ -6,10 +6,6 @@ import json
 import math
 from pathlib import Path
 
-import pandas as pd
-
-from .select import KEPT
-
 
 def contract_path_for(input_path: Path) -> Path:
     return input_path.with_name(input_path.name.split(".")[0] + ".expected.json")
@@ -31,23 +27,8 @@ def settings_mismatch(contract: dict, settings: dict) -> dict:
     }
 
 
-def duplicate_cluster_summary(clusters: pd.DataFrame) -> list[dict]:
-    multi = clusters[clusters["cluster_size"] > 1]
-    summary = []
-    for cluster_id, members in multi.groupby("cluster_id", sort=True):
-        kept = members.loc[members["decision"] == KEPT, "doc_id"]
-        summary.append(
-            {
-                "cluster_id": cluster_id,
-                "members": sorted(members["doc_id"]),
-                "representative": kept.iloc[0] if len(kept) else None,
-            }
-        )
-    return summary
-
-
 def contract_mismatches(
-    contract: dict, counts: dict, clusters: pd.DataFrame, scored_pairs: pd.DataFrame
+    contract: dict, counts: dict, reasons: dict[str, int], duplicate_clusters: list[dict]
 ) -> list[str]:
     """Human-readable differences between a run and its contract; empty when it holds."""
     problems = []
@@ -60,15 +41,11 @@ def contract_mismatches(
         )
         if not same:
             problems.append(f"{name}: expected {expected}, got {actual}")
-    if "pair_reasons" in contract:
-        actual_reasons = scored_pairs["reason"].value_counts().to_dict()
-        for reason, expected in contract["pair_reasons"].items():
-            if actual_reasons.get(reason, 0) != expected:
-                problems.append(
-                    f"pairs with reason {reason}: expected {expected}, got {actual_reasons.get(reason, 0)}"
-                )
+    for reason, expected in contract.get("pair_reasons", {}).items():
+        if reasons.get(reason, 0) != expected:
+            problems.append(f"pairs with reason {reason}: expected {expected}, got {reasons.get(reason, 0)}")
     if "duplicate_clusters" in contract:
-        actual_clusters = {c["cluster_id"]: c for c in duplicate_cluster_summary(clusters)}
+        actual_clusters = {c["cluster_id"]: c for c in duplicate_clusters}
         expected_clusters = {c["cluster_id"]: c for c in contract["duplicate_clusters"]}
         for cluster_id in sorted(set(actual_clusters) | set(expected_clusters)):
             expected, actual = expected_clusters.get(cluster_id), actual_clusters.get(cluster_id)

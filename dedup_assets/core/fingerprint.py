@@ -1,23 +1,30 @@
-"""Per-document fingerprints: token statistics, MinHash signature and LSH band keys."""
+"""Per-batch fingerprints and exact Jaccard: pure functions over Arrow arrays.
+
+Two hash schemes give the same columns:
+
+- ``fss`` (default): compiled kernels (``kernels.py``): 64-bit shingle hashes and a Fast
+  Similarity Sketch, with no Python object per token.
+- ``blake2b``: the published definition, bit for bit: coordinate ``i`` is the minimum over
+  shingles of blake2b-64(``"{seed + i}:{shingle}"``) read little-endian, and band ``b`` is
+  blake2b-64 of ``"{b}:" + ",".join(values)`` (stored as the integer whose hex is the digest, so
+  ``printf('%03d:%016x', band_index, lsh_band)`` is the published key).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 
-import pandas as pd
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from .sketch import content_hash, lsh_band_keys, minhash_signature
+from . import kernels
+from .sketch import lsh_band_keys, minhash_signature
 from .text import normalize_text, token_shingles, tokenize
 
-FINGERPRINT_COLUMNS = [
-    "doc_id",
-    "domain",
-    "token_count",
-    "shingle_count",
-    "content_hash",
-    "signature",
-]
-BAND_COLUMNS = ["doc_id", "domain", "band_index", "lsh_band"]
+HASH_SCHEMES = ("fss", "blake2b")
 
 
 class SettingsError(ValueError):
@@ -26,12 +33,17 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class SketchParams:
+    hash_scheme: str
     shingle_size: int
     num_perm: int
     rows_per_band: int
     minhash_seed: int
 
     def __post_init__(self) -> None:
+        if self.hash_scheme not in HASH_SCHEMES:
+            raise SettingsError(
+                f"hash_scheme must be one of {', '.join(HASH_SCHEMES)}, got {self.hash_scheme!r}"
+            )
         if self.shingle_size < 1:
             raise SettingsError(f"shingle_size must be at least 1, got {self.shingle_size}")
         if self.num_perm < 1 or self.rows_per_band < 1 or self.num_perm % self.rows_per_band:
@@ -39,46 +51,134 @@ class SketchParams:
                 f"num_perm ({self.num_perm}) must be a positive multiple of rows_per_band "
                 f"({self.rows_per_band})"
             )
+        if self.hash_scheme == "fss" and self.num_perm > kernels.MAX_SKETCH_SIZE:
+            raise SettingsError(f"the fss scheme supports num_perm up to {kernels.MAX_SKETCH_SIZE}")
 
     @property
     def bands(self) -> int:
         return self.num_perm // self.rows_per_band
 
 
-def fingerprint_documents(documents: pd.DataFrame, params: SketchParams) -> pd.DataFrame:
-    """One fingerprint row per document, in the input's ``doc_id`` order.
-
-    Documents without shingles (empty bodies) get an all-zero signature; ``band_memberships``
-    gives them no band keys, so they never share a bucket and stay singletons.
-    """
-    rows = []
-    for doc_id, domain, body in zip(documents["doc_id"], documents["domain"], documents["body"]):
-        normalized = normalize_text(body)
-        tokens = tokenize(normalized)
-        shingles = token_shingles(tokens, params.shingle_size)
-        signature = minhash_signature(shingles, params.num_perm, params.minhash_seed)
-        rows.append(
-            (doc_id, domain, len(tokens), len(shingles), content_hash(normalized), signature)
-        )
-    frame = pd.DataFrame(rows, columns=FINGERPRINT_COLUMNS)
-    return frame.astype({"token_count": "int64", "shingle_count": "int64"})
-
-
-def band_memberships(fingerprinted: pd.DataFrame, rows_per_band: int) -> pd.DataFrame:
-    """One row per (document, band) for every document that has shingles."""
-    has_shingles = fingerprinted[fingerprinted["shingle_count"] > 0]
-    rows = [
-        (doc_id, domain, band_index, key)
-        for doc_id, domain, signature in zip(
-            has_shingles["doc_id"], has_shingles["domain"], has_shingles["signature"]
-        )
-        for band_index, key in enumerate(lsh_band_keys(signature, rows_per_band))
-    ]
-    frame = pd.DataFrame(rows, columns=BAND_COLUMNS).astype({"band_index": "int32"})
-    return frame.sort_values(["band_index", "lsh_band", "doc_id"], ignore_index=True)
+def fingerprint_schema(params: SketchParams) -> pa.Schema:
+    return pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("token_count", pa.int32()),
+            ("shingle_count", pa.int32()),
+            ("content_hash", pa.uint64()),
+            ("signature", pa.list_(pa.uint64(), params.num_perm)),
+            ("lsh_bands", pa.list_(pa.uint64(), params.bands)),
+        ]
+    )
 
 
 def lsh_probability(similarity: float, bands: int, rows_per_band: int) -> float:
     """Chance that a pair with Jaccard ``similarity`` shares at least one band: 1-(1-s^r)^b."""
     return 1.0 - (1.0 - similarity**rows_per_band) ** bands
 
+
+def kernel_text(bodies: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """UTF-8 bytes and offsets for the kernels. ASCII bodies go as they are (the kernel tokenizer
+    is the reference normalization on ASCII); others are normalized by the reference first."""
+    text = pc.fill_null(bodies.cast(pa.large_string()), "")
+    non_ascii = pc.invert(pc.string_is_ascii(text))
+    if pc.any(non_ascii).as_py():
+        rows = np.flatnonzero(non_ascii.to_numpy(zero_copy_only=False))
+        normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], pa.large_string())
+        text = pc.replace_with_mask(text, non_ascii, normalized)
+    text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+    _, offsets, data = text.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int64)[text.offset : text.offset + len(text) + 1]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, np.uint8)
+    return data, offsets
+
+
+def _threads() -> int:
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
+def _fss_columns(bodies: pa.Array, params: SketchParams):
+    data, offsets = kernel_text(bodies)
+    return kernels.fingerprint_kernel(
+        data,
+        offsets,
+        params.shingle_size,
+        kernels.round_seeds(params.num_perm, params.minhash_seed),
+        params.rows_per_band,
+        4 * _threads(),
+    )
+
+
+def _blake2b_columns(bodies: pa.Array, params: SketchParams):
+    count = len(bodies)
+    token_counts = np.zeros(count, dtype=np.int64)
+    shingle_counts = np.zeros(count, dtype=np.int64)
+    content = np.zeros(count, dtype=np.uint64)
+    signatures = np.zeros((count, params.num_perm), dtype=np.uint64)
+    bands = np.zeros((count, params.bands), dtype=np.uint64)
+    for row, body in enumerate(bodies.to_pylist()):
+        normalized = normalize_text(body)
+        tokens = tokenize(normalized)
+        shingles = token_shingles(tokens, params.shingle_size)
+        digest = hashlib.blake2b(normalized.encode("utf-8"), digest_size=8).digest()
+        token_counts[row], shingle_counts[row] = len(tokens), len(shingles)
+        content[row] = int.from_bytes(digest, "little")
+        signatures[row] = minhash_signature(shingles, params.num_perm, params.minhash_seed)
+        if shingles:
+            keys = lsh_band_keys(signatures[row], params.rows_per_band)
+            bands[row] = [int(key[4:], 16) for key in keys]
+    return token_counts, shingle_counts, content, signatures, bands
+
+
+def fingerprint_batch(doc_ids: pa.Array, bodies: pa.Array, params: SketchParams) -> pa.RecordBatch:
+    """Fingerprint one batch. Documents without shingles (empty bodies) get an all-zero signature;
+    the band memberships leave them out, so they never share a bucket."""
+    compute = _fss_columns if params.hash_scheme == "fss" else _blake2b_columns
+    token_counts, shingle_counts, content, signatures, bands = compute(bodies, params)
+    return pa.RecordBatch.from_arrays(
+        [
+            doc_ids.cast(pa.string()),
+            pa.array(token_counts.astype(np.int32)),
+            pa.array(shingle_counts.astype(np.int32)),
+            pa.array(content),
+            pa.FixedSizeListArray.from_arrays(pa.array(signatures.ravel()), params.num_perm),
+            pa.FixedSizeListArray.from_arrays(pa.array(bands.ravel()), params.bands),
+        ],
+        schema=fingerprint_schema(params),
+    )
+
+
+def pair_jaccard(
+    bodies: pa.Array, left_rows: np.ndarray, right_rows: np.ndarray, shingle_size: int, hash_scheme: str
+) -> np.ndarray:
+    """Exact shingle Jaccard for each (left_rows[i], right_rows[i]) pair of rows of ``bodies``.
+
+    ``blake2b`` compares shingle strings; ``fss`` compares 64-bit shingle hashes, which equals the
+    string Jaccard unless two different shingles of one pair collide in 64 bits.
+    """
+    if hash_scheme == "blake2b":
+        sets = [token_shingles(tokenize(normalize_text(body)), shingle_size) for body in bodies.to_pylist()]
+        return np.array(
+            [_set_jaccard(sets[left], sets[right]) for left, right in zip(left_rows, right_rows)],
+            dtype=np.float64,
+        )
+    data, offsets = kernel_text(bodies)
+    values, row_offsets = kernels.shingle_sets_kernel(data, offsets, shingle_size)
+    return kernels.pair_jaccard_kernel(
+        values, row_offsets, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64)
+    )
+
+
+def _set_jaccard(left: set, right: set) -> float:
+    union = len(left | right)
+    return len(left & right) / union if union else 0.0
+
+
+def exact_jaccard(
+    left_bodies: pa.Array, right_bodies: pa.Array, shingle_size: int = 5, hash_scheme: str = "fss"
+) -> np.ndarray:
+    """Exact shingle Jaccard of each row pair (left_bodies[i], right_bodies[i])."""
+    count = len(left_bodies)
+    bodies = pa.concat_arrays([left_bodies.cast(pa.large_string()), right_bodies.cast(pa.large_string())])
+    rows = np.arange(count, dtype=np.int64)
+    return pair_jaccard(bodies, rows, rows + count, shingle_size, hash_scheme)

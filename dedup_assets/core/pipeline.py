@@ -1,96 +1,124 @@
-"""The whole algorithm in one call, without Dagster: for scripts, benchmarks and fixture design."""
+"""The whole pipeline in one call, without Dagster: for scripts and the benchmark.
+
+It runs the same stage builders as the assets, on one DuckDB file, and times each stage.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
 
-import pandas as pd
-
-from .cluster import connected_clusters
-from .fingerprint import SketchParams, band_memberships, fingerprint_documents
-from .lsh import bucket_pressure, candidate_pairs, ensure_within_budget
-from .select import rank_cluster_members
-from .summary import run_counts
-from .text import document_shingles
-from .verify import Thresholds, score_pairs
-
-
-@dataclass
-class PipelineResult:
-    fingerprinted: pd.DataFrame
-    band_memberships: pd.DataFrame
-    candidate_pairs: pd.DataFrame
-    scored_pairs: pd.DataFrame
-    duplicate_pairs: pd.DataFrame
-    clusters: pd.DataFrame
-    deduped_documents: pd.DataFrame
-    counts: dict
-
-
-def shingle_lookup(documents: pd.DataFrame, shingle_size: int):
-    """``doc_id -> shingle set``, computed lazily and once per document."""
-    bodies = dict(zip(documents["doc_id"], documents["body"]))
-    cache: dict[str, set] = {}
-
-    def shingles_of(doc_id: str) -> set:
-        if doc_id not in cache:
-            cache[doc_id] = document_shingles(bodies[doc_id], shingle_size)
-        return cache[doc_id]
-
-    return shingles_of
+from .fingerprint import SketchParams, lsh_probability
+from .inputs import describe_input
+from .release import library_versions, write_release
+from .stages import (
+    Tables,
+    build_band_memberships,
+    build_candidate_pairs,
+    build_clusters,
+    build_deduped_documents,
+    build_documents,
+    build_duplicate_pairs,
+    build_fingerprinted,
+    build_scored_pairs,
+)
+from .summary import reason_counts, run_counts
+from .tables import connect, write_table
+from .verify import Thresholds
 
 
-def score_candidates(
-    documents: pd.DataFrame,
-    fingerprinted: pd.DataFrame,
-    candidates: pd.DataFrame,
-    shingle_size: int,
-    thresholds: Thresholds,
-) -> pd.DataFrame:
-    return score_pairs(
-        candidates,
-        shingle_lookup(documents, shingle_size),
-        dict(zip(fingerprinted["doc_id"], fingerprinted["signature"])),
-        dict(zip(fingerprinted["doc_id"], fingerprinted["content_hash"])),
-        thresholds,
-    )
+def run_library(
+    input_path: str,
+    database_path: str,
+    output_dir: str | None,
+    *,
+    num_perm: int = 64,
+    rows_per_band: int = 8,
+    hash_scheme: str = "fss",
+    shingle_size: int = 5,
+    minhash_seed: int = 42,
+    jaccard_threshold: float = 0.7,
+    signature_overlap_threshold: float = 0.7,
+    max_pair_slots: int = 1_000_000,
+    memory_budget_mb: int = 3072,
+    batch_size: int = 20_000,
+    duckdb_memory: str = "2GB",
+    log: Callable[[str], None] = lambda message: None,
+) -> dict:
+    """Run every stage into ``database_path`` (schema ``dedup``) and, with ``output_dir``, write
+    the release files. Returns per-stage seconds and the main counts."""
+    params = SketchParams(hash_scheme, shingle_size, num_perm, rows_per_band, minhash_seed)
+    thresholds = Thresholds(jaccard_threshold, signature_overlap_threshold)
+    tables = Tables.in_schema("dedup")
+    stages: dict[str, float] = {}
+
+    @contextmanager
+    def stage(name: str):
+        started = time.perf_counter()
+        yield
+        stages[name] = stages.get(name, 0.0) + time.perf_counter() - started
+
+    Path(database_path).parent.mkdir(parents=True, exist_ok=True)
+    with connect(database_path, duckdb_memory) as connection:
+        connection.execute("create schema if not exists dedup")
+        with stage("documents"):
+            build, _ = build_documents(Path(input_path), batch_size, log)
+            write_table(connection, tables.documents, build)
+        with stage("fingerprint"):
+            build = build_fingerprinted(connection.cursor(), tables, params, batch_size, log)
+            write_table(connection, tables.fingerprinted, build)
+            write_table(connection, tables.band_memberships, build_band_memberships(tables))
+        with stage("candidates"):
+            build, pressure = build_candidate_pairs(connection, tables, max_pair_slots)
+            write_table(connection, tables.candidate_pairs, build)
+        with stage("verify"):
+            build = build_scored_pairs(connection, tables, params, thresholds, memory_budget_mb)
+            write_table(connection, tables.scored_pairs, build)
+            write_table(connection, tables.duplicate_pairs, build_duplicate_pairs(tables))
+        with stage("cluster"):
+            write_table(connection, tables.clusters, build_clusters(connection, tables))
+            write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
+        counts = run_counts(connection, tables, pressure.pair_slots)
+        if output_dir is not None:
+            with stage("release"):
+                described = describe_input(Path(input_path))
+                write_release(
+                    connection,
+                    tables,
+                    Path(output_dir),
+                    candidate_summary(counts, pressure, params, thresholds),
+                    {
+                        "product": "dedup-assets",
+                        "settings": {**params.__dict__, **thresholds.__dict__},
+                        "input": described.__dict__,
+                        "versions": library_versions(),
+                        "counts": counts,
+                        "pair_reasons": reason_counts(connection, tables.scored_pairs),
+                    },
+                )
+    return {
+        "stages": stages,
+        "documents": counts["document_rows"],
+        "candidates": counts["candidate_pair_rows"],
+        "duplicates": counts["duplicate_pair_rows"],
+        "counts": counts,
+    }
 
 
-def accepted_edges(scored: pd.DataFrame) -> pd.DataFrame:
-    return scored[scored["is_duplicate"]].reset_index(drop=True)
-
-
-def cluster_members(documents: pd.DataFrame, fingerprinted: pd.DataFrame, duplicates: pd.DataFrame) -> pd.DataFrame:
-    clusters = connected_clusters(
-        documents["doc_id"], zip(duplicates["left_doc_id"], duplicates["right_doc_id"])
-    )
-    ranking_inputs = documents[["doc_id", "crawled_at"]].merge(
-        fingerprinted[["doc_id", "token_count"]], on="doc_id"
-    )
-    return rank_cluster_members(clusters.merge(ranking_inputs, on="doc_id"))
-
-
-def representatives(documents: pd.DataFrame, clusters: pd.DataFrame) -> pd.DataFrame:
-    kept = clusters.loc[clusters["representative_rank"] == 1, ["doc_id", "cluster_id", "cluster_size"]]
-    return documents.merge(kept, on="doc_id").sort_values("doc_id", ignore_index=True)
-
-
-def run_pipeline(
-    documents: pd.DataFrame,
-    params: SketchParams,
-    thresholds: Thresholds,
-    max_pair_slots: int,
-) -> PipelineResult:
-    fingerprinted = fingerprint_documents(documents, params)
-    bands = band_memberships(fingerprinted, params.rows_per_band)
-    pressure = bucket_pressure(bands)
-    ensure_within_budget(pressure, max_pair_slots)
-    candidates = candidate_pairs(bands)
-    scored = score_candidates(documents, fingerprinted, candidates, params.shingle_size, thresholds)
-    duplicates = accepted_edges(scored)
-    clusters = cluster_members(documents, fingerprinted, duplicates)
-    deduped = representatives(documents, clusters)
-    counts = run_counts(documents, candidates, pressure.pair_slots, duplicates, clusters)
-    return PipelineResult(
-        fingerprinted, bands, candidates, scored, duplicates, clusters, deduped, counts
-    )
+def candidate_summary(counts: dict, pressure, params: SketchParams, thresholds: Thresholds) -> dict:
+    """The one-row ``candidate_summary.csv``."""
+    return {
+        "document_rows": counts["document_rows"],
+        "possible_pair_rows": counts["possible_pair_rows"],
+        "candidate_pair_rows": counts["candidate_pair_rows"],
+        "candidate_reduction_ratio": counts["candidate_reduction_ratio"],
+        "candidate_pair_slots": pressure.pair_slots,
+        "largest_bucket_size": pressure.largest_bucket_size,
+        "bands": params.bands,
+        "rows_per_band": params.rows_per_band,
+        "lsh_probability_at_threshold": round(
+            lsh_probability(thresholds.jaccard, params.bands, params.rows_per_band), 4
+        ),
+    }

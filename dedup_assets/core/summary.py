@@ -1,10 +1,11 @@
-"""Run counts, shared by the manifest, asset metadata and the fixture contracts."""
+"""Run figures, shared by the manifest, asset metadata and the fixture contracts."""
 
 from __future__ import annotations
 
-import pandas as pd
+import duckdb
 
-from .select import KEPT
+from .stages import Tables, sql
+from .verify import REASONS
 
 
 def possible_pairs(document_count: int) -> int:
@@ -16,29 +17,41 @@ def reduction_ratio(possible: int, candidates: int) -> float:
     return round(1.0 - candidates / possible, 4) if possible else 0.0
 
 
-def run_counts(
-    documents: pd.DataFrame,
-    candidate_pairs: pd.DataFrame,
-    pair_slots: int,
-    duplicate_pairs: pd.DataFrame,
-    clusters: pd.DataFrame,
-) -> dict[str, int | float]:
-    possible = possible_pairs(len(documents))
-    cluster_sizes = clusters.drop_duplicates("cluster_id")["cluster_size"]
-    exact = int(duplicate_pairs["is_exact"].sum())
-    representatives = int((clusters["decision"] == KEPT).sum())
+def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pair_slots: int) -> dict:
+    cursor = connection.execute(sql("run_counts", tables))
+    counts = dict(zip([column[0] for column in cursor.description], map(int, cursor.fetchall()[0])))
+    possible = possible_pairs(counts["document_rows"])
     return {
-        "document_rows": len(documents),
+        "document_rows": counts["document_rows"],
         "possible_pair_rows": possible,
-        "candidate_pair_rows": len(candidate_pairs),
+        "candidate_pair_rows": counts["candidate_pair_rows"],
         "candidate_pair_slots": int(pair_slots),
-        "candidate_reduction_ratio": reduction_ratio(possible, len(candidate_pairs)),
-        "duplicate_pair_rows": len(duplicate_pairs),
-        "exact_duplicate_pair_rows": exact,
-        "near_duplicate_pair_rows": len(duplicate_pairs) - exact,
-        "cluster_count": len(cluster_sizes),
-        "duplicate_cluster_rows": int((cluster_sizes > 1).sum()),
-        "singleton_cluster_rows": int((cluster_sizes == 1).sum()),
-        "representative_rows": representatives,
-        "removed_document_rows": len(clusters) - representatives,
+        "candidate_reduction_ratio": reduction_ratio(possible, counts["candidate_pair_rows"]),
+        "duplicate_pair_rows": counts["duplicate_pair_rows"],
+        "exact_duplicate_pair_rows": counts["exact_duplicate_pair_rows"],
+        "near_duplicate_pair_rows": counts["duplicate_pair_rows"] - counts["exact_duplicate_pair_rows"],
+        "cluster_count": counts["cluster_count"],
+        "duplicate_cluster_rows": counts["duplicate_cluster_rows"],
+        "singleton_cluster_rows": counts["singleton_cluster_rows"],
+        "representative_rows": counts["representative_rows"],
+        "removed_document_rows": counts["document_rows"] - counts["representative_rows"],
     }
+
+
+def reason_counts(connection: duckdb.DuckDBPyConnection, scored_pairs: str) -> dict[str, int]:
+    found = dict(connection.execute(f"select reason, count(*) from {scored_pairs} group by reason").fetchall())
+    return {reason: int(found.get(reason, 0)) for reason in REASONS}
+
+
+def duplicate_clusters(connection: duckdb.DuckDBPyConnection, clusters: str) -> list[dict]:
+    """Every multi-member cluster with its sorted members and representative."""
+    rows = connection.execute(
+        f"""
+        select cluster_id, list(doc_id order by doc_id), any_value(representative_doc_id)
+        from {clusters} where cluster_size > 1 group by cluster_id order by cluster_id
+        """
+    ).fetchall()
+    return [
+        {"cluster_id": cluster_id, "members": list(members), "representative": representative}
+        for cluster_id, members, representative in rows
+    ]

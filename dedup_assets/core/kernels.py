@@ -1,0 +1,285 @@
+"""Compiled per-batch kernels for the fast hash scheme (numba, no Python objects per token).
+
+The tokenizer works on the UTF-8 bytes of a whole Arrow string column. For ASCII text it is the
+specification's normalization exactly: every ASCII byte that is not a letter or digit separates
+tokens and letters are lowercased. Text with non-ASCII bytes is normalized by the reference
+``normalize_text`` first (see ``fingerprint.py``); its output has only single spaces between
+tokens, which this tokenizer then splits the same way.
+
+Shingles are hashed from their tokens' 64-bit hashes, in order, so a shingle's hash identifies the
+string ``" ".join(tokens)`` up to 64-bit collisions. Sketches use Fast Similarity Sketching
+(Dahlgaard, Knudsen, Thorup, FOCS'17): k bins filled round by round, O(n + k log k) per document.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+_ROUND_SHIFT = 54  # sketch value = round << 54 | hash >> 10: earlier rounds win, then smaller hash
+MAX_SKETCH_SIZE = 1 << 9  # 2k rounds must fit in the 10 round bits
+
+
+@nb.njit(inline="always")
+def _mix64(value):
+    # splitmix64 finalizer: a fast bijective 64-bit mixer
+    value = (value ^ (value >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    value = (value ^ (value >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return value ^ (value >> np.uint64(31))
+
+
+def _byte_classes() -> np.ndarray:
+    # 0 separates tokens; otherwise the byte as it appears in a token (ASCII letters lowercased).
+    # Every byte of a multi-byte UTF-8 character belongs to a token.
+    classes = np.zeros(256, dtype=np.uint8)
+    for byte in range(256):
+        if chr(byte).isascii() and chr(byte).isalnum():
+            classes[byte] = ord(chr(byte).lower())
+        elif byte >= 128:
+            classes[byte] = byte
+    return classes
+
+
+_BYTE_CLASSES = _byte_classes()
+
+
+@nb.njit(cache=True)
+def _token_hashes(data, start, end, out):
+    """Hash each token of data[start:end] into ``out``; returns the token count.
+
+    Bytes are packed eight at a time into a word so that only one multiply runs per word.
+    """
+    classes = _BYTE_CLASSES
+    count = 0
+    position = start
+    while position < end:
+        while position < end and classes[data[position]] == 0:
+            position += 1
+        if position >= end:
+            break
+        value = np.uint64(0x9E3779B97F4A7C15)
+        word = np.uint64(0)
+        length = 0
+        while position < end:
+            byte = classes[data[position]]
+            if byte == 0:
+                break
+            word = (word << np.uint64(8)) | np.uint64(byte)
+            length += 1
+            if length & 7 == 0:
+                value = (value ^ word) * np.uint64(0xFF51AFD7ED558CCD)
+                word = np.uint64(0)
+            position += 1
+        out[count] = _mix64(value ^ word ^ (np.uint64(length) << np.uint64(56)))
+        count += 1
+    return count
+
+
+@nb.njit(cache=True)
+def _shingle_hash(tokens, first, size):
+    value = np.uint64(0x9E3779B97F4A7C15) * np.uint64(size)
+    for index in range(first, first + size):
+        value = _mix64(value ^ tokens[index])
+    return value
+
+
+@nb.njit(cache=True)
+def _table_size(count):
+    size = 16
+    while size < 2 * count:
+        size *= 2
+    return size
+
+
+@nb.njit(cache=True)
+def _distinct(values, count, table):
+    """Compact the distinct values of values[:count] to its front (first-seen order) using the
+    open-addressing ``table`` as scratch; returns the distinct count."""
+    size = _table_size(count)
+    mask = np.uint64(size - 1)
+    table[:size] = 0
+    distinct = 0
+    for index in range(count):
+        value = values[index] | np.uint64(1)  # 0 marks an empty slot
+        slot = (value * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
+        while table[slot] != 0 and table[slot] != value:
+            slot = (slot + np.uint64(1)) & mask
+        if table[slot] == 0:
+            table[slot] = value
+            values[distinct] = value
+            distinct += 1
+    return distinct
+
+
+@nb.njit(cache=True)
+def _fast_similarity_sketch(shingles, count, round_seeds, out):
+    """Fill ``out`` (k bins) from shingles[:count]; rounds 0..k-1 scatter every shingle to a
+    random bin, rounds k..2k-1 send every shingle to bin ``round - k`` only while it is empty."""
+    k = out.shape[0]
+    out[:] = _EMPTY
+    if count == 0:
+        out[:] = 0
+        return
+    filled = 0
+    for round_index in range(2 * k):
+        if round_index >= k and out[round_index - k] != _EMPTY:
+            continue
+        seed = round_seeds[round_index]
+        prefix = np.uint64(round_index) << np.uint64(_ROUND_SHIFT)
+        for index in range(count):
+            hashed = _mix64(shingles[index] ^ seed)
+            if round_index < k:
+                target = np.int64((hashed >> np.uint64(32)) * np.uint64(k) >> np.uint64(32))
+            else:
+                target = round_index - k
+            value = prefix | (hashed >> np.uint64(64 - _ROUND_SHIFT))
+            if value < out[target]:
+                if out[target] == _EMPTY:
+                    filled += 1
+                out[target] = value
+        if filled == k:
+            break
+
+
+@nb.njit(cache=True)
+def _band_hashes(signature, rows_per_band, out):
+    for band in range(out.shape[0]):
+        value = np.uint64(band + 1) * np.uint64(0x9E3779B97F4A7C15)
+        for row in range(band * rows_per_band, (band + 1) * rows_per_band):
+            value = _mix64(value ^ signature[row])
+        out[band] = value
+
+
+@nb.njit(cache=True)
+def _document_shingles(data, start, end, shingle_size, tokens, shingles, table):
+    """Distinct shingle hashes of one document into ``shingles``; (tokens, distinct shingles)."""
+    token_count = _token_hashes(data, start, end, tokens)
+    if token_count == 0:
+        return 0, 0
+    if token_count < shingle_size:
+        shingles[0] = _shingle_hash(tokens, 0, token_count) | np.uint64(1)
+        return token_count, 1
+    positions = token_count - shingle_size + 1
+    for first in range(positions):
+        shingles[first] = _shingle_hash(tokens, first, shingle_size)
+    return token_count, _distinct(shingles, positions, table)
+
+
+@nb.njit(cache=True)
+def _scratch(offsets, first, last):
+    longest = 1
+    for doc in range(first, last):
+        longest = max(longest, offsets[doc + 1] - offsets[doc])
+    capacity = longest // 2 + 1  # a token takes at least one byte and one separator
+    return (
+        np.empty(capacity, dtype=np.uint64),
+        np.empty(capacity, dtype=np.uint64),
+        np.empty(_table_size(capacity), dtype=np.uint64),
+    )
+
+
+@nb.njit(cache=True)
+def _blocks(documents, block_count):
+    return np.linspace(0, documents, block_count + 1).astype(np.int64)
+
+
+@nb.njit(cache=True, parallel=True)
+def fingerprint_kernel(data, offsets, shingle_size, round_seeds, rows_per_band, block_count):
+    """Per document: token count, distinct shingle count, a hash of the token sequence (equal for
+    identical normalized text), the sketch (n x k uint64) and band hashes (n x bands uint64)."""
+    documents = offsets.shape[0] - 1
+    k = round_seeds.shape[0] // 2
+    token_counts = np.zeros(documents, dtype=np.int64)
+    shingle_counts = np.zeros(documents, dtype=np.int64)
+    content = np.zeros(documents, dtype=np.uint64)
+    signatures = np.zeros((documents, k), dtype=np.uint64)
+    bands = np.zeros((documents, k // rows_per_band), dtype=np.uint64)
+    bounds = _blocks(documents, block_count)
+    for block in nb.prange(block_count):
+        tokens, shingles, table = _scratch(offsets, bounds[block], bounds[block + 1])
+        for doc in range(bounds[block], bounds[block + 1]):
+            token_count, distinct = _document_shingles(
+                data, offsets[doc], offsets[doc + 1], shingle_size, tokens, shingles, table
+            )
+            token_counts[doc] = token_count
+            shingle_counts[doc] = distinct
+            sequence = np.uint64(token_count)
+            for index in range(token_count):
+                sequence = _mix64(sequence ^ tokens[index])
+            content[doc] = sequence
+            _fast_similarity_sketch(shingles, distinct, round_seeds, signatures[doc])
+            _band_hashes(signatures[doc], rows_per_band, bands[doc])
+    return token_counts, shingle_counts, content, signatures, bands
+
+
+@nb.njit(cache=True)
+def shingle_sets_kernel(data, offsets, shingle_size):
+    """Distinct shingle hashes of every document, as CSR (values, row offsets)."""
+    documents = offsets.shape[0] - 1
+    tokens, shingles, table = _scratch(offsets, 0, documents)
+    row_offsets = np.zeros(documents + 1, dtype=np.int64)
+    # about one shingle per token and seven bytes per token in web text; grown when short
+    values = np.empty(max(16, (offsets[documents] - offsets[0]) // 7 + documents), dtype=np.uint64)
+    for doc in range(documents):
+        _, distinct = _document_shingles(
+            data, offsets[doc], offsets[doc + 1], shingle_size, tokens, shingles, table
+        )
+        end = row_offsets[doc] + distinct
+        if end > values.shape[0]:
+            grown = np.empty(max(end, values.shape[0] * 3 // 2), dtype=np.uint64)
+            grown[: row_offsets[doc]] = values[: row_offsets[doc]]
+            values = grown
+        values[row_offsets[doc] : end] = shingles[:distinct]
+        row_offsets[doc + 1] = end
+    return values[: row_offsets[documents]].copy(), row_offsets
+
+
+@nb.njit(cache=True)
+def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows):
+    """Exact Jaccard of two distinct sets per (left, right) row pair: the smaller set goes into
+    a hash table and the larger probes it."""
+    longest = 1
+    for row in range(row_offsets.shape[0] - 1):
+        longest = max(longest, row_offsets[row + 1] - row_offsets[row])
+    table = np.empty(_table_size(longest), dtype=np.uint64)
+    result = np.zeros(left_rows.shape[0], dtype=np.float64)
+    for pair in range(left_rows.shape[0]):
+        small, large = left_rows[pair], right_rows[pair]
+        if row_offsets[small + 1] - row_offsets[small] > row_offsets[large + 1] - row_offsets[large]:
+            small, large = large, small
+        small_count = row_offsets[small + 1] - row_offsets[small]
+        large_count = row_offsets[large + 1] - row_offsets[large]
+        if small_count + large_count == 0:
+            continue
+        size = _table_size(small_count)
+        mask = np.uint64(size - 1)
+        table[:size] = 0
+        for index in range(row_offsets[small], row_offsets[small + 1]):
+            value = values[index]
+            slot = (value * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
+            while table[slot] != 0:
+                slot = (slot + np.uint64(1)) & mask
+            table[slot] = value
+        common = 0
+        for index in range(row_offsets[large], row_offsets[large + 1]):
+            value = values[index]
+            slot = (value * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
+            while table[slot] != 0 and table[slot] != value:
+                slot = (slot + np.uint64(1)) & mask
+            if table[slot] == value:
+                common += 1
+        result[pair] = common / (small_count + large_count - common)
+    return result
+
+
+def round_seeds(num_perm: int, minhash_seed: int) -> np.ndarray:
+    """2k per-round seeds derived from ``minhash_seed``."""
+    if num_perm > MAX_SKETCH_SIZE:
+        raise ValueError(f"the fast scheme supports num_perm up to {MAX_SKETCH_SIZE}")
+    seeds = np.empty(2 * num_perm, dtype=np.uint64)
+    state = (minhash_seed * 0x9E3779B97F4A7C15) % (1 << 64)
+    for index in range(2 * num_perm):
+        state = (state + 0x9E3779B97F4A7C15) % (1 << 64)
+        seeds[index] = _mix64(np.uint64(state))
+    return seeds

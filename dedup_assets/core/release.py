@@ -1,0 +1,69 @@
+"""Release files, written by DuckDB straight from the tables, byte-identical for identical runs."""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from .inputs import file_sha256
+from .stages import Tables, sql
+
+LIBRARIES = (
+    "dagster",
+    "dagster-duckdb",
+    "dagster-duckdb-pandas",
+    "duckdb",
+    "pandas",
+    "pyarrow",
+    "networkx",
+    "numpy",
+    "numba",
+)
+
+
+def library_versions() -> dict[str, str]:
+    return {name: metadata.version(name) for name in ("dedup-assets", *LIBRARIES)}
+
+
+def release_queries(tables: Tables) -> dict[str, str]:
+    """File name -> the query that fills it."""
+    return {
+        "fingerprinted.parquet": f"select * from {tables.fingerprinted} order by doc_id",
+        "candidate_summary.csv": "select * from candidate_summary",
+        "scored_pairs.parquet": f"select * from {tables.scored_pairs} order by left_doc_id, right_doc_id",
+        "duplicate_pairs.csv": f"select * from {tables.duplicate_pairs} order by left_doc_id, right_doc_id",
+        "clusters.csv": f"select * from {tables.clusters} order by cluster_id, representative_rank",
+        "cluster_inspection.csv": sql("cluster_inspection", tables),
+        "deduped_documents.parquet": f"select * from {tables.deduped_documents} order by doc_id",
+    }
+
+
+def write_release(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    output_dir: Path,
+    candidate_summary: dict,
+    manifest: dict,
+) -> dict:
+    """Write every release file, then ``manifest.json`` listing them with rows and sha256.
+    Returns the manifest as written."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    connection.register("candidate_summary", pa.Table.from_pylist([candidate_summary]))
+    outputs = []
+    for file_name, query in release_queries(tables).items():
+        path = output_dir / file_name
+        relation = connection.sql(query)
+        if path.suffix == ".parquet":
+            relation.write_parquet(str(path))
+        else:
+            relation.write_csv(str(path))
+        rows = connection.execute(f"select count(*) from ({query})").fetchall()[0][0]
+        outputs.append({"file": file_name, "rows": int(rows), "sha256": file_sha256(path)})
+    connection.unregister("candidate_summary")
+    written = {**manifest, "outputs": outputs}
+    (output_dir / "manifest.json").write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
+    return written

@@ -1,0 +1,30 @@
+-- Review view of multi-member clusters: who was kept, who was removed, and the weakest edge.
+with members as (
+  select c.cluster_id, c.cluster_size, c.doc_id, c.representative_doc_id, c.representative_rank,
+         d.domain
+  from {clusters} c
+  join {documents} d on d.doc_id = c.doc_id
+  where c.cluster_size > 1
+),
+edges as (
+  select c.cluster_id, count(*) as edge_count, min(p.jaccard) as weakest_jaccard,
+         min(p.signature_overlap) as weakest_signature_overlap
+  from {duplicate_pairs} p
+  join {clusters} c on c.doc_id = p.left_doc_id
+  group by c.cluster_id
+)
+select
+  m.cluster_id,
+  any_value(m.cluster_size) as cluster_size,
+  any_value(m.representative_doc_id) as representative_doc_id,
+  string_agg(m.doc_id, ';' order by m.doc_id) as members,
+  string_agg(m.doc_id, ';' order by m.doc_id) filter (where m.representative_rank > 1)
+    as removed_doc_ids,
+  string_agg(distinct m.domain, ';' order by m.domain) as domains,
+  any_value(e.edge_count) as edge_count,
+  any_value(e.weakest_jaccard) as weakest_jaccard,
+  any_value(e.weakest_signature_overlap) as weakest_signature_overlap
+from members m
+join edges e on e.cluster_id = m.cluster_id
+group by m.cluster_id
+order by m.cluster_id

@@ -1,0 +1,287 @@
+"""The pipeline stages over DuckDB tables, without Dagster.
+
+Each stage reads its inputs through a DuckDB connection and returns a :class:`TableBuild` for its
+output table; whoever runs it (the Dagster IO manager, or :func:`pipeline.run_library`) writes it.
+Table names are the caller's (``Tables``), values from users are always bound parameters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import duckdb
+import networkx as nx
+import numpy as np
+import pyarrow as pa
+
+from .fingerprint import SketchParams, fingerprint_batch, fingerprint_schema, pair_jaccard
+from .inputs import InputStats, document_batches
+from .tables import TableBuild
+from .verify import Thresholds
+
+SQL_DIR = Path(__file__).parent / "sql"
+PIPELINE_TABLES = (
+    "documents",
+    "fingerprinted",
+    "band_memberships",
+    "candidate_pairs",
+    "scored_pairs",
+    "duplicate_pairs",
+    "clusters",
+    "deduped_documents",
+)
+Progress = Callable[[str], None]
+
+
+class PairBudgetExceeded(RuntimeError):
+    """The band buckets would create more self-join rows than the configured budget allows."""
+
+
+class MemoryBudgetExceeded(RuntimeError):
+    """A stage would need more memory than the configured budget."""
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Qualified table names, e.g. ``Tables.in_schema("dedup")``."""
+
+    documents: str
+    fingerprinted: str
+    band_memberships: str
+    candidate_pairs: str
+    scored_pairs: str
+    duplicate_pairs: str
+    clusters: str
+    deduped_documents: str
+
+    @classmethod
+    def in_schema(cls, schema: str) -> Tables:
+        return cls(**{name: f"{schema}.{name}" for name in PIPELINE_TABLES})
+
+
+@dataclass(frozen=True)
+class BucketPressure:
+    pair_slots: int
+    largest_bucket_size: int
+    largest_bucket_key: str | None
+    bucket_count: int
+
+
+@cache
+def _template(name: str) -> str:
+    return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
+
+
+def sql(name: str, tables: Tables) -> str:
+    """The named query with the caller's table names filled in (identifiers only, never values)."""
+    return _template(name).format(**tables.__dict__)
+
+
+class ThroughputLog:
+    """Logs documents done, documents per second and time to go, at most every ``interval`` s."""
+
+    def __init__(self, log: Progress, label: str, total: int, interval: float = 5.0):
+        self.log, self.label, self.total, self.interval = log, label, total, interval
+        self.started = self.last = time.monotonic()
+        self.done = 0
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        now = time.monotonic()
+        if now - self.last >= self.interval or self.done >= self.total:
+            self.last = now
+            rate = self.done / max(now - self.started, 1e-9)
+            remaining = (self.total - self.done) / rate if rate else float("inf")
+            self.log(
+                f"{self.label}: {self.done:,}/{self.total:,} documents, {rate:,.0f} docs/s, "
+                f"about {remaining:,.0f} s to go"
+            )
+
+
+def document_stream(path: Path, stats: InputStats, batch_size: int, log: Progress) -> Iterator[pa.RecordBatch]:
+    """The validated input, logged as it streams."""
+    last = time.monotonic()
+    for batch in document_batches(path, stats, batch_size):
+        if time.monotonic() - last >= 5.0:
+            last = time.monotonic()
+            log(f"documents: {stats.rows:,} rows read")
+        yield batch
+
+
+def fingerprint_stream(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    params: SketchParams,
+    batch_size: int,
+    log: Progress,
+) -> Iterator[pa.RecordBatch]:
+    """Fingerprints, one Arrow batch per ``batch_size`` documents read from ``documents``.
+    Owns ``connection`` and closes it when the stream ends."""
+    try:
+        total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
+        progress = ThroughputLog(log, "fingerprinted", total)
+        reader = connection.sql(f"select doc_id, body from {tables.documents}").to_arrow_reader(
+            batch_size
+        )
+        for batch in reader:
+            yield fingerprint_batch(batch.column(0), batch.column(1), params)
+            progress.advance(batch.num_rows)
+    finally:
+        connection.close()
+
+
+def bucket_pressure(connection: duckdb.DuckDBPyConnection, tables: Tables) -> BucketPressure:
+    row = connection.execute(sql("bucket_pressure", tables)).fetchall()[0]
+    return BucketPressure(int(row[0]), int(row[1]), row[2], int(row[3]))
+
+
+def ensure_within_budget(pressure: BucketPressure, max_pair_slots: int) -> None:
+    if pressure.pair_slots > max_pair_slots:
+        raise PairBudgetExceeded(
+            f"LSH buckets would create {pressure.pair_slots:,} band-level pair slots, above "
+            f"max_pair_slots={max_pair_slots:,}. The worst bucket is {pressure.largest_bucket_key} "
+            f"with {pressure.largest_bucket_size:,} documents (likely shared boilerplate or "
+            "near-empty pages). Strip that boilerplate, raise rows_per_band to make buckets "
+            "stricter, or raise max_pair_slots if you have the memory."
+        )
+
+
+def verification_memory_estimate(connection: duckdb.DuckDBPyConnection, tables: Tables) -> tuple[int, int]:
+    """(documents to shingle again, bytes their shingle sets will take)."""
+    documents, shingles = connection.execute(
+        f"""
+        select count(*), coalesce(sum(f.shingle_count), 0)
+        from {tables.fingerprinted} f
+        semi join (
+          select left_doc_id as doc_id from {tables.candidate_pairs}
+          union select right_doc_id from {tables.candidate_pairs}
+        ) c on c.doc_id = f.doc_id
+        """
+    ).fetchall()[0]
+    # 8 bytes per distinct shingle hash, plus the body bytes and the kernel's scratch
+    return int(documents), int(shingles) * 8 * 3
+
+
+def ensure_memory(estimate_bytes: int, budget_mb: int, what: str) -> None:
+    if estimate_bytes > budget_mb * 1024 * 1024:
+        raise MemoryBudgetExceeded(
+            f"{what} would need about {estimate_bytes / 2**20:,.0f} MB, above memory_budget_mb="
+            f"{budget_mb:,}. Make LSH stricter (more rows_per_band) so fewer documents are "
+            "candidates, or raise memory_budget_mb if the machine has the memory."
+        )
+
+
+def candidate_jaccard(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams
+) -> pa.Table:
+    """Exact shingle Jaccard of every candidate pair, shingling each involved document once."""
+    bodies = connection.sql(sql("candidate_bodies", tables)).to_arrow_table()
+    pairs = connection.sql(
+        f"select left_doc_id, right_doc_id from {tables.candidate_pairs}"
+    ).to_arrow_table()
+    row_of = {doc_id: row for row, doc_id in enumerate(bodies.column("doc_id").to_pylist())}
+    left = np.fromiter((row_of[d] for d in pairs.column(0).to_pylist()), np.int64, pairs.num_rows)
+    right = np.fromiter((row_of[d] for d in pairs.column(1).to_pylist()), np.int64, pairs.num_rows)
+    scores = pair_jaccard(
+        bodies.column("body").combine_chunks(), left, right, params.shingle_size, params.hash_scheme
+    )
+    return pa.table(
+        {"left_doc_id": pairs.column(0), "right_doc_id": pairs.column(1), "jaccard": scores}
+    )
+
+
+def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
+    """networkx connected components of the accepted edges: each member's smallest doc_id.
+    Documents without an edge are left out; the clusters query makes them singletons."""
+    edges = connection.execute(
+        f"select left_doc_id, right_doc_id from {tables.duplicate_pairs}"
+    ).fetchall()
+    graph = nx.Graph(edges)
+    members, roots = [], []
+    for component in nx.connected_components(graph):
+        root = min(component)
+        members.extend(component)
+        roots.extend([root] * len(component))
+    return pa.table(
+        {"doc_id": pa.array(members, pa.string()), "root_doc_id": pa.array(roots, pa.string())}
+    )
+
+
+def preview(connection: duckdb.DuckDBPyConnection, query: str, rows: int = 10) -> str:
+    """A markdown table of the first ``rows`` rows of ``query``, for the UI."""
+    frame = connection.execute(f"select * from ({query}) limit {int(rows)}").fetchdf()
+    return frame.to_markdown(index=False) if len(frame) else "_no rows_"
+
+
+# --- Builders: one per table, returning what to write -------------------------------------------
+
+
+def build_documents(path: Path, batch_size: int, log: Progress) -> tuple[TableBuild, InputStats]:
+    stats = InputStats()
+    return TableBuild(lineage={}, batches=document_stream(path, stats, batch_size, log)), stats
+
+
+def build_fingerprinted(
+    reader: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams, batch_size: int, log: Progress
+) -> TableBuild:
+    return TableBuild(
+        lineage={},
+        batches=fingerprint_stream(reader, tables, params, batch_size, log),
+        schema=fingerprint_schema(params),
+    )
+
+
+def build_band_memberships(tables: Tables) -> TableBuild:
+    return TableBuild(lineage={}, sql=sql("band_memberships", tables))
+
+
+def build_candidate_pairs(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, max_pair_slots: int
+) -> tuple[TableBuild, BucketPressure]:
+    """Refuses, before joining, a corpus whose buckets exceed ``max_pair_slots``."""
+    pressure = bucket_pressure(connection, tables)
+    ensure_within_budget(pressure, max_pair_slots)
+    return TableBuild(lineage={}, sql=sql("candidate_pairs", tables)), pressure
+
+
+def build_scored_pairs(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    params: SketchParams,
+    thresholds: Thresholds,
+    memory_budget_mb: int,
+) -> TableBuild:
+    documents, estimate = verification_memory_estimate(connection, tables)
+    ensure_memory(estimate, memory_budget_mb, f"Shingling the {documents:,} candidate documents again")
+    return TableBuild(
+        lineage={},
+        sql=sql("scored_pairs", tables),
+        params=[thresholds.jaccard, thresholds.signature_overlap],
+        arrow_inputs={"pair_jaccard": candidate_jaccard(connection, tables, params)},
+        metadata={"reshingled_documents": documents},
+    )
+
+
+def build_duplicate_pairs(tables: Tables) -> TableBuild:
+    return TableBuild(
+        lineage={},
+        sql=f"select * from {tables.scored_pairs} where is_duplicate order by left_doc_id, right_doc_id",
+    )
+
+
+def build_clusters(connection: duckdb.DuckDBPyConnection, tables: Tables) -> TableBuild:
+    return TableBuild(
+        lineage={},
+        sql=sql("clusters", tables),
+        arrow_inputs={"component_roots": component_roots(connection, tables)},
+    )
+
+
+def build_deduped_documents(tables: Tables) -> TableBuild:
+    """A view: the representatives' rows are already in ``documents``; copying the corpus text
+    again would cost a full write of every kept body."""
+    return TableBuild(lineage={}, sql=sql("deduped_documents", tables), view=True)

@@ -1,0 +1,157 @@
+"""Stage SQL and builders on small hand-made tables in an in-memory DuckDB."""
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from dedup_assets.core.fingerprint import SketchParams
+from dedup_assets.core.stages import (
+    PairBudgetExceeded,
+    Tables,
+    build_candidate_pairs,
+    build_clusters,
+    build_scored_pairs,
+    bucket_pressure,
+    ensure_within_budget,
+    MemoryBudgetExceeded,
+)
+from dedup_assets.core.tables import TableBuild, write_table
+from dedup_assets.core.verify import Thresholds
+
+TABLES = Tables.in_schema("main")
+
+
+@pytest.fixture
+def connection():
+    with duckdb.connect() as connection:
+        yield connection
+
+
+def _load(connection, name: str, rows: list[dict]) -> None:
+    data = pa.Table.from_pylist(rows)
+    connection.execute(f"create or replace table {name} as select * from data")
+
+
+def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
+    _load(
+        connection,
+        "band_memberships",
+        [{"doc_id": f"d{i}", "band_index": 0, "lsh_band": 7} for i in range(5)]
+        + [{"doc_id": d, "band_index": 1, "lsh_band": 9} for d in ("x", "y")],
+    )
+    pressure = bucket_pressure(connection, TABLES)
+    assert (pressure.pair_slots, pressure.largest_bucket_size, pressure.largest_bucket_key) == (11, 5, "000:0000000000000007")
+    ensure_within_budget(pressure, 11)
+    with pytest.raises(PairBudgetExceeded, match="000:0000000000000007 with 5 documents"):
+        ensure_within_budget(pressure, 10)
+
+
+def test_candidates_are_global_ordered_and_count_shared_bands(connection):
+    _load(connection, "documents", [{"doc_id": d, "domain": f"{d}.example"} for d in ("a", "b", "c")])
+    _load(
+        connection,
+        "band_memberships",
+        [
+            {"doc_id": "b", "band_index": 0, "lsh_band": 1},
+            {"doc_id": "a", "band_index": 0, "lsh_band": 1},
+            {"doc_id": "b", "band_index": 1, "lsh_band": 2},
+            {"doc_id": "a", "band_index": 1, "lsh_band": 2},
+            {"doc_id": "c", "band_index": 1, "lsh_band": 1},  # same value, other band: no match
+        ],
+    )
+    build, _ = build_candidate_pairs(connection, TABLES, 100)
+    write_table(connection, "candidate_pairs", build)
+    assert connection.execute("select * from candidate_pairs").fetchall() == [("a", "b", "a.example", "b.example", 2)]
+
+
+def test_reasons_follow_exact_jaccard_only(connection):
+    bodies = {
+        "a": "one two three four five six seven eight nine ten",
+        "b": "one two three four five six seven eight nine ten",
+        "c": "one two three four five six seven eight nine eleven",
+        "d": "completely different words that share nothing at all",
+    }
+    _load(connection, "documents", [{"doc_id": k, "body": v} for k, v in bodies.items()])
+    signature = [1] * 8
+    _load(
+        connection,
+        "fingerprinted",
+        [
+            {"doc_id": "a", "content_hash": 1, "signature": signature, "shingle_count": 6},
+            {"doc_id": "b", "content_hash": 1, "signature": signature, "shingle_count": 6},
+            {"doc_id": "c", "content_hash": 2, "signature": [1] * 4 + [2] * 4, "shingle_count": 6},
+            {"doc_id": "d", "content_hash": 3, "signature": signature, "shingle_count": 5},
+        ],
+    )
+    _load(
+        connection,
+        "candidate_pairs",
+        [
+            {"left_doc_id": l, "right_doc_id": r, "left_domain": "x", "right_domain": "y", "shared_bands": 1}
+            for l, r in (("a", "b"), ("a", "c"), ("a", "d"), ("c", "d"))
+        ],
+    )
+    build = build_scored_pairs(
+        connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 100
+    )
+    write_table(connection, "scored_pairs", build)
+    rows = connection.execute(
+        "select left_doc_id, right_doc_id, round(jaccard, 4), signature_overlap, is_exact, is_duplicate, reason from scored_pairs"
+    ).fetchall()
+    assert rows == [
+        ("a", "b", 1.0, 1.0, True, True, "jaccard_and_minhash"),
+        ("a", "c", round(5 / 7, 4), 0.5, False, True, "jaccard_match"),
+        ("a", "d", 0.0, 1.0, False, False, "minhash_only_rejected"),
+        ("c", "d", 0.0, 0.5, False, False, "below_jaccard_threshold"),
+    ]
+    with pytest.raises(MemoryBudgetExceeded, match="memory_budget_mb=0"):
+        build_scored_pairs(connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 0)
+
+
+def test_clusters_join_transitively_and_rank_representatives(connection):
+    documents = [
+        ("chain-a", "2026-01-01", 10), ("chain-b", "2026-01-02", 10), ("chain-c", "2026-01-03", 10),
+        ("tie-long", "2026-01-05", 12), ("tie-short", "2026-01-05", 11),
+        ("same-b", "2026-01-04", 10), ("same-a", "2026-01-04", 10),
+        ("alone", "2026-01-01", 3),
+    ]
+    connection.execute("create table documents (doc_id varchar, crawled_at timestamp)")
+    connection.execute("create table fingerprinted (doc_id varchar, token_count integer)")
+    for doc_id, crawled_at, tokens in documents:
+        connection.execute("insert into documents values (?, ?)", [doc_id, crawled_at])
+        connection.execute("insert into fingerprinted values (?, ?)", [doc_id, tokens])
+    _load(
+        connection,
+        "duplicate_pairs",
+        [
+            {"left_doc_id": l, "right_doc_id": r}
+            for l, r in (("chain-a", "chain-b"), ("chain-b", "chain-c"), ("tie-long", "tie-short"), ("same-a", "same-b"))
+        ],
+    )
+    write_table(connection, "clusters", build_clusters(connection, TABLES))
+    rows = connection.execute(
+        "select doc_id, cluster_id, cluster_size, representative_rank, representative_doc_id, decision "
+        "from clusters order by cluster_id, representative_rank"
+    ).fetchall()
+    assert rows == [
+        ("alone", "cluster-alone", 1, 1, "alone", "kept_representative"),
+        ("chain-c", "cluster-chain-a", 3, 1, "chain-c", "kept_representative"),
+        ("chain-b", "cluster-chain-a", 3, 2, "chain-c", "removed_duplicate"),
+        ("chain-a", "cluster-chain-a", 3, 3, "chain-c", "removed_duplicate"),
+        ("same-a", "cluster-same-a", 2, 1, "same-a", "kept_representative"),
+        ("same-b", "cluster-same-a", 2, 2, "same-a", "removed_duplicate"),
+        ("tie-long", "cluster-tie-long", 2, 1, "tie-long", "kept_representative"),
+        ("tie-short", "cluster-tie-long", 2, 2, "tie-long", "removed_duplicate"),
+    ]
+
+
+def test_a_failed_stream_leaves_the_previous_table(connection):
+    connection.execute("create table kept as select 1 as x")
+
+    def failing():
+        yield pa.record_batch({"x": [2]})
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        write_table(connection, "kept", TableBuild(lineage={}, batches=failing()))
+    assert connection.execute("select x from kept").fetchall() == [(1,)]
