@@ -115,10 +115,10 @@ def test_clusters_join_transitively_and_rank_representatives(connection):
         ("same-b", "2026-01-04", 10), ("same-a", "2026-01-04", 10),
         ("alone", "2026-01-01", 3),
     ]
-    connection.execute("create table documents (doc_id varchar, crawled_at timestamp)")
+    connection.execute("create table documents (doc_id varchar, crawled_at timestamp, input_row bigint)")
     connection.execute("create table fingerprinted (doc_id varchar, token_count integer)")
-    for doc_id, crawled_at, tokens in documents:
-        connection.execute("insert into documents values (?, ?)", [doc_id, crawled_at])
+    for row, (doc_id, crawled_at, tokens) in enumerate(documents, start=1):
+        connection.execute("insert into documents values (?, ?, ?)", [doc_id, crawled_at, row])
         connection.execute("insert into fingerprinted values (?, ?)", [doc_id, tokens])
     _load(
         connection,
@@ -143,6 +143,8 @@ def test_clusters_join_transitively_and_rank_representatives(connection):
         ("tie-long", "cluster-tie-long", 2, 1, "tie-long", "kept_representative"),
         ("tie-short", "cluster-tie-long", 2, 2, "tie-long", "removed_duplicate"),
     ]
+    # stored in input order, so it lines up with documents row by row
+    assert [r[0] for r in connection.execute("select doc_id from clusters").fetchall()] == [d[0] for d in documents]
 
 
 def test_a_failed_stream_leaves_the_previous_table(connection):

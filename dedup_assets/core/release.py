@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 
@@ -30,15 +31,16 @@ def library_versions() -> dict[str, str]:
 
 
 def release_queries(tables: Tables) -> dict[str, str]:
-    """File name -> the query that fills it."""
+    """File name -> the query that fills it. Per-document files keep input order (the order the
+    tables are stored in, so the corpus text is never sorted); pair files are sorted by pair."""
     return {
-        "fingerprinted.parquet": f"select * from {tables.fingerprinted} order by doc_id",
+        "fingerprinted.parquet": f"select * from {tables.fingerprinted}",
         "candidate_summary.csv": "select * from candidate_summary",
-        "scored_pairs.parquet": f"select * from {tables.scored_pairs} order by left_doc_id, right_doc_id",
-        "duplicate_pairs.csv": f"select * from {tables.duplicate_pairs} order by left_doc_id, right_doc_id",
+        "scored_pairs.parquet": f"select * from {tables.scored_pairs}",
+        "duplicate_pairs.csv": f"select * from {tables.duplicate_pairs}",
         "clusters.csv": f"select * from {tables.clusters} order by cluster_id, representative_rank",
         "cluster_inspection.csv": sql("cluster_inspection", tables),
-        "deduped_documents.parquet": f"select * from {tables.deduped_documents} order by doc_id",
+        "deduped_documents.parquet": f"select * from {tables.deduped_documents}",
     }
 
 
@@ -54,15 +56,20 @@ def write_release(
     output_dir.mkdir(parents=True, exist_ok=True)
     connection.register("candidate_summary", pa.Table.from_pylist([candidate_summary]))
     outputs = []
-    for file_name, query in release_queries(tables).items():
-        path = output_dir / file_name
-        relation = connection.sql(query)
-        if path.suffix == ".parquet":
-            relation.write_parquet(str(path))
-        else:
-            relation.write_csv(str(path))
-        rows = connection.execute(f"select count(*) from ({query})").fetchall()[0][0]
-        outputs.append({"file": file_name, "rows": int(rows), "sha256": file_sha256(path)})
+    # checksums are computed in a thread while DuckDB writes the next file
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        for file_name, query in release_queries(tables).items():
+            path = output_dir / file_name
+            relation = connection.sql(query)
+            if path.suffix == ".parquet":
+                relation.write_parquet(str(path))
+                rows = connection.sql("select count(*) from read_parquet($path)", params={"path": str(path)}).fetchall()[0][0]
+            else:
+                relation.write_csv(str(path))
+                rows = connection.sql(f"select count(*) from ({query})").fetchall()[0][0]
+            outputs.append({"file": file_name, "rows": int(rows), "sha256": hasher.submit(file_sha256, path)})
+        for output in outputs:
+            output["sha256"] = output["sha256"].result()
     connection.unregister("candidate_summary")
     written = {**manifest, "outputs": outputs}
     (output_dir / "manifest.json").write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")

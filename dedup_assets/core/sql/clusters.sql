@@ -1,9 +1,11 @@
 -- Every document in exactly one cluster: members of a duplicate component take its root (the
 -- smallest doc_id); everything else is its own cluster. Within a cluster the representative is
 -- the newest crawled_at, then the most tokens, then the smallest doc_id.
+-- Rows are stored in input order, like documents, so the two line up position by position.
 with membership as (
   select
     d.doc_id,
+    d.input_row,
     'cluster-' || coalesce(m.root_doc_id, d.doc_id) as cluster_id,
     d.crawled_at,
     f.token_count
@@ -22,6 +24,7 @@ ranked as (
 )
 select
   doc_id,
+  input_row,
   cluster_id,
   cluster_size,
   crawled_at,
@@ -33,4 +36,4 @@ select
   case when representative_rank = 1 then 'kept_representative' else 'removed_duplicate' end
     as decision
 from ranked
-order by cluster_id, representative_rank
+order by input_row

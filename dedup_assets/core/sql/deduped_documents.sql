@@ -1,5 +1,8 @@
--- The representatives with every input column (stored as a view; release files sort by doc_id).
+-- The representatives with every input column, in input order. documents and clusters both
+-- hold one row per document in input order, so a positional join pairs them without a hash
+-- join or a sort; the doc_id test keeps a misaligned pair out (and the
+-- representatives_account_for_input check would then fail).
 select d.*, c.cluster_id, c.cluster_size
 from {documents} d
-join {clusters} c on c.doc_id = d.doc_id
-where c.representative_rank = 1
+positional join {clusters} c
+where c.representative_rank = 1 and c.doc_id = d.doc_id
