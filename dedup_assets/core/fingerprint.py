@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,17 +79,22 @@ def lsh_probability(similarity: float, bands: int, rows_per_band: int) -> float:
 
 
 def kernel_text(bodies: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """UTF-8 bytes and offsets for the kernels. ASCII bodies go as they are (the kernel tokenizer
-    is the reference normalization on ASCII); others are normalized by the reference first."""
-    text = pc.fill_null(bodies.cast(pa.large_string()), "")
+    """UTF-8 bytes and offsets for the kernels, without copying ASCII text. ASCII bodies go as
+    they are (the kernel tokenizer is the reference normalization on ASCII); others are
+    normalized by the reference first."""
+    text = bodies.combine_chunks() if isinstance(bodies, pa.ChunkedArray) else bodies
+    if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
+        text = text.cast(pa.large_string())
+    if text.null_count:
+        text = pc.fill_null(text, "")
     non_ascii = pc.invert(pc.string_is_ascii(text))
     if pc.any(non_ascii).as_py():
         rows = np.flatnonzero(non_ascii.to_numpy(zero_copy_only=False))
-        normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], pa.large_string())
+        normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
         text = pc.replace_with_mask(text, non_ascii, normalized)
-    text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
     _, offsets, data = text.buffers()
-    offsets = np.frombuffer(offsets, dtype=np.int64)[text.offset : text.offset + len(text) + 1]
+    offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
+    offsets = np.frombuffer(offsets, dtype=offset_type)[text.offset : text.offset + len(text) + 1]
     data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, np.uint8)
     return data, offsets
 
@@ -162,11 +168,28 @@ def pair_jaccard(
             [_set_jaccard(sets[left], sets[right]) for left, right in zip(left_rows, right_rows)],
             dtype=np.float64,
         )
-    data, offsets = kernel_text(bodies)
-    values, row_offsets = kernels.shingle_sets_kernel(data, offsets, shingle_size)
+    values, row_offsets = shingle_sets(bodies, shingle_size)
     return kernels.pair_jaccard_kernel(
         values, row_offsets, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64)
     )
+
+
+def shingle_sets(bodies: pa.Array | pa.ChunkedArray, shingle_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct 64-bit shingle hashes of every body as CSR (values, row offsets); chunks are
+    shingled on all cores (the kernel releases the GIL)."""
+    chunks = bodies.chunks if isinstance(bodies, pa.ChunkedArray) else [bodies]
+    with ThreadPoolExecutor(_threads()) as pool:
+        parts = list(
+            pool.map(lambda chunk: kernels.shingle_sets_kernel(*kernel_text(chunk), shingle_size), chunks)
+        )
+    if not parts:
+        return np.zeros(0, np.uint64), np.zeros(1, np.int64)
+    values = np.concatenate([part[0] for part in parts])
+    starts = np.cumsum([0] + [len(part[0]) for part in parts[:-1]])
+    row_offsets = np.concatenate(
+        [np.zeros(1, np.int64)] + [part[1][1:] + start for part, start in zip(parts, starts)]
+    )
+    return values, row_offsets
 
 
 def _set_jaccard(left: set, right: set) -> float:

@@ -108,7 +108,9 @@ def _raw_batches(path: Path, batch_size: int) -> tuple[list[str], Iterator[pa.Re
         return header, iter(reader)
     # DuckDB decodes Parquet on all cores, several times faster than a single-threaded
     # iter_batches, and keeps the file's row order.
-    reader = duckdb.connect(config={"memory_limit": "512MB"}).read_parquet(str(path))
+    reader_db = duckdb.connect(config={"memory_limit": "512MB"})
+    reader_db.execute("set enable_progress_bar = false")
+    reader = reader_db.read_parquet(str(path))
     return reader.columns, reader.to_arrow_reader(batch_size)
 
 

@@ -213,7 +213,7 @@ def fingerprint_kernel(data, offsets, shingle_size, round_seeds, rows_per_band, 
     return token_counts, shingle_counts, content, signatures, bands
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def shingle_sets_kernel(data, offsets, shingle_size):
     """Distinct shingle hashes of every document, as CSR (values, row offsets)."""
     documents = offsets.shape[0] - 1
@@ -235,7 +235,7 @@ def shingle_sets_kernel(data, offsets, shingle_size):
     return values[: row_offsets[documents]].copy(), row_offsets
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows):
     """Exact Jaccard of two distinct sets per (left, right) row pair: the smaller set goes into
     a hash table and the larger probes it."""

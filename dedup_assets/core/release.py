@@ -9,10 +9,12 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .inputs import file_sha256
 from .stages import Tables, sql
 
+PARQUET_BATCH_ROWS = 50_000
 LIBRARIES = (
     "dagster",
     "dagster-duckdb",
@@ -44,6 +46,21 @@ def release_queries(tables: Tables) -> dict[str, str]:
     }
 
 
+def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path) -> int:
+    """Stream a query into a Parquet file; returns its row count.
+
+    Written by Arrow without dictionary pages: for unique text such as bodies, DuckDB's writer
+    spent half its time building dictionaries it then discarded (16 s against 8 s per 1M bodies).
+    """
+    reader = relation.to_arrow_reader(PARQUET_BATCH_ROWS)
+    rows = 0
+    with pq.ParquetWriter(path, reader.schema, compression="snappy", use_dictionary=False) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
+
+
 def write_release(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
@@ -62,8 +79,7 @@ def write_release(
             path = output_dir / file_name
             relation = connection.sql(query)
             if path.suffix == ".parquet":
-                relation.write_parquet(str(path))
-                rows = connection.sql("select count(*) from read_parquet($path)", params={"path": str(path)}).fetchall()[0][0]
+                rows = write_parquet(relation, path)
             else:
                 relation.write_csv(str(path))
                 rows = connection.sql(f"select count(*) from ({query})").fetchall()[0][0]
