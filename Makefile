@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: setup run dev test bench clean
+.PHONY: setup run dev test bench bench-smoke clean
 
 setup: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
@@ -28,6 +28,16 @@ dev: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# Side by side with the peers on a generated corpus: make bench DOCS=100000 PERM=128
+DOCS ?= 100000
+PERM ?= 128
+bench: setup
+	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
+	$(BIN)/python benchmarks/benchmark.py --docs $(DOCS) --perm $(PERM) --peers rensa,fastsketch-pre
+
+bench-smoke: setup
+	$(BIN)/python benchmarks/benchmark.py --smoke
 
 clean:
 	rm -rf var output .dagster_home .tmp_dagster_home_*

@@ -201,7 +201,7 @@ class CorpusBodies:
 
         table = pq.read_table(corpus, columns=["doc_id", "body"])
         self.doc_ids = table["doc_id"].combine_chunks()
-        self.bodies = table["body"]
+        self.bodies = table["body"].cast(pa.large_string())  # a 1M corpus overflows 32-bit offsets
         self.id_base = int(pc.max(self.doc_ids).as_py()) + 1
         self._exact_jaccard = exact_jaccard
 

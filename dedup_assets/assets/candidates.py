@@ -50,6 +50,7 @@ def candidate_pairs(
         "possible_pairs": MetadataValue.int(possible),
         "pair_slots": MetadataValue.int(pressure.pair_slots),
         "max_pair_slots": MetadataValue.int(dedup.max_pair_slots),
+        "buckets": MetadataValue.int(pressure.bucket_count),
         "largest_bucket_size": MetadataValue.int(pressure.largest_bucket_size),
         "largest_bucket_key": pressure.largest_bucket_key or "none",
         "lsh_probability_at_threshold": MetadataValue.float(

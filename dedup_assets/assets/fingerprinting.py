@@ -5,7 +5,7 @@ from ..core.tables import TableBuild
 from ..errors import user_errors
 from ..io_manager import TableRef
 from ..settings import DedupSettings
-from ._shared import GROUP, KINDS, lineage_for, markdown_preview, scalar, tables_of
+from ._shared import GROUP, KINDS, lineage_for, markdown_preview, tables_of
 
 
 def _describe_fingerprints(connection, table: str) -> dict:
@@ -53,14 +53,8 @@ def fingerprinted(context: AssetExecutionContext, dedup: DedupSettings, document
 
 
 def _describe_bands(connection, table: str) -> dict:
-    buckets = connection.execute(
-        f"select count(*), count(*) filter (where n > 1) from "
-        f"(select count(*) as n from {table} group by band_index, lsh_band)"
-    ).fetchall()[0]
+    # bucket sizes are measured once, by candidate_pairs, before its join
     return {
-        "documents_in_buckets": MetadataValue.int(scalar(connection, f"select count(distinct doc_id) from {table}")),
-        "distinct_buckets": MetadataValue.int(int(buckets[0])),
-        "shared_buckets": MetadataValue.int(int(buckets[1])),
         "preview": markdown_preview(
             connection,
             f"select doc_id, band_index, printf('%03d:%016x', band_index, lsh_band) as band_key "

@@ -1,6 +1,6 @@
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from ..core.inputs import describe_input, check_file
+from ..core.inputs import InputStats, check_file, describe_input
 from ..core.stages import build_documents
 from ..core.tables import TableBuild
 from ..errors import user_errors
@@ -8,16 +8,20 @@ from ..settings import DedupSettings
 from ._shared import GROUP, KINDS, markdown_preview, scalar
 
 
-def _describe(connection, table: str) -> dict:
-    return {
-        "domains": MetadataValue.int(scalar(connection, f"select count(distinct domain) from {table}")),
-        "empty_bodies": MetadataValue.int(
-            scalar(connection, f"select count(*) from {table} where trim(body) = ''")
-        ),
-        "preview": markdown_preview(
-            connection, f"select doc_id, domain, crawled_at, title, input_row from {table} order by doc_id"
-        ),
-    }
+def _describer(stats: InputStats):
+    """Metadata from the stream's own counts and a look at the written table."""
+
+    def describe(connection, table: str) -> dict:
+        return {
+            "domains": MetadataValue.int(scalar(connection, f"select count(distinct domain) from {table}")),
+            "empty_bodies": MetadataValue.int(stats.empty_bodies),
+            "extra_columns": ", ".join(stats.extra_columns) or "none",
+            "preview": markdown_preview(
+                connection, f"select doc_id, domain, crawled_at, title, input_row from {table} order by doc_id"
+            ),
+        }
+
+    return describe
 
 
 @asset(group_name=GROUP, kinds=KINDS)
@@ -44,5 +48,5 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings) -> TableBuil
         "input_sha256": described.sha256,
         "input_bytes": MetadataValue.int(described.byte_size),
     }
-    build.describe = _describe
+    build.describe = _describer(stats)
     return build

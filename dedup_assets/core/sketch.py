@@ -43,7 +43,3 @@ def lsh_band_keys(signature: np.ndarray, rows_per_band: int) -> list[str]:
         keys.append(f"{band_index:03d}:{digest}")
     return keys
 
-
-def content_hash(normalized: str) -> str:
-    """Identity of the normalized text; equal hashes mark exact duplicates."""
-    return hashlib.blake2b(normalized.encode("utf-8"), digest_size=16).hexdigest()

@@ -8,11 +8,7 @@ from dataclasses import dataclass
 
 from .fingerprint import SettingsError
 
-JACCARD_AND_MINHASH = "jaccard_and_minhash"
-JACCARD_MATCH = "jaccard_match"
-MINHASH_ONLY_REJECTED = "minhash_only_rejected"
-BELOW_JACCARD_THRESHOLD = "below_jaccard_threshold"
-REASONS = (JACCARD_AND_MINHASH, JACCARD_MATCH, MINHASH_ONLY_REJECTED, BELOW_JACCARD_THRESHOLD)
+REASONS = ("jaccard_and_minhash", "jaccard_match", "minhash_only_rejected", "below_jaccard_threshold")
 
 
 @dataclass(frozen=True)
