@@ -2,7 +2,7 @@ from dagster import MetadataValue, asset
 
 from ..core.fingerprint import lsh_probability
 from ..core.stages import build_candidate_pairs
-from ..core.summary import possible_pairs, reduction_ratio
+from ..core.summary import percent_fewer, possible_pairs, reduction_ratio
 from ..core.tables import TableBuild
 from ..errors import user_errors
 from ..io_manager import TableRef
@@ -36,7 +36,7 @@ def candidate_pairs(
         candidates = scalar(connection, f"select count(*) from {table}")
         ratio = reduction_ratio(possible, candidates)
         return {
-            "pair_reduction": f"{possible:,} → {candidates:,}, {ratio:.2%} fewer",
+            "pair_reduction": f"{possible:,} → {candidates:,}, {percent_fewer(possible, candidates)} fewer",
             "candidate_reduction_ratio": MetadataValue.float(ratio),
             "cross_domain_pairs": MetadataValue.int(
                 scalar(connection, f"select count(*) from {table} where left_domain <> right_domain")
