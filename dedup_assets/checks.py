@@ -10,6 +10,7 @@ import duckdb
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetIn, MetadataValue, asset_check
 
 from .core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
+from .core.inputs import count_input_records
 from .core.summary import duplicate_clusters, reason_counts
 from .io_manager import TableRef
 from .settings import DedupSettings
@@ -47,6 +48,29 @@ def doc_id_unique(connection: duckdb.DuckDBPyConnection, documents: str) -> Asse
     return _result(
         [f"doc_id {doc_id!r} appears {n} times" for doc_id, n in repeated],
         f"{total} documents, all doc_id unique",
+    )
+
+
+def input_records_accounted(
+    connection: duckdb.DuckDBPyConnection, input_records: int, documents: str, rejected: str
+) -> AssetCheckResult:
+    """Every input row is a document or a rejected row, never both, never neither."""
+    kept, dropped, both = _rows(
+        connection,
+        f"""
+        select (select count(*) from {documents}), (select count(*) from {rejected}),
+               (select count(*) from {documents} d semi join {rejected} r using (input_row))
+        """,
+    )[0]
+    failures = []
+    if kept + dropped != input_records:
+        failures.append(f"{input_records} input rows but {kept} documents + {dropped} rejected")
+    if both:
+        failures.append(f"{both} input rows are both a document and rejected")
+    return _result(
+        failures,
+        f"{input_records} input rows = {kept} documents + {dropped} rejected",
+        input_records=MetadataValue.int(input_records),
     )
 
 
@@ -193,6 +217,22 @@ def doc_id_unique_check(documents: TableRef) -> AssetCheckResult:
 
 
 @asset_check(
+    name="input_records_accounted",
+    asset="documents",
+    blocking=True,
+    description="Input rows = documents + rejected_documents, counted again from the input file.",
+    additional_ins={"rejected_documents": AssetIn("rejected_documents")},
+)
+def input_records_accounted_check(
+    dedup: DedupSettings, documents: TableRef, rejected_documents: TableRef
+) -> AssetCheckResult:
+    with documents.connect() as connection:
+        return input_records_accounted(
+            connection, count_input_records(Path(documents.lineage["input_path"])), documents.table, rejected_documents.table
+        )
+
+
+@asset_check(
     name="candidate_pairs_ordered_and_unique",
     asset="candidate_pairs", blocking=True, description="Each pair appears once, with left_doc_id < right_doc_id."
 )
@@ -283,6 +323,7 @@ def fixture_contract_check(
 
 PIPELINE_CHECKS = [
     doc_id_unique_check,
+    input_records_accounted_check,
     candidate_pairs_ordered_and_unique,
     duplicate_pairs_ordered_and_unique,
     duplicate_edges_meet_threshold_check,

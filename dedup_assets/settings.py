@@ -9,6 +9,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from .core.fingerprint import SketchParams
+from .core.inputs import InputPolicy
 from .core.verify import Thresholds
 
 DEFAULT_INPUT = "data/documents.csv"
@@ -26,6 +27,8 @@ ALGORITHM_SETTINGS = (
     "max_pair_slots",
     "memory_budget_mb",
     "batch_size",
+    "max_body_bytes",
+    "fail_on_reject",
 )
 
 
@@ -63,6 +66,14 @@ class DedupSettings(ConfigurableResource):
     batch_size: int = Field(
         default=20_000, description="Documents per streamed batch (memory follows this)."
     )
+    max_body_bytes: int = Field(
+        default=10_000_000, description="Reject a document whose body has more UTF-8 bytes."
+    )
+    fail_on_reject: bool = Field(
+        default=False,
+        description="Fail the run on the first input row that would be rejected, instead of "
+        "recording it in rejected_documents.",
+    )
     input_path: str | None = Field(
         default=None,
         description=f"CSV or Parquet input. Unset: env DEDUP_INPUT, else {DEFAULT_INPUT}.",
@@ -88,6 +99,9 @@ class DedupSettings(ConfigurableResource):
 
     def algorithm_settings(self) -> dict:
         return {name: getattr(self, name) for name in ALGORITHM_SETTINGS}
+
+    def input_policy(self) -> InputPolicy:
+        return InputPolicy(max_body_bytes=self.max_body_bytes, fail_on_reject=self.fail_on_reject)
 
     def input_file(self) -> Path:
         return Path(self.input_path or env_path("DEDUP_INPUT", DEFAULT_INPUT))

@@ -19,6 +19,7 @@ from .conftest import FIXTURE, HARD_FIXTURE, document, write_csv
 
 ALL_CHECKS = {
     "doc_id_unique",
+    "input_records_accounted",
     "candidate_pairs_ordered_and_unique",
     "duplicate_pairs_ordered_and_unique",
     "duplicate_edges_meet_threshold",
@@ -157,11 +158,30 @@ def test_pair_budget_stops_before_the_join(runner, tmp_path):
     assert "6 documents" in raised.value.description
 
 
-def test_bad_input_fails_the_run_with_the_row(runner, tmp_path):
+def test_bad_rows_are_rejected_and_accounted_for(runner, tmp_path):
+    path = write_csv(
+        tmp_path / "mixed.csv",
+        [document("a", "alpha beta gamma"), document("a", "repeat"), document("b", "x", crawled_at="soon")],
+    )
+    result = runner.run(path)
+    assert result.success
+    assert _check_results(result)["input_records_accounted"].description == "3 input rows = 1 documents + 2 rejected"
+    rejected = runner.table("rejected_documents")
+    assert rejected[["input_row", "doc_id", "reason"]].values.tolist() == [
+        [2, "a", "duplicate_doc_id"],
+        [3, "b", "invalid_crawled_at"],
+    ]
+    manifest = runner.manifest()
+    assert (manifest["counts"]["input_record_rows"], manifest["counts"]["rejected_document_rows"]) == (3, 2)
+    assert manifest["rejected_by_reason"] == {"duplicate_doc_id": 1, "invalid_crawled_at": 1}
+    assert (runner.output_dir / "rejected_documents.csv").read_text().count("\n") == 3
+
+
+def test_strict_mode_fails_the_run_with_the_row(runner, tmp_path):
     path = write_csv(tmp_path / "dup.csv", [document("a", "x"), document("a", "y")])
     with pytest.raises(Failure) as raised:
-        runner.run(path)
-    assert f"{path}: column doc_id has 1 repeated value(s); for example 'a' at rows 1, 2" in raised.value.description
+        runner.run(path, fail_on_reject=True)
+    assert f"{path}: column doc_id repeats 'a' at rows 1, 2. Give each document a unique doc_id." in raised.value.description
 
 
 def test_same_input_gives_byte_identical_release_files(tmp_path):
@@ -171,7 +191,7 @@ def test_same_input_gives_byte_identical_release_files(tmp_path):
     first.run(HARD_FIXTURE)
     second.run(HARD_FIXTURE)
     files = sorted(p.name for p in first.output_dir.iterdir())
-    assert len(files) == 8
+    assert len(files) == 9
     for name in files:
         assert (first.output_dir / name).read_bytes() == (second.output_dir / name).read_bytes(), name
     for table in ("documents", "fingerprinted", "scored_pairs", "clusters", "deduped_documents"):

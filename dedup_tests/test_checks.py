@@ -90,3 +90,14 @@ def test_representatives_account_for_input(connection):
     swapped = _load(connection, "deduped", [{"doc_id": "a"}, {"doc_id": "b"}], [])
     wrong = checks.representatives_account_for_input(connection, documents, clusters, swapped)
     assert not wrong.passed and "differ between deduped_documents and the representatives" in wrong.description
+
+
+def test_input_records_accounted(connection):
+    documents = _load(connection, "documents", [{"input_row": 1}, {"input_row": 3}], [])
+    rejected = _load(connection, "rejected", [{"input_row": 2}], [])
+    assert checks.input_records_accounted(connection, 3, documents, rejected).passed
+    lost = checks.input_records_accounted(connection, 4, documents, rejected)
+    assert not lost.passed and "4 input rows but 2 documents + 1 rejected" in lost.description
+    both = _load(connection, "rejected", [{"input_row": 3}], [])
+    twice = checks.input_records_accounted(connection, 3, documents, both)
+    assert not twice.passed and "1 input rows are both a document and rejected" in twice.description

@@ -66,6 +66,7 @@ def test_full_run_then_single_asset_rerun(cli_env):
         "clusters.csv",
         "cluster_inspection.csv",
         "deduped_documents.parquet",
+        "rejected_documents.csv",
     }
     with duckdb.connect(cli_env["DEDUP_DATABASE"], read_only=True) as connection:
         assert connection.execute("select count(*) from dedup.deduped_documents").fetchone()[0] == 12
@@ -90,6 +91,11 @@ def test_fresh_database_single_asset_says_how_to_build_upstream(cli_env):
 
 def test_bad_input_reports_file_and_row(cli_env, tmp_path):
     bad = write_csv(tmp_path / "bad.csv", [document("a", "x"), document("b", "y", crawled_at="31/12/2026")])
-    result = materialize({**cli_env, "DEDUP_INPUT": str(bad)}, *MODULE, "--select", "documents")
+    env = {**cli_env, "DEDUP_INPUT": str(bad)}
+    lenient = materialize(env, *MODULE, "--select", "documents,rejected_documents")
+    assert lenient.returncode == 0, lenient.stderr[-3000:]
+    assert "1 of 2 input rows rejected: invalid_crawled_at 1 (see rejected_documents)" in lenient.stderr
+    strict = '{"resources": {"dedup": {"config": {"fail_on_reject": true}}}}'
+    result = materialize(env, *MODULE, "--select", "documents,rejected_documents", "--config-json", strict)
     assert result.returncode != 0
-    assert f"{bad}: column crawled_at cannot be parsed at row 2 (first value: '31/12/2026')" in result.stderr
+    assert f"{bad}: column crawled_at cannot be parsed at row 2 (doc_id 'b')" in result.stderr

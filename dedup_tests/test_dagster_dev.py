@@ -116,7 +116,7 @@ def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
     nodes = _graphql(port, METADATA)["assetNodes"]
     assert sorted(n["assetKey"]["path"][-1] for n in nodes) == sorted(
         [
-            "documents", "fingerprinted", "band_memberships", "candidate_pairs", "scored_pairs",
+            "documents", "rejected_documents", "fingerprinted", "band_memberships", "candidate_pairs", "scored_pairs",
             "duplicate_pairs", "clusters", "deduped_documents", "manifest",
         ]
     )

@@ -5,6 +5,7 @@ from dedup_assets.settings import DedupSettings
 
 ASSETS = {
     "documents",
+    "rejected_documents",
     "fingerprinted",
     "band_memberships",
     "candidate_pairs",
@@ -16,7 +17,7 @@ ASSETS = {
 }
 
 
-def test_definitions_load_with_nine_documented_assets():
+def test_definitions_load_with_the_documented_assets():
     Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     specs = {key.path[-1]: node for key, node in ((n.key, n) for n in graph.asset_nodes)}

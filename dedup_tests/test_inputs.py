@@ -5,7 +5,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dedup_assets.core.inputs import InputError, read_documents
+import pyarrow as pa
+
+from dedup_assets.core.inputs import (
+    InputError,
+    InputPolicy,
+    InputStats,
+    count_input_records,
+    document_batches,
+    read_documents,
+)
 
 from .conftest import FIXTURE, document, write_csv
 
@@ -42,10 +51,16 @@ def test_parquet_with_integer_ids_bom_csv_and_embedded_newlines(tmp_path):
     assert read_documents(bom).column("body").to_pylist() == ["two", 'one, "quoted"\nsecond line']
 
 
-def _error_for(path: Path) -> str:
+def _error_for(path: Path, **policy) -> str:
     with pytest.raises(InputError) as raised:
-        read_documents(path)
+        read_documents(path, policy=InputPolicy(**policy))
     return str(raised.value)
+
+
+def _rejected(path: Path, **policy) -> tuple[pa.Table, InputStats]:
+    stats = InputStats()
+    table = pa.Table.from_batches(list(document_batches(path, stats, 8, InputPolicy(**policy))))
+    return table, stats
 
 
 def test_missing_column_is_named(tmp_path):
@@ -54,22 +69,34 @@ def test_missing_column_is_named(tmp_path):
     assert str(path) in message and "missing required column(s) source, domain, crawled_at, title" in message
 
 
-def test_empty_doc_id_names_the_row(tmp_path):
-    path = write_csv(tmp_path / "in.csv", [document("a", "x"), document("", "y")])
-    assert "doc_id is empty at row 2" in _error_for(path)
+def test_bad_rows_are_rejected_with_reasons_and_nothing_is_lost(tmp_path):
+    rows = [document(f"d{i}", "x") for i in range(12)] + [
+        document("", "no id"),
+        document("late", "y", crawled_at="yesterday"),
+        document("big", "z" * 50),
+        document("d3", "again"),
+    ]
+    table, stats = _rejected(write_csv(tmp_path / "in.csv", rows), max_body_bytes=40)
+    assert table.num_rows == 12 and stats.rows == 16 and stats.documents == 12
+    assert [(r["input_row"], r["doc_id"], r["reason"]) for r in stats.rejected] == [
+        (13, "", "missing_field"),
+        (14, "late", "invalid_crawled_at"),
+        (15, "big", "too_large"),
+        (16, "d3", "duplicate_doc_id"),
+    ]
+    assert stats.rejected[3]["detail"] == "doc_id first seen at row 4"
+    assert stats.rejected_by_reason == {"missing_field": 1, "invalid_crawled_at": 1, "too_large": 1, "duplicate_doc_id": 1}
 
 
-def test_duplicate_doc_id_names_value_and_rows_across_batches(tmp_path):
+def test_strict_mode_fails_on_the_first_bad_row_with_what_to_fix(tmp_path):
+    empty = write_csv(tmp_path / "empty_id.csv", [document("a", "x"), document("", "y")])
+    assert "doc_id is empty at row 2" in _error_for(empty, fail_on_reject=True)
     rows = [document(f"d{i}", "x") for i in range(30)] + [document("d3", "again")]
-    path = write_csv(tmp_path / "in.csv", rows)
-    with pytest.raises(InputError, match=r"'d3' at rows 4, 31\. Give each document a unique doc_id"):
-        read_documents(path, batch_size=8)
-
-
-def test_unparseable_crawled_at_names_row_and_value(tmp_path):
-    path = write_csv(tmp_path / "in.csv", [document("a", "x"), document("b", "y", crawled_at="yesterday")])
-    message = _error_for(path)
-    assert "crawled_at cannot be parsed at row 2" in message and "'yesterday'" in message and "ISO 8601" in message
+    repeated = write_csv(tmp_path / "repeated.csv", rows)
+    assert "doc_id repeats 'd3' at rows 4, 31. Give each document a unique doc_id" in _error_for(repeated, fail_on_reject=True)
+    late = write_csv(tmp_path / "late.csv", [document("a", "x"), document("b", "y", crawled_at="yesterday")])
+    message = _error_for(late, fail_on_reject=True)
+    assert "crawled_at cannot be parsed at row 2 (doc_id 'b')" in message and "ISO 8601" in message
 
 
 def test_empty_file_and_header_only(tmp_path):
@@ -89,3 +116,8 @@ def test_wrong_extension_missing_file_and_unreadable_files(tmp_path):
     latin1 = tmp_path / "latin1.csv"
     latin1.write_bytes("doc_id,source,domain,crawled_at,title,body\na,s,d,2026-01-01,t,caf\xe9\n".encode("latin-1"))
     assert "latin1.csv: not valid UTF-8 at byte 65. Re-encode the file as UTF-8." in _error_for(latin1)
+
+
+def test_input_records_are_counted_independently(tmp_path):
+    path = write_csv(tmp_path / "in.csv", [document(f"d{i}", 'multi\nline "quoted"') for i in range(7)])
+    assert count_input_records(path) == 7

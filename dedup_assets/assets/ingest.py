@@ -1,18 +1,31 @@
-from dagster import AssetExecutionContext, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
 from ..core.inputs import InputStats, check_file, describe_input
-from ..core.stages import build_documents
-from ..core.tables import TableBuild
+from ..core.stages import build_documents, build_rejected_documents
 from ..errors import user_errors
 from ..settings import DedupSettings
 from ._shared import GROUP, KINDS, markdown_preview, scalar
 
+DOCUMENTS_DESCRIPTION = """The input corpus, validated: `doc_id, source, domain, crawled_at,
+title, body`, any extra columns (such as WARC lineage) and `input_row` (the 1-based data row it
+came from), in input order.
 
-def _describer(stats: InputStats):
-    """Metadata from the stream's own counts and a look at the written table."""
+Reads `DEDUP_INPUT` (CSV or Parquet) in batches. A row that cannot be a document goes to
+`rejected_documents` with its reason instead (or fails the run with `fail_on_reject`); a problem
+with the whole input (missing file or column, unreadable file) fails the run with what to fix.
+`crawled_at` is stored in UTC. Empty bodies are kept; they become singletons."""
 
+REJECTED_DESCRIPTION = """Input rows that did not become documents, each with `source_file`,
+`input_row`, `doc_id`, a `reason` (`missing_field`, `invalid_crawled_at`, `too_large`,
+`duplicate_doc_id`: the first row with a doc_id is kept) and a `detail` saying what is wrong.
+Input rows = `documents` + `rejected_documents`."""
+
+
+def _describe_documents(stats: InputStats):
     def describe(connection, table: str) -> dict:
         return {
+            "input_records": MetadataValue.int(stats.rows),
+            "rejected_rows": MetadataValue.int(stats.rows - stats.documents),
             "domains": MetadataValue.int(scalar(connection, f"select count(distinct domain) from {table}")),
             "empty_bodies": MetadataValue.int(stats.empty_bodies),
             "extra_columns": ", ".join(stats.extra_columns) or "none",
@@ -24,29 +37,54 @@ def _describer(stats: InputStats):
     return describe
 
 
-@asset(group_name=GROUP, kinds=KINDS)
-def documents(context: AssetExecutionContext, dedup: DedupSettings) -> TableBuild:
-    """The input corpus, validated: `doc_id, source, domain, crawled_at, title, body`, any extra
-    columns (such as WARC lineage) and `input_row` (the 1-based data row it came from).
+def _describe_rejected(stats: InputStats):
+    def describe(connection, table: str) -> dict:
+        return {
+            "rejected_by_reason": MetadataValue.md(
+                "| reason | rows |\n|---|---|\n"
+                + "\n".join(f"| {reason} | {rows} |" for reason, rows in sorted(stats.rejected_by_reason.items()))
+            ),
+            "preview": markdown_preview(connection, f"select * from {table}"),
+        }
 
-    Reads `DEDUP_INPUT` (CSV or Parquet) in batches. A missing column, an empty or repeated
-    `doc_id`, an unparseable `crawled_at` or an unreadable file stops the run with the file and
-    rows to fix. `crawled_at` is stored in UTC. Empty bodies are kept; they become singletons.
-    """
+    return describe
+
+
+@multi_asset(
+    outs={
+        "documents": AssetOut(group_name=GROUP, kinds=KINDS, description=DOCUMENTS_DESCRIPTION),
+        "rejected_documents": AssetOut(group_name=GROUP, kinds=KINDS, description=REJECTED_DESCRIPTION),
+    },
+)
+def documents(context: AssetExecutionContext, dedup: DedupSettings):
+    """Reads and validates the input into `documents` and `rejected_documents`."""
     path = dedup.input_file()
     with user_errors():
         check_file(path)
     described = describe_input(path)
-    build, stats = build_documents(path, dedup.batch_size, context.log.info)
-    build.lineage = {
+    build, stats = build_documents(path, dedup.batch_size, dedup.input_policy(), context.log.info)
+    lineage = {
         "input_path": str(path),
+        "max_body_bytes": dedup.max_body_bytes,
         "input_sha256": described.sha256,
         "input_byte_size": described.byte_size,
     }
+    build.lineage = lineage
     build.metadata = {
         "input_path": MetadataValue.path(str(path)),
         "input_sha256": described.sha256,
         "input_bytes": MetadataValue.int(described.byte_size),
     }
-    build.describe = _describer(stats)
-    return build
+    build.describe = _describe_documents(stats)
+    # The IO manager writes documents when it is yielded; by then the stream has filled stats.
+    yield Output(build, output_name="documents")
+    rejected = build_rejected_documents(stats)
+    rejected.lineage = lineage
+    rejected.describe = _describe_rejected(stats)
+    if stats.rejected:
+        context.log.warning(
+            f"{len(stats.rejected):,} of {stats.rows:,} input rows rejected: "
+            + ", ".join(f"{reason} {rows:,}" for reason, rows in sorted(stats.rejected_by_reason.items()))
+            + " (see rejected_documents)"
+        )
+    yield Output(rejected, output_name="rejected_documents")

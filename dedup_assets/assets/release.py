@@ -4,7 +4,7 @@ from dagster import MetadataValue, asset
 from ..core.pipeline import candidate_summary
 from ..core.release import library_versions, write_release
 from ..core.stages import bucket_pressure
-from ..core.summary import reason_counts, run_counts
+from ..core.summary import reason_counts, rejected_by_reason, run_counts
 from ..core.tables import TableBuild
 from ..io_manager import TableRef
 from ..settings import DedupSettings
@@ -15,6 +15,7 @@ from ._shared import GROUP, KINDS, lineage_for, tables_of
 def manifest(
     dedup: DedupSettings,
     documents: TableRef,
+    rejected_documents: TableRef,
     fingerprinted: TableRef,
     band_memberships: TableRef,
     candidate_pairs: TableRef,
@@ -24,12 +25,13 @@ def manifest(
     deduped_documents: TableRef,
 ) -> TableBuild:
     """Writes the release files to `DEDUP_OUTPUT_DIR` (fingerprints, candidate summary, scored and
-    duplicate pairs, clusters, cluster inspection, deduped documents) and `manifest.json` with the
+    duplicate pairs, clusters, cluster inspection, deduped and rejected documents) and `manifest.json` with the
     settings, the input's size and sha256, library versions, every file's rows and sha256 and
     the run counts. The stored table holds the counts, one row per metric.
     """
     upstreams = dict(
         documents=documents,
+        rejected_documents=rejected_documents,
         fingerprinted=fingerprinted,
         band_memberships=band_memberships,
         candidate_pairs=candidate_pairs,
@@ -53,13 +55,14 @@ def manifest(
                 "settings": dedup.algorithm_settings(),
                 "input": {
                     "path": lineage["input_path"],
-                    "rows": counts["document_rows"],
+                    "rows": counts["input_record_rows"],
                     "byte_size": lineage["input_byte_size"],
                     "sha256": lineage["input_sha256"],
                 },
                 "versions": library_versions(),
                 "counts": counts,
                 "pair_reasons": reason_counts(connection, tables.scored_pairs),
+                "rejected_by_reason": rejected_by_reason(connection, tables.rejected_documents),
             },
         )
     metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})

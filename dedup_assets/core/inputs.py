@@ -37,13 +37,39 @@ class InputFile:
     sha256: str
 
 
+@dataclass(frozen=True)
+class InputPolicy:
+    """What to do with a row that cannot be a document."""
+
+    max_body_bytes: int = 10_000_000
+    fail_on_reject: bool = False
+
+
+REJECTED_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("input_row", pa.int64()),
+        ("doc_id", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+
+
 @dataclass
 class InputStats:
-    """Filled in while the stream is read."""
+    """Filled in while the stream is read: every input row is counted once, either as a
+    document or in ``rejected``."""
 
     rows: int = 0
+    documents: int = 0
     empty_bodies: int = 0
     extra_columns: list[str] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)
+    rejected_by_reason: dict[str, int] = field(default_factory=dict)
+
+    def rejected_table(self) -> pa.Table:
+        return pa.Table.from_pylist(self.rejected, schema=REJECTED_SCHEMA)
 
 
 def file_sha256(path: Path) -> str:
@@ -118,21 +144,13 @@ def _text(column: pa.Array) -> pa.Array:
     return pc.fill_null(column.cast(pa.large_string()), "")
 
 
-def _timestamps(path: Path, column: pa.Array, first_row: int) -> pa.Array:
-    """``crawled_at`` as UTC microseconds without zone; names the rows that do not parse."""
+def _timestamps(column: pa.Array) -> pa.Array:
+    """``crawled_at`` as UTC microseconds without zone; null where it does not parse."""
     if pa.types.is_timestamp(column.type):
         utc = column if column.type.tz else pc.assume_timezone(column, "UTC")
         parsed = utc.cast(pa.timestamp("us", tz="UTC"))
     else:
-        text = pc.utf8_trim_whitespace(_text(column))
-        parsed = _parse_iso8601(text)
-    bad = np.flatnonzero(parsed.is_null().to_numpy(zero_copy_only=False))
-    if len(bad):
-        raise InputError(
-            f"{path}: column crawled_at cannot be parsed at {_rows_list(bad + first_row)} "
-            f"(first value: '{column[int(bad[0])].as_py()}'). Use ISO 8601, for example "
-            "2026-01-31 or 2026-01-31T12:00:00Z."
-        )
+        parsed = _parse_iso8601(pc.utf8_trim_whitespace(_text(column)))
     return parsed.cast(pa.timestamp("us", tz="UTC")).cast(pa.timestamp("us"))
 
 
@@ -158,10 +176,19 @@ def _parse_iso8601(text: pa.Array) -> pa.Array:
     return result
 
 
-def document_batches(path: Path, stats: InputStats, batch_size: int = 20_000) -> Iterator[pa.RecordBatch]:
+def document_batches(
+    path: Path, stats: InputStats, batch_size: int = 20_000, policy: InputPolicy | None = None
+) -> Iterator[pa.RecordBatch]:
     """Validated batches: ``doc_id, source, domain, crawled_at, title, body``, then the input's
-    extra columns, then ``input_row``. Raises :class:`InputError` naming the file and rows."""
+    extra columns, then ``input_row``.
+
+    A row with a problem is left out and recorded in ``stats.rejected`` with its reason
+    (``missing_field``, ``invalid_crawled_at``, ``too_large``, ``duplicate_doc_id``; the first
+    row with a given doc_id is kept), unless ``policy.fail_on_reject``, which raises
+    :class:`InputError` instead. A problem with the whole input always raises."""
+    policy = policy or InputPolicy()
     check_file(path)
+    first_rows: dict[str, int] = {}
     try:
         columns, raw = _raw_batches(path, batch_size)
         missing = [column for column in REQUIRED_COLUMNS if column not in columns]
@@ -173,16 +200,19 @@ def document_batches(path: Path, stats: InputStats, batch_size: int = 20_000) ->
                 + "."
             )
         stats.extra_columns = [column for column in columns if column not in REQUIRED_COLUMNS]
-        seen_ids: list[pa.Array] = []
         for batch in raw:
             if batch.num_rows == 0:
                 continue
             first_row = stats.rows + 1
-            standard = _standardize(path, batch, first_row, stats.extra_columns)
-            seen_ids.append(standard.column("doc_id"))
             stats.rows += batch.num_rows
-            stats.empty_bodies += int(pc.sum(pc.equal(pc.utf8_trim_whitespace(standard.column("body")), "")).as_py() or 0)
-            yield standard
+            standard = _standardize(path, batch, first_row, stats.extra_columns)
+            keep = _screen(path, standard, policy, first_rows, stats)
+            accepted = standard.filter(keep)
+            stats.documents += accepted.num_rows
+            stats.empty_bodies += int(
+                pc.sum(pc.equal(pc.utf8_trim_whitespace(accepted.column("body")), "")).as_py() or 0
+            )
+            yield accepted
     except (pa.ArrowInvalid, OSError, duckdb.Error) as error:
         kind = "CSV" if path.suffix.lower() == ".csv" else "Parquet"
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -191,40 +221,81 @@ def document_batches(path: Path, stats: InputStats, batch_size: int = 20_000) ->
         raise InputError(f"{path}: cannot be read as {kind}: {detail}") from None
     if stats.rows == 0:
         raise InputError(f"{path}: has a header but no document rows.")
-    _check_unique_ids(path, pa.chunked_array(seen_ids, pa.large_string()))
 
 
 def _standardize(path: Path, batch: pa.RecordBatch, first_row: int, extra: list[str]) -> pa.RecordBatch:
-    doc_ids = pc.utf8_trim_whitespace(_text(batch.column("doc_id")))
-    blank = np.flatnonzero(pc.equal(doc_ids, "").to_numpy(zero_copy_only=False))
-    if len(blank):
-        raise InputError(
-            f"{path}: column doc_id is empty at {_rows_list(blank + first_row)}. "
-            "Every document needs a unique, non-empty doc_id."
-        )
+    """The six columns as text (``crawled_at`` as a UTC timestamp, null where it does not
+    parse), the extra columns as they are, and ``input_row``."""
     arrays = {name: _text(batch.column(name)) for name in TEXT_COLUMNS}
-    arrays["doc_id"] = doc_ids
-    arrays["crawled_at"] = _timestamps(path, batch.column("crawled_at"), first_row)
+    arrays["doc_id"] = pc.utf8_trim_whitespace(arrays["doc_id"])
+    arrays["crawled_at"] = _timestamps(batch.column("crawled_at"))
     rows = pa.array(np.arange(first_row, first_row + batch.num_rows, dtype=np.int64))
     names = REQUIRED_COLUMNS + extra + ["input_row"]
     values = [arrays[name] for name in REQUIRED_COLUMNS] + [batch.column(name) for name in extra] + [rows]
     return pa.RecordBatch.from_arrays(values, names=names)
 
 
-def _check_unique_ids(path: Path, doc_ids: pa.ChunkedArray) -> None:
-    counts = pa.table({"doc_id": doc_ids}).group_by("doc_id").aggregate([("doc_id", "count")])
-    repeated = counts.filter(pc.greater(counts.column("doc_id_count"), 1))
-    if repeated.num_rows:
-        first = repeated.column("doc_id")[0].as_py()
-        rows = np.flatnonzero(pc.equal(doc_ids, first).to_numpy(zero_copy_only=False)) + 1
-        raise InputError(
-            f"{path}: column doc_id has {repeated.num_rows} repeated value(s); for example "
-            f"'{first}' at {_rows_list(rows)}. Give each document a unique doc_id."
+def _screen(
+    path: Path, batch: pa.RecordBatch, policy: InputPolicy, first_rows: dict[str, int], stats: InputStats
+) -> np.ndarray:
+    """Which rows to keep; the others are recorded as rejected (or raise, when strict)."""
+    doc_ids = batch.column("doc_id").to_pylist()
+    input_rows = batch.column("input_row").to_numpy()
+    empty_id = pc.equal(batch.column("doc_id"), "").to_numpy(zero_copy_only=False)
+    bad_date = batch.column("crawled_at").is_null().to_numpy(zero_copy_only=False)
+    body_bytes = pc.binary_length(batch.column("body").cast(pa.large_binary())).to_numpy()
+    too_large = body_bytes > policy.max_body_bytes
+    rejects: list[tuple[int, str, str, str]] = []
+    keep = np.ones(batch.num_rows, dtype=bool)
+    for index, doc_id in enumerate(doc_ids):
+        row = int(input_rows[index])
+        if empty_id[index]:
+            rejects.append((row, doc_id, "missing_field", "doc_id is empty"))
+        elif bad_date[index]:
+            rejects.append((row, doc_id, "invalid_crawled_at", "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)"))
+        elif too_large[index]:
+            rejects.append((row, doc_id, "too_large", f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}"))
+        elif doc_id in first_rows:
+            rejects.append((row, doc_id, "duplicate_doc_id", f"doc_id first seen at row {first_rows[doc_id]}"))
+        else:
+            first_rows[doc_id] = row
+            continue
+        keep[index] = False
+    if rejects and policy.fail_on_reject:
+        raise InputError(_strict_message(path, rejects, first_rows))
+    for row, doc_id, reason, detail in rejects:
+        stats.rejected.append({"source_file": str(path), "input_row": row, "doc_id": doc_id, "reason": reason, "detail": detail})
+        stats.rejected_by_reason[reason] = stats.rejected_by_reason.get(reason, 0) + 1
+    return keep
+
+
+def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]], first_rows: dict[str, int]) -> str:
+    row, doc_id, reason, detail = rejects[0]
+    rows = np.array([r for r, _, why, _ in rejects if why == reason])
+    if reason == "missing_field":
+        return f"{path}: column doc_id is empty at {_rows_list(rows)}. Every document needs a unique, non-empty doc_id."
+    if reason == "invalid_crawled_at":
+        return (
+            f"{path}: column crawled_at cannot be parsed at {_rows_list(rows)} (doc_id '{doc_id}'). "
+            "Use ISO 8601, for example 2026-01-31 or 2026-01-31T12:00:00Z."
         )
+    if reason == "too_large":
+        return f"{path}: row {row} (doc_id '{doc_id}'): {detail}. Raise max_body_bytes or remove the row."
+    return (
+        f"{path}: column doc_id repeats '{doc_id}' at rows {first_rows[doc_id]}, {row}. "
+        "Give each document a unique doc_id."
+    )
 
 
-def read_documents(path: Path, batch_size: int = 20_000) -> pa.Table:
+def read_documents(path: Path, batch_size: int = 20_000, policy: InputPolicy | None = None) -> pa.Table:
     """The whole validated input as one Arrow table (for small inputs and tests)."""
     stats = InputStats()
-    batches = list(document_batches(path, stats, batch_size))
+    batches = list(document_batches(path, stats, batch_size, policy))
     return pa.Table.from_batches(batches)
+
+
+def count_input_records(path: Path) -> int:
+    """Data rows in the input, counted independently of the validating reader."""
+    if path.suffix.lower() == ".csv":
+        return sum(batch.num_rows for batch in _raw_batches(path, 50_000)[1])
+    return int(duckdb.connect().execute("select count(*) from read_parquet(?)", [str(path)]).fetchall()[0][0])

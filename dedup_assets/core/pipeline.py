@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .fingerprint import SketchParams, lsh_probability
-from .inputs import describe_input
+from .inputs import InputPolicy, describe_input
 from .release import library_versions, write_release
 from .stages import (
     Tables,
@@ -20,11 +20,12 @@ from .stages import (
     build_clusters,
     build_deduped_documents,
     build_documents,
+    build_rejected_documents,
     build_duplicate_pairs,
     build_fingerprinted,
     build_scored_pairs,
 )
-from .summary import reason_counts, run_counts
+from .summary import reason_counts, rejected_by_reason, run_counts
 from .tables import connect, write_table
 from .verify import Thresholds
 
@@ -44,6 +45,8 @@ def run_library(
     max_pair_slots: int = 1_000_000,
     memory_budget_mb: int = 3072,
     batch_size: int = 20_000,
+    max_body_bytes: int = 10_000_000,
+    fail_on_reject: bool = False,
     duckdb_memory: str = "2GB",
     log: Callable[[str], None] = lambda message: None,
 ) -> dict:
@@ -64,8 +67,9 @@ def run_library(
     with connect(database_path, duckdb_memory) as connection:
         connection.execute("create schema if not exists dedup")
         with stage("documents"):
-            build, _ = build_documents(Path(input_path), batch_size, log)
+            build, stats = build_documents(Path(input_path), batch_size, InputPolicy(max_body_bytes, fail_on_reject), log)
             write_table(connection, tables.documents, build)
+            write_table(connection, tables.rejected_documents, build_rejected_documents(stats))
         with stage("fingerprint"):
             build = build_fingerprinted(connection.cursor(), tables, params, batch_size, log)
             write_table(connection, tables.fingerprinted, build)
@@ -96,6 +100,7 @@ def run_library(
                         "versions": library_versions(),
                         "counts": counts,
                         "pair_reasons": reason_counts(connection, tables.scored_pairs),
+                        "rejected_by_reason": rejected_by_reason(connection, tables.rejected_documents),
                     },
                 )
     return {

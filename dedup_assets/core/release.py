@@ -43,6 +43,7 @@ def release_queries(tables: Tables) -> dict[str, str]:
         "clusters.csv": f"select * from {tables.clusters} order by cluster_id, representative_rank",
         "cluster_inspection.csv": sql("cluster_inspection", tables),
         "deduped_documents.parquet": f"select * from {tables.deduped_documents}",
+        "rejected_documents.csv": f"select * from {tables.rejected_documents}",
     }
 
 

@@ -19,13 +19,14 @@ import numpy as np
 import pyarrow as pa
 
 from .fingerprint import SketchParams, fingerprint_batch, fingerprint_schema, pair_jaccard
-from .inputs import InputStats, document_batches
+from .inputs import InputPolicy, InputStats, document_batches
 from .tables import TableBuild
 from .verify import Thresholds
 
 SQL_DIR = Path(__file__).parent / "sql"
 PIPELINE_TABLES = (
     "documents",
+    "rejected_documents",
     "fingerprinted",
     "band_memberships",
     "candidate_pairs",
@@ -50,6 +51,7 @@ class Tables:
     """Qualified table names, e.g. ``Tables.in_schema("dedup")``."""
 
     documents: str
+    rejected_documents: str
     fingerprinted: str
     band_memberships: str
     candidate_pairs: str
@@ -102,10 +104,12 @@ class ThroughputLog:
             )
 
 
-def document_stream(path: Path, stats: InputStats, batch_size: int, log: Progress) -> Iterator[pa.RecordBatch]:
+def document_stream(
+    path: Path, stats: InputStats, batch_size: int, policy: InputPolicy, log: Progress
+) -> Iterator[pa.RecordBatch]:
     """The validated input, logged as it streams."""
     last = time.monotonic()
-    for batch in document_batches(path, stats, batch_size):
+    for batch in document_batches(path, stats, batch_size, policy):
         if time.monotonic() - last >= 5.0:
             last = time.monotonic()
             log(f"documents: {stats.rows:,} rows read")
@@ -218,9 +222,21 @@ def preview(connection: duckdb.DuckDBPyConnection, query: str, rows: int = 10) -
 # --- Builders: one per table, returning what to write -------------------------------------------
 
 
-def build_documents(path: Path, batch_size: int, log: Progress) -> tuple[TableBuild, InputStats]:
+def build_documents(
+    path: Path, batch_size: int, policy: InputPolicy, log: Progress
+) -> tuple[TableBuild, InputStats]:
+    """The accepted documents as a stream; ``stats`` fills in (rejected rows included) as it is
+    written, for :func:`build_rejected_documents`."""
     stats = InputStats()
-    return TableBuild(lineage={}, batches=document_stream(path, stats, batch_size, log)), stats
+    return TableBuild(lineage={}, batches=document_stream(path, stats, batch_size, policy, log)), stats
+
+
+def build_rejected_documents(stats: InputStats) -> TableBuild:
+    return TableBuild(
+        lineage={},
+        sql="select * from rejected order by input_row",
+        arrow_inputs={"rejected": stats.rejected_table()},
+    )
 
 
 def build_fingerprinted(

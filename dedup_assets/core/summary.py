@@ -34,6 +34,8 @@ def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pair_slots
     counts = dict(zip([column[0] for column in cursor.description], map(int, cursor.fetchall()[0])))
     possible = possible_pairs(counts["document_rows"])
     return {
+        "input_record_rows": counts["document_rows"] + counts["rejected_document_rows"],
+        "rejected_document_rows": counts["rejected_document_rows"],
         "document_rows": counts["document_rows"],
         "possible_pair_rows": possible,
         "candidate_pair_rows": counts["candidate_pair_rows"],
@@ -53,6 +55,14 @@ def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pair_slots
 def reason_counts(connection: duckdb.DuckDBPyConnection, scored_pairs: str) -> dict[str, int]:
     found = dict(connection.execute(f"select reason, count(*) from {scored_pairs} group by reason").fetchall())
     return {reason: int(found.get(reason, 0)) for reason in REASONS}
+
+
+def rejected_by_reason(connection: duckdb.DuckDBPyConnection, rejected_documents: str) -> dict[str, int]:
+    return dict(
+        connection.execute(
+            f"select reason, count(*) from {rejected_documents} group by reason order by reason"
+        ).fetchall()
+    )
 
 
 def duplicate_clusters(connection: duckdb.DuckDBPyConnection, clusters: str) -> list[dict]:
