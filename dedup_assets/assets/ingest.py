@@ -4,7 +4,7 @@ from ..core.inputs import InputStats, check_file, describe_input
 from ..core.stages import build_documents, build_rejected_documents
 from ..errors import user_errors
 from ..settings import DedupSettings
-from ._shared import GROUP, KINDS, markdown_preview, scalar
+from ._shared import GROUP, KINDS, lineage_for, markdown_preview, scalar
 
 DOCUMENTS_DESCRIPTION = """The input corpus, validated: `doc_id, source, domain, crawled_at,
 title, body`, any extra columns (such as WARC lineage) and `input_row` (the 1-based data row it
@@ -64,8 +64,7 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings):
     described = describe_input(path)
     build, stats = build_documents(path, dedup.batch_size, dedup.input_policy(), context.log.info)
     lineage = {
-        "input_path": str(path),
-        "max_body_bytes": dedup.max_body_bytes,
+        **lineage_for("documents", dedup),
         "input_sha256": described.sha256,
         "input_byte_size": described.byte_size,
     }
