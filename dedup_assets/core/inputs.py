@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from .warc import WARC_COLUMNS, count_warc_records, is_warc, warc_batches
+
 REQUIRED_COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]
 TEXT_COLUMNS = ["doc_id", "source", "domain", "title", "body"]
 SUPPORTED_SUFFIXES = (".csv", ".parquet")
@@ -93,10 +95,11 @@ def _rows_list(rows: np.ndarray) -> str:
 def check_file(path: Path) -> None:
     """Fail early, with what to do, when the path cannot be an input file."""
     suffix = path.suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES:
+    if suffix not in SUPPORTED_SUFFIXES and not is_warc(path):
         raise InputError(
             f"{path}: unsupported file type '{path.suffix or '(none)'}'. Give a .csv or .parquet "
-            "file with the columns " + ", ".join(REQUIRED_COLUMNS) + " (set DEDUP_INPUT)."
+            "file with the columns " + ", ".join(REQUIRED_COLUMNS) + ", or a .warc/.warc.gz "
+            "crawl (set DEDUP_INPUT)."
         )
     if not path.exists():
         raise InputError(f"{path}: no such file. Set DEDUP_INPUT to a CSV or Parquet file.")
@@ -189,8 +192,19 @@ def document_batches(
     policy = policy or InputPolicy()
     check_file(path)
     first_rows: dict[str, int] = {}
+
+    def reject_record(number: int, doc_id: str, reason: str, detail: str) -> None:
+        stats.rows += 1
+        if policy.fail_on_reject:
+            raise InputError(f"{path}: record {number} (doc_id '{doc_id}'): {reason}: {detail}.")
+        _record_reject(stats, path, number, doc_id, reason, detail)
+
     try:
-        columns, raw = _raw_batches(path, batch_size)
+        if is_warc(path):
+            columns = WARC_COLUMNS
+            raw = warc_batches(path, batch_size, policy.max_body_bytes, reject_record)
+        else:
+            columns, raw = _raw_batches(path, batch_size)
         missing = [column for column in REQUIRED_COLUMNS if column not in columns]
         if missing:
             raise InputError(
@@ -199,7 +213,7 @@ def document_batches(
                 + ", ".join(REQUIRED_COLUMNS)
                 + "."
             )
-        stats.extra_columns = [column for column in columns if column not in REQUIRED_COLUMNS]
+        stats.extra_columns = [c for c in columns if c not in REQUIRED_COLUMNS and c != "input_row"]
         for batch in raw:
             if batch.num_rows == 0:
                 continue
@@ -214,13 +228,13 @@ def document_batches(
             )
             yield accepted
     except (pa.ArrowInvalid, OSError, duckdb.Error) as error:
-        kind = "CSV" if path.suffix.lower() == ".csv" else "Parquet"
+        kind = "CSV" if path.suffix.lower() == ".csv" else "WARC" if is_warc(path) else "Parquet"
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "utf8" in detail.lower():
             raise InputError(f"{path}: has bytes that are not valid UTF-8 ({detail}). Re-encode the file as UTF-8.") from None
         raise InputError(f"{path}: cannot be read as {kind}: {detail}") from None
     if stats.rows == 0:
-        raise InputError(f"{path}: has a header but no document rows.")
+        raise InputError(f"{path}: has no document rows or records.")
 
 
 def _standardize(path: Path, batch: pa.RecordBatch, first_row: int, extra: list[str]) -> pa.RecordBatch:
@@ -229,7 +243,11 @@ def _standardize(path: Path, batch: pa.RecordBatch, first_row: int, extra: list[
     arrays = {name: _text(batch.column(name)) for name in TEXT_COLUMNS}
     arrays["doc_id"] = pc.utf8_trim_whitespace(arrays["doc_id"])
     arrays["crawled_at"] = _timestamps(batch.column("crawled_at"))
-    rows = pa.array(np.arange(first_row, first_row + batch.num_rows, dtype=np.int64))
+    rows = (
+        batch.column("input_row")  # record numbers, when the source skipped some records
+        if "input_row" in batch.schema.names
+        else pa.array(np.arange(first_row, first_row + batch.num_rows, dtype=np.int64))
+    )
     names = REQUIRED_COLUMNS + extra + ["input_row"]
     values = [arrays[name] for name in REQUIRED_COLUMNS] + [batch.column(name) for name in extra] + [rows]
     return pa.RecordBatch.from_arrays(values, names=names)
@@ -264,9 +282,15 @@ def _screen(
     if rejects and policy.fail_on_reject:
         raise InputError(_strict_message(path, rejects, first_rows))
     for row, doc_id, reason, detail in rejects:
-        stats.rejected.append({"source_file": str(path), "input_row": row, "doc_id": doc_id, "reason": reason, "detail": detail})
-        stats.rejected_by_reason[reason] = stats.rejected_by_reason.get(reason, 0) + 1
+        _record_reject(stats, path, row, doc_id, reason, detail)
     return keep
+
+
+def _record_reject(stats: InputStats, path: Path, row: int, doc_id: str, reason: str, detail: str) -> None:
+    stats.rejected.append(
+        {"source_file": str(path), "input_row": row, "doc_id": doc_id, "reason": reason, "detail": detail}
+    )
+    stats.rejected_by_reason[reason] = stats.rejected_by_reason.get(reason, 0) + 1
 
 
 def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]], first_rows: dict[str, int]) -> str:
@@ -295,7 +319,9 @@ def read_documents(path: Path, batch_size: int = 20_000, policy: InputPolicy | N
 
 
 def count_input_records(path: Path) -> int:
-    """Data rows in the input, counted independently of the validating reader."""
+    """Data rows or records in the input, counted independently of the validating reader."""
+    if is_warc(path):
+        return count_warc_records(path)
     if path.suffix.lower() == ".csv":
         return sum(batch.num_rows for batch in _raw_batches(path, 50_000)[1])
     return int(duckdb.connect().execute("select count(*) from read_parquet(?)", [str(path)]).fetchall()[0][0])

@@ -25,6 +25,8 @@ LIBRARIES = (
     "networkx",
     "numpy",
     "numba",
+    "warcio",
+    "resiliparse",
 )
 
 

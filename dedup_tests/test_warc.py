@@ -1,0 +1,64 @@
+"""WARC input end to end: documents with lineage, and every other record rejected with a reason."""
+
+import json
+import os
+import subprocess
+
+import duckdb
+
+from dedup_assets.core.inputs import InputPolicy, InputStats, count_input_records, document_batches
+
+from .test_cli import DAGSTER, MODULE, PROJECT_ROOT
+from .warc_fixtures import write_crawl
+
+
+def test_records_become_documents_or_rejects_with_reasons(tmp_path):
+    crawl = write_crawl(tmp_path / "crawl.warc.gz")
+    stats = InputStats()
+    batches = list(document_batches(crawl, stats, 100, InputPolicy()))
+    documents = [row for batch in batches for row in batch.to_pylist()]
+    assert [d["domain"] for d in documents] == [
+        "docs.example.com", "mirror.example.net", "wiki.example.io", "shop.example.org"
+    ]
+    first = documents[0]
+    assert first["title"] == "Incident routing" and first["body"].startswith("Incident routing")
+    assert first["doc_id"] == first["warc_record_id"] and first["doc_id"].startswith("<urn:uuid:")
+    assert first["warc_filename"] == "crawl.warc.gz" and first["warc_offset"] == 0
+    assert str(first["crawled_at"]) == "2026-03-03 10:00:00"
+    assert "Careers" not in documents[3]["body"]  # navigation and footer are not main text
+    reasons = {(r["input_row"], r["reason"]) for r in stats.rejected}
+    assert reasons == {(5, "http_status"), (6, "not_html"), (7, "not_response"), (8, "decode_error")}
+    assert stats.rows == 8 == count_input_records(crawl)
+
+
+def test_cli_run_on_a_crawl_keeps_lineage_and_clusters_mirrors(tmp_path):
+    crawl = write_crawl(tmp_path / "crawl.warc.gz")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "DEDUP_INPUT": str(crawl),
+        "DEDUP_DATABASE": str(tmp_path / "db.duckdb"),
+        "DEDUP_OUTPUT_DIR": str(tmp_path / "out"),
+    }
+    run = subprocess.run(
+        [DAGSTER, "asset", "materialize", *MODULE, "--select", "*"],
+        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["counts"]["input_record_rows"] == 8
+    assert manifest["rejected_by_reason"] == {"decode_error": 1, "http_status": 1, "not_html": 1, "not_response": 1}
+    assert (manifest["counts"]["duplicate_cluster_rows"], manifest["counts"]["representative_rows"]) == (1, 2)
+    with duckdb.connect() as connection:
+        kept = connection.execute(
+            "select warc_target_uri, warc_record_id, cluster_size from read_parquet(?) order by warc_target_uri",
+            [str(tmp_path / "out" / "deduped_documents.parquet")],
+        ).fetchall()
+    assert [(uri, size) for uri, _, size in kept] == [
+        ("https://docs.example.com/routing", 3),
+        ("https://shop.example.org/about", 1),
+    ]
+    assert all(record_id.startswith("<urn:uuid:") for _, record_id, _ in kept)

@@ -1,0 +1,72 @@
+"""Small real WARC files, written with warcio's own writer, for the tests."""
+
+from __future__ import annotations
+
+from io import BytesIO
+from pathlib import Path
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+ARTICLE = (
+    "Incident routing sends every alert to the team that owns the failing service. The router "
+    "reads the service catalogue each minute, matches the alert labels against ownership rules, "
+    "and pages the primary on-call engineer for that team. When nobody acknowledges within ten "
+    "minutes the page escalates to the secondary, and after twenty minutes to the engineering "
+    "manager. Alerts without an owner go to the platform queue, where they are triaged during "
+    "business hours and assigned an owner before the next release. Every routing decision is "
+    "logged with the rule that matched, so reviewers can replay why a page reached a person."
+)
+NAV = "Home Products Pricing Docs Blog Careers Contact Sign in " * 6
+
+
+def page(title: str, article: str, boilerplate: str = "") -> bytes:
+    return (
+        f"<html><head><title>{title}</title></head><body><nav>{boilerplate}</nav>"
+        f"<article><h1>{title}</h1><p>{article}</p></article>"
+        f"<footer>{boilerplate}</footer></body></html>"
+    ).encode("utf-8")
+
+
+def _response(writer, uri, status, content_type, payload, date):
+    headers = StatusAndHeaders(status, [("Content-Type", content_type)], protocol="HTTP/1.1")
+    record = writer.create_warc_record(
+        uri,
+        "response",
+        payload=BytesIO(payload),
+        http_headers=headers,
+        warc_headers_dict={"WARC-Date": date},
+    )
+    writer.write_record(record)
+
+
+def write_crawl(path: Path, truncate_last: bool = True) -> Path:
+    """Mirrored pages on two domains, a one-word revision, a boilerplate-heavy page, a 404, an
+    image, a request record and (optionally) a last record cut off mid-payload."""
+    with path.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=True)
+        _response(writer, "https://docs.example.com/routing", "200 OK", "text/html; charset=utf-8",
+                  page("Incident routing", ARTICLE), "2026-03-03T10:00:00Z")
+        _response(writer, "https://mirror.example.net/routing", "200 OK", "text/html",
+                  page("Incident routing", ARTICLE), "2026-03-02T10:00:00Z")
+        _response(writer, "https://wiki.example.io/routing", "200 OK", "text/html; charset=utf-8",
+                  page("Incident routing", ARTICLE.replace("ten minutes", "fifteen minutes")),
+                  "2026-03-01T10:00:00Z")
+        _response(writer, "https://shop.example.org/about", "200 OK", "text/html",
+                  page("About us", "We sell handmade ceramic mugs from a small studio by the sea.", NAV),
+                  "2026-03-01T11:00:00Z")
+        _response(writer, "https://docs.example.com/missing", "404 Not Found", "text/html",
+                  page("Not found", "Nothing here."), "2026-03-01T12:00:00Z")
+        _response(writer, "https://docs.example.com/logo.png", "200 OK", "image/png",
+                  b"\x89PNG\r\n\x1a\n" + bytes(200), "2026-03-01T12:00:00Z")
+        request = writer.create_warc_record(
+            "https://docs.example.com/routing", "request", payload=BytesIO(b"GET /routing HTTP/1.1\r\n\r\n")
+        )
+        writer.write_record(request)
+        if truncate_last:
+            _response(writer, "https://docs.example.com/cut", "200 OK", "text/html",
+                      page("Cut off", ARTICLE * 3), "2026-03-01T13:00:00Z")
+    if truncate_last:
+        data = path.read_bytes()
+        path.write_bytes(data[:-120])
+    return path
