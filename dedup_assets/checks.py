@@ -59,7 +59,7 @@ def input_records_accounted(
         connection,
         f"""
         select (select count(*) from {documents}), (select count(*) from {rejected}),
-               (select count(*) from {documents} d semi join {rejected} r using (input_row))
+               (select count(*) from {documents} d semi join {rejected} r using (source_file, input_row))
         """,
     )[0]
     failures = []

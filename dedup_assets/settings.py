@@ -29,6 +29,7 @@ ALGORITHM_SETTINGS = (
     "batch_size",
     "max_body_bytes",
     "fail_on_reject",
+    "jsonl_fields",
 )
 
 
@@ -74,6 +75,12 @@ class DedupSettings(ConfigurableResource):
         description="Fail the run on the first input row that would be rejected, instead of "
         "recording it in rejected_documents.",
     )
+    jsonl_fields: dict[str, str] = Field(
+        default_factory=dict,
+        description="JSONL only: our column -> the JSON field that fills it. Defaults: doc_id<-id, "
+        "body<-text, url<-url, title<-title, crawled_at<-timestamp, domain<-domain (else the "
+        "url's host), source<-source (else 'jsonl').",
+    )
     input_path: str | None = Field(
         default=None,
         description=f"CSV or Parquet input. Unset: env DEDUP_INPUT, else {DEFAULT_INPUT}.",
@@ -101,7 +108,11 @@ class DedupSettings(ConfigurableResource):
         return {name: getattr(self, name) for name in ALGORITHM_SETTINGS}
 
     def input_policy(self) -> InputPolicy:
-        return InputPolicy(max_body_bytes=self.max_body_bytes, fail_on_reject=self.fail_on_reject)
+        return InputPolicy(
+            max_body_bytes=self.max_body_bytes,
+            fail_on_reject=self.fail_on_reject,
+            jsonl_fields=dict(self.jsonl_fields),
+        )
 
     def input_file(self) -> Path:
         return Path(self.input_path or env_path("DEDUP_INPUT", DEFAULT_INPUT))

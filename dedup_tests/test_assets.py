@@ -181,7 +181,7 @@ def test_strict_mode_fails_the_run_with_the_row(runner, tmp_path):
     path = write_csv(tmp_path / "dup.csv", [document("a", "x"), document("a", "y")])
     with pytest.raises(Failure) as raised:
         runner.run(path, fail_on_reject=True)
-    assert f"{path}: column doc_id repeats 'a' at rows 1, 2. Give each document a unique doc_id." in raised.value.description
+    assert f"{path}: row 2: column doc_id repeats 'a' (doc_id first seen at row 1). Give each document a unique doc_id." in raised.value.description
 
 
 def test_same_input_gives_byte_identical_release_files(tmp_path):

@@ -93,11 +93,11 @@ def test_representatives_account_for_input(connection):
 
 
 def test_input_records_accounted(connection):
-    documents = _load(connection, "documents", [{"input_row": 1}, {"input_row": 3}], [])
-    rejected = _load(connection, "rejected", [{"input_row": 2}], [])
-    assert checks.input_records_accounted(connection, 3, documents, rejected).passed
-    lost = checks.input_records_accounted(connection, 4, documents, rejected)
-    assert not lost.passed and "4 input rows but 2 documents + 1 rejected" in lost.description
-    both = _load(connection, "rejected", [{"input_row": 3}], [])
+    documents = _load(connection, "documents", [{"source_file": "f", "input_row": 1}, {"source_file": "f", "input_row": 3}], [])
+    rejected = _load(connection, "rejected", [{"source_file": "f", "input_row": 2}, {"source_file": "g", "input_row": 3}], [])
+    assert checks.input_records_accounted(connection, 4, documents, rejected).passed
+    lost = checks.input_records_accounted(connection, 5, documents, rejected)
+    assert not lost.passed and "5 input rows but 2 documents + 2 rejected" in lost.description
+    both = _load(connection, "rejected", [{"source_file": "f", "input_row": 3}], [])
     twice = checks.input_records_accounted(connection, 3, documents, both)
     assert not twice.passed and "1 input rows are both a document and rejected" in twice.description

@@ -28,7 +28,7 @@ def test_fixture_reads_in_file_order_with_utc_timestamps_and_row_numbers():
 
 def test_extra_columns_are_kept_after_the_base_columns(tmp_path):
     path = write_csv(tmp_path / "in.csv", [document("a", "text", warc_record_id="<urn:uuid:1>")])
-    assert read_documents(path).column_names[6:] == ["warc_record_id", "input_row"]
+    assert read_documents(path).column_names[6:] == ["warc_record_id", "source_file", "input_row"]
 
 
 def test_offsets_are_converted_to_utc_and_plain_dates_accepted(tmp_path):
@@ -93,7 +93,7 @@ def test_strict_mode_fails_on_the_first_bad_row_with_what_to_fix(tmp_path):
     assert "doc_id is empty at row 2" in _error_for(empty, fail_on_reject=True)
     rows = [document(f"d{i}", "x") for i in range(30)] + [document("d3", "again")]
     repeated = write_csv(tmp_path / "repeated.csv", rows)
-    assert "doc_id repeats 'd3' at rows 4, 31. Give each document a unique doc_id" in _error_for(repeated, fail_on_reject=True)
+    assert "row 31: column doc_id repeats 'd3' (doc_id first seen at row 4). Give each document a unique doc_id" in _error_for(repeated, fail_on_reject=True)
     late = write_csv(tmp_path / "late.csv", [document("a", "x"), document("b", "y", crawled_at="yesterday")])
     message = _error_for(late, fail_on_reject=True)
     assert "crawled_at cannot be parsed at row 2 (doc_id 'b')" in message and "ISO 8601" in message

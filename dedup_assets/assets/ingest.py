@@ -1,6 +1,6 @@
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
-from ..core.inputs import InputStats, check_file, describe_input
+from ..core.inputs import InputStats, describe_input
 from ..core.stages import build_documents, build_rejected_documents
 from ..errors import user_errors
 from ..settings import DedupSettings
@@ -60,8 +60,7 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings):
     """Reads and validates the input into `documents` and `rejected_documents`."""
     path = dedup.input_file()
     with user_errors():
-        check_file(path)
-    described = describe_input(path)
+        described = describe_input(path)
     build, stats = build_documents(path, dedup.batch_size, dedup.input_policy(), context.log.info)
     lineage = {
         **lineage_for("documents", dedup),

@@ -9,8 +9,9 @@ output row can be traced back to the file.
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,12 +20,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
-from .warc import WARC_COLUMNS, count_warc_records, is_warc, warc_batches
+from .jsonl import JSONL_SCHEMA, count_jsonl_records, is_jsonl, jsonl_batches
+from .warc import WARC_SCHEMA, count_warc_records, is_warc, warc_batches
 
 REQUIRED_COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]
 TEXT_COLUMNS = ["doc_id", "source", "domain", "title", "body"]
-SUPPORTED_SUFFIXES = (".csv", ".parquet")
+SUPPORTED_NAMES = ".csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz"
 _EXAMPLES_SHOWN = 5
 
 
@@ -45,6 +48,7 @@ class InputPolicy:
 
     max_body_bytes: int = 10_000_000
     fail_on_reject: bool = False
+    jsonl_fields: dict = field(default_factory=dict)
 
 
 REJECTED_SCHEMA = pa.schema(
@@ -82,8 +86,18 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def describe_input(path: Path) -> InputFile:
-    return InputFile(str(path), path.stat().st_size, file_sha256(path))
+def describe_input(source: Path) -> InputFile:
+    """Size and sha256 of the input; for a folder or glob, a sha256 over each file's name and
+    sha256, so any change to any file changes it. Checks every file first."""
+    paths = input_files(source)
+    for path in paths:
+        check_file(path)
+    if paths == [source]:
+        return InputFile(str(source), source.stat().st_size, file_sha256(source))
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(f"{path}\0{file_sha256(path)}\n".encode("utf-8"))
+    return InputFile(str(source), sum(path.stat().st_size for path in paths), digest.hexdigest())
 
 
 def _rows_list(rows: np.ndarray) -> str:
@@ -92,19 +106,43 @@ def _rows_list(rows: np.ndarray) -> str:
     return f"row{'s' if len(rows) > 1 else ''} {shown}" + (f" and {more} more" if more else "")
 
 
+def input_kind(path: Path) -> str | None:
+    if is_warc(path):
+        return "warc"
+    if is_jsonl(path):
+        return "jsonl"
+    return {".csv": "csv", ".parquet": "parquet"}.get(path.suffix.lower())
+
+
+def input_files(source: Path) -> list[Path]:
+    """The files of an input: one file, every supported file under a folder, or a glob's
+    matches, in sorted order."""
+    if any(character in str(source) for character in "*?["):
+        files = sorted(Path(match) for match in glob.glob(str(source), recursive=True))
+        files = [path for path in files if path.is_file()]
+        if not files:
+            raise InputError(f"{source}: the pattern matches no file. Check DEDUP_INPUT.")
+        return files
+    if source.is_dir():
+        files = sorted(path for path in source.rglob("*") if path.is_file() and input_kind(path))
+        if not files:
+            raise InputError(f"{source}: the folder has no {SUPPORTED_NAMES} file. Check DEDUP_INPUT.")
+        return files
+    return [source]
+
+
 def check_file(path: Path) -> None:
     """Fail early, with what to do, when the path cannot be an input file."""
-    suffix = path.suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES and not is_warc(path):
+    if input_kind(path) is None:
         raise InputError(
             f"{path}: unsupported file type '{path.suffix or '(none)'}'. Give a .csv or .parquet "
-            "file with the columns " + ", ".join(REQUIRED_COLUMNS) + ", or a .warc/.warc.gz "
-            "crawl (set DEDUP_INPUT)."
+            "file with the columns " + ", ".join(REQUIRED_COLUMNS) + f", or any {SUPPORTED_NAMES} "
+            "file, folder or glob (set DEDUP_INPUT)."
         )
     if not path.exists():
-        raise InputError(f"{path}: no such file. Set DEDUP_INPUT to a CSV or Parquet file.")
+        raise InputError(f"{path}: no such file. Set DEDUP_INPUT to an input file, folder or glob.")
     if not path.is_file():
-        raise InputError(f"{path}: not a file. Set DEDUP_INPUT to a CSV or Parquet file.")
+        raise InputError(f"{path}: not a file. Set DEDUP_INPUT to an input file, folder or glob.")
     if path.stat().st_size == 0:
         raise InputError(
             f"{path}: the file is empty. Expected a header row with the columns "
@@ -121,26 +159,68 @@ def _csv_header(path: Path) -> list[str]:
         raise InputError(f"{path}: not valid UTF-8 at byte {error.start}. Re-encode the file as UTF-8.") from None
 
 
-def _raw_batches(path: Path, batch_size: int) -> tuple[list[str], Iterator[pa.RecordBatch]]:
-    if path.suffix.lower() == ".csv":
+def _source_schema(path: Path) -> pa.Schema:
+    """The columns a file brings, read from its header or metadata only."""
+    kind = input_kind(path)
+    if kind == "csv":
+        return pa.schema([(name, pa.large_string()) for name in _csv_header(path)])
+    if kind == "parquet":
+        try:
+            return pq.read_schema(path)
+        except (pa.ArrowInvalid, OSError) as error:
+            raise InputError(f"{path}: cannot be read as Parquet: {str(error).strip().splitlines()[0]}") from None
+    return WARC_SCHEMA if kind == "warc" else JSONL_SCHEMA
+
+
+def _raw_batches(
+    path: Path, batch_size: int, policy: InputPolicy, reject: Callable[[int, str, str, str], None]
+) -> Iterator[pa.RecordBatch]:
+    kind = input_kind(path)
+    if kind == "warc":
+        return warc_batches(path, batch_size, policy.max_body_bytes, reject)
+    if kind == "jsonl":
+        return jsonl_batches(path, batch_size, policy.jsonl_fields, reject)
+    if kind == "csv":
         header = _csv_header(path)
-        reader = pa_csv.open_csv(
-            path,
-            read_options=pa_csv.ReadOptions(block_size=max(1 << 20, batch_size * 2048)),
-            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-            convert_options=pa_csv.ConvertOptions(
-                column_types={name: pa.large_string() for name in header},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
+        return iter(
+            pa_csv.open_csv(
+                path,
+                read_options=pa_csv.ReadOptions(block_size=max(1 << 20, batch_size * 2048)),
+                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types={name: pa.large_string() for name in header},
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
         )
-        return header, iter(reader)
     # DuckDB decodes Parquet on all cores, several times faster than a single-threaded
     # iter_batches, and keeps the file's row order.
     reader_db = duckdb.connect(config={"memory_limit": "512MB"})
     reader_db.execute("set enable_progress_bar = false")
-    reader = reader_db.read_parquet(str(path))
-    return reader.columns, reader.to_arrow_reader(batch_size)
+    return reader_db.read_parquet(str(path)).to_arrow_reader(batch_size)
+
+
+def _extra_columns(paths: list[Path]) -> dict[str, pa.DataType]:
+    """Columns beyond the six, across all files; a column typed differently by two files is text."""
+    extra: dict[str, pa.DataType] = {}
+    for path in paths:
+        schema = _source_schema(path)
+        missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
+        if missing:
+            raise InputError(
+                f"{path}: missing required column(s) {', '.join(missing)}. Found: "
+                f"{', '.join(schema.names) or '(none)'}. Every input needs "
+                + ", ".join(REQUIRED_COLUMNS)
+                + " (for JSONL, map them with jsonl_fields)."
+            )
+        for field_ in schema:
+            if field_.name in REQUIRED_COLUMNS or field_.name == "input_row":
+                continue
+            known = extra.setdefault(field_.name, field_.type)
+            if known != field_.type:
+                extra[field_.name] = pa.large_string()
+    return extra
 
 
 def _text(column: pa.Array) -> pa.Array:
@@ -180,47 +260,49 @@ def _parse_iso8601(text: pa.Array) -> pa.Array:
 
 
 def document_batches(
-    path: Path, stats: InputStats, batch_size: int = 20_000, policy: InputPolicy | None = None
+    source: Path, stats: InputStats, batch_size: int = 20_000, policy: InputPolicy | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """Validated batches: ``doc_id, source, domain, crawled_at, title, body``, then the input's
-    extra columns, then ``input_row``.
+    """Validated batches of every input file: ``doc_id, source, domain, crawled_at, title,
+    body``, the extra columns of all files, ``source_file`` and ``input_row`` (the data row, line
+    or record number within its file).
 
-    A row with a problem is left out and recorded in ``stats.rejected`` with its reason
-    (``missing_field``, ``invalid_crawled_at``, ``too_large``, ``duplicate_doc_id``; the first
-    row with a given doc_id is kept), unless ``policy.fail_on_reject``, which raises
-    :class:`InputError` instead. A problem with the whole input always raises."""
+    A row or record with a problem is left out and recorded in ``stats.rejected`` with its
+    reason (``missing_field``, ``invalid_crawled_at``, ``too_large``, ``duplicate_doc_id`` — the
+    first row with a doc_id is kept — and the WARC/JSONL reasons), unless
+    ``policy.fail_on_reject``, which raises :class:`InputError` instead. A problem with the whole
+    input (no such file, a missing column, an unreadable file) always raises."""
     policy = policy or InputPolicy()
-    check_file(path)
-    first_rows: dict[str, int] = {}
+    paths = input_files(source)
+    for path in paths:
+        check_file(path)
+    extra = _extra_columns(paths)
+    stats.extra_columns = list(extra)
+    first_seen: dict[str, tuple[Path, int]] = {}
+    for path in paths:
+        yield from _file_batches(path, stats, batch_size, policy, extra, first_seen)
+    if stats.rows == 0:
+        raise InputError(f"{source}: has no document rows or records.")
+
+
+def _file_batches(path, stats, batch_size, policy, extra, first_seen) -> Iterator[pa.RecordBatch]:
+    read = 0
 
     def reject_record(number: int, doc_id: str, reason: str, detail: str) -> None:
+        nonlocal read
+        read += 1
         stats.rows += 1
         if policy.fail_on_reject:
             raise InputError(f"{path}: record {number} (doc_id '{doc_id}'): {reason}: {detail}.")
         _record_reject(stats, path, number, doc_id, reason, detail)
 
     try:
-        if is_warc(path):
-            columns = WARC_COLUMNS
-            raw = warc_batches(path, batch_size, policy.max_body_bytes, reject_record)
-        else:
-            columns, raw = _raw_batches(path, batch_size)
-        missing = [column for column in REQUIRED_COLUMNS if column not in columns]
-        if missing:
-            raise InputError(
-                f"{path}: missing required column(s) {', '.join(missing)}. Found: "
-                f"{', '.join(columns) or '(none)'}. Every input needs "
-                + ", ".join(REQUIRED_COLUMNS)
-                + "."
-            )
-        stats.extra_columns = [c for c in columns if c not in REQUIRED_COLUMNS and c != "input_row"]
-        for batch in raw:
+        for batch in _raw_batches(path, batch_size, policy, reject_record):
             if batch.num_rows == 0:
                 continue
-            first_row = stats.rows + 1
+            standard = _standardize(path, batch, read + 1, extra)
+            read += batch.num_rows
             stats.rows += batch.num_rows
-            standard = _standardize(path, batch, first_row, stats.extra_columns)
-            keep = _screen(path, standard, policy, first_rows, stats)
+            keep = _screen(path, standard, policy, first_seen, stats)
             accepted = standard.filter(keep)
             stats.documents += accepted.num_rows
             stats.empty_bodies += int(
@@ -228,33 +310,42 @@ def document_batches(
             )
             yield accepted
     except (pa.ArrowInvalid, OSError, duckdb.Error) as error:
-        kind = "CSV" if path.suffix.lower() == ".csv" else "WARC" if is_warc(path) else "Parquet"
+        kind = input_kind(path).upper() if input_kind(path) != "parquet" else "Parquet"
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "utf8" in detail.lower():
             raise InputError(f"{path}: has bytes that are not valid UTF-8 ({detail}). Re-encode the file as UTF-8.") from None
         raise InputError(f"{path}: cannot be read as {kind}: {detail}") from None
-    if stats.rows == 0:
-        raise InputError(f"{path}: has no document rows or records.")
 
 
-def _standardize(path: Path, batch: pa.RecordBatch, first_row: int, extra: list[str]) -> pa.RecordBatch:
+def _standardize(path: Path, batch: pa.RecordBatch, first_row: int, extra: dict[str, pa.DataType]) -> pa.RecordBatch:
     """The six columns as text (``crawled_at`` as a UTC timestamp, null where it does not
-    parse), the extra columns as they are, and ``input_row``."""
+    parse), the extra columns (null where this file lacks one), ``source_file`` and ``input_row``."""
     arrays = {name: _text(batch.column(name)) for name in TEXT_COLUMNS}
     arrays["doc_id"] = pc.utf8_trim_whitespace(arrays["doc_id"])
     arrays["crawled_at"] = _timestamps(batch.column("crawled_at"))
+    names = batch.schema.names
+    extras = [
+        batch.column(name).cast(kind) if name in names else pa.nulls(batch.num_rows, kind)
+        for name, kind in extra.items()
+    ]
     rows = (
         batch.column("input_row")  # record numbers, when the source skipped some records
-        if "input_row" in batch.schema.names
+        if "input_row" in names
         else pa.array(np.arange(first_row, first_row + batch.num_rows, dtype=np.int64))
     )
-    names = REQUIRED_COLUMNS + extra + ["input_row"]
-    values = [arrays[name] for name in REQUIRED_COLUMNS] + [batch.column(name) for name in extra] + [rows]
-    return pa.RecordBatch.from_arrays(values, names=names)
+    files = pa.array([str(path)] * batch.num_rows, pa.large_string())
+    return pa.RecordBatch.from_arrays(
+        [arrays[name] for name in REQUIRED_COLUMNS] + extras + [files, rows],
+        names=REQUIRED_COLUMNS + list(extra) + ["source_file", "input_row"],
+    )
 
 
 def _screen(
-    path: Path, batch: pa.RecordBatch, policy: InputPolicy, first_rows: dict[str, int], stats: InputStats
+    path: Path,
+    batch: pa.RecordBatch,
+    policy: InputPolicy,
+    first_seen: dict[str, tuple[Path, int]],
+    stats: InputStats,
 ) -> np.ndarray:
     """Which rows to keep; the others are recorded as rejected (or raise, when strict)."""
     doc_ids = batch.column("doc_id").to_pylist()
@@ -273,14 +364,16 @@ def _screen(
             rejects.append((row, doc_id, "invalid_crawled_at", "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)"))
         elif too_large[index]:
             rejects.append((row, doc_id, "too_large", f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}"))
-        elif doc_id in first_rows:
-            rejects.append((row, doc_id, "duplicate_doc_id", f"doc_id first seen at row {first_rows[doc_id]}"))
+        elif doc_id in first_seen:
+            seen_path, seen_row = first_seen[doc_id]
+            where = f"row {seen_row}" + ("" if seen_path == path else f" of {seen_path}")
+            rejects.append((row, doc_id, "duplicate_doc_id", f"doc_id first seen at {where}"))
         else:
-            first_rows[doc_id] = row
+            first_seen[doc_id] = (path, row)
             continue
         keep[index] = False
     if rejects and policy.fail_on_reject:
-        raise InputError(_strict_message(path, rejects, first_rows))
+        raise InputError(_strict_message(path, rejects))
     for row, doc_id, reason, detail in rejects:
         _record_reject(stats, path, row, doc_id, reason, detail)
     return keep
@@ -293,7 +386,7 @@ def _record_reject(stats: InputStats, path: Path, row: int, doc_id: str, reason:
     stats.rejected_by_reason[reason] = stats.rejected_by_reason.get(reason, 0) + 1
 
 
-def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]], first_rows: dict[str, int]) -> str:
+def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]]) -> str:
     row, doc_id, reason, detail = rejects[0]
     rows = np.array([r for r, _, why, _ in rejects if why == reason])
     if reason == "missing_field":
@@ -305,10 +398,7 @@ def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]], first_
         )
     if reason == "too_large":
         return f"{path}: row {row} (doc_id '{doc_id}'): {detail}. Raise max_body_bytes or remove the row."
-    return (
-        f"{path}: column doc_id repeats '{doc_id}' at rows {first_rows[doc_id]}, {row}. "
-        "Give each document a unique doc_id."
-    )
+    return f"{path}: row {row}: column doc_id repeats '{doc_id}' ({detail}). Give each document a unique doc_id."
 
 
 def read_documents(path: Path, batch_size: int = 20_000, policy: InputPolicy | None = None) -> pa.Table:
@@ -318,10 +408,17 @@ def read_documents(path: Path, batch_size: int = 20_000, policy: InputPolicy | N
     return pa.Table.from_batches(batches)
 
 
-def count_input_records(path: Path) -> int:
-    """Data rows or records in the input, counted independently of the validating reader."""
-    if is_warc(path):
+def count_input_records(source: Path) -> int:
+    """Data rows, lines or records in the input, counted independently of the validating reader."""
+    return sum(_count_file_records(path) for path in input_files(source))
+
+
+def _count_file_records(path: Path) -> int:
+    kind = input_kind(path)
+    if kind == "warc":
         return count_warc_records(path)
-    if path.suffix.lower() == ".csv":
-        return sum(batch.num_rows for batch in _raw_batches(path, 50_000)[1])
-    return int(duckdb.connect().execute("select count(*) from read_parquet(?)", [str(path)]).fetchall()[0][0])
+    if kind == "jsonl":
+        return count_jsonl_records(path)
+    if kind == "csv":
+        return sum(batch.num_rows for batch in _raw_batches(path, 50_000, InputPolicy(), None))
+    return pq.ParquetFile(path).metadata.num_rows

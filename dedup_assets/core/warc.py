@@ -18,16 +18,19 @@ from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
 from warcio.archiveiterator import ArchiveIterator
 
-WARC_LINEAGE = [
-    "warc_filename",
-    "warc_record_id",
-    "warc_target_uri",
-    "warc_offset",
-    "warc_length",
-    "warc_payload_digest",
-    "replaced_characters",
-]
-WARC_COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body", *WARC_LINEAGE, "input_row"]
+WARC_SCHEMA = pa.schema(
+    [(name, pa.large_string()) for name in ("doc_id", "source", "domain", "crawled_at", "title", "body")]
+    + [
+        ("warc_filename", pa.large_string()),
+        ("warc_record_id", pa.large_string()),
+        ("warc_target_uri", pa.large_string()),
+        ("warc_offset", pa.int64()),
+        ("warc_length", pa.int64()),
+        ("warc_payload_digest", pa.large_string()),
+        ("replaced_characters", pa.int64()),
+        ("input_row", pa.int64()),
+    ]
+)
 Reject = Callable[[int, str, str, str], None]  # (record number, doc_id, reason, detail)
 
 
@@ -129,12 +132,12 @@ def warc_batches(
                 else:
                     reject(number, record_id, *document)
                 if len(rows) >= batch_size:
-                    yield pa.Table.from_pylist(rows).to_batches()[0]
+                    yield pa.RecordBatch.from_pylist(rows, schema=WARC_SCHEMA)
                     rows = []
         except Exception as error:  # warcio and zlib raise many types for a damaged file
             reject(number + 1, "", "decode_error", f"cannot read on from record {number + 1}: {error}")
     if rows:
-        yield pa.Table.from_pylist(rows).to_batches()[0]
+        yield pa.RecordBatch.from_pylist(rows, schema=WARC_SCHEMA)
 
 
 def count_warc_records(path: Path) -> int:

@@ -1,0 +1,85 @@
+"""JSONL input with a field mapping, and a folder of mixed files read as one corpus."""
+
+import gzip
+import json
+
+import pyarrow as pa
+
+from dedup_assets.core.inputs import InputPolicy, InputStats, count_input_records, document_batches
+
+from .conftest import document, write_csv
+from .warc_fixtures import ARTICLE, write_crawl
+
+
+def _read(source, **policy):
+    stats = InputStats()
+    table = pa.Table.from_batches(list(document_batches(source, stats, 100, InputPolicy(**policy))))
+    return table, stats
+
+
+def _jsonl_lines():
+    return [
+        json.dumps({"id": "j1", "text": ARTICLE, "url": "https://blog.example.com/a", "timestamp": "2026-02-01T00:00:00Z"}),
+        json.dumps({"id": 2, "text": "Café résumé in NFD: Cafe\u0301", "url": "https://news.example.org/b", "timestamp": "2026-02-02"}),
+        "{not json",
+        json.dumps({"id": "j4", "url": "https://blog.example.com/no-text", "timestamp": "2026-02-03"}),
+        json.dumps(["a", "list"]),
+    ]
+
+
+def test_jsonl_defaults_fit_common_dumps_and_bad_lines_are_rejected(tmp_path):
+    path = tmp_path / "dump.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(_jsonl_lines()) + "\n")
+    table, stats = _read(path)
+    assert table.column("doc_id").to_pylist() == ["j1", "2"]
+    assert table.column("domain").to_pylist() == ["blog.example.com", "news.example.org"]
+    assert table.column("url").to_pylist()[0] == "https://blog.example.com/a"
+    assert table.column("body").to_pylist()[1].endswith("Caf\u00e9")  # NFC on read
+    assert [(r["input_row"], r["reason"]) for r in stats.rejected] == [
+        (3, "decode_error"), (4, "missing_field"), (5, "decode_error")
+    ]
+    assert stats.rows == 5 == count_input_records(path)
+
+
+def test_jsonl_field_mapping_and_replaced_bytes_are_counted(tmp_path):
+    path = tmp_path / "custom.jsonl"
+    path.write_bytes(
+        json.dumps({"key": "k1", "content": "plain text", "fetched": "2026-01-05"}).encode()
+        + b"\n"
+        + b'{"key": "k2", "content": "bad \xff byte", "fetched": "2026-01-06"}\n'
+    )
+    table, stats = _read(path, jsonl_fields={"doc_id": "key", "body": "content", "crawled_at": "fetched"})
+    assert table.column("doc_id").to_pylist() == ["k1", "k2"]
+    assert table.column("replaced_characters").to_pylist() == [0, 1]
+    assert table.column("body").to_pylist()[1] == "bad \ufffd byte"
+    assert stats.rejected == []
+
+
+def test_truncated_gzip_ends_with_one_decode_error(tmp_path):
+    path = tmp_path / "cut.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        for number in range(200):
+            handle.write(json.dumps({"id": f"d{number}", "text": ARTICLE, "timestamp": "2026-02-01"}) + "\n")
+    path.write_bytes(path.read_bytes()[:-300])
+    table, stats = _read(path)
+    assert stats.rejected[-1]["reason"] == "decode_error"
+    assert table.num_rows + len(stats.rejected) == stats.rows == count_input_records(path)
+
+
+def test_a_folder_of_mixed_files_is_one_corpus_with_per_file_rows(tmp_path):
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    write_csv(folder / "a.csv", [document("c1", "first csv row"), document("shared", "from csv")])
+    with (folder / "b.jsonl").open("w") as handle:
+        handle.write(json.dumps({"id": "shared", "text": "from jsonl", "timestamp": "2026-01-01"}) + "\n")
+        handle.write(json.dumps({"id": "j2", "text": "jsonl row", "timestamp": "2026-01-01"}) + "\n")
+    write_crawl(folder / "c.warc.gz", truncate_last=False)
+    (folder / "notes.txt").write_text("ignored: not an input type")
+    table, stats = _read(folder)
+    files = {path.split("/")[-1] for path in table.column("source_file").to_pylist()}
+    assert files == {"a.csv", "b.jsonl", "c.warc.gz"}
+    assert {"url", "warc_record_id", "warc_offset"} <= set(table.column_names)
+    duplicate = [r for r in stats.rejected if r["reason"] == "duplicate_doc_id"]
+    assert duplicate[0]["input_row"] == 1 and duplicate[0]["detail"].endswith("a.csv")
+    assert table.num_rows + len(stats.rejected) == stats.rows == count_input_records(folder)
