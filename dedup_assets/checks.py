@@ -223,12 +223,13 @@ def doc_id_unique_check(documents: TableRef) -> AssetCheckResult:
     description="Input rows = documents + rejected_documents, counted again from the input file.",
     additional_ins={"rejected_documents": AssetIn("rejected_documents")},
 )
-def input_records_accounted_check(
-    dedup: DedupSettings, documents: TableRef, rejected_documents: TableRef
-) -> AssetCheckResult:
+def input_records_accounted_check(documents: TableRef, rejected_documents: TableRef) -> AssetCheckResult:
     with documents.connect() as connection:
         return input_records_accounted(
-            connection, count_input_records(Path(documents.lineage["input_path"])), documents.table, rejected_documents.table
+            connection,
+            count_input_records(Path(documents.lineage["input_path"]), documents.lineage.get("source_format")),
+            documents.table,
+            rejected_documents.table,
         )
 
 

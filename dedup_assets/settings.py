@@ -30,6 +30,7 @@ ALGORITHM_SETTINGS = (
     "max_body_bytes",
     "fail_on_reject",
     "jsonl_fields",
+    "source_format",
 )
 
 
@@ -75,6 +76,10 @@ class DedupSettings(ConfigurableResource):
         description="Fail the run on the first input row that would be rejected, instead of "
         "recording it in rejected_documents.",
     )
+    source_format: str | None = Field(
+        default=None,
+        description="csv, parquet, jsonl or warc for every input file; unset: by file extension.",
+    )
     jsonl_fields: dict[str, str] = Field(
         default_factory=dict,
         description="JSONL only: our column -> the JSON field that fills it. Defaults: doc_id<-id, "
@@ -112,6 +117,7 @@ class DedupSettings(ConfigurableResource):
             max_body_bytes=self.max_body_bytes,
             fail_on_reject=self.fail_on_reject,
             jsonl_fields=dict(self.jsonl_fields),
+            source_format=self.source_format,
         )
 
     def input_file(self) -> Path:

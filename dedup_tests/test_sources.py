@@ -4,6 +4,7 @@ import gzip
 import json
 
 import pyarrow as pa
+import pyarrow.parquet  # noqa: F401  (pa.parquet)
 
 from dedup_assets.core.inputs import InputPolicy, InputStats, count_input_records, document_batches
 
@@ -83,3 +84,32 @@ def test_a_folder_of_mixed_files_is_one_corpus_with_per_file_rows(tmp_path):
     duplicate = [r for r in stats.rejected if r["reason"] == "duplicate_doc_id"]
     assert duplicate[0]["input_row"] == 1 and duplicate[0]["detail"].endswith("a.csv")
     assert table.num_rows + len(stats.rejected) == stats.rows == count_input_records(folder)
+
+
+def test_source_format_overrides_the_extension_and_csv_text_is_nfc(tmp_path):
+    export = tmp_path / "export.txt"
+    export.write_text(json.dumps({"id": "t1", "text": "Cafe\u0301 menu", "timestamp": "2026-01-01"}) + "\n")
+    table, _ = _read(export, source_format="jsonl")
+    assert table.column("body").to_pylist() == ["Caf\u00e9 menu"]
+    csv_path = write_csv(tmp_path / "nfd.csv", [document("n1", "Re\u0301sume\u0301 text", title="Cafe\u0301")])
+    table, _ = _read(csv_path)
+    assert table.column("body").to_pylist() == ["R\u00e9sum\u00e9 text"]
+    assert table.column("title").to_pylist() == ["Caf\u00e9"]
+
+
+def test_parquet_with_unexpected_column_types_is_read_or_rejected(tmp_path):
+    path = tmp_path / "typed.parquet"
+    pa.parquet.write_table(
+        pa.table({
+            "doc_id": pa.array([1.0, 2.0]),
+            "source": pa.array([7, 8]),
+            "domain": ["a.com", "b.com"],
+            "crawled_at": pa.array([20260101, 20260102]),
+            "title": ["t", "t"],
+            "body": pa.array([123, 456]),
+        }),
+        path,
+    )
+    table, stats = _read(path)
+    assert table.num_rows == 0 and stats.rows == 2
+    assert {r["reason"] for r in stats.rejected} == {"invalid_crawled_at"}

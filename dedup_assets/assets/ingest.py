@@ -60,7 +60,7 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings):
     """Reads and validates the input into `documents` and `rejected_documents`."""
     path = dedup.input_file()
     with user_errors():
-        described = describe_input(path)
+        described = describe_input(path, dedup.source_format)
     build, stats = build_documents(path, dedup.batch_size, dedup.input_policy(), context.log.info)
     lineage = {
         **lineage_for("documents", dedup),

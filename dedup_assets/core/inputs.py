@@ -49,6 +49,7 @@ class InputPolicy:
     max_body_bytes: int = 10_000_000
     fail_on_reject: bool = False
     jsonl_fields: dict = field(default_factory=dict)
+    source_format: str | None = None
 
 
 REJECTED_SCHEMA = pa.schema(
@@ -86,12 +87,12 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def describe_input(source: Path) -> InputFile:
+def describe_input(source: Path, source_format: str | None = None) -> InputFile:
     """Size and sha256 of the input; for a folder or glob, a sha256 over each file's name and
     sha256, so any change to any file changes it. Checks every file first."""
-    paths = input_files(source)
+    paths = input_files(source, source_format)
     for path in paths:
-        check_file(path)
+        check_file(path, source_format)
     if paths == [source]:
         return InputFile(str(source), source.stat().st_size, file_sha256(source))
     digest = hashlib.sha256()
@@ -106,7 +107,18 @@ def _rows_list(rows: np.ndarray) -> str:
     return f"row{'s' if len(rows) > 1 else ''} {shown}" + (f" and {more} more" if more else "")
 
 
-def input_kind(path: Path) -> str | None:
+SOURCE_FORMATS = ("csv", "parquet", "jsonl", "warc")
+
+
+def input_kind(path: Path, source_format: str | None = None) -> str | None:
+    """The reader for a file: ``source_format`` when set, else from the file name."""
+    if source_format:
+        if source_format not in SOURCE_FORMATS:
+            raise InputError(
+                f"source_format must be one of {', '.join(SOURCE_FORMATS)} (or unset to use the "
+                f"file extension), got {source_format!r}"
+            )
+        return source_format
     if is_warc(path):
         return "warc"
     if is_jsonl(path):
@@ -114,7 +126,7 @@ def input_kind(path: Path) -> str | None:
     return {".csv": "csv", ".parquet": "parquet"}.get(path.suffix.lower())
 
 
-def input_files(source: Path) -> list[Path]:
+def input_files(source: Path, source_format: str | None = None) -> list[Path]:
     """The files of an input: one file, every supported file under a folder, or a glob's
     matches, in sorted order."""
     if any(character in str(source) for character in "*?["):
@@ -124,20 +136,22 @@ def input_files(source: Path) -> list[Path]:
             raise InputError(f"{source}: the pattern matches no file. Check DEDUP_INPUT.")
         return files
     if source.is_dir():
-        files = sorted(path for path in source.rglob("*") if path.is_file() and input_kind(path))
+        files = sorted(
+            path for path in source.rglob("*") if path.is_file() and input_kind(path, source_format)
+        )
         if not files:
             raise InputError(f"{source}: the folder has no {SUPPORTED_NAMES} file. Check DEDUP_INPUT.")
         return files
     return [source]
 
 
-def check_file(path: Path) -> None:
+def check_file(path: Path, source_format: str | None = None) -> None:
     """Fail early, with what to do, when the path cannot be an input file."""
-    if input_kind(path) is None:
+    if input_kind(path, source_format) is None:
         raise InputError(
             f"{path}: unsupported file type '{path.suffix or '(none)'}'. Give a .csv or .parquet "
             "file with the columns " + ", ".join(REQUIRED_COLUMNS) + f", or any {SUPPORTED_NAMES} "
-            "file, folder or glob (set DEDUP_INPUT)."
+            "file, folder or glob (set DEDUP_INPUT), or set source_format."
         )
     if not path.exists():
         raise InputError(f"{path}: no such file. Set DEDUP_INPUT to an input file, folder or glob.")
@@ -159,9 +173,8 @@ def _csv_header(path: Path) -> list[str]:
         raise InputError(f"{path}: not valid UTF-8 at byte {error.start}. Re-encode the file as UTF-8.") from None
 
 
-def _source_schema(path: Path) -> pa.Schema:
+def _source_schema(path: Path, kind: str) -> pa.Schema:
     """The columns a file brings, read from its header or metadata only."""
-    kind = input_kind(path)
     if kind == "csv":
         return pa.schema([(name, pa.large_string()) for name in _csv_header(path)])
     if kind == "parquet":
@@ -175,7 +188,7 @@ def _source_schema(path: Path) -> pa.Schema:
 def _raw_batches(
     path: Path, batch_size: int, policy: InputPolicy, reject: Callable[[int, str, str, str], None]
 ) -> Iterator[pa.RecordBatch]:
-    kind = input_kind(path)
+    kind = input_kind(path, policy.source_format)
     if kind == "warc":
         return warc_batches(path, batch_size, policy.max_body_bytes, reject)
     if kind == "jsonl":
@@ -201,11 +214,11 @@ def _raw_batches(
     return reader_db.read_parquet(str(path)).to_arrow_reader(batch_size)
 
 
-def _extra_columns(paths: list[Path]) -> dict[str, pa.DataType]:
+def _extra_columns(paths: list[Path], source_format: str | None) -> dict[str, pa.DataType]:
     """Columns beyond the six, across all files; a column typed differently by two files is text."""
     extra: dict[str, pa.DataType] = {}
     for path in paths:
-        schema = _source_schema(path)
+        schema = _source_schema(path, input_kind(path, source_format))
         missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
         if missing:
             raise InputError(
@@ -225,6 +238,14 @@ def _extra_columns(paths: list[Path]) -> dict[str, pa.DataType]:
 
 def _text(column: pa.Array) -> pa.Array:
     return pc.fill_null(column.cast(pa.large_string()), "")
+
+
+def _nfc(text: pa.Array) -> pa.Array:
+    """NFC on read; only rows with non-ASCII characters can change, so only those are touched."""
+    non_ascii = pc.invert(pc.string_is_ascii(text))
+    if not pc.any(non_ascii).as_py():
+        return text
+    return pc.replace_with_mask(text, non_ascii, pc.utf8_normalize(text.filter(non_ascii), form="NFC"))
 
 
 def _timestamps(column: pa.Array) -> pa.Array:
@@ -272,10 +293,10 @@ def document_batches(
     ``policy.fail_on_reject``, which raises :class:`InputError` instead. A problem with the whole
     input (no such file, a missing column, an unreadable file) always raises."""
     policy = policy or InputPolicy()
-    paths = input_files(source)
+    paths = input_files(source, policy.source_format)
     for path in paths:
-        check_file(path)
-    extra = _extra_columns(paths)
+        check_file(path, policy.source_format)
+    extra = _extra_columns(paths, policy.source_format)
     stats.extra_columns = list(extra)
     first_seen: dict[str, tuple[Path, int]] = {}
     for path in paths:
@@ -310,7 +331,9 @@ def _file_batches(path, stats, batch_size, policy, extra, first_seen) -> Iterato
             )
             yield accepted
     except (pa.ArrowInvalid, OSError, duckdb.Error) as error:
-        kind = input_kind(path).upper() if input_kind(path) != "parquet" else "Parquet"
+        kind = {"csv": "CSV", "parquet": "Parquet", "jsonl": "JSONL", "warc": "WARC"}[
+            input_kind(path, policy.source_format)
+        ]
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "utf8" in detail.lower():
             raise InputError(f"{path}: has bytes that are not valid UTF-8 ({detail}). Re-encode the file as UTF-8.") from None
@@ -322,6 +345,7 @@ def _standardize(path: Path, batch: pa.RecordBatch, first_row: int, extra: dict[
     parse), the extra columns (null where this file lacks one), ``source_file`` and ``input_row``."""
     arrays = {name: _text(batch.column(name)) for name in TEXT_COLUMNS}
     arrays["doc_id"] = pc.utf8_trim_whitespace(arrays["doc_id"])
+    arrays["title"], arrays["body"] = _nfc(arrays["title"]), _nfc(arrays["body"])
     arrays["crawled_at"] = _timestamps(batch.column("crawled_at"))
     names = batch.schema.names
     extras = [
@@ -408,17 +432,17 @@ def read_documents(path: Path, batch_size: int = 20_000, policy: InputPolicy | N
     return pa.Table.from_batches(batches)
 
 
-def count_input_records(source: Path) -> int:
+def count_input_records(source: Path, source_format: str | None = None) -> int:
     """Data rows, lines or records in the input, counted independently of the validating reader."""
-    return sum(_count_file_records(path) for path in input_files(source))
+    return sum(_count_file_records(path, source_format) for path in input_files(source, source_format))
 
 
-def _count_file_records(path: Path) -> int:
-    kind = input_kind(path)
+def _count_file_records(path: Path, source_format: str | None) -> int:
+    kind = input_kind(path, source_format)
     if kind == "warc":
         return count_warc_records(path)
     if kind == "jsonl":
         return count_jsonl_records(path)
     if kind == "csv":
-        return sum(batch.num_rows for batch in _raw_batches(path, 50_000, InputPolicy(), None))
+        return sum(batch.num_rows for batch in _raw_batches(path, 50_000, InputPolicy(source_format="csv"), None))
     return pq.ParquetFile(path).metadata.num_rows
