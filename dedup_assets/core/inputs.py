@@ -373,29 +373,35 @@ def _screen(
 ) -> np.ndarray:
     """Which rows to keep; the others are recorded as rejected (or raise, when strict)."""
     doc_ids = batch.column("doc_id").to_pylist()
-    input_rows = batch.column("input_row").to_numpy()
-    empty_id = pc.equal(batch.column("doc_id"), "").to_numpy(zero_copy_only=False)
-    bad_date = batch.column("crawled_at").is_null().to_numpy(zero_copy_only=False)
+    input_rows = batch.column("input_row").to_pylist()
     body_bytes = pc.binary_length(batch.column("body").cast(pa.large_binary())).to_numpy()
-    too_large = body_bytes > policy.max_body_bytes
+    # the first problem of each row, in this order; checked in C, then only flagged rows in Python
+    problems = [
+        (pc.equal(batch.column("doc_id"), "").to_numpy(zero_copy_only=False), "missing_field"),
+        (batch.column("crawled_at").is_null().to_numpy(zero_copy_only=False), "invalid_crawled_at"),
+        (body_bytes > policy.max_body_bytes, "too_large"),
+    ]
+    flagged = problems[0][0] | problems[1][0] | problems[2][0]
     rejects: list[tuple[int, str, str, str]] = []
     keep = np.ones(batch.num_rows, dtype=bool)
-    for index, doc_id in enumerate(doc_ids):
-        row = int(input_rows[index])
-        if empty_id[index]:
-            rejects.append((row, doc_id, "missing_field", "doc_id is empty"))
-        elif bad_date[index]:
-            rejects.append((row, doc_id, "invalid_crawled_at", "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)"))
-        elif too_large[index]:
-            rejects.append((row, doc_id, "too_large", f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}"))
-        elif doc_id in first_seen:
-            seen_path, seen_row = first_seen[doc_id]
-            where = f"row {seen_row}" + ("" if seen_path == path else f" of {seen_path}")
-            rejects.append((row, doc_id, "duplicate_doc_id", f"doc_id first seen at {where}"))
-        else:
-            first_seen[doc_id] = (path, row)
-            continue
+    for index in np.flatnonzero(flagged).tolist():
+        reason = next(reason for mask, reason in problems if mask[index])
+        detail = {
+            "missing_field": "doc_id is empty",
+            "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
+            "too_large": f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}",
+        }[reason]
+        rejects.append((input_rows[index], doc_ids[index], reason, detail))
         keep[index] = False
+    for index, (doc_id, row, bad) in enumerate(zip(doc_ids, input_rows, flagged.tolist())):
+        if bad:
+            continue
+        seen = first_seen.setdefault(doc_id, (path, row))
+        if seen[1] != row or seen[0] != path:
+            where = f"row {seen[1]}" + ("" if seen[0] == path else f" of {seen[0]}")
+            rejects.append((row, doc_id, "duplicate_doc_id", f"doc_id first seen at {where}"))
+            keep[index] = False
+    rejects.sort(key=lambda reject: reject[0])
     if rejects and policy.fail_on_reject:
         raise InputError(_strict_message(path, rejects))
     for row, doc_id, reason, detail in rejects:
