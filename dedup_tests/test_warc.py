@@ -9,7 +9,7 @@ import duckdb
 from dedup_assets.core.inputs import InputPolicy, InputStats, count_input_records, document_batches
 
 from .test_cli import DAGSTER, MODULE, PROJECT_ROOT
-from .warc_fixtures import write_crawl
+from .warc_fixtures import write_crawl, write_edge_records
 
 
 def test_records_become_documents_or_rejects_with_reasons(tmp_path):
@@ -62,3 +62,16 @@ def test_cli_run_on_a_crawl_keeps_lineage_and_clusters_mirrors(tmp_path):
         ("https://shop.example.org/about", 1),
     ]
     assert all(record_id.startswith("<urn:uuid:") for _, record_id, _ in kept)
+
+
+def test_missing_uri_oversized_page_bad_bytes_and_empty_page(tmp_path):
+    crawl = write_edge_records(tmp_path / "edge.warc")
+    stats = InputStats()
+    rows = [r for b in document_batches(crawl, stats, 10, InputPolicy(max_body_bytes=20_000)) for r in b.to_pylist()]
+    assert [(r["input_row"], r["reason"]) for r in stats.rejected] == [
+        (1, "missing_field"), (2, "too_large"), (4, "no_text_extracted")
+    ]
+    latin = rows[0]
+    # declared UTF-8 but sent Latin-1: the decoder falls back instead of dropping the text
+    assert latin["domain"] == "latin.example.com" and latin["title"] == "Caf\u00e9"
+    assert latin["body"].startswith("Caf\u00e9\n\nLe caf\u00e9 ") and latin["replaced_characters"] == 0

@@ -70,3 +70,25 @@ def write_crawl(path: Path, truncate_last: bool = True) -> Path:
         data = path.read_bytes()
         path.write_bytes(data[:-120])
     return path
+
+
+def write_edge_records(path: Path) -> Path:
+    """A response without WARC-Target-URI, a page larger than a small max_body_bytes, a page in
+    Latin-1 with a byte that is not UTF-8, and an HTML page with no main text."""
+    with path.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=False)
+        headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        record = writer.create_warc_record(
+            "", "response", payload=BytesIO(page("No URI", ARTICLE)), http_headers=headers,
+            warc_headers_dict={"WARC-Date": "2026-03-01T00:00:00Z"},
+        )
+        record.rec_headers.remove_header("WARC-Target-URI")
+        writer.write_record(record)
+        _response(writer, "https://big.example.com/", "200 OK", "text/html",
+                  page("Big", ARTICLE * 40), "2026-03-01T00:00:00Z")
+        _response(writer, "https://latin.example.com/", "200 OK", "text/html; charset=utf-8",
+                  page("Caf\xe9", "Le caf\xe9 " + ARTICLE).decode("utf-8").encode("latin-1"),
+                  "2026-03-01T00:00:00Z")
+        _response(writer, "https://empty.example.com/", "200 OK", "text/html",
+                  b"<html><head><title>Empty</title></head><body></body></html>", "2026-03-01T00:00:00Z")
+    return path

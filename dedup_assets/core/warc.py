@@ -17,6 +17,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
 from warcio.archiveiterator import ArchiveIterator
+from warcio.recordloader import ArcWarcRecordLoader
 
 WARC_SCHEMA = pa.schema(
     [(name, pa.large_string()) for name in ("doc_id", "source", "domain", "crawled_at", "title", "body")]
@@ -32,6 +33,22 @@ WARC_SCHEMA = pa.schema(
     ]
 )
 Reject = Callable[[int, str, str, str], None]  # (record number, doc_id, reason, detail)
+
+
+class _TolerantLoader(ArcWarcRecordLoader):
+    """warcio assumes every response has a WARC-Target-URI and stops the whole file on one
+    without; leave such a record's HTTP headers unparsed so it is rejected on its own."""
+
+    def load_http_headers(self, rec_type, uri, stream, length):
+        if uri is None:
+            return None
+        return super().load_http_headers(rec_type, uri, stream, length)
+
+
+def _records(stream) -> ArchiveIterator:
+    records = ArchiveIterator(stream, check_digests=True)
+    records.loader = _TolerantLoader()
+    return records
 
 
 def is_warc(path: Path) -> bool:
@@ -87,11 +104,13 @@ def _damaged(record) -> str | None:
 
 
 def _problem(record, max_body_bytes: int, payload: bytes) -> tuple[str, str] | None:
+    if record.rec_type != "response":
+        return "not_response", f"WARC-Type {record.rec_type}"
+    if not record.rec_headers.get_header("WARC-Target-URI"):
+        return "missing_field", "no WARC-Target-URI"
     damage = _damaged(record)
     if damage:
         return "decode_error", damage
-    if record.rec_type != "response":
-        return "not_response", f"WARC-Type {record.rec_type}"
     if record.http_headers is None:
         return "not_html", "no HTTP headers"
     status = record.http_headers.get_statuscode()
@@ -100,8 +119,6 @@ def _problem(record, max_body_bytes: int, payload: bytes) -> tuple[str, str] | N
     content_type = (record.http_headers.get_header("Content-Type") or "").lower()
     if "html" not in content_type:
         return "not_html", f"Content-Type {content_type or '(none)'}"
-    if not record.rec_headers.get_header("WARC-Target-URI"):
-        return "missing_field", "no WARC-Target-URI"
     if len(payload) > max_body_bytes:
         return "too_large", f"payload above max_body_bytes={max_body_bytes:,}"
     return None
@@ -115,7 +132,7 @@ def warc_batches(
     rows: list[dict] = []
     number = 0
     with path.open("rb") as stream:
-        records = ArchiveIterator(stream, check_digests=True)
+        records = _records(stream)
         try:
             for record in records:
                 number += 1
@@ -145,7 +162,7 @@ def count_warc_records(path: Path) -> int:
     count = 0
     with path.open("rb") as stream:
         try:
-            for record in ArchiveIterator(stream):
+            for record in _records(stream):
                 record.content_stream().read()
                 count += 1
         except Exception:
