@@ -196,3 +196,16 @@ def test_same_input_gives_byte_identical_release_files(tmp_path):
         assert (first.output_dir / name).read_bytes() == (second.output_dir / name).read_bytes(), name
     for table in ("documents", "fingerprinted", "scored_pairs", "clusters", "deduped_documents"):
         assert first.table(table).equals(second.table(table)), table
+
+
+def test_a_folder_of_files_runs_with_every_check_passing(runner, tmp_path):
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    text = "shared paragraph about incident routing and escalation policies for the on call team"
+    write_csv(folder / "b.csv", [document("b1", text, crawled_at="2026-01-02"), document("b2", "only in b")])
+    write_csv(folder / "a.csv", [document("a1", "only in a"), document("a2", text, crawled_at="2026-01-03")])
+    result = runner.run(folder)
+    assert result.success
+    assert all(e.passed for e in result.get_asset_check_evaluations())
+    kept = runner.table("deduped_documents").set_index("doc_id")
+    assert sorted(kept.index) == ["a1", "a2", "b2"] and kept.loc["a2", "cluster_size"] == 2

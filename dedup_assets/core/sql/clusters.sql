@@ -1,10 +1,12 @@
 -- Every document in exactly one cluster: members of a duplicate component take its root (the
 -- smallest doc_id); everything else is its own cluster. Within a cluster the representative is
 -- the newest crawled_at, then the most tokens, then the smallest doc_id.
--- Rows are stored in input order, like documents, so the two line up position by position.
+-- Rows are stored in the documents table's own row order (its rowid: input files in order, rows
+-- in file order), so the two line up position by position.
 with membership as (
   select
     d.doc_id,
+    d.rowid as document_position,
     d.input_row,
     'cluster-' || coalesce(m.root_doc_id, d.doc_id) as cluster_id,
     d.crawled_at,
@@ -36,4 +38,4 @@ select
   case when representative_rank = 1 then 'kept_representative' else 'removed_duplicate' end
     as decision
 from ranked
-order by input_row
+order by document_position
