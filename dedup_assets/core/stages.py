@@ -234,7 +234,7 @@ def build_documents(
 def build_rejected_documents(stats: InputStats) -> TableBuild:
     return TableBuild(
         lineage={},
-        sql="select * from rejected order by input_row",
+        sql="select * from rejected order by source_file, input_row",
         arrow_inputs={"rejected": stats.rejected_table()},
     )
 
