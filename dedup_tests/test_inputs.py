@@ -28,7 +28,9 @@ def test_fixture_reads_in_file_order_with_utc_timestamps_and_row_numbers():
 
 def test_extra_columns_are_kept_after_the_base_columns(tmp_path):
     path = write_csv(tmp_path / "in.csv", [document("a", "text", warc_record_id="<urn:uuid:1>")])
-    assert read_documents(path).column_names[6:] == ["warc_record_id", "source_file", "input_row"]
+    assert read_documents(path).column_names[6:] == [
+        "warc_record_id", "replaced_characters", "source_file", "input_row"
+    ]
 
 
 def test_offsets_are_converted_to_utc_and_plain_dates_accepted(tmp_path):
@@ -113,9 +115,17 @@ def test_wrong_extension_missing_file_and_unreadable_files(tmp_path):
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"not parquet at all")
     assert "cannot be read as Parquet" in _error_for(broken)
+
+
+
+def test_bytes_that_are_not_utf8_are_replaced_and_counted(tmp_path):
     latin1 = tmp_path / "latin1.csv"
-    latin1.write_bytes("doc_id,source,domain,crawled_at,title,body\na,s,d,2026-01-01,t,caf\xe9\n".encode("latin-1"))
-    assert "latin1.csv: not valid UTF-8 at byte 65. Re-encode the file as UTF-8." in _error_for(latin1)
+    latin1.write_bytes(
+        "doc_id,source,domain,crawled_at,title,body\na,s,d,2026-01-01,t,caf\xe9 cr\xe8me\nb,s,d,2026-01-01,t,plain\n".encode("latin-1")
+    )
+    table = read_documents(latin1)
+    assert table.column("body").to_pylist() == ["caf\ufffd cr\ufffdme", "plain"]
+    assert table.column("replaced_characters").to_pylist() == [2, 0]
 
 
 def test_input_records_are_counted_independently(tmp_path):

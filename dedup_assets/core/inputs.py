@@ -166,17 +166,33 @@ def check_file(path: Path, source_format: str | None = None) -> None:
 
 
 def _csv_header(path: Path) -> list[str]:
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            return next(csv.reader(handle), [])
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not valid UTF-8 at byte {error.start}. Re-encode the file as UTF-8.") from None
+    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+        return next(csv.reader(handle), [])
+
+
+def _decoded_csv(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """CSV cells arrive as bytes; decode them as UTF-8, replacing what is not, and count the
+    replaced characters per row (``replaced_characters``) so nothing is dropped silently."""
+    for batch in batches:
+        columns, replaced = [], np.zeros(batch.num_rows, dtype=np.int64)
+        for column in batch.columns:
+            try:
+                columns.append(column.cast(pa.large_string()))
+            except pa.ArrowInvalid:
+                text = [value.decode("utf-8", errors="replace") for value in column.to_pylist()]
+                replaced += np.array([value.count("\ufffd") for value in text], dtype=np.int64)
+                columns.append(pa.array(text, pa.large_string()))
+        yield pa.RecordBatch.from_arrays(
+            [*columns, pa.array(replaced)], names=[*batch.schema.names, "replaced_characters"]
+        )
 
 
 def _source_schema(path: Path, kind: str) -> pa.Schema:
     """The columns a file brings, read from its header or metadata only."""
     if kind == "csv":
-        return pa.schema([(name, pa.large_string()) for name in _csv_header(path)])
+        return pa.schema(
+            [(name, pa.large_string()) for name in _csv_header(path)] + [("replaced_characters", pa.int64())]
+        )
     if kind == "parquet":
         try:
             return pq.read_schema(path)
@@ -195,13 +211,13 @@ def _raw_batches(
         return jsonl_batches(path, batch_size, policy.jsonl_fields, reject)
     if kind == "csv":
         header = _csv_header(path)
-        return iter(
+        return _decoded_csv(
             pa_csv.open_csv(
                 path,
                 read_options=pa_csv.ReadOptions(block_size=max(1 << 20, batch_size * 2048)),
                 parse_options=pa_csv.ParseOptions(newlines_in_values=True),
                 convert_options=pa_csv.ConvertOptions(
-                    column_types={name: pa.large_string() for name in header},
+                    column_types={name: pa.large_binary() for name in header},
                     strings_can_be_null=False,
                     quoted_strings_can_be_null=False,
                 ),
