@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import glob
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from .columns import REQUIRED_COLUMNS, Reject
 from .jsonl import JSONL_SCHEMA, count_jsonl_records, is_jsonl, jsonl_batches
 from .warc import WARC_SCHEMA, count_warc_records, is_warc, warc_batches
 
-REQUIRED_COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]
 TEXT_COLUMNS = ["doc_id", "source", "domain", "title", "body"]
 SUPPORTED_NAMES = ".csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz"
 _EXAMPLES_SHOWN = 5
@@ -202,7 +202,7 @@ def _source_schema(path: Path, kind: str) -> pa.Schema:
 
 
 def _raw_batches(
-    path: Path, batch_size: int, policy: InputPolicy, reject: Callable[[int, str, str, str], None]
+    path: Path, batch_size: int, policy: InputPolicy, reject: Reject | None
 ) -> Iterator[pa.RecordBatch]:
     kind = input_kind(path, policy.source_format)
     if kind == "warc":

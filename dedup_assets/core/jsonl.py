@@ -7,11 +7,13 @@ from __future__ import annotations
 import gzip
 import json
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pyarrow as pa
+
+from .columns import RAW_FIELDS, Reject
 
 # Our column -> the field of common dumps (id/text/url) that fills it.
 DEFAULT_FIELDS = {
@@ -24,19 +26,13 @@ DEFAULT_FIELDS = {
     "source": "source",
 }
 JSONL_SCHEMA = pa.schema(
-    [
-        ("doc_id", pa.large_string()),
-        ("source", pa.large_string()),
-        ("domain", pa.large_string()),
-        ("crawled_at", pa.large_string()),
-        ("title", pa.large_string()),
-        ("body", pa.large_string()),
+    RAW_FIELDS
+    + [
         ("url", pa.large_string()),
         ("replaced_characters", pa.int64()),
         ("input_row", pa.int64()),
     ]
 )
-Reject = Callable[[int, str, str, str], None]
 
 
 def is_jsonl(path: Path) -> bool:

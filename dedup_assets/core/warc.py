@@ -8,7 +8,7 @@ removal in C++, fast enough to keep up with the rest of the pipeline).
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,8 +19,10 @@ from resiliparse.parse.html import HTMLTree
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecordLoader
 
+from .columns import RAW_FIELDS, Reject
+
 WARC_SCHEMA = pa.schema(
-    [(name, pa.large_string()) for name in ("doc_id", "source", "domain", "crawled_at", "title", "body")]
+    RAW_FIELDS
     + [
         ("warc_filename", pa.large_string()),
         ("warc_record_id", pa.large_string()),
@@ -32,7 +34,6 @@ WARC_SCHEMA = pa.schema(
         ("input_row", pa.int64()),
     ]
 )
-Reject = Callable[[int, str, str, str], None]  # (record number, doc_id, reason, detail)
 
 
 class _TolerantLoader(ArcWarcRecordLoader):
