@@ -1,3 +1,6 @@
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
 from ..core.inputs import InputStats, describe_input
@@ -59,23 +62,17 @@ def _describe_rejected(stats: InputStats):
 def documents(context: AssetExecutionContext, dedup: DedupSettings):
     """Reads and validates the input into `documents` and `rejected_documents`."""
     path = dedup.input_file()
-    with user_errors():
-        described = describe_input(path, dedup.source_format)
     build, stats = build_documents(path, dedup.batch_size, dedup.input_policy(), context.log.info)
-    lineage = {
-        **lineage_for("documents", dedup),
-        "input_sha256": described.sha256,
-        "input_byte_size": described.byte_size,
-    }
-    build.lineage = lineage
-    build.metadata = {
-        "input_path": MetadataValue.path(str(path)),
-        "input_sha256": described.sha256,
-        "input_bytes": MetadataValue.int(described.byte_size),
-    }
+    lineage = lineage_for("documents", dedup)
+    build.lineage, build.metadata = lineage, {"input_path": MetadataValue.path(str(path))}
     build.describe = _describe_documents(stats)
-    # The IO manager writes documents when it is yielded; by then the stream has filled stats.
-    yield Output(build, output_name="documents")
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        # The input's sha256 (1.5 s per 2 GB) is computed while the rows are read and written.
+        described = hasher.submit(describe_input, path, dedup.source_format)
+        build.batches = _then_identify(build.batches, described, lineage, build.metadata)
+        # The IO manager writes documents when it is yielded: by then the stream has filled stats
+        # and the lineage holds the input's identity.
+        yield Output(build, output_name="documents")
     rejected = build_rejected_documents(stats)
     rejected.lineage = lineage
     rejected.describe = _describe_rejected(stats)
@@ -86,3 +83,12 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings):
             + " (see rejected_documents)"
         )
     yield Output(rejected, output_name="rejected_documents")
+
+
+def _then_identify(batches: Iterator, described: Future, lineage: dict, metadata: dict) -> Iterator:
+    """The batches, then the input's size and sha256 added to ``lineage`` and ``metadata``."""
+    yield from batches
+    with user_errors():
+        identity = described.result()
+    lineage.update(input_sha256=identity.sha256, input_byte_size=identity.byte_size)
+    metadata.update(input_sha256=identity.sha256, input_bytes=MetadataValue.int(identity.byte_size))
