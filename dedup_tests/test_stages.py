@@ -80,7 +80,7 @@ def test_reasons_follow_exact_jaccard_only(connection):
             {"doc_id": "a", "content_hash": 1, "signature": signature, "shingle_count": 6},
             {"doc_id": "b", "content_hash": 1, "signature": signature, "shingle_count": 6},
             {"doc_id": "c", "content_hash": 2, "signature": [1] * 4 + [2] * 4, "shingle_count": 6},
-            {"doc_id": "d", "content_hash": 3, "signature": signature, "shingle_count": 5},
+            {"doc_id": "d", "content_hash": 3, "signature": signature, "shingle_count": 4},
         ],
     )
     _load(
@@ -157,3 +157,22 @@ def test_a_failed_stream_leaves_the_previous_table(connection):
     with pytest.raises(RuntimeError, match="boom"):
         write_table(connection, "kept", TableBuild(lineage={}, batches=failing()))
     assert connection.execute("select x from kept").fetchall() == [(1,)]
+
+
+def test_verification_refuses_bodies_changed_since_fingerprinting(connection):
+    _load(connection, "documents", [{"doc_id": "a", "body": "one two three four five six"}, {"doc_id": "b", "body": "one two three four five six"}])
+    _load(
+        connection,
+        "fingerprinted",
+        [
+            {"doc_id": "a", "content_hash": 1, "signature": [1] * 8, "shingle_count": 2},
+            {"doc_id": "b", "content_hash": 1, "signature": [1] * 8, "shingle_count": 7},  # stale
+        ],
+    )
+    _load(
+        connection,
+        "candidate_pairs",
+        [{"left_doc_id": "a", "right_doc_id": "b", "left_domain": "x", "right_domain": "y", "shared_bands": 1}],
+    )
+    with pytest.raises(ValueError, match="re-materialize fingerprinted"):
+        build_scored_pairs(connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 100)

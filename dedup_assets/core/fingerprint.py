@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,12 +154,18 @@ def fingerprint_batch(doc_ids: pa.Array, bodies: pa.Array, params: SketchParams)
 
 
 def pair_jaccard(
-    bodies: pa.Array, left_rows: np.ndarray, right_rows: np.ndarray, shingle_size: int, hash_scheme: str
+    bodies: pa.Array | pa.ChunkedArray,
+    left_rows: np.ndarray,
+    right_rows: np.ndarray,
+    shingle_size: int,
+    hash_scheme: str,
+    shingle_counts: np.ndarray | None = None,
 ) -> np.ndarray:
     """Exact shingle Jaccard for each (left_rows[i], right_rows[i]) pair of rows of ``bodies``.
 
     ``blake2b`` compares shingle strings; ``fss`` compares 64-bit shingle hashes, which equals the
-    string Jaccard unless two different shingles of one pair collide in 64 bits.
+    string Jaccard unless two different shingles of one pair collide in 64 bits. ``shingle_counts``
+    (each body's distinct shingle count, as fingerprinted) saves a counting pass.
     """
     if hash_scheme == "blake2b":
         sets = [token_shingles(tokenize(normalize_text(body)), shingle_size) for body in bodies.to_pylist()]
@@ -168,27 +173,29 @@ def pair_jaccard(
             [_set_jaccard(sets[left], sets[right]) for left, right in zip(left_rows, right_rows)],
             dtype=np.float64,
         )
-    values, row_offsets = shingle_sets(bodies, shingle_size)
+    values, row_offsets = shingle_sets(bodies, shingle_size, shingle_counts)
     return kernels.pair_jaccard_kernel(
-        values, row_offsets, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64)
+        values, row_offsets, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64), 4 * _threads()
     )
 
 
-def shingle_sets(bodies: pa.Array | pa.ChunkedArray, shingle_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct 64-bit shingle hashes of every body as CSR (values, row offsets); chunks are
-    shingled on all cores (the kernel releases the GIL)."""
-    chunks = bodies.chunks if isinstance(bodies, pa.ChunkedArray) else [bodies]
-    with ThreadPoolExecutor(_threads()) as pool:
-        parts = list(
-            pool.map(lambda chunk: kernels.shingle_sets_kernel(*kernel_text(chunk), shingle_size), chunks)
+def shingle_sets(
+    bodies: pa.Array | pa.ChunkedArray, shingle_size: int, shingle_counts: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct 64-bit shingle hashes of every body as CSR (values, row offsets), on all cores.
+    Without ``shingle_counts`` the bodies are shingled twice: once to count, once to fill."""
+    data, offsets = kernel_text(bodies)
+    blocks = 4 * _threads()
+    if shingle_counts is None:
+        shingle_counts = kernels.shingle_counts_kernel(data, offsets, shingle_size, blocks)
+    row_offsets = np.zeros(len(offsets), dtype=np.int64)
+    np.cumsum(shingle_counts, out=row_offsets[1:])
+    values, consistent = kernels.shingle_sets_kernel(data, offsets, shingle_size, row_offsets, blocks)
+    if not consistent:
+        raise ValueError(
+            "the bodies' shingle counts differ from the fingerprinted ones: documents changed "
+            "after fingerprinting; re-materialize fingerprinted and everything downstream"
         )
-    if not parts:
-        return np.zeros(0, np.uint64), np.zeros(1, np.int64)
-    values = np.concatenate([part[0] for part in parts])
-    starts = np.cumsum([0] + [len(part[0]) for part in parts[:-1]])
-    row_offsets = np.concatenate(
-        [np.zeros(1, np.int64)] + [part[1][1:] + start for part, start in zip(parts, starts)]
-    )
     return values, row_offsets
 
 

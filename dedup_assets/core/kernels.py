@@ -204,73 +204,97 @@ def fingerprint_kernel(data, offsets, shingle_size, round_seeds, rows_per_band, 
             )
             token_counts[doc] = token_count
             shingle_counts[doc] = distinct
+            # a polynomial over the token hashes: one multiply per token in the dependency
+            # chain instead of a full mix, then one mix
             sequence = np.uint64(token_count)
             for index in range(token_count):
-                sequence = _mix64(sequence ^ tokens[index])
-            content[doc] = sequence
+                sequence = sequence * np.uint64(0x9E3779B97F4A7C15) + tokens[index]
+            content[doc] = _mix64(sequence)
             _fast_similarity_sketch(shingles, distinct, round_seeds, signatures[doc])
             _band_hashes(signatures[doc], rows_per_band, bands[doc])
     return token_counts, shingle_counts, content, signatures, bands
 
 
-@nb.njit(cache=True, nogil=True)
-def shingle_sets_kernel(data, offsets, shingle_size):
-    """Distinct shingle hashes of every document, as CSR (values, row offsets)."""
+@nb.njit(cache=True, parallel=True)
+def shingle_counts_kernel(data, offsets, shingle_size, block_count):
+    """Distinct shingle count of every document (what ``fingerprint_kernel`` reports)."""
     documents = offsets.shape[0] - 1
-    tokens, shingles, table = _scratch(offsets, 0, documents)
-    row_offsets = np.zeros(documents + 1, dtype=np.int64)
-    # about one shingle per token and seven bytes per token in web text; grown when short
-    values = np.empty(max(16, (offsets[documents] - offsets[0]) // 7 + documents), dtype=np.uint64)
-    for doc in range(documents):
-        _, distinct = _document_shingles(
-            data, offsets[doc], offsets[doc + 1], shingle_size, tokens, shingles, table
-        )
-        end = row_offsets[doc] + distinct
-        if end > values.shape[0]:
-            grown = np.empty(max(end, values.shape[0] * 3 // 2), dtype=np.uint64)
-            grown[: row_offsets[doc]] = values[: row_offsets[doc]]
-            values = grown
-        values[row_offsets[doc] : end] = shingles[:distinct]
-        row_offsets[doc + 1] = end
-    return values[: row_offsets[documents]].copy(), row_offsets
+    counts = np.zeros(documents, dtype=np.int64)
+    bounds = _blocks(documents, block_count)
+    for block in nb.prange(block_count):
+        tokens, shingles, table = _scratch(offsets, bounds[block], bounds[block + 1])
+        for doc in range(bounds[block], bounds[block + 1]):
+            counts[doc] = _document_shingles(
+                data, offsets[doc], offsets[doc + 1], shingle_size, tokens, shingles, table
+            )[1]
+    return counts
 
 
-@nb.njit(cache=True, nogil=True)
-def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows):
+@nb.njit(cache=True, parallel=True)
+def shingle_sets_kernel(data, offsets, shingle_size, row_offsets, block_count):
+    """Distinct shingle hashes of every document into one array laid out by ``row_offsets``
+    (from the documents' distinct shingle counts): allocated once at its exact size, since
+    growing and copying fresh memory cost more than the shingling. Returns False if a document's
+    count differs from its slot, so the caller can refuse instead of comparing wrong sets."""
+    documents = offsets.shape[0] - 1
+    values = np.empty(row_offsets[documents], dtype=np.uint64)
+    mismatches = np.zeros(block_count, dtype=np.int64)
+    bounds = _blocks(documents, block_count)
+    for block in nb.prange(block_count):
+        tokens, shingles, table = _scratch(offsets, bounds[block], bounds[block + 1])
+        for doc in range(bounds[block], bounds[block + 1]):
+            distinct = _document_shingles(
+                data, offsets[doc], offsets[doc + 1], shingle_size, tokens, shingles, table
+            )[1]
+            if distinct != row_offsets[doc + 1] - row_offsets[doc]:
+                mismatches[block] += 1
+                continue
+            values[row_offsets[doc] : row_offsets[doc + 1]] = shingles[:distinct]
+    return values, mismatches.sum() == 0
+
+
+@nb.njit(cache=True, parallel=True)
+def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count):
     """Exact Jaccard of two distinct sets per (left, right) row pair: the smaller set goes into
     a hash table and the larger probes it."""
     longest = 1
     for row in range(row_offsets.shape[0] - 1):
         longest = max(longest, row_offsets[row + 1] - row_offsets[row])
-    table = np.empty(_table_size(longest), dtype=np.uint64)
     result = np.zeros(left_rows.shape[0], dtype=np.float64)
-    for pair in range(left_rows.shape[0]):
-        small, large = left_rows[pair], right_rows[pair]
-        if row_offsets[small + 1] - row_offsets[small] > row_offsets[large + 1] - row_offsets[large]:
-            small, large = large, small
-        small_count = row_offsets[small + 1] - row_offsets[small]
-        large_count = row_offsets[large + 1] - row_offsets[large]
-        if small_count + large_count == 0:
-            continue
-        size = _table_size(small_count)
-        mask = np.uint64(size - 1)
-        table[:size] = 0
-        for index in range(row_offsets[small], row_offsets[small + 1]):
-            value = values[index]
-            slot = (value * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
-            while table[slot] != 0:
-                slot = (slot + np.uint64(1)) & mask
-            table[slot] = value
-        common = 0
-        for index in range(row_offsets[large], row_offsets[large + 1]):
-            value = values[index]
-            slot = (value * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
-            while table[slot] != 0 and table[slot] != value:
-                slot = (slot + np.uint64(1)) & mask
-            if table[slot] == value:
-                common += 1
-        result[pair] = common / (small_count + large_count - common)
+    bounds = _blocks(left_rows.shape[0], block_count)
+    for block in nb.prange(block_count):
+        table = np.empty(_table_size(longest), dtype=np.uint64)
+        for pair in range(bounds[block], bounds[block + 1]):
+            result[pair] = _set_jaccard(values, row_offsets, left_rows[pair], right_rows[pair], table)
     return result
+
+
+@nb.njit(cache=True)
+def _set_jaccard(values, row_offsets, small, large, table):
+    if row_offsets[small + 1] - row_offsets[small] > row_offsets[large + 1] - row_offsets[large]:
+        small, large = large, small
+    small_count = row_offsets[small + 1] - row_offsets[small]
+    large_count = row_offsets[large + 1] - row_offsets[large]
+    if small_count + large_count == 0:
+        return 0.0
+    size = _table_size(small_count)
+    mask = np.uint64(size - 1)
+    table[:size] = 0
+    for index in range(row_offsets[small], row_offsets[small + 1]):
+        value = values[index]
+        slot = (value * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
+        while table[slot] != 0:
+            slot = (slot + np.uint64(1)) & mask
+        table[slot] = value
+    common = 0
+    for index in range(row_offsets[large], row_offsets[large + 1]):
+        value = values[index]
+        slot = (value * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
+        while table[slot] != 0 and table[slot] != value:
+            slot = (slot + np.uint64(1)) & mask
+        if table[slot] == value:
+            common += 1
+    return common / (small_count + large_count - common)
 
 
 def round_seeds(num_perm: int, minhash_seed: int) -> np.ndarray:

@@ -190,7 +190,14 @@ def candidate_jaccard(
     row_of = {doc_id: row for row, doc_id in enumerate(bodies.column("doc_id").to_pylist())}
     left = np.fromiter((row_of[d] for d in pairs.column(0).to_pylist()), np.int64, pairs.num_rows)
     right = np.fromiter((row_of[d] for d in pairs.column(1).to_pylist()), np.int64, pairs.num_rows)
-    scores = pair_jaccard(bodies.column("body"), left, right, params.shingle_size, params.hash_scheme)
+    scores = pair_jaccard(
+        bodies.column("body"),
+        left,
+        right,
+        params.shingle_size,
+        params.hash_scheme,
+        bodies.column("shingle_count").to_numpy(),
+    )
     return pa.table(
         {"left_doc_id": pairs.column(0), "right_doc_id": pairs.column(1), "jaccard": scores}
     )

@@ -1,10 +1,12 @@
 -- Bodies of the documents that appear in a candidate pair, each once; only these are shingled
--- again for exact verification.
-select d.doc_id, d.body
+-- again for exact verification, with their distinct shingle counts so the shingle sets can be
+-- laid out before shingling. Unordered: rows are looked up by doc_id, and sorting the bodies
+-- cost more than the lookup.
+select d.doc_id, d.body, f.shingle_count
 from {documents} d
+join {fingerprinted} f on f.doc_id = d.doc_id
 semi join (
   select left_doc_id as doc_id from {candidate_pairs}
   union
   select right_doc_id from {candidate_pairs}
 ) c on c.doc_id = d.doc_id
-order by d.doc_id
