@@ -209,3 +209,18 @@ def test_a_folder_of_files_runs_with_every_check_passing(runner, tmp_path):
     assert all(e.passed for e in result.get_asset_check_evaluations())
     kept = runner.table("deduped_documents").set_index("doc_id")
     assert sorted(kept.index) == ["a1", "a2", "b2"] and kept.loc["a2", "cluster_size"] == 2
+
+
+def test_release_parquet_leaves_hash_columns_uncompressed(runner):
+    import pyarrow.parquet as pq
+
+    runner.run(FIXTURE)
+    metadata = pq.ParquetFile(runner.output_dir / "fingerprinted.parquet").metadata.row_group(0)
+    codecs = {
+        metadata.column(index).path_in_schema.split(".")[0]: metadata.column(index).compression
+        for index in range(metadata.num_columns)
+    }
+    assert codecs["doc_id"] == "SNAPPY"
+    assert {codecs[name] for name in ("content_hash", "signature", "lsh_bands")} == {"UNCOMPRESSED"}
+    deduped = pq.ParquetFile(runner.output_dir / "deduped_documents.parquet").metadata.row_group(0)
+    assert {deduped.column(index).compression for index in range(deduped.num_columns)} == {"SNAPPY"}

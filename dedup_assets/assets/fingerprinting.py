@@ -53,12 +53,13 @@ def fingerprinted(context: AssetExecutionContext, dedup: DedupSettings, document
 
 
 def _describe_bands(connection, table: str) -> dict:
-    # bucket sizes are measured once, by candidate_pairs, before its join
+    # Bucket sizes are measured once, by candidate_pairs, before its join. The preview takes the
+    # first rows as stored (fingerprinted order): ordering 16 rows per document cost 1.7 s per 1M.
     return {
         "preview": markdown_preview(
             connection,
             f"select doc_id, band_index, printf('%03d:%016x', band_index, lsh_band) as band_key "
-            f"from {table} order by band_index, lsh_band, doc_id",
+            f"from {table} order by rowid",
         ),
     }
 

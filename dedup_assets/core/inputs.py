@@ -311,7 +311,7 @@ def document_batches(
         check_file(path, policy.source_format)
     extra = _extra_columns(paths, policy.source_format)
     stats.extra_columns = list(extra)
-    first_seen: dict[str, tuple[Path, int]] = {}
+    first_seen: dict[str, tuple[str, int]] = {}
     for path in paths:
         yield from _file_batches(path, stats, batch_size, policy, extra, first_seen)
     if stats.rows == 0:
@@ -382,7 +382,7 @@ def _screen(
     path: Path,
     batch: pa.RecordBatch,
     policy: InputPolicy,
-    first_seen: dict[str, tuple[Path, int]],
+    first_seen: dict[str, tuple[str, int]],
     stats: InputStats,
 ) -> np.ndarray:
     """Which rows to keep; the others are recorded as rejected (or raise, when strict)."""
@@ -407,13 +407,16 @@ def _screen(
         }[reason]
         rejects.append((input_rows[index], doc_ids[index], reason, detail))
         keep[index] = False
+    source = str(path)
     for index, (doc_id, row, bad) in enumerate(zip(doc_ids, input_rows, flagged.tolist())):
         if bad:
             continue
-        here = (path, row)
+        # (str, int) tuples, which Python's GC stops tracking, and an identity test: Path
+        # comparisons cost 1 s per 1M rows
+        here = (source, row)
         seen = first_seen.setdefault(doc_id, here)
-        if seen is not here:  # an identity test: comparing Paths cost 1 s per 1M rows
-            where = f"row {seen[1]}" + ("" if seen[0] == path else f" of {seen[0]}")
+        if seen is not here:
+            where = f"row {seen[1]}" + ("" if seen[0] == source else f" of {seen[0]}")
             rejects.append((row, doc_id, "duplicate_doc_id", f"doc_id first seen at {where}"))
             keep[index] = False
     rejects.sort(key=lambda reject: reject[0])
