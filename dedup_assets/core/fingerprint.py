@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +24,7 @@ import pyarrow.compute as pc
 from . import kernels
 from .sketch import lsh_band_keys, minhash_signature
 from .text import normalize_text, token_shingles, tokenize
+from .unicode import code_point_table
 
 HASH_SCHEMES = ("fss", "blake2b")
 
@@ -77,20 +79,19 @@ def lsh_probability(similarity: float, bands: int, rows_per_band: int) -> float:
     return 1.0 - (1.0 - similarity**rows_per_band) ** bands
 
 
-def kernel_text(bodies: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """UTF-8 bytes and offsets for the kernels, without copying ASCII text. ASCII bodies go as
-    they are (the kernel tokenizer is the reference normalization on ASCII); others are
-    normalized by the reference first."""
-    text = bodies.combine_chunks() if isinstance(bodies, pa.ChunkedArray) else bodies
-    if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
-        text = text.cast(pa.large_string())
-    if text.null_count:
-        text = pc.fill_null(text, "")
-    non_ascii = pc.invert(pc.string_is_ascii(text))
-    if pc.any(non_ascii).as_py():
-        rows = np.flatnonzero(non_ascii.to_numpy(zero_copy_only=False))
-        normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
-        text = pc.replace_with_mask(text, non_ascii, normalized)
+class KernelText(NamedTuple):
+    """A column of bodies as the kernels read it: UTF-8 bytes and offsets, which documents were
+    already normalized by the reference, and the code-point table for the others."""
+
+    data: np.ndarray
+    offsets: np.ndarray
+    prenormalized: np.ndarray
+    map_offsets: np.ndarray
+    map_bytes: np.ndarray
+    expansion: int
+
+
+def _utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     _, offsets, data = text.buffers()
     offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
     offsets = np.frombuffer(offsets, dtype=offset_type)[text.offset : text.offset + len(text) + 1]
@@ -98,15 +99,33 @@ def kernel_text(bodies: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
+def kernel_text(bodies: pa.Array | pa.ChunkedArray) -> KernelText:
+    """The bodies for the kernels, without copying unless some need the reference: those with
+    a capital sigma or a character beyond the Basic Multilingual Plane are normalized by
+    ``normalize_text`` here; the kernels map every other document through the code-point table."""
+    text = bodies.combine_chunks() if isinstance(bodies, pa.ChunkedArray) else bodies
+    if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
+        text = text.cast(pa.large_string())
+    if text.null_count:
+        text = pc.fill_null(text, "")
+    data, offsets = _utf8_buffers(text)
+    flagged = kernels.needs_reference_kernel(data, offsets)
+    if flagged.any():
+        rows = np.flatnonzero(flagged)
+        normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
+        text = pc.replace_with_mask(text, pa.array(flagged), normalized)
+        data, offsets = _utf8_buffers(text)
+    table = code_point_table()
+    return KernelText(data, offsets, flagged, table.offsets, table.mapped, table.expansion)
+
+
 def _threads() -> int:
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
 def _fss_columns(bodies: pa.Array, params: SketchParams):
-    data, offsets = kernel_text(bodies)
     return kernels.fingerprint_kernel(
-        data,
-        offsets,
+        kernel_text(bodies),
         params.shingle_size,
         kernels.round_seeds(params.num_perm, params.minhash_seed),
         params.rows_per_band,
@@ -184,13 +203,13 @@ def shingle_sets(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct 64-bit shingle hashes of every body as CSR (values, row offsets), on all cores.
     Without ``shingle_counts`` the bodies are shingled twice: once to count, once to fill."""
-    data, offsets = kernel_text(bodies)
+    text = kernel_text(bodies)
     blocks = 4 * _threads()
     if shingle_counts is None:
-        shingle_counts = kernels.shingle_counts_kernel(data, offsets, shingle_size, blocks)
-    row_offsets = np.zeros(len(offsets), dtype=np.int64)
+        shingle_counts = kernels.shingle_counts_kernel(text, shingle_size, blocks)
+    row_offsets = np.zeros(len(text.offsets), dtype=np.int64)
     np.cumsum(shingle_counts, out=row_offsets[1:])
-    values, consistent = kernels.shingle_sets_kernel(data, offsets, shingle_size, row_offsets, blocks)
+    values, consistent = kernels.shingle_sets_kernel(text, shingle_size, row_offsets, blocks)
     if not consistent:
         raise ValueError(
             "the bodies' shingle counts differ from the fingerprinted ones: documents changed "

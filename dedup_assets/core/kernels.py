@@ -2,9 +2,10 @@
 
 The tokenizer works on the UTF-8 bytes of a whole Arrow string column. For ASCII text it is the
 specification's normalization exactly: every ASCII byte that is not a letter or digit separates
-tokens and letters are lowercased. Text with non-ASCII bytes is normalized by the reference
-``normalize_text`` first (see ``fingerprint.py``); its output has only single spaces between
-tokens, which this tokenizer then splits the same way.
+tokens and letters are lowercased. A document with other characters is first mapped code point by
+code point through a table built from the reference ``normalize_text`` (``unicode.py``), which is
+exact for the Basic Multilingual Plane except capital sigma, whose lowercase depends on its
+neighbours; documents with those are normalized by the reference itself (``fingerprint.py``).
 
 Shingles are hashed from their tokens' 64-bit hashes, in order, so a shingle's hash identifies the
 string ``" ".join(tokens)`` up to 64-bit collisions. Sketches use Fast Similarity Sketching
@@ -152,9 +153,53 @@ def _band_hashes(signature, rows_per_band, out):
 
 
 @nb.njit(cache=True)
-def _document_shingles(data, start, end, shingle_size, tokens, shingles, table):
+def _is_ascii(data, start, end):
+    seen = np.uint8(0)
+    for position in range(start, end):
+        seen |= data[position]
+    return seen < 128
+
+
+@nb.njit(cache=True)
+def _map_code_points(data, start, end, map_offsets, map_bytes, out):
+    """The document's bytes with every code point replaced by its normalized form from the
+    table (separators as spaces) into ``out``; returns the length."""
+    length = 0
+    position = start
+    while position < end:
+        lead = np.int64(data[position])
+        if lead < 0x80:
+            code_point, position = lead, position + 1
+        elif lead < 0xE0:
+            code_point = ((lead & 0x1F) << 6) | (np.int64(data[position + 1]) & 0x3F)
+            position += 2
+        else:  # three bytes; four-byte characters are sent to the reference beforehand
+            code_point = (
+                ((lead & 0x0F) << 12)
+                | ((np.int64(data[position + 1]) & 0x3F) << 6)
+                | (np.int64(data[position + 2]) & 0x3F)
+            )
+            position += 3
+        for index in range(map_offsets[code_point], map_offsets[code_point + 1]):
+            out[length] = map_bytes[index]
+            length += 1
+    return length
+
+
+@nb.njit(cache=True)
+def _document_tokens(text, doc, tokens, mapped):
+    """Token hashes of document ``doc`` of ``text`` (a KernelText) into ``tokens``; the count."""
+    start, end = text.offsets[doc], text.offsets[doc + 1]
+    if text.prenormalized[doc] or _is_ascii(text.data, start, end):
+        return _token_hashes(text.data, start, end, tokens)
+    length = _map_code_points(text.data, start, end, text.map_offsets, text.map_bytes, mapped)
+    return _token_hashes(mapped, 0, length, tokens)
+
+
+@nb.njit(cache=True)
+def _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped):
     """Distinct shingle hashes of one document into ``shingles``; (tokens, distinct shingles)."""
-    token_count = _token_hashes(data, start, end, tokens)
+    token_count = _document_tokens(text, doc, tokens, mapped)
     if token_count == 0:
         return 0, 0
     if token_count < shingle_size:
@@ -172,15 +217,21 @@ def _document_shingles(data, start, end, shingle_size, tokens, shingles, table):
 
 
 @nb.njit(cache=True)
-def _scratch(offsets, first, last):
+def _scratch(text, first, last):
+    """Per-thread buffers for documents first..last: token and shingle hashes, the distinct
+    table and the code-point-mapped bytes."""
     longest = 1
     for doc in range(first, last):
-        longest = max(longest, offsets[doc + 1] - offsets[doc])
-    capacity = longest // 2 + 1  # a token takes at least one byte and one separator
+        longest = max(longest, text.offsets[doc + 1] - text.offsets[doc])
+    # a token takes at least one byte and one separator; mapping a code point never adds a token
+    # (the table checks this), though it can lengthen the bytes by ``expansion``
+    capacity = longest // 2 + 1
+    mapped_capacity = longest * text.expansion
     return (
         np.empty(capacity, dtype=np.uint64),
         np.empty(capacity, dtype=np.uint64),
         np.empty(_table_size(capacity), dtype=np.uint64),
+        np.empty(mapped_capacity, dtype=np.uint8),
     )
 
 
@@ -190,10 +241,11 @@ def _blocks(documents, block_count):
 
 
 @nb.njit(cache=True, parallel=True)
-def fingerprint_kernel(data, offsets, shingle_size, round_seeds, rows_per_band, block_count):
-    """Per document: token count, distinct shingle count, a hash of the token sequence (equal for
-    identical normalized text), the sketch (n x k uint64) and band hashes (n x bands uint64)."""
-    documents = offsets.shape[0] - 1
+def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_count):
+    """Per document of ``text`` (a KernelText): token count, distinct shingle count, a hash of the
+    token sequence (equal for identical normalized text), the sketch (n x k uint64) and band
+    hashes (n x bands uint64)."""
+    documents = text.offsets.shape[0] - 1
     k = round_seeds.shape[0] // 2
     token_counts = np.zeros(documents, dtype=np.int64)
     shingle_counts = np.zeros(documents, dtype=np.int64)
@@ -202,11 +254,9 @@ def fingerprint_kernel(data, offsets, shingle_size, round_seeds, rows_per_band, 
     bands = np.zeros((documents, k // rows_per_band), dtype=np.uint64)
     bounds = _blocks(documents, block_count)
     for block in nb.prange(block_count):
-        tokens, shingles, table = _scratch(offsets, bounds[block], bounds[block + 1])
+        tokens, shingles, table, mapped = _scratch(text, bounds[block], bounds[block + 1])
         for doc in range(bounds[block], bounds[block + 1]):
-            token_count, distinct = _document_shingles(
-                data, offsets[doc], offsets[doc + 1], shingle_size, tokens, shingles, table
-            )
+            token_count, distinct = _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped)
             token_counts[doc] = token_count
             shingle_counts[doc] = distinct
             # a polynomial over the token hashes: one multiply per token in the dependency
@@ -221,36 +271,51 @@ def fingerprint_kernel(data, offsets, shingle_size, round_seeds, rows_per_band, 
 
 
 @nb.njit(cache=True, parallel=True)
-def shingle_counts_kernel(data, offsets, shingle_size, block_count):
-    """Distinct shingle count of every document (what ``fingerprint_kernel`` reports)."""
+def needs_reference_kernel(data, offsets):
+    """Documents the code-point table cannot normalize exactly: a character outside the Basic
+    Multilingual Plane (a four-byte UTF-8 sequence) or a capital sigma (U+03A3, bytes CE A3)."""
     documents = offsets.shape[0] - 1
+    flagged = np.zeros(documents, dtype=np.bool_)
+    for doc in nb.prange(documents):
+        start, end = offsets[doc], offsets[doc + 1]
+        if _is_ascii(data, start, end):
+            continue
+        found = False
+        for position in range(start, end):
+            byte = data[position]
+            # branch-free so the loop vectorizes; a lead byte CE is never a document's last byte
+            found |= (byte >= 0xF0) | ((byte == 0xCE) & (data[min(position + 1, end - 1)] == 0xA3))
+        flagged[doc] = found
+    return flagged
+
+
+@nb.njit(cache=True, parallel=True)
+def shingle_counts_kernel(text, shingle_size, block_count):
+    """Distinct shingle count of every document (what ``fingerprint_kernel`` reports)."""
+    documents = text.offsets.shape[0] - 1
     counts = np.zeros(documents, dtype=np.int64)
     bounds = _blocks(documents, block_count)
     for block in nb.prange(block_count):
-        tokens, shingles, table = _scratch(offsets, bounds[block], bounds[block + 1])
+        tokens, shingles, table, mapped = _scratch(text, bounds[block], bounds[block + 1])
         for doc in range(bounds[block], bounds[block + 1]):
-            counts[doc] = _document_shingles(
-                data, offsets[doc], offsets[doc + 1], shingle_size, tokens, shingles, table
-            )[1]
+            counts[doc] = _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped)[1]
     return counts
 
 
 @nb.njit(cache=True, parallel=True)
-def shingle_sets_kernel(data, offsets, shingle_size, row_offsets, block_count):
+def shingle_sets_kernel(text, shingle_size, row_offsets, block_count):
     """Distinct shingle hashes of every document into one array laid out by ``row_offsets``
     (from the documents' distinct shingle counts): allocated once at its exact size, since
     growing and copying fresh memory cost more than the shingling. Returns False if a document's
     count differs from its slot, so the caller can refuse instead of comparing wrong sets."""
-    documents = offsets.shape[0] - 1
+    documents = text.offsets.shape[0] - 1
     values = np.empty(row_offsets[documents], dtype=np.uint64)
     mismatches = np.zeros(block_count, dtype=np.int64)
     bounds = _blocks(documents, block_count)
     for block in nb.prange(block_count):
-        tokens, shingles, table = _scratch(offsets, bounds[block], bounds[block + 1])
+        tokens, shingles, table, mapped = _scratch(text, bounds[block], bounds[block + 1])
         for doc in range(bounds[block], bounds[block + 1]):
-            distinct = _document_shingles(
-                data, offsets[doc], offsets[doc + 1], shingle_size, tokens, shingles, table
-            )[1]
+            distinct = _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped)[1]
             if distinct != row_offsets[doc + 1] - row_offsets[doc]:
                 mismatches[block] += 1
                 continue
