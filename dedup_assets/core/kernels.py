@@ -240,7 +240,7 @@ def _blocks(documents, block_count):
     return np.linspace(0, documents, block_count + 1).astype(np.int64)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_count):
     """Per document of ``text`` (a KernelText): token count, distinct shingle count, a hash of the
     token sequence (equal for identical normalized text), the sketch (n x k uint64) and band
@@ -270,7 +270,7 @@ def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_cou
     return token_counts, shingle_counts, content, signatures, bands
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def needs_reference_kernel(data, offsets):
     """Documents the code-point table cannot normalize exactly: a character outside the Basic
     Multilingual Plane (a four-byte UTF-8 sequence) or a capital sigma (U+03A3, bytes CE A3)."""
@@ -289,7 +289,7 @@ def needs_reference_kernel(data, offsets):
     return flagged
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def shingle_counts_kernel(text, shingle_size, block_count):
     """Distinct shingle count of every document (what ``fingerprint_kernel`` reports)."""
     documents = text.offsets.shape[0] - 1
@@ -302,7 +302,7 @@ def shingle_counts_kernel(text, shingle_size, block_count):
     return counts
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def shingle_sets_kernel(text, shingle_size, row_offsets, block_count):
     """Distinct shingle hashes of every document into one array laid out by ``row_offsets``
     (from the documents' distinct shingle counts): allocated once at its exact size, since
@@ -323,7 +323,7 @@ def shingle_sets_kernel(text, shingle_size, row_offsets, block_count):
     return values, mismatches.sum() == 0
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count):
     """Exact Jaccard of two distinct sets per (left, right) row pair: the smaller set goes into
     a hash table and the larger probes it."""
