@@ -42,29 +42,28 @@ def manifest(
     )
     lineage = lineage_for("manifest", dedup, **upstreams)
     tables = tables_of(documents)
-    with documents.connect() as connection:
+
+    def summarize(connection) -> tuple[dict, dict]:
         pressure = bucket_pressure(connection, tables)
         counts = run_counts(connection, tables, pressure.pair_slots)
-        written = write_release(
-            connection,
-            tables,
-            dedup.output_folder(),
-            candidate_summary(counts, pressure, dedup.sketch_params(), dedup.thresholds()),
-            {
-                "product": "dedup-assets",
-                "settings": dedup.algorithm_settings(),
-                "input": {
-                    "path": lineage["input_path"],
-                    "rows": counts["input_record_rows"],
-                    "byte_size": lineage["input_byte_size"],
-                    "sha256": lineage["input_sha256"],
-                },
-                "versions": library_versions(),
-                "counts": counts,
-                "pair_reasons": reason_counts(connection, tables.scored_pairs),
-                "rejected_by_reason": rejected_by_reason(connection, tables.rejected_documents),
+        return candidate_summary(counts, pressure, dedup.sketch_params(), dedup.thresholds()), {
+            "product": "dedup-assets",
+            "settings": dedup.algorithm_settings(),
+            "input": {
+                "path": lineage["input_path"],
+                "rows": counts["input_record_rows"],
+                "byte_size": lineage["input_byte_size"],
+                "sha256": lineage["input_sha256"],
             },
-        )
+            "versions": library_versions(),
+            "counts": counts,
+            "pair_reasons": reason_counts(connection, tables.scored_pairs),
+            "rejected_by_reason": rejected_by_reason(connection, tables.rejected_documents),
+        }
+
+    with documents.connect() as connection:
+        written = write_release(connection, tables, dedup.output_folder(), summarize)
+    counts = written["counts"]
     metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})
     return TableBuild(
         lineage=lineage,

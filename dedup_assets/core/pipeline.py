@@ -84,25 +84,24 @@ def run_library(
         with stage("cluster"):
             write_table(connection, tables.clusters, build_clusters(connection, tables))
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
-        counts = run_counts(connection, tables, pressure.pair_slots)
-        if output_dir is not None:
+
+        def summarize(cursor) -> tuple[dict, dict]:
+            counts = run_counts(cursor, tables, pressure.pair_slots)
+            return candidate_summary(counts, pressure, params, thresholds), {
+                "product": "dedup-assets",
+                "settings": {**params.__dict__, **thresholds.__dict__},
+                "input": describe_input(Path(input_path)).__dict__,
+                "versions": library_versions(),
+                "counts": counts,
+                "pair_reasons": reason_counts(cursor, tables.scored_pairs),
+                "rejected_by_reason": rejected_by_reason(cursor, tables.rejected_documents),
+            }
+
+        if output_dir is None:
+            counts = run_counts(connection, tables, pressure.pair_slots)
+        else:
             with stage("release"):
-                described = describe_input(Path(input_path))
-                write_release(
-                    connection,
-                    tables,
-                    Path(output_dir),
-                    candidate_summary(counts, pressure, params, thresholds),
-                    {
-                        "product": "dedup-assets",
-                        "settings": {**params.__dict__, **thresholds.__dict__},
-                        "input": described.__dict__,
-                        "versions": library_versions(),
-                        "counts": counts,
-                        "pair_reasons": reason_counts(connection, tables.scored_pairs),
-                        "rejected_by_reason": rejected_by_reason(connection, tables.rejected_documents),
-                    },
-                )
+                counts = write_release(connection, tables, Path(output_dir), summarize)["counts"]
     return {
         "stages": stages,
         "documents": counts["document_rows"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
@@ -15,6 +16,8 @@ from .inputs import file_sha256
 from .stages import Tables, sql
 
 PARQUET_BATCH_ROWS = 50_000
+SUMMARY_FILE = "candidate_summary.csv"
+LARGE_FILES = ("deduped_documents.parquet", "fingerprinted.parquet")
 LIBRARIES = (
     "dagster",
     "dagster-duckdb",
@@ -39,7 +42,7 @@ def release_queries(tables: Tables) -> dict[str, str]:
     tables are stored in, so the corpus text is never sorted); pair files are sorted by pair."""
     return {
         "fingerprinted.parquet": f"select * from {tables.fingerprinted}",
-        "candidate_summary.csv": "select * from candidate_summary",
+        SUMMARY_FILE: "select * from candidate_summary",
         "scored_pairs.parquet": f"select * from {tables.scored_pairs}",
         "duplicate_pairs.csv": f"select * from {tables.duplicate_pairs}",
         "clusters.csv": f"select * from {tables.clusters} order by cluster_id, representative_rank",
@@ -81,28 +84,51 @@ def write_release(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
     output_dir: Path,
-    candidate_summary: dict,
-    manifest: dict,
+    summarize: Callable[[duckdb.DuckDBPyConnection], tuple[dict, dict]],
 ) -> dict:
     """Write every release file, then ``manifest.json`` listing them with rows and sha256.
-    Returns the manifest as written."""
+    Returns the manifest as written.
+
+    ``summarize(cursor)`` returns the candidate summary row and the manifest's other entries; it
+    runs while the files are written. Files are written two at a time, each on its own cursor,
+    largest first: the deduped documents alone keep one core busy for most of the stage."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    connection.register("candidate_summary", pa.Table.from_pylist([candidate_summary]))
-    outputs = []
-    # checksums are computed in a thread while DuckDB writes the next file
-    with ThreadPoolExecutor(max_workers=1) as hasher:
-        for file_name, query in release_queries(tables).items():
-            path = output_dir / file_name
-            relation = connection.sql(query)
-            if path.suffix == ".parquet":
-                rows = write_parquet(relation, path)
-            else:
-                relation.write_csv(str(path))
-                rows = connection.sql(f"select count(*) from ({query})").fetchall()[0][0]
-            outputs.append({"file": file_name, "rows": int(rows), "sha256": hasher.submit(file_sha256, path)})
-        for output in outputs:
-            output["sha256"] = output["sha256"].result()
-    connection.unregister("candidate_summary")
+    queries = release_queries(tables)
+    largest_first = sorted(
+        (name for name in queries if name != SUMMARY_FILE), key=lambda name: name not in LARGE_FILES
+    )
+    with ThreadPoolExecutor(max_workers=2) as writers:
+        files = {
+            name: writers.submit(_write_file, connection.cursor(), queries[name], output_dir / name, {})
+            for name in largest_first
+        }
+        with connection.cursor() as cursor:
+            candidate_summary, manifest = summarize(cursor)
+        files[SUMMARY_FILE] = writers.submit(
+            _write_file,
+            connection.cursor(),
+            queries[SUMMARY_FILE],
+            output_dir / SUMMARY_FILE,
+            {"candidate_summary": pa.Table.from_pylist([candidate_summary])},
+        )
+        outputs = [{"file": name, **files[name].result()} for name in queries]
     written = {**manifest, "outputs": outputs}
     (output_dir / "manifest.json").write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     return written
+
+
+def _write_file(
+    cursor: duckdb.DuckDBPyConnection, query: str, path: Path, arrow_inputs: dict[str, pa.Table]
+) -> dict:
+    """One release file from ``query`` on ``cursor`` (which it closes); its rows and sha256.
+    Cursors are made by the calling thread: making them concurrently is not safe."""
+    with cursor:
+        for name, table in arrow_inputs.items():
+            cursor.register(name, table)
+        relation = cursor.sql(query)
+        if path.suffix == ".parquet":
+            rows = write_parquet(relation, path)
+        else:
+            relation.write_csv(str(path))
+            rows = cursor.sql(f"select count(*) from ({query})").fetchall()[0][0]
+    return {"rows": int(rows), "sha256": file_sha256(path)}
