@@ -135,10 +135,10 @@ def _fast_similarity_sketch(shingles, count, round_seeds, out):
             else:
                 target = round_index - k
             value = prefix | (hashed >> np.uint64(64 - _ROUND_SHIFT))
-            if value < out[target]:
-                if out[target] == _EMPTY:
-                    filled += 1
-                out[target] = value
+            # branch-free: whether a bin improves is a coin toss the CPU cannot predict
+            current = out[target]
+            filled += current == _EMPTY
+            out[target] = min(current, value)
         if filled == k:
             break
 
