@@ -202,19 +202,27 @@ def shingle_sets(
     bodies: pa.Array | pa.ChunkedArray, shingle_size: int, shingle_counts: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct 64-bit shingle hashes of every body as CSR (values, row offsets), on all cores.
-    Without ``shingle_counts`` the bodies are shingled twice: once to count, once to fill."""
-    text = kernel_text(bodies)
+    Without ``shingle_counts`` the bodies are shingled twice: once to count, once to fill. Chunks
+    are read where they are (joining them cost a copy of every candidate body)."""
+    chunks = bodies.chunks if isinstance(bodies, pa.ChunkedArray) else [bodies]
+    texts = [kernel_text(chunk) for chunk in chunks]
     blocks = 4 * _threads()
     if shingle_counts is None:
-        shingle_counts = kernels.shingle_counts_kernel(text, shingle_size, blocks)
-    row_offsets = np.zeros(len(text.offsets), dtype=np.int64)
+        counted = [kernels.shingle_counts_kernel(text, shingle_size, blocks) for text in texts]
+        shingle_counts = np.concatenate(counted) if counted else np.zeros(0, np.int64)
+    row_offsets = np.zeros(len(shingle_counts) + 1, dtype=np.int64)
     np.cumsum(shingle_counts, out=row_offsets[1:])
-    values, consistent = kernels.shingle_sets_kernel(text, shingle_size, row_offsets, blocks)
-    if not consistent:
-        raise ValueError(
-            "the bodies' shingle counts differ from the fingerprinted ones: documents changed "
-            "after fingerprinting; re-materialize fingerprinted and everything downstream"
-        )
+    values = np.empty(row_offsets[-1], dtype=np.uint64)
+    first = 0
+    for text in texts:
+        documents = len(text.offsets) - 1
+        layout = row_offsets[first : first + documents + 1]
+        if not kernels.shingle_sets_kernel(text, shingle_size, layout, values, blocks):
+            raise ValueError(
+                "the bodies' shingle counts differ from the fingerprinted ones: documents changed "
+                "after fingerprinting; re-materialize fingerprinted and everything downstream"
+            )
+        first += documents
     return values, row_offsets
 
 

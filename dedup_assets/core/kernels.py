@@ -303,13 +303,13 @@ def shingle_counts_kernel(text, shingle_size, block_count):
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
-def shingle_sets_kernel(text, shingle_size, row_offsets, block_count):
-    """Distinct shingle hashes of every document into one array laid out by ``row_offsets``
-    (from the documents' distinct shingle counts): allocated once at its exact size, since
-    growing and copying fresh memory cost more than the shingling. Returns False if a document's
-    count differs from its slot, so the caller can refuse instead of comparing wrong sets."""
+def shingle_sets_kernel(text, shingle_size, row_offsets, values, block_count):
+    """Distinct shingle hashes of every document into ``values`` at ``row_offsets`` (from the
+    documents' distinct shingle counts; the caller allocates ``values`` once at its exact size,
+    since growing and copying fresh memory cost more than the shingling). Returns False if a
+    document's count differs from its slot, so the caller can refuse instead of comparing wrong
+    sets."""
     documents = text.offsets.shape[0] - 1
-    values = np.empty(row_offsets[documents], dtype=np.uint64)
     mismatches = np.zeros(block_count, dtype=np.int64)
     bounds = _blocks(documents, block_count)
     for block in nb.prange(block_count):
@@ -320,7 +320,7 @@ def shingle_sets_kernel(text, shingle_size, row_offsets, block_count):
                 mismatches[block] += 1
                 continue
             values[row_offsets[doc] : row_offsets[doc + 1]] = shingles[:distinct]
-    return values, mismatches.sum() == 0
+    return mismatches.sum() == 0
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
