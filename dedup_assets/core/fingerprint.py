@@ -27,6 +27,7 @@ from .text import normalize_text, token_shingles, tokenize
 from .unicode import code_point_table
 
 HASH_SCHEMES = ("fss", "blake2b")
+COUNTING_SEEDS = kernels.round_seeds(1, 0)
 
 
 class SettingsError(ValueError):
@@ -208,7 +209,10 @@ def shingle_sets(
     texts = [kernel_text(chunk) for chunk in chunks]
     blocks = 4 * _threads()
     if shingle_counts is None:
-        counted = [kernels.shingle_counts_kernel(text, shingle_size, blocks) for text in texts]
+        # the fingerprint kernel counts them; the smallest sketch keeps its extra work small
+        counted = [
+            kernels.fingerprint_kernel(text, shingle_size, COUNTING_SEEDS, 1, blocks)[1] for text in texts
+        ]
         shingle_counts = np.concatenate(counted) if counted else np.zeros(0, np.int64)
     row_offsets = np.zeros(len(shingle_counts) + 1, dtype=np.int64)
     np.cumsum(shingle_counts, out=row_offsets[1:])

@@ -290,19 +290,6 @@ def needs_reference_kernel(data, offsets):
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
-def shingle_counts_kernel(text, shingle_size, block_count):
-    """Distinct shingle count of every document (what ``fingerprint_kernel`` reports)."""
-    documents = text.offsets.shape[0] - 1
-    counts = np.zeros(documents, dtype=np.int64)
-    bounds = _blocks(documents, block_count)
-    for block in nb.prange(block_count):
-        tokens, shingles, table, mapped = _scratch(text, bounds[block], bounds[block + 1])
-        for doc in range(bounds[block], bounds[block + 1]):
-            counts[doc] = _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped)[1]
-    return counts
-
-
-@nb.njit(cache=True, parallel=True, nogil=True)
 def shingle_sets_kernel(text, shingle_size, row_offsets, values, block_count):
     """Distinct shingle hashes of every document into ``values`` at ``row_offsets`` (from the
     documents' distinct shingle counts; the caller allocates ``values`` once at its exact size,
