@@ -273,12 +273,15 @@ def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_cou
 @nb.njit(cache=True, parallel=True, nogil=True)
 def needs_reference_kernel(data, offsets):
     """Documents the code-point table cannot normalize exactly: a character outside the Basic
-    Multilingual Plane (a four-byte UTF-8 sequence) or a capital sigma (U+03A3, bytes CE A3)."""
+    Multilingual Plane (a four-byte UTF-8 sequence) or a capital sigma (U+03A3, bytes CE A3);
+    and whether every document is ASCII (then the table is not needed at all)."""
     documents = offsets.shape[0] - 1
     flagged = np.zeros(documents, dtype=np.bool_)
+    ascii_documents = np.zeros(documents, dtype=np.bool_)
     for doc in nb.prange(documents):
         start, end = offsets[doc], offsets[doc + 1]
         if _is_ascii(data, start, end):
+            ascii_documents[doc] = True
             continue
         found = False
         for position in range(start, end):
@@ -286,7 +289,7 @@ def needs_reference_kernel(data, offsets):
             # branch-free so the loop vectorizes; a lead byte CE is never a document's last byte
             found |= (byte >= 0xF0) | ((byte == 0xCE) & (data[min(position + 1, end - 1)] == 0xA3))
         flagged[doc] = found
-    return flagged
+    return flagged, ascii_documents.all()
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)

@@ -36,6 +36,10 @@ def normalize_code_point(code_point: int) -> str:
     return "".join(ch if ch.isalnum() else " " for ch in text)
 
 
+# for a batch without a non-ASCII byte: the kernels never look code points up
+ASCII_ONLY = CodePointTable(np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.uint8), 1)
+
+
 @cache
 def code_point_table() -> CodePointTable:
     """Built once per process (about 0.1 s)."""
