@@ -105,6 +105,7 @@ def write_table(connection: duckdb.DuckDBPyConnection, table: str, build: TableB
             # one statement over the whole stream: a statement per batch cost about 2 s per 1M
             # documents more
             source = _Source(first, batches)
+            # DuckDB finds ``stream`` by its name in the SQL below (a replacement scan)
             stream = pa.RecordBatchReader.from_batches(schema, source.batches(schema))
             try:
                 connection.execute(f"create or replace table {table} as select * from stream")
