@@ -79,14 +79,6 @@ def _token_hashes(data, start, end, out):
 
 
 @nb.njit(cache=True)
-def _shingle_hash(tokens, first, size):
-    value = np.uint64(0x9E3779B97F4A7C15) * np.uint64(size)
-    for index in range(first, first + size):
-        value = _mix64(value ^ tokens[index])
-    return value
-
-
-@nb.njit(cache=True)
 def _table_size(count):
     size = 16
     while size < 2 * count:
@@ -203,15 +195,14 @@ def _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped)
     token_count = _document_tokens(text, doc, tokens, mapped)
     if token_count == 0:
         return 0, 0
-    if token_count < shingle_size:
-        shingles[0] = _shingle_hash(tokens, 0, token_count) | np.uint64(1)
-        return token_count, 1
-    positions = token_count - shingle_size + 1
-    # _shingle_hash for every position, one token offset at a time: the positions are independent,
-    # so this loop pipelines, while a loop per shingle over a runtime shingle_size did not
-    # (0.39 s against 0.04 s per 100k documents)
-    shingles[:positions] = np.uint64(0x9E3779B97F4A7C15) * np.uint64(shingle_size)
-    for offset in range(shingle_size):
+    # a document shorter than shingle_size is one shingle of all its tokens
+    size = min(shingle_size, token_count)
+    positions = token_count - size + 1
+    # A shingle's hash starts at C * size and mixes in its tokens in order. All positions are
+    # hashed one token offset at a time: they are independent, so this loop pipelines, while a
+    # loop per shingle over a runtime size did not (0.39 s against 0.04 s per 100k documents).
+    shingles[:positions] = np.uint64(0x9E3779B97F4A7C15) * np.uint64(size)
+    for offset in range(size):
         for first in range(positions):
             shingles[first] = _mix64(shingles[first] ^ tokens[first + offset])
     return token_count, _distinct(shingles, positions, table)
