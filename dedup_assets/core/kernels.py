@@ -14,8 +14,13 @@ string ``" ".join(tokens)`` up to 64-bit collisions. Sketches use Fast Similarit
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ROUND_SHIFT = 54  # sketch value = round << 54 | hash >> 10: earlier rounds win, then smaller hash
@@ -46,35 +51,117 @@ _BYTE_CLASSES = _byte_classes()
 _TOKEN_SEED = np.uint64(0x9E3779B97F4A7C15)
 
 
-@nb.njit(cache=True)
-def _token_hashes(data, start, end, out):
-    """Hash each token of data[start:end] into ``out``; returns the token count.
+class Scratch(NamedTuple):
+    """One thread's buffers, sized for the longest document of its block."""
 
-    Bytes are packed eight at a time into a word so that only one multiply runs per word. One
-    loop over bytes with unsigned positions: 0.68 s -> 0.50 s per 100k documents against a loop
-    per token (same hashes).
+    tokens: np.ndarray  # token hashes
+    shingles: np.ndarray  # shingle hashes, then the distinct ones at the front
+    table: np.ndarray  # open addressing for the distinct shingles
+    mapped: np.ndarray  # a non-ASCII document's bytes after the code-point table
+    lowered: np.ndarray  # the tokenizer's byte classes, zero-padded to whole 64-byte blocks
+    bounds: np.ndarray  # the tokenizer's token starts and ends (2 x tokens)
+
+
+@intrinsic
+def _byte_swap(typingctx, value):
+    """LLVM's bswap: one instruction, which numba does not expose."""
+
+    def codegen(context, builder, signature, args):
+        return builder.call(builder.module.declare_intrinsic("llvm.bswap", [ir.IntType(64)]), args)
+
+    return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def _trailing_zeros(typingctx, value):
+    """LLVM's cttz (tzcnt) of a non-zero word."""
+
+    def codegen(context, builder, signature, args):
+        count = builder.module.declare_intrinsic("llvm.cttz", [ir.IntType(64), ir.IntType(1)])
+        return builder.call(count, [args[0], ir.Constant(ir.IntType(1), 1)])
+
+    return types.uint64(types.uint64), codegen
+
+
+@nb.njit(inline="always")
+def _nonzero_byte_bits(word):
+    # bit j set where byte j of the (little-endian) word is not zero
+    flags = word | (word >> np.uint64(4))
+    flags |= flags >> np.uint64(2)
+    flags |= flags >> np.uint64(1)
+    flags &= np.uint64(0x0101010101010101)
+    return (flags * np.uint64(0x0102040810204080)) >> np.uint64(56)
+
+
+@nb.njit(inline="always")
+def _big_endian_at(words, position):
+    """The 8 bytes from byte ``position`` of ``words`` on, the first one most significant."""
+    index = position >> np.uint64(3)
+    shift = (position & np.uint64(7)) << np.uint64(3)
+    # the next word comes in by two shifts, since a shift by 64 is undefined
+    low_first = (words[index] >> shift) | ((words[index + np.uint64(1)] << np.uint64(1)) << (np.uint64(63) - shift))
+    return _byte_swap(low_first)
+
+
+@nb.njit(cache=True)
+def _token_hashes(data, start, end, out, lowered, bounds):
+    """Hash each token of data[start:end] into ``out``; returns the token count. ``lowered``
+    (bytes) and ``bounds`` (2 x tokens) are scratch; ``lowered`` holds ``end - start + 128``.
+
+    A token's hash packs its bytes eight at a time, first byte most significant, so that one
+    multiply runs per eight bytes. Three branch-light passes: bytes to their classes, token
+    starts and ends from a bit per byte (64 bytes per word), then the hashes from 8-byte loads.
+    A loop over bytes that hashed as it went mispredicted a branch at every token end: 0.52 s
+    -> 0.41 s per 100k documents on one core, same hashes.
     """
     classes = _BYTE_CLASSES
-    count = 0
-    value, word, length, free_slots = _TOKEN_SEED, np.uint64(0), np.uint64(0), 8
-    position, stop = np.uint64(start), np.uint64(end)
-    while position < stop:
-        byte = classes[data[position]]
+    length = np.uint64(end - start)
+    padded = (length + np.uint64(127)) // np.uint64(64) * np.uint64(64)
+    first_byte = np.uint64(start)
+    position = np.uint64(0)
+    while position < length:
+        lowered[position] = classes[data[first_byte + position]]
         position += np.uint64(1)
-        if byte != 0:
-            word = (word << np.uint64(8)) | np.uint64(byte)
-            length += np.uint64(1)
-            free_slots -= 1
-            if free_slots == 0:
-                value = (value ^ word) * np.uint64(0xFF51AFD7ED558CCD)
-                word, free_slots = np.uint64(0), 8
-        elif length != 0:
-            out[count] = _mix64(value ^ word ^ (length << np.uint64(56)))
+    while position < padded:
+        lowered[position] = 0
+        position += np.uint64(1)
+    words = lowered[:padded].view(np.uint64)
+    starts, ends = bounds[0], bounds[1]
+    count = 0
+    end_count = 0
+    carry = np.uint64(0)
+    for block in range((length + np.uint64(63)) // np.uint64(64)):
+        inside = np.uint64(0)
+        for word in range(8):
+            inside |= _nonzero_byte_bits(words[np.uint64(block) * np.uint64(8) + np.uint64(word)]) << np.uint64(8 * word)
+        before = (inside << np.uint64(1)) | carry
+        carry = inside >> np.uint64(63)
+        begins, finishes = inside & ~before, ~inside & before
+        offset = np.uint64(block) * np.uint64(64)
+        while begins != 0:
+            starts[count] = offset + _trailing_zeros(begins)
             count += 1
-            value, word, length, free_slots = _TOKEN_SEED, np.uint64(0), np.uint64(0), 8
-    if length != 0:
-        out[count] = _mix64(value ^ word ^ (length << np.uint64(56)))
-        count += 1
+            begins &= begins - np.uint64(1)
+        while finishes != 0:
+            ends[end_count] = offset + _trailing_zeros(finishes)
+            end_count += 1
+            finishes &= finishes - np.uint64(1)
+    if carry != 0:  # a token ran to the end of the last full block
+        ends[end_count] = (length + np.uint64(63)) // np.uint64(64) * np.uint64(64)
+    multiplier = np.uint64(0xFF51AFD7ED558CCD)
+    for token in range(count):
+        token_start = starts[token]
+        token_length = ends[token] - token_start
+        full_words = token_length >> np.uint64(3)
+        # branch-free for the common token of at most 8 bytes
+        first = (_TOKEN_SEED ^ _big_endian_at(words, token_start)) * multiplier
+        value = first if full_words != 0 else _TOKEN_SEED
+        for word in range(1, full_words):
+            value = (value ^ _big_endian_at(words, token_start + (np.uint64(word) << np.uint64(3)))) * multiplier
+        rest = _big_endian_at(words, token_start + (full_words << np.uint64(3)))
+        # the remaining 0-7 bytes, right-aligned (two shifts: 0 bytes must give 0)
+        rest = (rest >> np.uint64(1)) >> (np.uint64(63) - ((token_length & np.uint64(7)) << np.uint64(3)))
+        out[token] = _mix64(value ^ rest ^ (token_length << np.uint64(56)))
     return count
 
 
@@ -180,19 +267,22 @@ def _map_code_points(data, start, end, map_offsets, map_bytes, out):
 
 
 @nb.njit(cache=True)
-def _document_tokens(text, doc, tokens, mapped):
-    """Token hashes of document ``doc`` of ``text`` (a KernelText) into ``tokens``; the count."""
+def _document_tokens(text, doc, scratch):
+    """Token hashes of document ``doc`` of ``text`` (a KernelText) into ``scratch.tokens``; the
+    count."""
     start, end = text.offsets[doc], text.offsets[doc + 1]
     if text.prenormalized[doc] or _is_ascii(text.data, start, end):
-        return _token_hashes(text.data, start, end, tokens)
-    length = _map_code_points(text.data, start, end, text.map_offsets, text.map_bytes, mapped)
-    return _token_hashes(mapped, 0, length, tokens)
+        return _token_hashes(text.data, start, end, scratch.tokens, scratch.lowered, scratch.bounds)
+    length = _map_code_points(text.data, start, end, text.map_offsets, text.map_bytes, scratch.mapped)
+    return _token_hashes(scratch.mapped, 0, length, scratch.tokens, scratch.lowered, scratch.bounds)
 
 
 @nb.njit(cache=True)
-def _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped):
-    """Distinct shingle hashes of one document into ``shingles``; (tokens, distinct shingles)."""
-    token_count = _document_tokens(text, doc, tokens, mapped)
+def _document_shingles(text, doc, shingle_size, scratch):
+    """Distinct shingle hashes of one document into ``scratch.shingles``; (tokens, distinct
+    shingles)."""
+    tokens, shingles = scratch.tokens, scratch.shingles
+    token_count = _document_tokens(text, doc, scratch)
     if token_count == 0:
         return 0, 0
     # a document shorter than shingle_size is one shingle of all its tokens
@@ -205,13 +295,12 @@ def _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped)
     for offset in range(size):
         for first in range(positions):
             shingles[first] = _mix64(shingles[first] ^ tokens[first + offset])
-    return token_count, _distinct(shingles, positions, table)
+    return token_count, _distinct(shingles, positions, scratch.table)
 
 
 @nb.njit(cache=True)
 def _scratch(text, first, last):
-    """Per-thread buffers for documents first..last: token and shingle hashes, the distinct
-    table and the code-point-mapped bytes."""
+    """Per-thread buffers for documents first..last."""
     longest = 1
     for doc in range(first, last):
         longest = max(longest, text.offsets[doc + 1] - text.offsets[doc])
@@ -219,11 +308,13 @@ def _scratch(text, first, last):
     # (the table checks this), though it can lengthen the bytes by ``expansion``
     capacity = longest // 2 + 1
     mapped_capacity = longest * text.expansion
-    return (
+    return Scratch(
         np.empty(capacity, dtype=np.uint64),
         np.empty(capacity, dtype=np.uint64),
         np.empty(_table_size(capacity), dtype=np.uint64),
         np.empty(mapped_capacity, dtype=np.uint8),
+        np.empty(mapped_capacity + 128, dtype=np.uint8),
+        np.empty((2, capacity), dtype=np.uint64),
     )
 
 
@@ -246,18 +337,18 @@ def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_cou
     bands = np.zeros((documents, k // rows_per_band), dtype=np.uint64)
     bounds = _blocks(documents, block_count)
     for block in nb.prange(block_count):
-        tokens, shingles, table, mapped = _scratch(text, bounds[block], bounds[block + 1])
+        scratch = _scratch(text, bounds[block], bounds[block + 1])
         for doc in range(bounds[block], bounds[block + 1]):
-            token_count, distinct = _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped)
+            token_count, distinct = _document_shingles(text, doc, shingle_size, scratch)
             token_counts[doc] = token_count
             shingle_counts[doc] = distinct
             # a polynomial over the token hashes: one multiply per token in the dependency
             # chain instead of a full mix, then one mix
             sequence = np.uint64(token_count)
             for index in range(token_count):
-                sequence = sequence * np.uint64(0x9E3779B97F4A7C15) + tokens[index]
+                sequence = sequence * np.uint64(0x9E3779B97F4A7C15) + scratch.tokens[index]
             content[doc] = _mix64(sequence)
-            _fast_similarity_sketch(shingles, distinct, round_seeds, signatures[doc])
+            _fast_similarity_sketch(scratch.shingles, distinct, round_seeds, signatures[doc])
             _band_hashes(signatures[doc], rows_per_band, bands[doc])
     return token_counts, shingle_counts, content, signatures, bands
 
@@ -295,13 +386,13 @@ def shingle_sets_kernel(text, shingle_size, row_offsets, values, block_count):
     mismatches = np.zeros(block_count, dtype=np.int64)
     bounds = _blocks(documents, block_count)
     for block in nb.prange(block_count):
-        tokens, shingles, table, mapped = _scratch(text, bounds[block], bounds[block + 1])
+        scratch = _scratch(text, bounds[block], bounds[block + 1])
         for doc in range(bounds[block], bounds[block + 1]):
-            distinct = _document_shingles(text, doc, shingle_size, tokens, shingles, table, mapped)[1]
+            distinct = _document_shingles(text, doc, shingle_size, scratch)[1]
             if distinct != row_offsets[doc + 1] - row_offsets[doc]:
                 mismatches[block] += 1
                 continue
-            values[row_offsets[doc] : row_offsets[doc + 1]] = shingles[:distinct]
+            values[row_offsets[doc] : row_offsets[doc + 1]] = scratch.shingles[:distinct]
     return mismatches.sum() == 0
 
 

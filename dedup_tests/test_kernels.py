@@ -1,0 +1,69 @@
+"""The compiled tokenizer's token hashes against their definition, written plainly in Python."""
+
+import numpy as np
+import pytest
+
+from dedup_assets.core import kernels
+
+MASK = (1 << 64) - 1
+
+
+def _mix64(value: int) -> int:
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK
+    return value ^ (value >> 31)
+
+
+def _token_hash(token: bytes) -> int:
+    """Bytes packed eight at a time, first byte most significant; one multiply per full eight;
+    the remaining bytes and the length go into the final mix."""
+    value = int(kernels._TOKEN_SEED)
+    full = len(token) // 8 * 8
+    for start in range(0, full, 8):
+        value = ((value ^ int.from_bytes(token[start : start + 8], "big")) * 0xFF51AFD7ED558CCD) & MASK
+    rest = int.from_bytes(token[full:], "big") if full < len(token) else 0
+    return _mix64(value ^ rest ^ ((len(token) << 56) & MASK))
+
+
+def _kernel_token_hashes(text: bytes) -> list[int]:
+    data = np.frombuffer(text, dtype=np.uint8)
+    capacity = len(text) // 2 + 1
+    out = np.empty(capacity, dtype=np.uint64)
+    lowered = np.empty(len(text) + 128, dtype=np.uint8)
+    bounds = np.empty((2, capacity), dtype=np.uint64)
+    count = kernels._token_hashes(data, 0, len(text), out, lowered, bounds)
+    return out[:count].tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_token_hashes_match_their_definition_across_block_boundaries(seed):
+    rng = np.random.default_rng(seed)
+    letters = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    separators = b" .,-_!\n\t"
+    for _ in range(300):
+        pieces = []
+        for _ in range(rng.integers(0, 30)):
+            # lengths around the 8-byte packing and past one 64-byte block
+            length = int(rng.choice([1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, int(rng.integers(1, 140))]))
+            pieces.append(bytes(rng.choice(list(letters), length).tolist()))
+            pieces.append(bytes(rng.choice(list(separators), int(rng.integers(1, 4))).tolist()))
+        if pieces and rng.random() < 0.5:
+            pieces.pop()  # end inside a token
+        text = b"".join(pieces)
+        expected = [
+            _token_hash(token)
+            for token in bytes(c if chr(c).isalnum() else 32 for c in text.lower()).split()
+        ]
+        assert _kernel_token_hashes(text) == expected, text
+
+
+def test_a_token_filling_whole_blocks_to_the_end():
+    for length in (8, 64, 128, 192):
+        text = b"x" * length
+        assert _kernel_token_hashes(text) == [_token_hash(text)]
+        assert _kernel_token_hashes(b" " + text[1:]) == [_token_hash(text[1:])]
+
+
+def test_no_tokens():
+    assert _kernel_token_hashes(b"") == []
+    assert _kernel_token_hashes(b" ,.-\n" * 30) == []
