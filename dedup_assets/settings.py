@@ -9,7 +9,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from .core.fingerprint import SketchParams
-from .core.inputs import InputPolicy
+from .core.inputs import DEFAULT_BATCH_SIZE, InputPolicy
 from .core.verify import Thresholds
 
 DEFAULT_INPUT = "data/documents.csv"
@@ -66,7 +66,7 @@ class DedupSettings(ConfigurableResource):
         description="Refuse a verification whose estimated shingle sets exceed this many MB.",
     )
     batch_size: int = Field(
-        default=20_000, description="Documents per streamed batch (memory follows this)."
+        default=DEFAULT_BATCH_SIZE, description="Documents per streamed batch (memory follows this)."
     )
     max_body_bytes: int = Field(
         default=10_000_000, description="Reject a document whose body has more UTF-8 bytes."

@@ -30,6 +30,11 @@ TEXT_COLUMNS = ["doc_id", "source", "domain", "title", "body"]
 SUPPORTED_NAMES = ".csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz"
 _EXAMPLES_SHOWN = 5
 
+# Rows per streamed batch. At web-page sizes a batch's text then stays under glibc's largest mmap
+# threshold (32 MB), so a freed batch's memory is reused by the next one instead of being mapped
+# and faulted in again. Fingerprinting 1M documents took 14.0 s at 20,000 rows, 11.9 s at 4,096.
+DEFAULT_BATCH_SIZE = 4_096
+
 
 class InputError(ValueError):
     """The input cannot be used as it is; the message says where and what to fix."""
@@ -294,7 +299,7 @@ def _parse_iso8601(text: pa.Array) -> pa.Array:
 
 
 def document_batches(
-    source: Path, stats: InputStats, batch_size: int = 20_000, policy: InputPolicy | None = None
+    source: Path, stats: InputStats, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None
 ) -> Iterator[pa.RecordBatch]:
     """Validated batches of every input file: ``doc_id, source, domain, crawled_at, title,
     body``, the extra columns of all files, ``source_file`` and ``input_row`` (the data row, line
@@ -449,7 +454,7 @@ def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]]) -> str
     return f"{path}: row {row}: column doc_id repeats '{doc_id}' ({detail}). Give each document a unique doc_id."
 
 
-def read_documents(path: Path, batch_size: int = 20_000, policy: InputPolicy | None = None) -> pa.Table:
+def read_documents(path: Path, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None) -> pa.Table:
     """The whole validated input as one Arrow table (for small inputs and tests)."""
     stats = InputStats()
     batches = list(document_batches(path, stats, batch_size, policy))

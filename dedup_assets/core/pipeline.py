@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .fingerprint import SketchParams, lsh_probability
-from .inputs import InputPolicy, describe_input
+from .inputs import DEFAULT_BATCH_SIZE, InputPolicy, describe_input
 from .release import library_versions, write_release
 from .stages import (
     Tables,
@@ -44,7 +44,7 @@ def run_library(
     signature_overlap_threshold: float = 0.7,
     max_pair_slots: int = 1_000_000,
     memory_budget_mb: int = 3072,
-    batch_size: int = 20_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_body_bytes: int = 10_000_000,
     fail_on_reject: bool = False,
     duckdb_memory: str = "2GB",

@@ -144,8 +144,9 @@ def fingerprint_stream(
     """Fingerprints, one Arrow batch per ``batch_size`` documents read from ``documents``.
     Owns ``connection`` and closes it when the stream ends.
 
-    The next batch is read and fingerprinted while the caller stores the previous one: 14.0 s
-    -> 12.6 s per 1M documents written to DuckDB."""
+    Three threads: one reads batches from DuckDB, one fingerprints them, and the caller stores
+    the previous one. Overlapping the store: 14.0 s -> 12.6 s per 1M documents; reading ahead as
+    well: 12.4 and 11.9 s -> 11.9 and 11.2 s (two runs each)."""
     try:
         total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
         progress = ThroughputLog(log, "fingerprinted", total)
@@ -153,7 +154,7 @@ def fingerprint_stream(
             batch_size
         )
         for fingerprints in prefetched(
-            fingerprint_batch(batch.column(0), batch.column(1), params) for batch in reader
+            fingerprint_batch(batch.column(0), batch.column(1), params) for batch in prefetched(reader)
         ):
             yield fingerprints
             progress.advance(fingerprints.num_rows)
