@@ -182,6 +182,11 @@ def test_strict_mode_fails_the_run_with_the_row(runner, tmp_path):
     with pytest.raises(Failure) as raised:
         runner.run(path, fail_on_reject=True)
     assert f"{path}: row 2: column doc_id repeats 'a' (doc_id first seen at row 1). Give each document a unique doc_id." in raised.value.description
+    # The run held the database open; a failed run lets it go too, so a connection with another
+    # configuration (refused while the file is open in this process) works. Nothing half-written.
+    with duckdb.connect(str(runner.database), read_only=True) as connection:
+        tables = "select count(*) from information_schema.tables where table_name = 'documents'"
+        assert connection.execute(tables).fetchall() == [(0,)]
 
 
 def test_same_input_gives_byte_identical_release_files(tmp_path):
