@@ -60,6 +60,7 @@ class Scratch(NamedTuple):
     mapped: np.ndarray  # a non-ASCII document's bytes after the code-point table
     lowered: np.ndarray  # the tokenizer's byte classes, zero-padded to whole 64-byte blocks
     bounds: np.ndarray  # the tokenizer's token starts and ends (2 x tokens)
+    round_hashes: np.ndarray  # one sketch round's hash of each shingle
 
 
 @intrinsic
@@ -194,9 +195,10 @@ def _distinct(values, count, table):
 
 
 @nb.njit(cache=True)
-def _fast_similarity_sketch(shingles, count, round_seeds, out):
+def _fast_similarity_sketch(shingles, count, round_seeds, out, hashed):
     """Fill ``out`` (k bins) from shingles[:count]; rounds 0..k-1 scatter every shingle to a
-    random bin, rounds k..2k-1 send every shingle to bin ``round - k`` only while it is empty."""
+    random bin, rounds k..2k-1 send every shingle to bin ``round - k`` only while it is empty.
+    ``hashed`` is scratch for one round's hashes."""
     k = out.shape[0]
     out[:] = _EMPTY
     if count == 0:
@@ -208,13 +210,16 @@ def _fast_similarity_sketch(shingles, count, round_seeds, out):
             continue
         seed = round_seeds[round_index]
         prefix = np.uint64(round_index) << np.uint64(_ROUND_SHIFT)
+        # a round's hashes first, in a loop without the scatter, so that it vectorizes: 0.045 s
+        # -> 0.025 s per 20k sketches of 128 bins
         for index in range(count):
-            hashed = _mix64(shingles[index] ^ seed)
+            hashed[index] = _mix64(shingles[index] ^ seed)
+        for index in range(count):
             if round_index < k:
-                target = np.int64((hashed >> np.uint64(32)) * np.uint64(k) >> np.uint64(32))
+                target = np.int64((hashed[index] >> np.uint64(32)) * np.uint64(k) >> np.uint64(32))
             else:
                 target = round_index - k
-            value = prefix | (hashed >> np.uint64(64 - _ROUND_SHIFT))
+            value = prefix | (hashed[index] >> np.uint64(64 - _ROUND_SHIFT))
             # branch-free: whether a bin improves is a coin toss the CPU cannot predict
             current = out[target]
             filled += current == _EMPTY
@@ -315,6 +320,7 @@ def _scratch(text, first, last):
         np.empty(mapped_capacity, dtype=np.uint8),
         np.empty(mapped_capacity + 128, dtype=np.uint8),
         np.empty((2, capacity), dtype=np.uint64),
+        np.empty(capacity, dtype=np.uint64),
     )
 
 
@@ -348,7 +354,7 @@ def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_cou
             for index in range(token_count):
                 sequence = sequence * np.uint64(0x9E3779B97F4A7C15) + scratch.tokens[index]
             content[doc] = _mix64(sequence)
-            _fast_similarity_sketch(scratch.shingles, distinct, round_seeds, signatures[doc])
+            _fast_similarity_sketch(scratch.shingles, distinct, round_seeds, signatures[doc], scratch.round_hashes)
             _band_hashes(signatures[doc], rows_per_band, bands[doc])
     return token_counts, shingle_counts, content, signatures, bands
 
