@@ -67,3 +67,13 @@ def test_a_token_filling_whole_blocks_to_the_end():
 def test_no_tokens():
     assert _kernel_token_hashes(b"") == []
     assert _kernel_token_hashes(b" ,.-\n" * 30) == []
+
+
+def test_byte_classes_of_every_byte():
+    for byte in range(256):
+        character = chr(byte)
+        if character.isascii() and character.isalnum():
+            expected = ord(character.lower())
+        else:
+            expected = byte if byte >= 128 else 0
+        assert kernels._byte_class(np.uint8(byte)) == expected, byte

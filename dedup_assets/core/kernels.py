@@ -35,19 +35,18 @@ def _mix64(value):
     return value ^ (value >> np.uint64(31))
 
 
-def _byte_classes() -> np.ndarray:
-    # 0 separates tokens; otherwise the byte as it appears in a token (ASCII letters lowercased).
-    # Every byte of a multi-byte UTF-8 character belongs to a token.
-    classes = np.zeros(256, dtype=np.uint8)
-    for byte in range(256):
-        if chr(byte).isascii() and chr(byte).isalnum():
-            classes[byte] = ord(chr(byte).lower())
-        elif byte >= 128:
-            classes[byte] = byte
-    return classes
+@nb.njit(inline="always")
+def _byte_class(byte):
+    """0 for a byte that separates tokens, otherwise the byte as it appears in a token: ASCII
+    letters lowercased, digits as they are, and every byte of a multi-byte UTF-8 character.
+    Arithmetic rather than a table lookup, so that a loop over bytes vectorizes."""
+    letter = byte | np.uint8(0x20)
+    is_letter = np.uint8(letter - np.uint8(ord("a"))) < np.uint8(26)
+    is_digit = np.uint8(byte - np.uint8(ord("0"))) < np.uint8(10)
+    kept = byte if is_digit | (byte >= np.uint8(128)) else np.uint8(0)
+    return letter if is_letter else kept
 
 
-_BYTE_CLASSES = _byte_classes()
 _TOKEN_SEED = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -113,15 +112,15 @@ def _token_hashes(data, start, end, out, lowered, bounds):
     multiply runs per eight bytes. Three branch-light passes: bytes to their classes, token
     starts and ends from a bit per byte (64 bytes per word), then the hashes from 8-byte loads.
     A loop over bytes that hashed as it went mispredicted a branch at every token end: 0.52 s
-    -> 0.41 s per 100k documents on one core, same hashes.
+    -> 0.41 s per 100k documents on one core, same hashes. Byte classes by arithmetic instead of
+    a table: fingerprinting 0.58 s -> 0.55 s per 100k documents.
     """
-    classes = _BYTE_CLASSES
     length = np.uint64(end - start)
     padded = (length + np.uint64(127)) // np.uint64(64) * np.uint64(64)
     first_byte = np.uint64(start)
     position = np.uint64(0)
     while position < length:
-        lowered[position] = classes[data[first_byte + position]]
+        lowered[position] = _byte_class(data[first_byte + position])
         position += np.uint64(1)
     while position < padded:
         lowered[position] = 0
