@@ -1,10 +1,9 @@
 import pyarrow as pa
 from dagster import MetadataValue, asset
 
-from ..core.pipeline import candidate_summary
-from ..core.release import library_versions, write_release
+from ..core.pipeline import release_summary
+from ..core.release import write_release
 from ..core.stages import bucket_pressure
-from ..core.summary import reason_counts, rejected_by_reason, run_counts
 from ..core.tables import TableBuild
 from ..io_manager import TableRef
 from ..settings import DedupSettings
@@ -43,23 +42,21 @@ def manifest(
     lineage = lineage_for("manifest", dedup, **upstreams)
     tables = tables_of(documents)
 
-    def summarize(connection) -> tuple[dict, dict]:
-        pressure = bucket_pressure(connection, tables)
-        counts = run_counts(connection, tables, pressure.pair_slots)
-        return candidate_summary(counts, pressure, dedup.sketch_params(), dedup.thresholds()), {
-            "product": "dedup-assets",
-            "settings": dedup.algorithm_settings(),
-            "input": {
+    def summarize(cursor) -> tuple[dict, dict]:
+        return release_summary(
+            cursor,
+            tables,
+            bucket_pressure(cursor, tables),
+            dedup.sketch_params(),
+            dedup.thresholds(),
+            dedup.algorithm_settings(),
+            lambda counts: {
                 "path": lineage["input_path"],
                 "rows": counts["input_record_rows"],
                 "byte_size": lineage["input_byte_size"],
                 "sha256": lineage["input_sha256"],
             },
-            "versions": library_versions(),
-            "counts": counts,
-            "pair_reasons": reason_counts(connection, tables.scored_pairs),
-            "rejected_by_reason": rejected_by_reason(connection, tables.rejected_documents),
-        }
+        )
 
     with documents.connect() as connection:
         written = write_release(connection, tables, dedup.output_folder(), summarize)

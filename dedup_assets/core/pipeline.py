@@ -10,10 +10,13 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
+
 from .fingerprint import SketchParams, lsh_probability
 from .inputs import DEFAULT_BATCH_SIZE, InputPolicy, describe_input
 from .release import library_versions, write_release
 from .stages import (
+    BucketPressure,
     Tables,
     build_band_memberships,
     build_candidate_pairs,
@@ -86,16 +89,15 @@ def run_library(
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
 
         def summarize(cursor) -> tuple[dict, dict]:
-            counts = run_counts(cursor, tables, pressure.pair_slots)
-            return candidate_summary(counts, pressure, params, thresholds), {
-                "product": "dedup-assets",
-                "settings": {**params.__dict__, **thresholds.__dict__},
-                "input": describe_input(Path(input_path)).__dict__,
-                "versions": library_versions(),
-                "counts": counts,
-                "pair_reasons": reason_counts(cursor, tables.scored_pairs),
-                "rejected_by_reason": rejected_by_reason(cursor, tables.rejected_documents),
-            }
+            return release_summary(
+                cursor,
+                tables,
+                pressure,
+                params,
+                thresholds,
+                {**params.__dict__, **thresholds.__dict__},
+                lambda counts: describe_input(Path(input_path)).__dict__,
+            )
 
         if output_dir is None:
             counts = run_counts(connection, tables, pressure.pair_slots)
@@ -108,6 +110,29 @@ def run_library(
         "candidates": counts["candidate_pair_rows"],
         "duplicates": counts["duplicate_pair_rows"],
         "counts": counts,
+    }
+
+
+def release_summary(
+    cursor: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    pressure: BucketPressure,
+    params: SketchParams,
+    thresholds: Thresholds,
+    settings: dict,
+    input_entry: Callable[[dict], dict],
+) -> tuple[dict, dict]:
+    """The candidate summary row and the manifest's entries besides its files, for the manifest
+    asset and :func:`run_library` alike. ``input_entry(counts)`` describes the input."""
+    counts = run_counts(cursor, tables, pressure.pair_slots)
+    return candidate_summary(counts, pressure, params, thresholds), {
+        "product": "dedup-assets",
+        "settings": settings,
+        "input": input_entry(counts),
+        "versions": library_versions(),
+        "counts": counts,
+        "pair_reasons": reason_counts(cursor, tables.scored_pairs),
+        "rejected_by_reason": rejected_by_reason(cursor, tables.rejected_documents),
     }
 
 
