@@ -8,11 +8,15 @@ import unicodedata
 _NON_WORD_RUN = re.compile(r"[^\w\s]+", flags=re.UNICODE)
 
 
+def fold_characters(value: str) -> str:
+    """The normalization's per-character steps: NFD, drop combining marks, lowercase."""
+    text = unicodedata.normalize("NFD", value)
+    return "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+
+
 def normalize_text(value: str | None) -> str:
     """NFD, drop combining marks, lowercase, punctuation and ``_`` to space, collapse whitespace."""
-    text = unicodedata.normalize("NFD", value or "")
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    text = text.lower()
+    text = fold_characters(value or "")
     text = _NON_WORD_RUN.sub(" ", text)
     text = text.replace("_", " ")
     return " ".join(text.split())

@@ -12,11 +12,12 @@ documents with capital sigma or characters beyond it go to the reference instead
 
 from __future__ import annotations
 
-import unicodedata
 from functools import cache
 from typing import NamedTuple
 
 import numpy as np
+
+from .text import fold_characters
 
 PLANE_SIZE = 0x10000
 CAPITAL_SIGMA = 0x03A3
@@ -31,9 +32,7 @@ class CodePointTable(NamedTuple):
 
 def normalize_code_point(code_point: int) -> str:
     """One character through the reference steps, separators as spaces."""
-    text = unicodedata.normalize("NFD", chr(code_point))
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
-    return "".join(ch if ch.isalnum() else " " for ch in text)
+    return "".join(ch if ch.isalnum() else " " for ch in fold_characters(chr(code_point)))
 
 
 # for a batch without a non-ASCII byte: the kernels never look code points up
