@@ -30,8 +30,8 @@ def _kernel_token_hashes(text: bytes) -> list[int]:
     capacity = len(text) // 2 + 1
     out = np.empty(capacity, dtype=np.uint64)
     lowered = np.empty(len(text) + 128, dtype=np.uint8)
-    bounds = np.empty((2, capacity), dtype=np.uint64)
-    count = kernels._token_hashes(data, 0, len(text), out, lowered, bounds)
+    token_bounds = np.empty((2, capacity), dtype=np.uint64)
+    count = kernels._token_hashes(data, 0, len(text), out, lowered, token_bounds)
     return out[:count].tolist()
 
 

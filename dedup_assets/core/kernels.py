@@ -58,7 +58,7 @@ class Scratch(NamedTuple):
     table: np.ndarray  # open addressing for the distinct shingles
     mapped: np.ndarray  # a non-ASCII document's bytes after the code-point table
     lowered: np.ndarray  # the tokenizer's byte classes, zero-padded to whole 64-byte blocks
-    bounds: np.ndarray  # the tokenizer's token starts and ends (2 x tokens)
+    token_bounds: np.ndarray  # the tokenizer's token starts and ends (2 x tokens)
     round_hashes: np.ndarray  # one sketch round's hash of each shingle
 
 
@@ -104,9 +104,9 @@ def _big_endian_at(words, position):
 
 
 @nb.njit(cache=True)
-def _token_hashes(data, start, end, out, lowered, bounds):
+def _token_hashes(data, start, end, out, lowered, token_bounds):
     """Hash each token of data[start:end] into ``out``; returns the token count. ``lowered``
-    (bytes) and ``bounds`` (2 x tokens) are scratch; ``lowered`` holds ``end - start + 128``.
+    (bytes) and ``token_bounds`` (2 x tokens) are scratch; ``lowered`` holds ``end - start + 128``.
 
     A token's hash packs its bytes eight at a time, first byte most significant, so that one
     multiply runs per eight bytes. Three branch-light passes: bytes to their classes, token
@@ -126,7 +126,7 @@ def _token_hashes(data, start, end, out, lowered, bounds):
         lowered[position] = 0
         position += np.uint64(1)
     words = lowered[:padded].view(np.uint64)
-    starts, ends = bounds[0], bounds[1]
+    starts, ends = token_bounds[0], token_bounds[1]
     count = 0
     end_count = 0
     carry = np.uint64(0)
@@ -146,8 +146,8 @@ def _token_hashes(data, start, end, out, lowered, bounds):
             ends[end_count] = offset + _trailing_zeros(finishes)
             end_count += 1
             finishes &= finishes - np.uint64(1)
-    if carry != 0:  # a token ran to the end of the last full block
-        ends[end_count] = (length + np.uint64(63)) // np.uint64(64) * np.uint64(64)
+    if carry != 0:  # a token ran to the end of the text, which filled its last block
+        ends[end_count] = length
     multiplier = np.uint64(0xFF51AFD7ED558CCD)
     for token in range(count):
         token_start = starts[token]
@@ -276,9 +276,9 @@ def _document_tokens(text, doc, scratch):
     count."""
     start, end = text.offsets[doc], text.offsets[doc + 1]
     if text.prenormalized[doc] or _is_ascii(text.data, start, end):
-        return _token_hashes(text.data, start, end, scratch.tokens, scratch.lowered, scratch.bounds)
+        return _token_hashes(text.data, start, end, scratch.tokens, scratch.lowered, scratch.token_bounds)
     length = _map_code_points(text.data, start, end, text.map_offsets, text.map_bytes, scratch.mapped)
-    return _token_hashes(scratch.mapped, 0, length, scratch.tokens, scratch.lowered, scratch.bounds)
+    return _token_hashes(scratch.mapped, 0, length, scratch.tokens, scratch.lowered, scratch.token_bounds)
 
 
 @nb.njit(cache=True)
