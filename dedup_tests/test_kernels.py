@@ -1,4 +1,4 @@
-"""The compiled tokenizer's token hashes against their definition, written plainly in Python."""
+"""The compiled kernels' hashes (tokens, token sequences) against plain-Python definitions."""
 
 import numpy as np
 import pytest
@@ -77,3 +77,14 @@ def test_byte_classes_of_every_byte():
         else:
             expected = byte if byte >= 128 else 0
         assert kernels._byte_class(np.uint8(byte)) == expected, byte
+
+
+def test_sequence_hash_is_the_plain_polynomial_for_every_length_mod_four():
+    # the kernel folds four tokens per step; the value must be the one-token-at-a-time polynomial
+    rng = np.random.default_rng(5)
+    for count in range(0, 14):
+        tokens = rng.integers(0, 1 << 63, size=count + 3, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        sequence = count
+        for token in tokens[:count].tolist():
+            sequence = (sequence * 0x9E3779B97F4A7C15 + token) & MASK
+        assert int(kernels._sequence_hash(tokens, count)) == _mix64(sequence), count
