@@ -216,16 +216,19 @@ def test_a_folder_of_files_runs_with_every_check_passing(runner, tmp_path):
     assert sorted(kept.index) == ["a1", "a2", "b2"] and kept.loc["a2", "cluster_size"] == 2
 
 
-def test_release_parquet_leaves_hash_columns_uncompressed(runner):
+def test_release_parquet_leaves_hash_columns_uncompressed_and_without_statistics(runner):
     import pyarrow.parquet as pq
 
     runner.run(FIXTURE)
     metadata = pq.ParquetFile(runner.output_dir / "fingerprinted.parquet").metadata.row_group(0)
-    codecs = {
-        metadata.column(index).path_in_schema.split(".")[0]: metadata.column(index).compression
+    columns = {
+        metadata.column(index).path_in_schema.split(".")[0]: metadata.column(index)
         for index in range(metadata.num_columns)
     }
-    assert codecs["doc_id"] == "SNAPPY"
-    assert {codecs[name] for name in ("content_hash", "signature", "lsh_bands")} == {"UNCOMPRESSED"}
+    hashes = ("content_hash", "signature", "lsh_bands")
+    assert columns["doc_id"].compression == "SNAPPY" and columns["doc_id"].is_stats_set
+    assert columns["token_count"].statistics.min > 0
+    assert {columns[name].compression for name in hashes} == {"UNCOMPRESSED"}
+    assert not any(columns[name].is_stats_set for name in hashes)
     deduped = pq.ParquetFile(runner.output_dir / "deduped_documents.parquet").metadata.row_group(0)
     assert {deduped.column(index).compression for index in range(deduped.num_columns)} == {"SNAPPY"}

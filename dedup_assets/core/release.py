@@ -52,16 +52,17 @@ def release_queries(tables: Tables) -> dict[str, str]:
     }
 
 
-def column_compression(schema: pa.Schema) -> dict[str, str]:
-    """Snappy, except for 64-bit hash columns (and lists of them), which are random bits that
-    no codec shrinks: compressing them cost 3 s per 1M 128-value signatures for 0.7% of size."""
+def hash_columns(schema: pa.Schema) -> set[str]:
+    """The 64-bit hash columns (and lists of them): random bits, which no codec shrinks
+    (compressing them cost 3 s per 1M 128-value signatures for 0.7% of size) and whose min/max
+    statistics prune nothing (computing them cost 0.45 s per 1M signatures)."""
 
     def is_hash(kind: pa.DataType) -> bool:
         while pa.types.is_list(kind) or pa.types.is_fixed_size_list(kind):
             kind = kind.value_type
         return pa.types.is_uint64(kind)
 
-    return {field.name: "none" if is_hash(field.type) else "snappy" for field in schema}
+    return {field.name for field in schema if is_hash(field.type)}
 
 
 def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path) -> int:
@@ -72,8 +73,14 @@ def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path) -> int:
     """
     reader = relation.to_arrow_reader(PARQUET_BATCH_ROWS)
     rows = 0
-    compression = column_compression(reader.schema)
-    with pq.ParquetWriter(path, reader.schema, compression=compression, use_dictionary=False) as writer:
+    hashes = hash_columns(reader.schema)
+    with pq.ParquetWriter(
+        path,
+        reader.schema,
+        compression={name: "none" if name in hashes else "snappy" for name in reader.schema.names},
+        write_statistics=[name for name in reader.schema.names if name not in hashes],
+        use_dictionary=False,
+    ) as writer:
         for batch in reader:
             writer.write_batch(batch)
             rows += batch.num_rows
