@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import duckdb
@@ -199,6 +200,9 @@ def test_same_input_gives_byte_identical_release_files(tmp_path):
     assert len(files) == 9
     for name in files:
         assert (first.output_dir / name).read_bytes() == (second.output_dir / name).read_bytes(), name
+    for output in first.manifest()["outputs"]:
+        content = (first.output_dir / output["file"]).read_bytes()
+        assert hashlib.sha256(content).hexdigest() == output["sha256"], output["file"]
     for table in ("documents", "fingerprinted", "scored_pairs", "clusters", "deduped_documents"):
         assert first.table(table).equals(second.table(table)), table
 

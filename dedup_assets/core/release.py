@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
@@ -13,9 +16,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .inputs import file_sha256
-from .stages import Tables, sql
+from .stages import Tables, prefetched, sql
 
-PARQUET_BATCH_ROWS = 50_000
+# DuckDB hands over small batches, whose memory is reused from batch to batch; fresh memory
+# for 50,000-row batches cost 1-2 s of page faults per 1M bodies. Batches are gathered without a
+# copy into row groups of about ROW_GROUP_ROWS rows.
+READ_BATCH_ROWS = 4_096
+ROW_GROUP_ROWS = 49_152
 SUMMARY_FILE = "candidate_summary.csv"
 LARGE_FILES = ("deduped_documents.parquet", "fingerprinted.parquet")
 LIBRARIES = (
@@ -70,8 +77,9 @@ def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path) -> int:
 
     Written by Arrow without dictionary pages: for unique text such as bodies, DuckDB's writer
     spent half its time building dictionaries it then discarded (16 s against 8 s per 1M bodies).
+    A worker thread reads the next row group while this one is encoded.
     """
-    reader = relation.to_arrow_reader(PARQUET_BATCH_ROWS)
+    reader = relation.to_arrow_reader(READ_BATCH_ROWS)
     rows = 0
     hashes = hash_columns(reader.schema)
     with pq.ParquetWriter(
@@ -81,10 +89,24 @@ def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path) -> int:
         write_statistics=[name for name in reader.schema.names if name not in hashes],
         use_dictionary=False,
     ) as writer:
-        for batch in reader:
-            writer.write_batch(batch)
-            rows += batch.num_rows
+        for row_group in prefetched(_row_groups(reader)):
+            writer.write_table(row_group, row_group_size=row_group.num_rows)
+            rows += row_group.num_rows
     return rows
+
+
+def _row_groups(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
+    """Tables of about ``ROW_GROUP_ROWS`` rows, each with the batches as chunks, not copied."""
+    group: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in reader:
+        group.append(batch)
+        rows += batch.num_rows
+        if rows >= ROW_GROUP_ROWS:
+            yield pa.Table.from_batches(group)
+            group, rows = [], 0
+    if group:
+        yield pa.Table.from_batches(group)
 
 
 def write_release(
@@ -134,8 +156,41 @@ def _write_file(
             cursor.register(name, table)
         relation = cursor.sql(query)
         if path.suffix == ".parquet":
-            rows = write_parquet(relation, path)
+            rows, sha256 = _written_and_hashed(path, lambda: write_parquet(relation, path))
         else:
             relation.write_csv(str(path))
             rows = cursor.sql(f"select count(*) from ({query})").fetchall()[0][0]
-    return {"rows": int(rows), "sha256": file_sha256(path)}
+            sha256 = file_sha256(path)
+    return {"rows": int(rows), "sha256": sha256}
+
+
+def _written_and_hashed(path: Path, write: Callable[[], int]) -> tuple[int, str]:
+    """``write()``, which writes ``path`` front to back, and the file's sha256, hashed in a second
+    thread as the bytes land: hashing 1M deduped documents after writing them added 1.2 s."""
+    path.write_bytes(b"")
+    written = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        digest = hasher.submit(_follow_sha256, path, written)
+        try:
+            result = write()
+        finally:
+            written.set()
+        return result, digest.result()
+
+
+def _follow_sha256(path: Path, written: threading.Event) -> str:
+    """sha256 of ``path`` while it grows; done once ``written`` was set before a read that found
+    nothing more."""
+    digest = hashlib.sha256()
+    buffer = bytearray(1 << 20)
+    view = memoryview(buffer)
+    with path.open("rb") as handle:
+        while True:
+            finished = written.is_set()
+            size = handle.readinto(buffer)
+            if size:
+                digest.update(view[:size])
+            elif finished:
+                return digest.hexdigest()
+            else:
+                time.sleep(0.01)
