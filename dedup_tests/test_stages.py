@@ -15,7 +15,7 @@ from dedup_assets.core.stages import (
     ensure_within_budget,
     MemoryBudgetExceeded,
 )
-from dedup_assets.core.tables import TableBuild, write_table
+from dedup_assets.core.tables import TableBuild, connect, write_table
 from dedup_assets.core.verify import Thresholds
 
 TABLES = Tables.in_schema("main")
@@ -176,3 +176,18 @@ def test_verification_refuses_bodies_changed_since_fingerprinting(connection):
     )
     with pytest.raises(ValueError, match="re-materialize fingerprinted"):
         build_scored_pairs(connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 100)
+
+
+def _size_bytes(size: str) -> float:
+    number, unit = size.split()
+    return float(number) * {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[unit]
+
+
+@pytest.mark.parametrize("memory_limit", ["512MB", "25%"])
+def test_connections_keep_block_memory_up_to_their_limit(tmp_path, memory_limit):
+    with connect(str(tmp_path / "limits.duckdb"), memory_limit) as connection:
+        limit, kept = connection.execute(
+            "select current_setting('memory_limit'), current_setting('block_allocator_memory')"
+        ).fetchall()[0]
+    # DuckDB prints both rounded to one decimal, so "the same" is within a tenth
+    assert 0.9 * _size_bytes(limit) <= _size_bytes(kept) <= _size_bytes(limit)

@@ -22,8 +22,14 @@ def connect(database: str, memory_limit: str = "2GB", **config) -> duckdb.DuckDB
     half the size. Bit-packing and RLE are off too: the bulk of the numbers are 64-bit hashes,
     which they cannot shrink, and trying cost 1.7 s per 1M 128-value signatures (4.3 s against
     2.6 s). (DuckDB ignores this setting in the connect config, hence the SET.)
+
+    DuckDB keeps the block memory it has used, up to ``memory_limit``, instead of returning it to
+    the operating system and faulting fresh pages in again: 1M documents through the whole graph
+    took 42.2 and 43.0 s against 46.1 and 44.4 s without (documents and fingerprinted gain most).
     """
     connection = duckdb.connect(database, config={"memory_limit": memory_limit, **config})
+    # the limit as DuckDB resolved it: a percentage means something else to block_allocator_memory
+    connection.execute("set block_allocator_memory = current_setting('memory_limit')")
     connection.execute("set disabled_compression_methods = 'fsst,dictionary,dict_fsst,bitpacking,rle'")
     connection.execute("set enable_progress_bar = false")
     return connection
