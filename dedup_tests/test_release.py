@@ -1,32 +1,42 @@
 """Release-file helpers, directly."""
 
 import hashlib
-import time
+import threading
+from pathlib import Path
 
 import pytest
 
-from dedup_assets.core.release import _written_and_hashed
+from dedup_assets.core.release import _BackgroundFile
 
 
-def test_the_hash_follows_a_file_written_in_slow_pieces(tmp_path):
-    path = tmp_path / "growing.bin"
-    pieces = [bytes([index]) * (300_000 + index) for index in range(5)]
-
-    def write() -> int:
-        with path.open("wb") as handle:
-            for piece in pieces:
-                handle.write(piece)
-                handle.flush()
-                time.sleep(0.03)  # the hasher catches up and must wait for more
-        return len(pieces)
-
-    assert _written_and_hashed(path, write) == (5, hashlib.sha256(b"".join(pieces)).hexdigest())
+def test_background_file_writes_every_piece_in_order_and_hashes_them(tmp_path):
+    path = tmp_path / "pieces.bin"
+    pieces = [bytes([index]) * (70_000 + index) for index in range(100)]  # more than its queue holds
+    sink = _BackgroundFile(path)
+    for piece in pieces:
+        assert sink.write(piece) == len(piece)
+    assert sink.tell() == sum(map(len, pieces))
+    expected = b"".join(pieces)
+    assert sink.finish() == hashlib.sha256(expected).hexdigest()
+    assert path.read_bytes() == expected
 
 
-def test_a_failed_write_stops_the_hasher_and_raises(tmp_path):
-    def write() -> int:
-        (tmp_path / "broken.bin").write_bytes(b"partial")
-        raise OSError("disk full")
+def test_a_failing_disk_reaches_the_writer_instead_of_blocking_it():
+    sink = _BackgroundFile(Path("/dev/full"))  # every write fails: no space left on device
+    raised: list[BaseException] = []
 
-    with pytest.raises(OSError, match="disk full"):
-        _written_and_hashed(tmp_path / "broken.bin", write)
+    def write_a_lot() -> None:
+        try:
+            try:
+                for _ in range(1_000):  # far more than the queue holds
+                    sink.write(b"x" * 100_000)
+            finally:
+                sink.finish()
+        except OSError as error:
+            raised.append(error)
+
+    writer = threading.Thread(target=write_a_lot, daemon=True)
+    writer.start()
+    writer.join(timeout=30)
+    assert not writer.is_alive(), "the writer blocked on a queue nobody drains"
+    assert raised and "space" in str(raised[0])

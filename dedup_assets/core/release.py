@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import threading
-import time
+import queue
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
@@ -72,8 +72,8 @@ def hash_columns(schema: pa.Schema) -> set[str]:
     return {field.name for field in schema if is_hash(field.type)}
 
 
-def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path) -> int:
-    """Stream a query into a Parquet file; returns its row count.
+def write_parquet(relation: duckdb.DuckDBPyRelation, sink: str | Path | io.RawIOBase) -> int:
+    """Stream a query into a Parquet file (a path or a writable file); returns its row count.
 
     Written by Arrow without dictionary pages: for unique text such as bodies, DuckDB's writer
     spent half its time building dictionaries it then discarded (16 s against 8 s per 1M bodies).
@@ -83,7 +83,7 @@ def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path) -> int:
     rows = 0
     hashes = hash_columns(reader.schema)
     with pq.ParquetWriter(
-        path,
+        sink,
         reader.schema,
         compression={name: "none" if name in hashes else "snappy" for name in reader.schema.names},
         write_statistics=[name for name in reader.schema.names if name not in hashes],
@@ -156,7 +156,11 @@ def _write_file(
             cursor.register(name, table)
         relation = cursor.sql(query)
         if path.suffix == ".parquet":
-            rows, sha256 = _written_and_hashed(path, lambda: write_parquet(relation, path))
+            sink = _BackgroundFile(path)
+            try:
+                rows = write_parquet(relation, sink)
+            finally:
+                sha256 = sink.finish()
         else:
             relation.write_csv(str(path))
             rows = cursor.sql(f"select count(*) from ({query})").fetchall()[0][0]
@@ -164,33 +168,49 @@ def _write_file(
     return {"rows": int(rows), "sha256": sha256}
 
 
-def _written_and_hashed(path: Path, write: Callable[[], int]) -> tuple[int, str]:
-    """``write()``, which writes ``path`` front to back, and the file's sha256, hashed in a second
-    thread as the bytes land: hashing 1M deduped documents after writing them added 1.2 s."""
-    path.write_bytes(b"")
-    written = threading.Event()
-    with ThreadPoolExecutor(max_workers=1) as hasher:
-        digest = hasher.submit(_follow_sha256, path, written)
-        try:
-            result = write()
-        finally:
-            written.set()
-        return result, digest.result()
+class _BackgroundFile(io.RawIOBase):
+    """A file for ``pq.ParquetWriter`` whose bytes reach ``path``, and its sha256, in a thread of
+    their own, so the encoding thread does not wait on the page cache: all release files of 1M
+    documents took 8.5 and 8.6 s this way, against 9.6 and 10.1 s hashing a file as it grew."""
 
+    def __init__(self, path: Path):
+        super().__init__()
+        self._pending: queue.Queue[bytes | None] = queue.Queue(maxsize=32)
+        self._position = 0
+        self._digest = hashlib.sha256()
+        self._error: BaseException | None = None
+        self._handle = path.open("wb")
+        self._worker = ThreadPoolExecutor(max_workers=1)
+        self._drained = self._worker.submit(self._drain)
 
-def _follow_sha256(path: Path, written: threading.Event) -> str:
-    """sha256 of ``path`` while it grows; done once ``written`` was set before a read that found
-    nothing more."""
-    digest = hashlib.sha256()
-    buffer = bytearray(1 << 20)
-    view = memoryview(buffer)
-    with path.open("rb") as handle:
-        while True:
-            finished = written.is_set()
-            size = handle.readinto(buffer)
-            if size:
-                digest.update(view[:size])
-            elif finished:
-                return digest.hexdigest()
-            else:
-                time.sleep(0.01)
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def write(self, data: bytes) -> int:
+        if self._error is not None:
+            raise self._error
+        self._pending.put(data)  # pyarrow hands over immutable bytes
+        self._position += len(data)
+        return len(data)
+
+    def _drain(self) -> None:
+        while (data := self._pending.get()) is not None:
+            if self._error is None:
+                try:
+                    self._handle.write(data)
+                    self._digest.update(data)
+                except BaseException as error:  # keep taking data so the writer never blocks
+                    self._error = error
+
+    def finish(self) -> str:
+        """Wait for every byte to be written; the file's sha256."""
+        self._pending.put(None)
+        self._drained.result()
+        self._worker.shutdown()
+        self._handle.close()
+        if self._error is not None:
+            raise self._error
+        return self._digest.hexdigest()
