@@ -1,4 +1,4 @@
-"""Release files, written by DuckDB straight from the tables, byte-identical for identical runs."""
+"""Release files, streamed out of the DuckDB tables, byte-identical for identical runs."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import queue
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
@@ -15,13 +16,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .inputs import file_sha256
+from .inputs import DEFAULT_BATCH_SIZE, file_sha256
 from .stages import Tables, prefetched, sql
 
-# DuckDB hands over small batches, whose memory is reused from batch to batch; fresh memory
-# for 50,000-row batches cost 1-2 s of page faults per 1M bodies. Batches are gathered without a
-# copy into row groups of about ROW_GROUP_ROWS rows.
-READ_BATCH_ROWS = 4_096
+# DuckDB hands over batches of DEFAULT_BATCH_SIZE rows, whose memory is reused from batch to
+# batch (fresh memory for 50,000-row batches cost 1-2 s of page faults per 1M bodies); they are
+# gathered without a copy into row groups of about ROW_GROUP_ROWS rows.
 ROW_GROUP_ROWS = 49_152
 SUMMARY_FILE = "candidate_summary.csv"
 LARGE_FILES = ("deduped_documents.parquet", "fingerprinted.parquet")
@@ -79,7 +79,7 @@ def write_parquet(relation: duckdb.DuckDBPyRelation, sink: str | Path | io.RawIO
     spent half its time building dictionaries it then discarded (16 s against 8 s per 1M bodies).
     A worker thread reads the next row group while this one is encoded.
     """
-    reader = relation.to_arrow_reader(READ_BATCH_ROWS)
+    reader = relation.to_arrow_reader(DEFAULT_BATCH_SIZE)
     rows = 0
     hashes = hash_columns(reader.schema)
     with pq.ParquetWriter(
@@ -180,8 +180,8 @@ class _BackgroundFile(io.RawIOBase):
         self._digest = hashlib.sha256()
         self._error: BaseException | None = None
         self._handle = path.open("wb")
-        self._worker = ThreadPoolExecutor(max_workers=1)
-        self._drained = self._worker.submit(self._drain)
+        self._writer = threading.Thread(target=self._drain, name=f"write {path.name}")
+        self._writer.start()
 
     def writable(self) -> bool:
         return True
@@ -208,8 +208,7 @@ class _BackgroundFile(io.RawIOBase):
     def finish(self) -> str:
         """Wait for every byte to be written; the file's sha256."""
         self._pending.put(None)
-        self._drained.result()
-        self._worker.shutdown()
+        self._writer.join()
         self._handle.close()
         if self._error is not None:
             raise self._error
