@@ -3,7 +3,7 @@
 
     python benchmarks/benchmark.py (--docs N | --corpus PATH.parquet | --smoke)
         [--perm 128|64] [--scheme fss|blake2b] [--peers rensa,fastsketch-pre,...]
-        [--skip-dagster] [--skip-library] [--workdir DIR] [--json-out FILE]
+        [--recall-seeds N] [--skip-dagster] [--skip-library] [--workdir DIR] [--json-out FILE]
         [--shared-bench DIR]
 
 Three kinds of run, each in its own process so that wall time (interpreter start included) and
@@ -43,6 +43,8 @@ try:
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
+
+    import recall_spread
 except ImportError as missing:
     sys.exit(f"benchmark.py needs the module {missing.name!r}: {INSTALL_HINT}.")
 
@@ -55,6 +57,7 @@ THRESHOLD = 0.7
 SHINGLE_SIZE = 5
 ROWS_PER_BAND = 8
 SMOKE_DOCS = 2000
+SMOKE_RECALL_SEEDS = 2
 CORE_STAGES = ("fingerprint", "candidates", "verify", "cluster")
 # The default pair budget (1,000,000 slots) guards interactive runs; a 1M-document corpus at
 # 16 bands legitimately needs about 1.4M, so benchmarks raise it for every engine of ours.
@@ -214,7 +217,7 @@ class CorpusBodies:
         if len(left_ids) == 0:
             return np.zeros(0, dtype=np.float64)
         return np.asarray(
-            self._exact_jaccard(self._bodies(left_ids), self._bodies(right_ids), SHINGLE_SIZE)
+            self._exact_jaccard(self.bodies_of(left_ids), self.bodies_of(right_ids), SHINGLE_SIZE)
         )
 
     def pair_keys(self, left_ids: np.ndarray, right_ids: np.ndarray) -> np.ndarray:
@@ -222,7 +225,7 @@ class CorpusBodies:
         low, high = np.minimum(left_ids, right_ids), np.maximum(left_ids, right_ids)
         return low.astype(np.int64) * self.id_base + high.astype(np.int64)
 
-    def _bodies(self, ids: np.ndarray) -> pa.Array:
+    def bodies_of(self, ids: np.ndarray) -> pa.Array:
         positions = pc.index_in(pa.array(ids, pa.int64()), value_set=self.doc_ids)
         if positions.null_count:
             raise BenchmarkError(
@@ -235,6 +238,8 @@ class CorpusBodies:
 class PlantedPairs:
     """The planted (origin, copy) pairs of the truth sidecar with their exact Jaccard."""
 
+    origin: np.ndarray
+    copy: np.ndarray
     keys: np.ndarray
     jaccard: np.ndarray
 
@@ -243,7 +248,7 @@ class PlantedPairs:
         table = pq.read_table(truth, columns=["doc_id", "origin_doc_id"])
         origin = table["origin_doc_id"].to_numpy()
         copy = table["doc_id"].to_numpy()
-        return cls(bodies.pair_keys(origin, copy), bodies.jaccard(origin, copy))
+        return cls(origin, copy, bodies.pair_keys(origin, copy), bodies.jaccard(origin, copy))
 
 
 def stored_pairs(database: Path, table: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -702,7 +707,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     source.add_argument(
         "--smoke",
         action="store_true",
-        help=f"CI smoke run: --docs {SMOKE_DOCS}, both of our runs, no peers",
+        help=f"CI smoke run: --docs {SMOKE_DOCS}, both of our runs, no peers, recall over "
+        f"{SMOKE_RECALL_SEEDS} seeds",
     )
     parser.add_argument(
         "--perm",
@@ -716,6 +722,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--peers", default="", help="comma-separated peers.py engines, e.g. rensa,fastsketch-pre"
+    )
+    parser.add_argument(
+        "--recall-seeds",
+        type=int,
+        default=0,
+        help="also measure planted-pair recall of the sketch and banding alone over N seeds, ours "
+        "and every installed peer's sketch on the same shingle hashes (one run's recall is one "
+        "draw)",
     )
     parser.add_argument("--skip-dagster", action="store_true", help="do not run the Dagster CLI")
     parser.add_argument("--skip-library", action="store_true", help="do not run the library core")
@@ -739,6 +753,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if args.peers or args.skip_dagster or args.skip_library:
             parser.error("--smoke runs both of our runs and no peers; drop --peers/--skip-*")
         args.docs = SMOKE_DOCS
+        args.recall_seeds = args.recall_seeds or SMOKE_RECALL_SEEDS
+    if args.recall_seeds < 0 or args.recall_seeds == 1:
+        parser.error("--recall-seeds must be 0 (off) or at least 2")
     if args.docs is not None and args.docs < 2:
         parser.error("--docs must be at least 2")
     args.peers = [engine.strip() for engine in args.peers.split(",") if engine.strip()]
@@ -747,15 +764,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def add_recall(corpus: Path, runs: list[dict]) -> None:
+def add_recall(bodies: CorpusBodies, planted: PlantedPairs, runs: list[dict]) -> None:
     """Add planted-pair recall and the precision sanity count to each of our runs, in place."""
-    if not runs or not truth_path(corpus).exists():
-        return
     progress("recall of planted pairs")
-    bodies = CorpusBodies(corpus)
-    planted = PlantedPairs.load(truth_path(corpus), bodies)
     for run in runs:
         run.update(recall_report(Path(run["database"]), planted, bodies) or {})
+
+
+def measure_spread(bodies: CorpusBodies, planted: PlantedPairs, perm: int, seed_count: int) -> dict:
+    """Recall of the planted pairs with J >= THRESHOLD by the sketch and banding alone, for ours
+    and the installed peers' sketches of the same shingle hashes, over ``seed_count`` seeds."""
+    progress(f"recall of the sketches over {seed_count} seeds")
+    positive = planted.jaccard >= THRESHOLD
+    origin, copy = planted.origin[positive], planted.copy[positive]
+    ids = np.unique(np.concatenate([origin, copy]))
+    engines = recall_spread.sketchers(bodies.bodies_of(ids), SHINGLE_SIZE, perm, ROWS_PER_BAND)
+    rows = recall_spread.spread_rows(
+        engines, np.searchsorted(ids, origin), np.searchsorted(ids, copy), ROWS_PER_BAND, seed_count
+    )
+    return {
+        "seeds": recall_spread.seeds(seed_count),
+        "planted_positive": int(positive.sum()),
+        "independent_expectation": recall_spread.independent_expectation(
+            planted.jaccard[positive], perm // ROWS_PER_BAND, ROWS_PER_BAND
+        ),
+        "rows": [row.as_dict() for row in rows],
+        "comparison": recall_spread.comparison(rows[0], rows[1:]),
+        "table": recall_spread.spread_table(rows),
+    }
 
 
 def measure(args: argparse.Namespace) -> dict:
@@ -777,9 +813,20 @@ def measure(args: argparse.Namespace) -> dict:
         if args.skip_library
         else run_library_core(corpus, args.workdir, args.perm, args.scheme)
     )
-    add_recall(corpus, [run for run in (ours, library) if run])
+    spread = None
+    if truth_path(corpus).exists() and (ours or library or args.recall_seeds):
+        bodies = CorpusBodies(corpus)
+        planted = PlantedPairs.load(truth_path(corpus), bodies)
+        add_recall(bodies, planted, [run for run in (ours, library) if run])
+        if args.recall_seeds:
+            spread = measure_spread(bodies, planted, args.perm, args.recall_seeds)
+        del bodies, planted
+    elif args.recall_seeds:
+        raise BenchmarkError(f"--recall-seeds needs the planted pairs in {truth_path(corpus)}")
     peers = [run_peer(engine, corpus, args.perm, args.shared_bench) for engine in args.peers]
     lines, targets = target_lines(ours, library, peers)
+    if spread:
+        lines.append(spread["comparison"])
     return {
         "started": started.isoformat(),
         "argv": sys.argv[1:],
@@ -796,6 +843,7 @@ def measure(args: argparse.Namespace) -> dict:
         "dagster": ours,
         "library": library,
         "peers": peers,
+        "recall_spread": spread,
         "table": engine_rows(n_docs, ours, library, peers),
         "target_lines": lines,
         "targets": targets,
@@ -822,6 +870,17 @@ def print_report(record: dict) -> None:
         print("### Dagster run, per asset\n\n" + dagster_steps_table(record["dagster"]) + "\n")
     if record["library"]:
         print("### Library core, per stage\n\n" + library_stages_table(record["library"]) + "\n")
+    if record["recall_spread"]:
+        spread = record["recall_spread"]
+        print(
+            f"### Recall of the sketch and banding alone, over {len(spread['seeds'])} seeds\n\n"
+            f"{spread['planted_positive']:,} planted pairs with J ≥ {THRESHOLD}; every engine "
+            "sketches the same 64-bit shingle hashes (ours) with seeds "
+            f"{', '.join(map(str, spread['seeds']))}. Independent MinHash rows would find "
+            f"{spread['independent_expectation']:.4f} of them on average.\n\n"
+            + spread["table"]
+            + "\n"
+        )
     if "dagster_overhead" in record["targets"]:
         overhead = record["targets"]["dagster_overhead"]
         print(f"Dagster overhead: {overhead:.2f}× the library's whole-process wall\n")
