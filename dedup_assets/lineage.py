@@ -2,7 +2,9 @@
 
 Every stored table carries a lineage dict: the input identity and the settings of its own stage
 plus everything it inherited from upstream. A downstream asset compares its inputs' lineage with
-the settings of the current run before it computes anything.
+the settings of the current run before it computes anything. Two stages also record facts the
+release reports and that follow from those settings: the input's size (documents) and the LSH
+bucket figures (candidate_pairs).
 """
 
 from __future__ import annotations

@@ -44,6 +44,13 @@ class GraphRunner:
         with duckdb.connect(str(self.database), read_only=True) as connection:
             return connection.execute(f"select * from dedup.{name}").fetchdf()
 
+    def lineage(self, name: str) -> dict:
+        with duckdb.connect(str(self.database), read_only=True) as connection:
+            row = connection.execute(
+                "select lineage from dedup.asset_lineage where table_name = ?", [name]
+            ).fetchall()
+        return json.loads(row[0][0])
+
     def manifest(self) -> dict:
         return json.loads((self.output_dir / "manifest.json").read_text(encoding="utf-8"))
 

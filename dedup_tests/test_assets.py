@@ -6,6 +6,7 @@ import hashlib
 import json
 
 import duckdb
+import pandas as pd
 import pytest
 from dagster import Failure
 
@@ -13,6 +14,7 @@ from dedup_assets.core.contract import load_contract
 from dedup_assets.core.fingerprint import HASH_SCHEMES
 from dedup_assets.core.inputs import read_documents
 from dedup_assets.core.sketch import minhash_signature
+from dedup_assets.core.stages import Tables, bucket_pressure
 from dedup_assets.core.text import document_shingles
 from dedup_assets.io_manager import UpstreamTableMissing
 
@@ -70,6 +72,36 @@ def test_default_fixture_metadata_shows_the_reduction(runner):
     assert metadata["deduped_documents"]["dagster/row_count"].value == 12
     assert metadata["clusters"]["duplicate_clusters"].value == 6
     assert "| cluster-billing-canonical" in metadata["clusters"]["preview"].value
+
+
+def test_release_reports_the_bucket_figures_the_join_was_admitted_with(runner):
+    def summary() -> dict:
+        frame = pd.read_csv(runner.output_dir / "candidate_summary.csv")
+        return frame[["candidate_pair_slots", "largest_bucket_size"]].iloc[0].to_dict()
+
+    result = runner.run(FIXTURE, rows_per_band=2)  # 2-row bands: buckets of more than 2 documents
+    admitted = {
+        e.asset_key.path[-1]: e.materialization.metadata for e in result.get_asset_materialization_events()
+    }["candidate_pairs"]
+    with duckdb.connect(str(runner.database)) as connection:
+        direct = bucket_pressure(connection, Tables.in_schema("dedup"))
+    assert direct.largest_bucket_size > 2
+    expected = {"candidate_pair_slots": direct.pair_slots, "largest_bucket_size": direct.largest_bucket_size}
+    assert admitted["pair_slots"].value == direct.pair_slots
+    assert runner.lineage("candidate_pairs")["lsh_pair_slots"] == direct.pair_slots
+    assert summary() == expected
+
+    # tables whose lineage predates the figures: the manifest sizes the buckets itself
+    with duckdb.connect(str(runner.database)) as connection:
+        for table, lineage in connection.execute("select * from dedup.asset_lineage").fetchall():
+            kept = {key: value for key, value in json.loads(lineage).items() if not key.startswith("lsh_")}
+            connection.execute(
+                "update dedup.asset_lineage set lineage = ? where table_name = ?",
+                [json.dumps(kept, sort_keys=True), table],
+            )
+    (runner.output_dir / "candidate_summary.csv").unlink()
+    assert runner.run(FIXTURE, selection="manifest", rows_per_band=2).success
+    assert summary() == expected
 
 
 def test_contract_mismatch_fails_the_check(runner, tmp_path):

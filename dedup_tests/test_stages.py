@@ -6,6 +6,7 @@ import pytest
 
 from dedup_assets.core.fingerprint import SketchParams
 from dedup_assets.core.stages import (
+    BucketPressure,
     PairBudgetExceeded,
     Tables,
     build_candidate_pairs,
@@ -44,6 +45,8 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
     ensure_within_budget(pressure, 11)
     with pytest.raises(PairBudgetExceeded, match="000:0000000000000007 with 5 documents"):
         ensure_within_budget(pressure, 10)
+    assert BucketPressure.from_lineage({"num_perm": 64, **pressure.as_lineage()}) == pressure
+    assert BucketPressure.from_lineage({"num_perm": 64}) is None  # tables built before the figures
 
 
 def test_candidates_are_global_ordered_and_count_shared_bands(connection):

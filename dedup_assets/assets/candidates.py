@@ -44,7 +44,7 @@ def candidate_pairs(
             "preview": markdown_preview(connection, f"select * from {table}"),
         }
 
-    build.lineage = lineage
+    build.lineage = {**lineage, **pressure.as_lineage()}
     build.describe = describe
     build.metadata = {
         "possible_pairs": MetadataValue.int(possible),

@@ -3,7 +3,7 @@ from dagster import MetadataValue, asset
 
 from ..core.pipeline import release_summary
 from ..core.release import write_release
-from ..core.stages import bucket_pressure
+from ..core.stages import BucketPressure, bucket_pressure
 from ..core.tables import TableBuild
 from ..io_manager import TableRef
 from ..settings import DedupSettings
@@ -46,7 +46,7 @@ def manifest(
         return release_summary(
             cursor,
             tables,
-            bucket_pressure(cursor, tables),
+            BucketPressure.from_lineage(lineage) or bucket_pressure(cursor, tables),
             dedup.sketch_params(),
             dedup.thresholds(),
             dedup.algorithm_settings(),

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from functools import cache
 from typing import TypeVar
 from pathlib import Path
@@ -76,6 +76,22 @@ class BucketPressure:
     largest_bucket_size: int
     largest_bucket_key: str | None
     bucket_count: int
+
+    # Carried in candidate_pairs' lineage, so that the release reports the figures the join was
+    # admitted with instead of grouping every band row a second time (2.2 s of CPU per 1M
+    # documents at 16 bands).
+    LINEAGE_PREFIX = "lsh_"
+
+    def as_lineage(self) -> dict:
+        return {f"{self.LINEAGE_PREFIX}{name}": value for name, value in asdict(self).items()}
+
+    @classmethod
+    def from_lineage(cls, lineage: dict) -> BucketPressure | None:
+        """The figures recorded by :meth:`as_lineage`; None for tables built before they were."""
+        names = [f"{cls.LINEAGE_PREFIX}{field.name}" for field in fields(cls)]
+        if not all(name in lineage for name in names):
+            return None
+        return cls(*(lineage[name] for name in names))
 
 
 @cache
