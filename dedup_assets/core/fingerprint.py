@@ -92,7 +92,7 @@ class KernelText(NamedTuple):
     expansion: int
 
 
-def _utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     _, offsets, data = text.buffers()
     offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
     offsets = np.frombuffer(offsets, dtype=offset_type)[text.offset : text.offset + len(text) + 1]
@@ -109,13 +109,13 @@ def kernel_text(bodies: pa.Array | pa.ChunkedArray) -> KernelText:
         text = text.cast(pa.large_string())
     if text.null_count:
         text = pc.fill_null(text, "")
-    data, offsets = _utf8_buffers(text)
+    data, offsets = utf8_buffers(text)
     flagged, all_ascii = kernels.needs_reference_kernel(data, offsets)
     if flagged.any():
         rows = np.flatnonzero(flagged)
         normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
         text = pc.replace_with_mask(text, pa.array(flagged), normalized)
-        data, offsets = _utf8_buffers(text)
+        data, offsets = utf8_buffers(text)
     table = ASCII_ONLY if all_ascii else code_point_table()  # building the table takes about 0.1 s
     return KernelText(data, offsets, flagged, table.offsets, table.mapped, table.expansion)
 

@@ -23,6 +23,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from .columns import REQUIRED_COLUMNS, Reject
+from .doc_ids import FirstSeen
 from .jsonl import JSONL_SCHEMA, count_jsonl_records, is_jsonl, jsonl_batches
 from .warc import WARC_SCHEMA, count_warc_records, is_warc, warc_batches
 
@@ -316,7 +317,7 @@ def document_batches(
         check_file(path, policy.source_format)
     extra = _extra_columns(paths, policy.source_format)
     stats.extra_columns = list(extra)
-    first_seen: dict[str, tuple[str, int]] = {}
+    first_seen = FirstSeen()
     for path in paths:
         yield from _file_batches(path, stats, batch_size, policy, extra, first_seen)
     if stats.rows == 0:
@@ -387,12 +388,12 @@ def _screen(
     path: Path,
     batch: pa.RecordBatch,
     policy: InputPolicy,
-    first_seen: dict[str, tuple[str, int]],
+    first_seen: FirstSeen,
     stats: InputStats,
 ) -> np.ndarray:
     """Which rows to keep; the others are recorded as rejected (or raise, when strict)."""
-    doc_ids = batch.column("doc_id").to_pylist()
-    input_rows = batch.column("input_row").to_pylist()
+    doc_ids = batch.column("doc_id")
+    input_rows = batch.column("input_row").to_numpy()
     body_bytes = pc.binary_length(batch.column("body").cast(pa.large_binary())).to_numpy()
     # the first problem of each row, in this order; checked in C, then only flagged rows in Python
     problems = [
@@ -410,20 +411,17 @@ def _screen(
             "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
             "too_large": f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}",
         }[reason]
-        rejects.append((input_rows[index], doc_ids[index], reason, detail))
+        rejects.append((int(input_rows[index]), doc_ids[index].as_py(), reason, detail))
         keep[index] = False
     source = str(path)
-    for index, (doc_id, row, bad) in enumerate(zip(doc_ids, input_rows, flagged.tolist())):
-        if bad:
-            continue
-        # (str, int) tuples, which Python's GC stops tracking, and an identity test: Path
-        # comparisons cost 1 s per 1M rows
-        here = (source, row)
-        seen = first_seen.setdefault(doc_id, here)
-        if seen is not here:
-            where = f"row {seen[1]}" + ("" if seen[0] == source else f" of {seen[0]}")
-            rejects.append((row, doc_id, "duplicate_doc_id", f"doc_id first seen at {where}"))
-            keep[index] = False
+    earlier = first_seen.register(source, doc_ids, input_rows, ~flagged)
+    for index in np.flatnonzero(earlier >= 0).tolist():
+        file, row = first_seen.place(int(earlier[index]))
+        where = f"row {row}" + ("" if file == source else f" of {file}")
+        rejects.append(
+            (int(input_rows[index]), doc_ids[index].as_py(), "duplicate_doc_id", f"doc_id first seen at {where}")
+        )
+        keep[index] = False
     rejects.sort(key=lambda reject: reject[0])
     if rejects and policy.fail_on_reject:
         raise InputError(_strict_message(path, rejects))
