@@ -1,5 +1,9 @@
 """The compiled kernels' hashes (tokens, token sequences) against plain-Python definitions."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -88,3 +92,23 @@ def test_sequence_hash_is_the_plain_polynomial_for_every_length_mod_four():
         for token in tokens[:count].tolist():
             sequence = (sequence * 0x9E3779B97F4A7C15 + token) & MASK
         assert int(kernels._sequence_hash(tokens, count)) == _mix64(sequence), count
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_wait_passively_unless_the_user_chose(preset, expected):
+    """Spinning OpenMP threads took CPU from DuckDB; the setting must be in the environment
+    when OpenMP starts (the first parallel kernel), and a user's own choice must stand."""
+    environment = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    if preset:
+        environment["OMP_WAIT_POLICY"] = preset
+    script = (
+        "import os, pyarrow as pa\n"
+        "from dedup_assets.core.fingerprint import SketchParams, fingerprint_batch\n"
+        "fingerprint_batch(pa.array(['a']), pa.array(['one two three four five six']), "
+        "SketchParams('fss', 5, 16, 8, 42))\n"
+        "print(os.environ['OMP_WAIT_POLICY'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == expected
