@@ -310,7 +310,10 @@ def build_fingerprinted(
 
 
 def build_band_memberships(tables: Tables) -> TableBuild:
-    return TableBuild(lineage={}, sql=sql("band_memberships", tables))
+    """A view: unnesting the band keys where they are read costs less than storing them again.
+    1M documents at 16 bands, alternating runs: fingerprint and candidates stages 10.8 and 10.6 s
+    against 11.6 and 11.0 s as a table (the join takes 0.7 s more, the build 1.0-1.6 s less)."""
+    return TableBuild(lineage={}, sql=sql("band_memberships", tables), view=True)
 
 
 def build_candidate_pairs(
