@@ -475,9 +475,15 @@ def round_seeds(num_perm: int, minhash_seed: int) -> np.ndarray:
     """2k per-round seeds derived from ``minhash_seed``."""
     if num_perm > MAX_SKETCH_SIZE:
         raise ValueError(f"the fast scheme supports num_perm up to {MAX_SKETCH_SIZE}")
-    seeds = np.empty(2 * num_perm, dtype=np.uint64)
-    state = (minhash_seed * 0x9E3779B97F4A7C15) % (1 << 64)
-    for index in range(2 * num_perm):
-        state = (state + 0x9E3779B97F4A7C15) % (1 << 64)
-        seeds[index] = _mix64(np.uint64(state))
+    return _seed_sequence(2 * num_perm, np.uint64(minhash_seed % (1 << 64)))
+
+
+@nb.njit(cache=True)
+def _seed_sequence(count, seed):
+    # compiled and cached: calling _mix64 from Python compiled it at every import (0.1 s)
+    seeds = np.empty(count, dtype=np.uint64)
+    state = seed * np.uint64(0x9E3779B97F4A7C15)
+    for index in range(count):
+        state += np.uint64(0x9E3779B97F4A7C15)
+        seeds[index] = _mix64(state)
     return seeds
