@@ -12,6 +12,7 @@ from dedup_assets.core.fingerprint import (
     exact_jaccard,
     fingerprint_batch,
     lsh_probability,
+    signature_overlap,
 )
 from dedup_assets.core.sketch import hash_int, lsh_band_keys, minhash_signature
 from dedup_assets.core.text import document_shingles
@@ -109,3 +110,13 @@ def test_settings_validation():
         SketchParams("fss", 5, 64, 7, 42)
     with pytest.raises(SettingsError, match="hash_scheme must be one of fss, blake2b"):
         SketchParams("md5", 5, 64, 8, 42)
+
+
+def test_signature_overlap_is_the_share_of_equal_coordinates():
+    signatures = pa.FixedSizeListArray.from_arrays(
+        pa.array([1, 2, 3, 4, 1, 2, 0, 0, 9, 9, 9, 9], pa.uint64()), 4
+    )
+    overlap = signature_overlap(signatures, np.array([0, 0, 1]), np.array([1, 2, 0]))
+    assert overlap.tolist() == [0.5, 0.0, 0.5]
+    with pytest.raises(ValueError, match="different lengths"):
+        signature_overlap(pa.array([[1, 2], [1]], pa.list_(pa.uint64())), np.array([0]), np.array([1]))

@@ -199,6 +199,22 @@ def pair_jaccard(
     )
 
 
+def signature_overlap(
+    signatures: pa.ChunkedArray | pa.Array, left_rows: np.ndarray, right_rows: np.ndarray
+) -> np.ndarray:
+    """Share of equal coordinates of the signatures (lists of one length) of each row pair."""
+    column = signatures.combine_chunks() if isinstance(signatures, pa.ChunkedArray) else signatures
+    if len(column) == 0:
+        return np.zeros(len(left_rows), dtype=np.float64)
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+    if (lengths != lengths[0]).any():
+        raise ValueError("signatures of different lengths: re-materialize fingerprinted")
+    values = column.flatten().to_numpy().reshape(len(column), int(lengths[0]))
+    return kernels.pair_overlap_kernel(
+        values, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64)
+    )
+
+
 def shingle_sets(
     bodies: pa.Array | pa.ChunkedArray, shingle_size: int, shingle_counts: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -443,6 +443,19 @@ def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count)
     return result
 
 
+@nb.njit(cache=True, parallel=True, nogil=True)
+def pair_overlap_kernel(signatures, left_rows, right_rows):
+    """Share of equal coordinates of the two signatures (rows of ``signatures``) of each pair."""
+    result = np.zeros(left_rows.shape[0], dtype=np.float64)
+    width = signatures.shape[1]
+    for pair in nb.prange(left_rows.shape[0]):
+        equal = 0
+        for column in range(width):
+            equal += signatures[left_rows[pair], column] == signatures[right_rows[pair], column]
+        result[pair] = equal / width
+    return result
+
+
 @nb.njit(cache=True)
 def _set_jaccard(values, row_offsets, small, large, table):
     if row_offsets[small + 1] - row_offsets[small] > row_offsets[large + 1] - row_offsets[large]:

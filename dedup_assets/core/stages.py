@@ -22,7 +22,13 @@ import networkx as nx
 import numpy as np
 import pyarrow as pa
 
-from .fingerprint import SketchParams, fingerprint_batch, fingerprint_schema, pair_jaccard
+from .fingerprint import (
+    SketchParams,
+    fingerprint_batch,
+    fingerprint_schema,
+    pair_jaccard,
+    signature_overlap,
+)
 from .inputs import InputPolicy, InputStats, document_batches
 from .tables import TableBuild
 from .verify import Thresholds
@@ -194,8 +200,10 @@ def ensure_within_budget(pressure: BucketPressure, max_pair_slots: int) -> None:
         )
 
 
-def verification_memory_estimate(connection: duckdb.DuckDBPyConnection, tables: Tables) -> tuple[int, int]:
-    """(documents to shingle again, bytes their shingle sets will take)."""
+def verification_memory_estimate(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, num_perm: int
+) -> tuple[int, int]:
+    """(documents to shingle again, bytes their shingle sets and signatures will take)."""
     documents, shingles = connection.execute(
         f"""
         select count(*), coalesce(sum(f.shingle_count), 0)
@@ -206,8 +214,9 @@ def verification_memory_estimate(connection: duckdb.DuckDBPyConnection, tables: 
         ) c on c.doc_id = f.doc_id
         """
     ).fetchall()[0]
-    # 8 bytes per distinct shingle hash, plus the body bytes and the kernel's scratch
-    return int(documents), int(shingles) * 8 * 3
+    # 8 bytes per distinct shingle hash, plus the body bytes and the kernel's scratch; 8 per
+    # signature value
+    return int(documents), int(shingles) * 8 * 3 + int(documents) * num_perm * 8
 
 
 def ensure_memory(estimate_bytes: int, budget_mb: int, what: str) -> None:
@@ -219,27 +228,38 @@ def ensure_memory(estimate_bytes: int, budget_mb: int, what: str) -> None:
         )
 
 
-def candidate_jaccard(
+def candidate_scores(
     connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams
 ) -> pa.Table:
-    """Exact shingle Jaccard of every candidate pair, shingling each involved document once."""
+    """Per candidate pair: exact shingle Jaccard (shingling each involved document once), the
+    share of equal signature coordinates, and whether the normalized texts are identical."""
     bodies = connection.sql(sql("candidate_bodies", tables)).to_arrow_table()
+    rows = pa.table({"doc_id": bodies.column("doc_id"), "row": np.arange(bodies.num_rows)})
     pairs = connection.sql(
-        f"select left_doc_id, right_doc_id from {tables.candidate_pairs}"
+        f"""
+        select p.left_doc_id, p.right_doc_id, l.row as left_row, r.row as right_row
+        from {tables.candidate_pairs} p
+        join rows l on l.doc_id = p.left_doc_id
+        join rows r on r.doc_id = p.right_doc_id
+        """
     ).to_arrow_table()
-    row_of = {doc_id: row for row, doc_id in enumerate(bodies.column("doc_id").to_pylist())}
-    left = np.fromiter((row_of[d] for d in pairs.column(0).to_pylist()), np.int64, pairs.num_rows)
-    right = np.fromiter((row_of[d] for d in pairs.column(1).to_pylist()), np.int64, pairs.num_rows)
-    scores = pair_jaccard(
-        bodies.column("body"),
-        left,
-        right,
-        params.shingle_size,
-        params.hash_scheme,
-        bodies.column("shingle_count").to_numpy(),
-    )
+    left, right = pairs.column("left_row").to_numpy(), pairs.column("right_row").to_numpy()
+    content_hashes = bodies.column("content_hash").to_numpy()
     return pa.table(
-        {"left_doc_id": pairs.column(0), "right_doc_id": pairs.column(1), "jaccard": scores}
+        {
+            "left_doc_id": pairs.column("left_doc_id"),
+            "right_doc_id": pairs.column("right_doc_id"),
+            "jaccard": pair_jaccard(
+                bodies.column("body"),
+                left,
+                right,
+                params.shingle_size,
+                params.hash_scheme,
+                bodies.column("shingle_count").to_numpy(),
+            ),
+            "signature_overlap": signature_overlap(bodies.column("signature"), left, right),
+            "is_exact": content_hashes[left] == content_hashes[right],
+        }
     )
 
 
@@ -332,13 +352,13 @@ def build_scored_pairs(
     thresholds: Thresholds,
     memory_budget_mb: int,
 ) -> TableBuild:
-    documents, estimate = verification_memory_estimate(connection, tables)
+    documents, estimate = verification_memory_estimate(connection, tables, params.num_perm)
     ensure_memory(estimate, memory_budget_mb, f"Shingling the {documents:,} candidate documents again")
     return TableBuild(
         lineage={},
         sql=sql("scored_pairs", tables),
         params=[thresholds.jaccard, thresholds.signature_overlap],
-        arrow_inputs={"pair_jaccard": candidate_jaccard(connection, tables, params)},
+        arrow_inputs={"pair_scores": candidate_scores(connection, tables, params)},
         metadata={"reshingled_documents": documents},
     )
 

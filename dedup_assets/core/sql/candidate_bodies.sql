@@ -1,8 +1,8 @@
 -- Bodies of the documents that appear in a candidate pair, each once; only these are shingled
 -- again for exact verification, with their distinct shingle counts so the shingle sets can be
--- laid out before shingling. Unordered: rows are looked up by doc_id, and sorting the bodies
--- cost more than the lookup.
-select d.doc_id, d.body, f.shingle_count
+-- laid out before shingling, and the signature and content hash the pair scores compare.
+-- Unordered: rows are looked up by doc_id, and sorting the bodies cost more than the lookup.
+select d.doc_id, d.body, f.shingle_count, f.signature, f.content_hash
 from {documents} d
 join {fingerprinted} f on f.doc_id = d.doc_id
 semi join (

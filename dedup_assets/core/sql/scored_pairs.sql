@@ -1,4 +1,5 @@
 -- Exact Jaccard decides; signature overlap (share of equal sketch coordinates) is a diagnostic.
+-- Both, and whether the contents are identical, come from pair_scores (computed per pair).
 -- $1 = jaccard_threshold, $2 = signature_overlap_threshold.
 with scored as (
   select
@@ -7,14 +8,11 @@ with scored as (
     c.left_domain,
     c.right_domain,
     c.shared_bands,
-    j.jaccard,
-    len(list_filter(list_zip(lf.signature, rf.signature), lambda pair: pair[1] = pair[2]))
-      / len(lf.signature) as signature_overlap,
-    lf.content_hash = rf.content_hash as is_exact
+    s.jaccard,
+    s.signature_overlap,
+    s.is_exact
   from {candidate_pairs} c
-  join pair_jaccard j on j.left_doc_id = c.left_doc_id and j.right_doc_id = c.right_doc_id
-  join {fingerprinted} lf on lf.doc_id = c.left_doc_id
-  join {fingerprinted} rf on rf.doc_id = c.right_doc_id
+  join pair_scores s on s.left_doc_id = c.left_doc_id and s.right_doc_id = c.right_doc_id
 )
 select
   *,
