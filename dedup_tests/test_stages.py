@@ -7,6 +7,7 @@ import pytest
 from dedup_assets.core.fingerprint import SketchParams
 from dedup_assets.core.stages import (
     BucketPressure,
+    build_band_memberships,
     PairBudgetExceeded,
     Tables,
     build_candidate_pairs,
@@ -33,15 +34,26 @@ def _load(connection, name: str, rows: list[dict]) -> None:
     connection.execute(f"create or replace table {name} as select * from data")
 
 
+def _band_keys(connection, rows: dict[str, list[int]], without_shingles=()) -> None:
+    """A fingerprinted table with these band keys (and band_memberships, the view over it)."""
+    schema = pa.schema([("doc_id", pa.string()), ("shingle_count", pa.int32()), ("lsh_bands", pa.list_(pa.uint64()))])
+    data = pa.Table.from_pylist(
+        [{"doc_id": doc, "shingle_count": 3, "lsh_bands": keys} for doc, keys in rows.items()]
+        + [{"doc_id": doc, "shingle_count": 0, "lsh_bands": [0, 0]} for doc in without_shingles],
+        schema=schema,
+    )
+    connection.execute("create or replace table fingerprinted as select * from data")
+    write_table(connection, "band_memberships", build_band_memberships(TABLES))
+
+
 def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
-    _load(
+    _band_keys(
         connection,
-        "band_memberships",
-        [{"doc_id": f"d{i}", "band_index": 0, "lsh_band": 7} for i in range(5)]
-        + [{"doc_id": d, "band_index": 1, "lsh_band": 9} for d in ("x", "y")],
+        {**{f"d{i}": [7, 100 + i] for i in range(5)}, "x": [200, 9], "y": [201, 9]},
+        without_shingles=("empty1", "empty2"),  # they share no bucket
     )
     pressure = bucket_pressure(connection, TABLES)
-    assert (pressure.pair_slots, pressure.largest_bucket_size, pressure.largest_bucket_key) == (11, 5, "000:0000000000000007")
+    assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9)
     ensure_within_budget(pressure, 11)
     with pytest.raises(PairBudgetExceeded, match="000:0000000000000007 with 5 documents"):
         ensure_within_budget(pressure, 10)
@@ -49,19 +61,16 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
     assert BucketPressure.from_lineage({"num_perm": 64}) is None  # tables built before the figures
 
 
+def test_the_worst_bucket_among_equals_is_the_first_band_then_the_smallest_key(connection):
+    _band_keys(connection, {"a": [5, 1], "b": [5, 1], "c": [2, 10], "d": [2, 11]})
+    assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000002", 5)
+    _band_keys(connection, {})
+    assert bucket_pressure(connection, TABLES) == BucketPressure(0, 0, None, 0)
+
+
 def test_candidates_are_global_ordered_and_count_shared_bands(connection):
     _load(connection, "documents", [{"doc_id": d, "domain": f"{d}.example"} for d in ("a", "b", "c")])
-    _load(
-        connection,
-        "band_memberships",
-        [
-            {"doc_id": "b", "band_index": 0, "lsh_band": 1},
-            {"doc_id": "a", "band_index": 0, "lsh_band": 1},
-            {"doc_id": "b", "band_index": 1, "lsh_band": 2},
-            {"doc_id": "a", "band_index": 1, "lsh_band": 2},
-            {"doc_id": "c", "band_index": 1, "lsh_band": 1},  # same value, other band: no match
-        ],
-    )
+    _band_keys(connection, {"b": [1, 2], "a": [1, 2], "c": [9, 1]})  # c: same value, other band
     build, _ = build_candidate_pairs(connection, TABLES, 100)
     write_table(connection, "candidate_pairs", build)
     assert connection.execute("select * from candidate_pairs").fetchall() == [("a", "b", "a.example", "b.example", 2)]

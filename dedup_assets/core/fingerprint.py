@@ -203,16 +203,20 @@ def signature_overlap(
     signatures: pa.ChunkedArray | pa.Array, left_rows: np.ndarray, right_rows: np.ndarray
 ) -> np.ndarray:
     """Share of equal coordinates of the signatures (lists of one length) of each row pair."""
-    column = signatures.combine_chunks() if isinstance(signatures, pa.ChunkedArray) else signatures
+    return kernels.pair_overlap_kernel(
+        list_matrix(signatures), np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64)
+    )
+
+
+def list_matrix(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A column of uint64 lists of one length (signatures, band keys) as a (rows, length) array."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if len(column) == 0:
-        return np.zeros(len(left_rows), dtype=np.float64)
+        return np.zeros((0, 0), dtype=np.uint64)
     lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
     if (lengths != lengths[0]).any():
-        raise ValueError("signatures of different lengths: re-materialize fingerprinted")
-    values = column.flatten().to_numpy().reshape(len(column), int(lengths[0]))
-    return kernels.pair_overlap_kernel(
-        values, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64)
-    )
+        raise ValueError("fingerprint lists of different lengths: re-materialize fingerprinted")
+    return column.flatten().to_numpy().reshape(len(column), int(lengths[0]))
 
 
 def shingle_sets(

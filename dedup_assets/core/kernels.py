@@ -444,6 +444,33 @@ def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count)
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
+def bucket_pressure_kernel(bands):
+    """Per band (column of ``bands``, one row per document): self-join pair slots (n(n-1)/2 per
+    bucket of n), the largest bucket's size and key (the smallest key among equals), and the
+    number of buckets. Sorting each band's keys took 0.6 s per 1M documents at 16 bands, where
+    DuckDB grouped the 16M band rows in 1.6 s."""
+    count = bands.shape[1]
+    slots = np.zeros(count, dtype=np.int64)
+    largest = np.zeros(count, dtype=np.int64)
+    largest_key = np.zeros(count, dtype=np.uint64)
+    buckets = np.zeros(count, dtype=np.int64)
+    for band in nb.prange(count):
+        keys = np.sort(bands[:, band])
+        start = 0
+        for index in range(1, keys.shape[0] + 1):
+            if index < keys.shape[0] and keys[index] == keys[start]:
+                continue
+            size = index - start
+            slots[band] += size * (size - 1) // 2
+            buckets[band] += 1
+            if size > largest[band]:
+                largest[band] = size
+                largest_key[band] = keys[start]
+            start = index
+    return slots, largest, largest_key, buckets
+
+
+@nb.njit(cache=True, parallel=True, nogil=True)
 def pair_overlap_kernel(signatures, left_rows, right_rows):
     """Share of equal coordinates of the two signatures (rows of ``signatures``) of each pair."""
     result = np.zeros(left_rows.shape[0], dtype=np.float64)

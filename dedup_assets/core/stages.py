@@ -22,10 +22,12 @@ import networkx as nx
 import numpy as np
 import pyarrow as pa
 
+from . import kernels
 from .fingerprint import (
     SketchParams,
     fingerprint_batch,
     fingerprint_schema,
+    list_matrix,
     pair_jaccard,
     signature_overlap,
 )
@@ -185,8 +187,20 @@ def fingerprint_stream(
 
 
 def bucket_pressure(connection: duckdb.DuckDBPyConnection, tables: Tables) -> BucketPressure:
-    row = connection.execute(sql("bucket_pressure", tables)).fetchall()[0]
-    return BucketPressure(int(row[0]), int(row[1]), row[2], int(row[3]))
+    """Band-level pair slots (a bucket of n documents yields n(n-1)/2 self-join rows), the worst
+    bucket and the bucket count, from the band keys of the documents band_memberships holds
+    (those with shingles). Computed before the join, so an oversized corpus is refused without
+    doing the work."""
+    keys = connection.sql(
+        f"select lsh_bands from {tables.fingerprinted} where shingle_count > 0"
+    ).to_arrow_table()
+    slots, largest, largest_keys, buckets = kernels.bucket_pressure_kernel(list_matrix(keys.column(0)))
+    if not len(largest) or largest.max() == 0:
+        return BucketPressure(0, 0, None, 0)
+    worst = int(np.argmax(largest))  # the first band among equals
+    return BucketPressure(
+        int(slots.sum()), int(largest[worst]), f"{worst:03d}:{int(largest_keys[worst]):016x}", int(buckets.sum())
+    )
 
 
 def ensure_within_budget(pressure: BucketPressure, max_pair_slots: int) -> None:
