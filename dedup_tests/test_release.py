@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup_assets.core.release import _BackgroundFile
+from dedup_assets.core.release import _BackgroundFile, _DirectFile
 
 
 def test_background_file_writes_every_piece_in_order_and_hashes_them(tmp_path):
@@ -40,3 +40,15 @@ def test_a_failing_disk_reaches_the_writer_instead_of_blocking_it():
     writer.join(timeout=30)
     assert not writer.is_alive(), "the writer blocked on a queue nobody drains"
     assert raised and "space" in str(raised[0])
+
+
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("sizes", [[4096], [8192, 1], [1, 4095, 4096, 5000, 3], [10_000]])
+def test_direct_file_writes_whole_blocks_and_the_rest(tmp_path, direct, sizes):
+    path = tmp_path / "direct.bin"
+    pieces = [bytes([index % 251]) * size for index, size in enumerate(sizes)]
+    handle = _DirectFile(path, block_bytes=4096, direct=direct)
+    for piece in pieces:
+        handle.write(piece)
+    handle.close()
+    assert path.read_bytes() == b"".join(pieces)

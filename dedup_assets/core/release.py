@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
+import mmap
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -179,7 +182,7 @@ class _BackgroundFile(io.RawIOBase):
         self._position = 0
         self._digest = hashlib.sha256()
         self._error: BaseException | None = None
-        self._handle = path.open("wb")
+        self._handle = _DirectFile(path)
         self._writer = threading.Thread(target=self._drain, name=f"write {path.name}")
         self._writer.start()
 
@@ -209,7 +212,64 @@ class _BackgroundFile(io.RawIOBase):
         """Wait for every byte to be written; the file's sha256."""
         self._pending.put(None)
         self._writer.join()
-        self._handle.close()
+        try:
+            self._handle.close()
+        except OSError as error:
+            self._error = self._error or error
         if self._error is not None:
             raise self._error
         return self._digest.hexdigest()
+
+
+class _DirectFile:
+    """A file written with O_DIRECT in whole aligned blocks, so its bytes go to the disk without
+    being copied into freshly allocated page cache: writing the deduped documents of 1M documents
+    took 1.8-2.0 s of system time against 5.3 s (the disk takes 1.3 GB/s this way; buffered
+    writes ran at 0.44 GB/s on this machine). The last partial block is written normally. Where
+    the filesystem refuses O_DIRECT (tmpfs), every write is a normal one."""
+
+    BLOCK_BYTES = 1 << 22
+
+    def __init__(self, path: Path, block_bytes: int = BLOCK_BYTES, direct: bool = True):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        self._direct = direct and hasattr(os, "O_DIRECT")
+        try:
+            self._fd = os.open(path, flags | (os.O_DIRECT if self._direct else 0), 0o644)
+        except OSError:
+            if not self._direct:
+                raise
+            self._direct = False
+            self._fd = os.open(path, flags, 0o644)
+        self._block = mmap.mmap(-1, block_bytes)  # page-aligned, as O_DIRECT requires
+        self._view = memoryview(self._block)
+        self._filled = 0
+
+    def write(self, data: bytes) -> None:
+        pending = memoryview(data)
+        if not self._direct:
+            self._write_all(pending)
+            return
+        while len(pending):
+            taken = min(len(pending), len(self._view) - self._filled)
+            self._view[self._filled : self._filled + taken] = pending[:taken]
+            self._filled += taken
+            pending = pending[taken:]
+            if self._filled == len(self._view):
+                self._write_all(self._view)
+                self._filled = 0
+
+    def close(self) -> None:
+        try:
+            if self._filled:
+                flags = fcntl.fcntl(self._fd, fcntl.F_GETFL)
+                fcntl.fcntl(self._fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
+                self._write_all(self._view[: self._filled])
+        finally:
+            self._view.release()
+            self._block.close()
+            os.close(self._fd)
+
+    def _write_all(self, data: memoryview) -> None:
+        while len(data):
+            data = data[os.write(self._fd, data) :]
+
