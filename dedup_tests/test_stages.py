@@ -7,6 +7,7 @@ import pytest
 from dedup_assets.core.fingerprint import SketchParams
 from dedup_assets.core.stages import (
     BucketPressure,
+    band_buckets,
     build_band_memberships,
     PairBudgetExceeded,
     Tables,
@@ -54,6 +55,10 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
     )
     pressure = bucket_pressure(connection, TABLES)
     assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9)
+    assert band_buckets(connection, TABLES)[1].to_pylist() == [
+        {"band_index": 0, "lsh_band": 7},
+        {"band_index": 1, "lsh_band": 9},
+    ]
     ensure_within_budget(pressure, 11)
     with pytest.raises(PairBudgetExceeded, match="000:0000000000000007 with 5 documents"):
         ensure_within_budget(pressure, 10)
@@ -66,6 +71,9 @@ def test_the_worst_bucket_among_equals_is_the_first_band_then_the_smallest_key(c
     assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000002", 5)
     _band_keys(connection, {})
     assert bucket_pressure(connection, TABLES) == BucketPressure(0, 0, None, 0)
+    _load(connection, "documents", [{"doc_id": "a", "domain": "a.example"}])
+    build, _ = build_candidate_pairs(connection, TABLES, 0)
+    assert write_table(connection, "candidate_pairs", build) == 0
 
 
 def test_candidates_are_global_ordered_and_count_shared_bands(connection):
