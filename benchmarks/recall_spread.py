@@ -69,14 +69,13 @@ def banded_hits(signatures: np.ndarray, left: np.ndarray, right: np.ndarray, row
 def sketchers(bodies: pa.Array, shingle_size: int, perm: int, rows_per_band: int) -> dict[str, Sketcher]:
     """Ours (through ``fingerprint_batch``) and the sketch of each installed peer library (the
     ``bench`` extra), all of the same shingle hashes."""
-    from dedup_assets.core.fingerprint import SketchParams, fingerprint_batch, shingle_sets
+    from dedup_assets.core.fingerprint import SketchParams, fingerprint_batch, list_matrix, shingle_sets
 
     doc_ids = pa.array(np.arange(len(bodies)).astype(str))
 
     def ours(seed: int) -> np.ndarray:
         params = SketchParams("fss", shingle_size, perm, rows_per_band, seed)
-        signatures = fingerprint_batch(doc_ids, bodies, params).column("signature")
-        return signatures.values.to_numpy().reshape(len(bodies), perm)
+        return list_matrix(fingerprint_batch(doc_ids, bodies, params).column("signature"))
 
     engines: dict[str, Sketcher] = {"dedup-assets (fss)": ours}
     values, offsets = shingle_sets(bodies, shingle_size)

@@ -1,11 +1,15 @@
 """Release-file helpers, directly."""
 
+import errno
+import fcntl
 import hashlib
+import os
 import threading
 from pathlib import Path
 
 import pytest
 
+from dedup_assets.core import release
 from dedup_assets.core.release import _BackgroundFile, _DirectFile
 
 
@@ -52,3 +56,31 @@ def test_direct_file_writes_whole_blocks_and_the_rest(tmp_path, direct, sizes):
         handle.write(piece)
     handle.close()
     assert path.read_bytes() == b"".join(pieces)
+
+
+def test_direct_file_falls_back_when_a_direct_write_is_refused(tmp_path, monkeypatch):
+    real_write, refused = os.write, []
+
+    def refuse_direct(fd, data):
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT:
+            refused.append(len(data))
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(release.os, "write", refuse_direct)
+    path = tmp_path / "refused.bin"
+    handle = _DirectFile(path, block_bytes=4096)
+    opened_direct = handle._direct  # False on a filesystem without O_DIRECT (tmpfs)
+    data = bytes(range(256)) * 40  # two whole blocks and a rest
+    handle.write(data)
+    handle.close()
+    assert path.read_bytes() == data
+    assert refused == ([4096] if opened_direct else [])  # refused once, then written normally
+
+
+def test_direct_file_reports_a_full_disk_and_still_closes():
+    handle = _DirectFile(Path("/dev/full"), block_bytes=4096)
+    with pytest.raises(OSError, match="space"):
+        handle.write(b"x" * 10_000)
+    with pytest.raises(OSError, match="space"):
+        handle.close()  # the rest cannot be written either; the descriptor is closed anyway

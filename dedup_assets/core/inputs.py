@@ -1,7 +1,8 @@
 """Reading and validating the document input (CSV or Parquet with the six base columns).
 
 The input is streamed in Arrow batches, so memory follows the batch size, not the file. Each
-batch is validated as it passes; a repeated ``doc_id`` is found once the last batch is read.
+batch is validated as it passes; a repeated ``doc_id`` is found in the batch that repeats it
+(``doc_ids.FirstSeen`` remembers every id so far, as UTF-8 bytes).
 Rows are numbered ``input_row`` (1-based data rows, header not counted) so every error and every
 output row can be traced back to the file.
 """

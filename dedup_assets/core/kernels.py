@@ -1,4 +1,5 @@
-"""Compiled per-batch kernels for the fast hash scheme (numba, no Python objects per token).
+"""Compiled kernels (numba, no Python objects per token): per batch for the fast hash scheme,
+and over whole columns for verification and LSH bucket sizes under either scheme.
 
 The tokenizer works on the UTF-8 bytes of a whole Arrow string column. For ASCII text it is the
 specification's normalization exactly: every ASCII byte that is not a letter or digit separates

@@ -260,17 +260,30 @@ def candidate_scores(
     connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams
 ) -> pa.Table:
     """Per candidate pair: exact shingle Jaccard (shingling each involved document once), the
-    share of equal signature coordinates, and whether the normalized texts are identical."""
+    share of equal signature coordinates, and whether the content hashes (of the normalized
+    token sequences) are equal."""
     bodies = connection.sql(sql("candidate_bodies", tables)).to_arrow_table()
-    rows = pa.table({"doc_id": bodies.column("doc_id"), "row": np.arange(bodies.num_rows)})
-    pairs = connection.sql(
-        f"""
-        select p.left_doc_id, p.right_doc_id, l.row as left_row, r.row as right_row
-        from {tables.candidate_pairs} p
-        join rows l on l.doc_id = p.left_doc_id
-        join rows r on r.doc_id = p.right_doc_id
-        """
-    ).to_arrow_table()
+    connection.register(
+        "candidate_positions",
+        pa.table({"doc_id": bodies.column("doc_id"), "position": np.arange(bodies.num_rows)}),
+    )
+    try:
+        pairs = connection.sql(
+            f"""
+            select p.left_doc_id, p.right_doc_id, l.position as left_row, r.position as right_row
+            from {tables.candidate_pairs} p
+            join candidate_positions l on l.doc_id = p.left_doc_id
+            join candidate_positions r on r.doc_id = p.right_doc_id
+            """
+        ).to_arrow_table()
+        expected = connection.execute(f"select count(*) from {tables.candidate_pairs}").fetchall()[0][0]
+    finally:
+        connection.unregister("candidate_positions")
+    if pairs.num_rows != expected:
+        raise ValueError(
+            f"{expected - pairs.num_rows} candidate pairs name documents missing from documents or "
+            "fingerprinted: re-materialize candidate_pairs and everything downstream"
+        )
     left, right = pairs.column("left_row").to_numpy(), pairs.column("right_row").to_numpy()
     content_hashes = bodies.column("content_hash").to_numpy()
     return pa.table(

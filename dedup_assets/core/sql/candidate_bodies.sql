@@ -1,7 +1,7 @@
 -- Bodies of the documents that appear in a candidate pair, each once; only these are shingled
 -- again for exact verification, with their distinct shingle counts so the shingle sets can be
 -- laid out before shingling, and the signature and content hash the pair scores compare.
--- Unordered: rows are looked up by doc_id, and sorting the bodies cost more than the lookup.
+-- Unordered: pairs find their rows by a join on doc_id, which costs less than sorting bodies.
 select d.doc_id, d.body, f.shingle_count, f.signature, f.content_hash
 from {documents} d
 join {fingerprinted} f on f.doc_id = d.doc_id
