@@ -15,7 +15,8 @@ import pyarrow as pa
 from .fingerprint import utf8_buffers
 from .kernels import _mix64
 
-_FREE = -1
+_FREE_SLOT = -1  # a table slot without an id
+NOT_SEEN = -1  # a row whose id no earlier row had
 
 
 @nb.njit(inline="always")
@@ -41,14 +42,14 @@ def _register(data, offsets, eligible, slot_hashes, slot_ordinals, stored, store
     """For each eligible row in order: the ordinal of the earlier row with the same id, or -1
     after registering it as ordinal ``count`` (then ``count + 1``...). Returns (earlier, count)."""
     mask = np.uint64(slot_hashes.shape[0] - 1)
-    earlier = np.full(offsets.shape[0] - 1, -1, dtype=np.int64)
+    earlier = np.full(offsets.shape[0] - 1, NOT_SEEN, dtype=np.int64)
     for row in range(offsets.shape[0] - 1):
         if not eligible[row]:
             continue
         start, end = offsets[row], offsets[row + 1]
         hashed = _bytes_hash(data, start, end)
         slot = hashed & mask
-        while slot_ordinals[slot] != _FREE:
+        while slot_ordinals[slot] != _FREE_SLOT:
             ordinal = slot_ordinals[slot]
             if slot_hashes[slot] == hashed and _same_bytes(
                 stored, stored_offsets[ordinal], stored_offsets[ordinal + 1], data, start, end
@@ -56,7 +57,7 @@ def _register(data, offsets, eligible, slot_hashes, slot_ordinals, stored, store
                 earlier[row] = ordinal
                 break
             slot = (slot + np.uint64(1)) & mask
-        if earlier[row] == _FREE:
+        if earlier[row] == NOT_SEEN:
             slot_hashes[slot] = hashed
             slot_ordinals[slot] = count
             first = stored_offsets[count]
@@ -70,9 +71,9 @@ def _register(data, offsets, eligible, slot_hashes, slot_ordinals, stored, store
 def _rehash(slot_hashes, slot_ordinals, new_hashes, new_ordinals):
     mask = np.uint64(new_hashes.shape[0] - 1)
     for old in range(slot_hashes.shape[0]):
-        if slot_ordinals[old] != _FREE:
+        if slot_ordinals[old] != _FREE_SLOT:
             slot = slot_hashes[old] & mask
-            while new_ordinals[slot] != _FREE:
+            while new_ordinals[slot] != _FREE_SLOT:
                 slot = (slot + np.uint64(1)) & mask
             new_hashes[slot] = slot_hashes[old]
             new_ordinals[slot] = slot_ordinals[old]
@@ -93,7 +94,7 @@ class FirstSeen:
     def __init__(self) -> None:
         self.count = 0
         self._slot_hashes = np.zeros(1024, dtype=np.uint64)
-        self._slot_ordinals = np.full(1024, _FREE, dtype=np.int64)
+        self._slot_ordinals = np.full(1024, _FREE_SLOT, dtype=np.int64)
         self._stored = np.empty(1 << 16, dtype=np.uint8)
         self._stored_offsets = np.zeros(1025, dtype=np.int64)
         self._rows = np.empty(1024, dtype=np.int64)
@@ -104,7 +105,7 @@ class FirstSeen:
         """Register the ``eligible`` rows' ids, first come first kept; per row the ordinal of an
         earlier row with the same id (this batch's included), or -1."""
         data, offsets = utf8_buffers(doc_ids)
-        offsets = offsets.astype(np.int64) if offsets.dtype != np.int64 else offsets
+        offsets = offsets.astype(np.int64, copy=False)
         rows = len(doc_ids)
         self._reserve(rows, int(offsets[-1] - offsets[0]))
         before = self.count
@@ -120,7 +121,7 @@ class FirstSeen:
         )
         if not self._file_names or self._file_names[-1] != source:
             self._file_names.append(source)
-        new = eligible & (earlier == _FREE)
+        new = eligible & (earlier == NOT_SEEN)
         self._rows[before : self.count] = input_rows[new]
         self._files[before : self.count] = len(self._file_names) - 1
         return earlier
@@ -139,6 +140,6 @@ class FirstSeen:
         if 2 * needed > size:  # keep the table at most half full
             while 2 * needed > size:
                 size *= 2
-            hashes, ordinals = np.zeros(size, dtype=np.uint64), np.full(size, _FREE, dtype=np.int64)
+            hashes, ordinals = np.zeros(size, dtype=np.uint64), np.full(size, _FREE_SLOT, dtype=np.int64)
             _rehash(self._slot_hashes, self._slot_ordinals, hashes, ordinals)
             self._slot_hashes, self._slot_ordinals = hashes, ordinals
