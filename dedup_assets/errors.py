@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 from dagster import Failure
 
-from .core.fingerprint import SettingsError
+from .core.settings import SettingsError
 from .core.inputs import InputError
 from .core.stages import MemoryBudgetExceeded, PairBudgetExceeded
 from .lineage import StaleUpstream

@@ -9,7 +9,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from .core.fingerprint import SketchParams
-from .core.inputs import DEFAULT_BATCH_SIZE, InputPolicy
+from .core.settings import DEFAULT_BATCH_SIZE, InputPolicy
 from .core.verify import Thresholds
 
 DEFAULT_INPUT = "data/documents.csv"

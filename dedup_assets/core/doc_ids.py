@@ -12,8 +12,8 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from .fingerprint import utf8_buffers
-from .kernels import _mix64
+from .text import utf8_buffers
+from .kernels import mix64
 
 _FREE_SLOT = -1  # a table slot without an id
 NOT_SEEN = -1  # a row whose id no earlier row had
@@ -24,7 +24,7 @@ def _bytes_hash(data, start, end):
     value = np.uint64(0xCBF29CE484222325)  # FNV-1a over the bytes, then one mix
     for position in range(start, end):
         value = (value ^ np.uint64(data[position])) * np.uint64(0x100000001B3)
-    return _mix64(value ^ np.uint64(end - start))
+    return mix64(value ^ np.uint64(end - start))
 
 
 @nb.njit(inline="always")

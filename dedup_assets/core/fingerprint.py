@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -22,44 +21,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
+from .settings import HASH_SCHEMES, SettingsError, SketchParams  # noqa: F401 (re-exported)
 from .sketch import lsh_band_keys, minhash_signature
-from .text import normalize_text, token_shingles, tokenize
+from .text import normalize_text, token_shingles, tokenize, utf8_buffers
 from .unicode import ASCII_ONLY, code_point_table
 
-HASH_SCHEMES = ("fss", "blake2b")
 COUNTING_SEEDS = kernels.round_seeds(1, 0)
-
-
-class SettingsError(ValueError):
-    """A setting is out of range or inconsistent with another."""
-
-
-@dataclass(frozen=True)
-class SketchParams:
-    hash_scheme: str
-    shingle_size: int
-    num_perm: int
-    rows_per_band: int
-    minhash_seed: int
-
-    def __post_init__(self) -> None:
-        if self.hash_scheme not in HASH_SCHEMES:
-            raise SettingsError(
-                f"hash_scheme must be one of {', '.join(HASH_SCHEMES)}, got {self.hash_scheme!r}"
-            )
-        if self.shingle_size < 1:
-            raise SettingsError(f"shingle_size must be at least 1, got {self.shingle_size}")
-        if self.num_perm < 1 or self.rows_per_band < 1 or self.num_perm % self.rows_per_band:
-            raise SettingsError(
-                f"num_perm ({self.num_perm}) must be a positive multiple of rows_per_band "
-                f"({self.rows_per_band})"
-            )
-        if self.hash_scheme == "fss" and self.num_perm > kernels.MAX_SKETCH_SIZE:
-            raise SettingsError(f"the fss scheme supports num_perm up to {kernels.MAX_SKETCH_SIZE}")
-
-    @property
-    def bands(self) -> int:
-        return self.num_perm // self.rows_per_band
 
 
 def fingerprint_schema(params: SketchParams) -> pa.Schema:
@@ -90,14 +57,6 @@ class KernelText(NamedTuple):
     map_offsets: np.ndarray
     map_bytes: np.ndarray
     expansion: int
-
-
-def utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    _, offsets, data = text.buffers()
-    offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
-    offsets = np.frombuffer(offsets, dtype=offset_type)[text.offset : text.offset + len(text) + 1]
-    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, np.uint8)
-    return data, offsets
 
 
 def kernel_text(bodies: pa.Array | pa.ChunkedArray) -> KernelText:

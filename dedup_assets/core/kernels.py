@@ -37,7 +37,7 @@ MAX_SKETCH_SIZE = 1 << 9  # 2k rounds must fit in the 10 round bits
 
 
 @nb.njit(inline="always")
-def _mix64(value):
+def mix64(value):
     # splitmix64 finalizer: a fast bijective 64-bit mixer
     value = (value ^ (value >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     value = (value ^ (value >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -170,7 +170,7 @@ def _token_hashes(data, start, end, out, lowered, token_bounds):
         rest = _big_endian_at(words, token_start + (full_words << np.uint64(3)))
         # the remaining 0-7 bytes, right-aligned (two shifts: 0 bytes must give 0)
         rest = (rest >> np.uint64(1)) >> (np.uint64(63) - ((token_length & np.uint64(7)) << np.uint64(3)))
-        out[token] = _mix64(value ^ rest ^ (token_length << np.uint64(56)))
+        out[token] = mix64(value ^ rest ^ (token_length << np.uint64(56)))
     return count
 
 
@@ -221,7 +221,7 @@ def _fast_similarity_sketch(shingles, count, round_seeds, out, hashed):
         # a round's hashes first, in a loop without the scatter, so that it vectorizes: 0.045 s
         # -> 0.025 s per 20k sketches of 128 bins
         for index in range(count):
-            hashed[index] = _mix64(shingles[index] ^ seed)
+            hashed[index] = mix64(shingles[index] ^ seed)
         for index in range(count):
             if round_index < k:
                 target = np.int64((hashed[index] >> np.uint64(32)) * np.uint64(k) >> np.uint64(32))
@@ -241,7 +241,7 @@ def _band_hashes(signature, rows_per_band, out):
     for band in range(out.shape[0]):
         value = np.uint64(band + 1) * np.uint64(0x9E3779B97F4A7C15)
         for row in range(band * rows_per_band, (band + 1) * rows_per_band):
-            value = _mix64(value ^ signature[row])
+            value = mix64(value ^ signature[row])
         out[band] = value
 
 
@@ -309,7 +309,7 @@ def _document_shingles(text, doc, shingle_size, scratch):
     shingles[:positions] = np.uint64(0x9E3779B97F4A7C15) * np.uint64(size)
     for offset in range(size):
         for first in range(positions):
-            shingles[first] = _mix64(shingles[first] ^ tokens[first + offset])
+            shingles[first] = mix64(shingles[first] ^ tokens[first + offset])
     return token_count, _distinct(shingles, positions, scratch.table)
 
 
@@ -331,7 +331,7 @@ def _sequence_hash(tokens, count):
         sequence = (
             sequence * c4 + tokens[index] * c3 + tokens[index + 1] * c2 + tokens[index + 2] * c1 + tokens[index + 3]
         )
-    return _mix64(sequence)
+    return mix64(sequence)
 
 
 @nb.njit(cache=True)
@@ -529,10 +529,10 @@ def round_seeds(num_perm: int, minhash_seed: int) -> np.ndarray:
 
 @nb.njit(cache=True)
 def _seed_sequence(count, seed):
-    # compiled and cached: calling _mix64 from Python compiled it at every import (0.1 s)
+    # compiled and cached: calling mix64 from Python compiled it at every import (0.1 s)
     seeds = np.empty(count, dtype=np.uint64)
     state = seed * np.uint64(0x9E3779B97F4A7C15)
     for index in range(count):
         state += np.uint64(0x9E3779B97F4A7C15)
-        seeds[index] = _mix64(state)
+        seeds[index] = mix64(state)
     return seeds

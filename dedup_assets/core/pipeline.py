@@ -13,7 +13,8 @@ from pathlib import Path
 import duckdb
 
 from .fingerprint import SketchParams, lsh_probability
-from .inputs import DEFAULT_BATCH_SIZE, InputPolicy, describe_input
+from .inputs import describe_input
+from .settings import DEFAULT_BATCH_SIZE, InputPolicy
 from .release import library_versions, write_release
 from .stages import (
     BucketPressure,

@@ -20,7 +20,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .inputs import DEFAULT_BATCH_SIZE, file_sha256
+from .inputs import file_sha256
+from .settings import DEFAULT_BATCH_SIZE
 from .stages import Tables, prefetched, sql
 
 # DuckDB hands over batches of DEFAULT_BATCH_SIZE rows, whose memory is reused from batch to

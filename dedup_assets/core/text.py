@@ -1,9 +1,13 @@
-"""Text normalization and ordered token shingles, exactly as the specification defines them."""
+"""Text normalization and ordered token shingles, exactly as the specification defines them, and
+text columns as the UTF-8 bytes the compiled kernels read."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
+
+import numpy as np
+import pyarrow as pa
 
 _NON_WORD_RUN = re.compile(r"[^\w\s]+", flags=re.UNICODE)
 
@@ -41,3 +45,12 @@ def token_shingles(tokens: list[str], size: int) -> set[str]:
 def document_shingles(body: str | None, size: int) -> set[str]:
     """Normalize, tokenize and shingle one body."""
     return token_shingles(tokenize(normalize_text(body)), size)
+
+
+def utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string array's UTF-8 bytes and its offsets into them, without a copy."""
+    _, offsets, data = text.buffers()
+    offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
+    offsets = np.frombuffer(offsets, dtype=offset_type)[text.offset : text.offset + len(text) + 1]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, np.uint8)
+    return data, offsets

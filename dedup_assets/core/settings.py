@@ -1,0 +1,128 @@
+"""The settings of one run, and the value objects each step takes from them.
+
+:class:`Settings` is the one place a default is written: the Dagster resource (``settings.py``
+one level up) takes its field defaults from here, and the library runner takes a ``Settings``.
+Every value object checks itself when it is made, so a bad setting fails before any work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal, get_args
+
+from .kernels import MAX_SKETCH_SIZE
+
+HashScheme = Literal["fss", "blake2b"]
+SourceFormat = Literal["csv", "parquet", "jsonl", "warc"]
+HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
+SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
+
+# Rows per streamed batch. At web-page sizes a batch's text stays under glibc's largest mmap
+# threshold (32 MB), so a freed batch's memory is reused by the next one instead of being mapped
+# and faulted in again.
+DEFAULT_BATCH_SIZE = 4_096
+
+
+class SettingsError(ValueError):
+    """A setting is out of range or inconsistent with another."""
+
+
+@dataclass(frozen=True)
+class SketchParams:
+    """How documents are fingerprinted and banded."""
+
+    hash_scheme: str
+    shingle_size: int
+    num_perm: int
+    rows_per_band: int
+    minhash_seed: int
+
+    def __post_init__(self) -> None:
+        if self.hash_scheme not in HASH_SCHEMES:
+            raise SettingsError(
+                f"hash_scheme must be one of {', '.join(HASH_SCHEMES)}, got {self.hash_scheme!r}"
+            )
+        if self.shingle_size < 1:
+            raise SettingsError(f"shingle_size must be at least 1, got {self.shingle_size}")
+        if self.num_perm < 1 or self.rows_per_band < 1 or self.num_perm % self.rows_per_band:
+            raise SettingsError(
+                f"num_perm ({self.num_perm}) must be a positive multiple of rows_per_band "
+                f"({self.rows_per_band})"
+            )
+        if self.hash_scheme == "fss" and self.num_perm > MAX_SKETCH_SIZE:
+            raise SettingsError(f"the fss scheme supports num_perm up to {MAX_SKETCH_SIZE}")
+
+    @property
+    def bands(self) -> int:
+        return self.num_perm // self.rows_per_band
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What verification accepts (Jaccard) and what it reports as a sketch match (overlap)."""
+
+    jaccard: float
+    signature_overlap: float
+
+    def __post_init__(self) -> None:
+        for name, value in (("jaccard", self.jaccard), ("signature_overlap", self.signature_overlap)):
+            if not 0.0 < value <= 1.0:
+                raise SettingsError(f"{name} threshold must be in (0, 1], got {value}")
+
+
+@dataclass(frozen=True)
+class InputPolicy:
+    """How the input is read, and what to do with a row that cannot be a document."""
+
+    max_body_bytes: int = 10_000_000
+    fail_on_reject: bool = False
+    jsonl_fields: dict = field(default_factory=dict)
+    source_format: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source_format is not None and self.source_format not in SOURCE_FORMATS:
+            raise SettingsError(
+                f"source_format must be one of {', '.join(SOURCE_FORMATS)} (or unset to use the "
+                f"file extension), got {self.source_format!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every algorithm setting of a run, with its default. These are the settings recorded in
+    lineage and in ``manifest.json``, under these names."""
+
+    hash_scheme: str = "fss"
+    shingle_size: int = 5
+    num_perm: int = 64
+    rows_per_band: int = 8
+    minhash_seed: int = 42
+    jaccard_threshold: float = 0.7
+    signature_overlap_threshold: float = 0.7
+    max_pair_slots: int = 1_000_000
+    memory_budget_mb: int = 3072
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_body_bytes: int = InputPolicy.max_body_bytes
+    fail_on_reject: bool = InputPolicy.fail_on_reject
+    jsonl_fields: dict = field(default_factory=dict)
+    source_format: str | None = None
+
+    def __post_init__(self) -> None:
+        # each value object checks itself; make them all now, so nothing runs on a bad setting
+        self.sketch_params(), self.thresholds(), self.input_policy()
+
+    def sketch_params(self) -> SketchParams:
+        return SketchParams(
+            self.hash_scheme, self.shingle_size, self.num_perm, self.rows_per_band, self.minhash_seed
+        )
+
+    def thresholds(self) -> Thresholds:
+        return Thresholds(self.jaccard_threshold, self.signature_overlap_threshold)
+
+    def input_policy(self) -> InputPolicy:
+        return InputPolicy(
+            self.max_body_bytes, self.fail_on_reject, dict(self.jsonl_fields), self.source_format
+        )
+
+    def as_dict(self) -> dict:
+        return asdict(self)
