@@ -367,16 +367,19 @@ def run_dagster(corpus: Path, workdir: Path, perm: int, scheme: str) -> dict:
 def library_child(payload: str) -> None:
     """Child-process side of the library run: call run_library and print its result as JSON."""
     from dedup_assets.core.pipeline import run_library
+    from dedup_assets.core.settings import Settings
 
     job = json.loads(payload)
     result = run_library(
         job["input_path"],
         job["database_path"],
         job["output_dir"],
-        num_perm=job["num_perm"],
-        rows_per_band=job["rows_per_band"],
-        hash_scheme=job["hash_scheme"],
-        max_pair_slots=MAX_PAIR_SLOTS,
+        Settings(
+            num_perm=job["num_perm"],
+            rows_per_band=job["rows_per_band"],
+            hash_scheme=job["hash_scheme"],
+            max_pair_slots=MAX_PAIR_SLOTS,
+        ),
     )
     print(json.dumps(result))
 

@@ -14,7 +14,7 @@ import duckdb
 
 from .fingerprint import SketchParams, lsh_probability
 from .inputs import describe_input
-from .settings import DEFAULT_BATCH_SIZE, InputPolicy
+from .settings import Settings
 from .release import library_versions, write_release
 from .stages import (
     BucketPressure,
@@ -38,26 +38,15 @@ def run_library(
     input_path: str,
     database_path: str,
     output_dir: str | None,
+    settings: Settings = Settings(),
     *,
-    num_perm: int = 64,
-    rows_per_band: int = 8,
-    hash_scheme: str = "fss",
-    shingle_size: int = 5,
-    minhash_seed: int = 42,
-    jaccard_threshold: float = 0.7,
-    signature_overlap_threshold: float = 0.7,
-    max_pair_slots: int = 1_000_000,
-    memory_budget_mb: int = 3072,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_body_bytes: int = 10_000_000,
-    fail_on_reject: bool = False,
     duckdb_memory: str = "2GB",
     log: Callable[[str], None] = lambda message: None,
 ) -> dict:
     """Run every stage into ``database_path`` (schema ``dedup``) and, with ``output_dir``, write
     the release files. Returns per-stage seconds and the main counts."""
-    params = SketchParams(hash_scheme, shingle_size, num_perm, rows_per_band, minhash_seed)
-    thresholds = Thresholds(jaccard_threshold, signature_overlap_threshold)
+    params, thresholds = settings.sketch_params(), settings.thresholds()
+    batch_size, max_pair_slots, memory_budget_mb = settings.batch_size, settings.max_pair_slots, settings.memory_budget_mb
     tables = Tables.in_schema("dedup")
     stages: dict[str, float] = {}
 
@@ -71,7 +60,7 @@ def run_library(
     with connect(database_path, duckdb_memory) as connection:
         connection.execute("create schema if not exists dedup")
         with stage("documents"):
-            build, stats = build_documents(Path(input_path), batch_size, InputPolicy(max_body_bytes, fail_on_reject), log)
+            build, stats = build_documents(Path(input_path), batch_size, settings.input_policy(), log)
             write_table(connection, tables.documents, build)
             write_table(connection, tables.rejected_documents, build_rejected_documents(stats))
         with stage("fingerprint"):
