@@ -1,24 +1,20 @@
-"""Wires the assets, their checks, the settings resource and the DuckDB IO manager together."""
+"""Wires the assets, their checks and the two resources together; nothing else happens here."""
 
-import os
-
-from dagster import Definitions, in_process_executor
+from dagster import Definitions, EnvVar, in_process_executor
 
 from .assets import PIPELINE_ASSETS
 from .checks import PIPELINE_CHECKS
-from .io_manager import DedupDuckDBIOManager
-from .settings import DEFAULT_DATABASE, DedupSettings, env_path
+from .settings import DedupSettings
+from .warehouse import DuckDBWarehouse
 
 defs = Definitions(
     assets=PIPELINE_ASSETS,
     asset_checks=PIPELINE_CHECKS,
     resources={
-        "io_manager": DedupDuckDBIOManager(
-            database=env_path("DEDUP_DATABASE", DEFAULT_DATABASE),
-            schema="dedup",
-            connection_config={"memory_limit": os.environ.get("DEDUP_DUCKDB_MEMORY", "2GB")},
-        ),
         "dedup": DedupSettings(),
+        "warehouse": DuckDBWarehouse(
+            database=EnvVar("DEDUP_DATABASE"), memory_limit=EnvVar("DEDUP_DUCKDB_MEMORY")
+        ),
     },
     executor=in_process_executor,
 )

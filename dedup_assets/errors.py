@@ -6,12 +6,21 @@ from contextlib import contextmanager
 
 from dagster import Failure
 
+from .core.lsh import PairBudgetExceeded
+from .core.readers import InputError
 from .core.settings import SettingsError
-from .core.inputs import InputError
-from .core.stages import MemoryBudgetExceeded, PairBudgetExceeded
+from .core.store import DuckDBUnavailable
+from .core.verify import MemoryBudgetExceeded
 from .lineage import StaleUpstream
 
-USER_ERRORS = (InputError, SettingsError, PairBudgetExceeded, MemoryBudgetExceeded, StaleUpstream)
+USER_ERRORS = (
+    InputError,
+    SettingsError,
+    PairBudgetExceeded,
+    MemoryBudgetExceeded,
+    StaleUpstream,
+    DuckDBUnavailable,
+)
 
 
 @contextmanager

@@ -1,82 +1,87 @@
-"""The single typed source of truth for algorithm settings and file locations."""
+"""The ``dedup`` resource: every algorithm setting of a run, typed and checked at launch, and
+where the input and the release files are.
+
+Its defaults come from :class:`core.settings.Settings`, the one place they are written; every
+field is set in the launchpad or with ``--config-json '{"resources": {"dedup": {"config":
+{...}}}}'``.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import fields
+from enum import Enum
 from pathlib import Path
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from .core.fingerprint import SketchParams
-from .core.settings import DEFAULT_BATCH_SIZE, InputPolicy
-from .core.verify import Thresholds
+from .core.settings import HASH_SCHEMES, SOURCE_FORMATS, Settings
 
+DEFAULTS = Settings()
 DEFAULT_INPUT = "data/documents.csv"
-DEFAULT_DATABASE = "var/dedup_assets.duckdb"
 DEFAULT_OUTPUT_DIR = "output"
 
-ALGORITHM_SETTINGS = (
-    "hash_scheme",
-    "shingle_size",
-    "num_perm",
-    "rows_per_band",
-    "minhash_seed",
-    "jaccard_threshold",
-    "signature_overlap_threshold",
-    "max_pair_slots",
-    "memory_budget_mb",
-    "batch_size",
-    "max_body_bytes",
-    "fail_on_reject",
-    "jsonl_fields",
-    "source_format",
-)
+
+# Dagster config takes enums, not Literal: these are the library's choices as enums.
+HashScheme = Enum("HashScheme", {name: name for name in HASH_SCHEMES}, type=str)
+SourceFormat = Enum("SourceFormat", {name: name for name in SOURCE_FORMATS}, type=str)
 
 
-def env_path(variable: str, default: str) -> str:
-    """An absolute path from an environment variable; relative paths resolve against the cwd."""
-    return str(Path(os.environ.get(variable) or default).expanduser().resolve())
+def _from_environment(variable: str, default: str) -> Path:
+    """A path from the environment of the run, else ``default``; relative paths resolve
+    against the run's working directory."""
+    return Path(os.environ.get(variable) or default).expanduser().resolve()
 
 
 class DedupSettings(ConfigurableResource):
     """Algorithm settings and file locations for one run (resource key ``dedup``)."""
 
-    hash_scheme: str = Field(
-        default="fss",
-        description="fss: compiled 64-bit shingle hashes + Fast Similarity Sketch (fast); "
+    hash_scheme: HashScheme = Field(
+        default=HashScheme(DEFAULTS.hash_scheme),
+        description="fss: compiled 64-bit shingle hashes and a Fast Similarity Sketch; "
         "blake2b: the published MinHash definition, bit for bit (slow, for reference).",
     )
-    shingle_size: int = Field(default=5, description="Tokens per shingle.")
-    num_perm: int = Field(default=64, description="MinHash values per signature.")
-    rows_per_band: int = Field(default=8, description="Signature values per LSH band.")
-    minhash_seed: int = Field(default=42, description="Seed of MinHash coordinate 0.")
+    shingle_size: int = Field(default=DEFAULTS.shingle_size, ge=1, description="Tokens per shingle.")
+    num_perm: int = Field(default=DEFAULTS.num_perm, ge=1, description="MinHash values per signature.")
+    rows_per_band: int = Field(
+        default=DEFAULTS.rows_per_band, ge=1, description="Signature values per LSH band; divides num_perm."
+    )
+    minhash_seed: int = Field(default=DEFAULTS.minhash_seed, description="Seed of MinHash coordinate 0.")
     jaccard_threshold: float = Field(
-        default=0.7, description="Exact shingle Jaccard at or above which a pair is a duplicate."
+        default=DEFAULTS.jaccard_threshold,
+        gt=0,
+        le=1,
+        description="Exact shingle Jaccard at or above which a pair is a duplicate.",
     )
     signature_overlap_threshold: float = Field(
-        default=0.7, description="Signature overlap reported as a MinHash match (diagnostic only)."
+        default=DEFAULTS.signature_overlap_threshold,
+        gt=0,
+        le=1,
+        description="Signature overlap reported as a MinHash match (diagnostic only).",
     )
     max_pair_slots: int = Field(
-        default=1_000_000,
+        default=DEFAULTS.max_pair_slots,
+        ge=0,
         description="Refuse the LSH self-join when its buckets would create more pair rows.",
     )
     memory_budget_mb: int = Field(
-        default=3072,
+        default=DEFAULTS.memory_budget_mb,
+        ge=1,
         description="Refuse a verification whose estimated shingle sets exceed this many MB.",
     )
     batch_size: int = Field(
-        default=DEFAULT_BATCH_SIZE, description="Documents per streamed batch (memory follows this)."
+        default=DEFAULTS.batch_size, ge=1, description="Documents per streamed batch (memory follows this)."
     )
     max_body_bytes: int = Field(
-        default=10_000_000, description="Reject a document whose body has more UTF-8 bytes."
+        default=DEFAULTS.max_body_bytes, ge=1, description="Reject a document whose body has more UTF-8 bytes."
     )
     fail_on_reject: bool = Field(
-        default=False,
+        default=DEFAULTS.fail_on_reject,
         description="Fail the run on the first input row that would be rejected, instead of "
         "recording it in rejected_documents.",
     )
-    source_format: str | None = Field(
+    source_format: SourceFormat | None = Field(
         default=None,
         description="csv, parquet, jsonl or warc for every input file; unset: by file extension.",
     )
@@ -88,44 +93,29 @@ class DedupSettings(ConfigurableResource):
     )
     input_path: str | None = Field(
         default=None,
-        description=f"CSV or Parquet input. Unset: env DEDUP_INPUT, else {DEFAULT_INPUT}.",
+        description="Input file, folder or glob (CSV, Parquet, JSONL or WARC). Unset: env "
+        f"DEDUP_INPUT, else {DEFAULT_INPUT}.",
     )
     output_dir: str | None = Field(
         default=None,
         description=f"Folder for release files. Unset: env DEDUP_OUTPUT_DIR, else {DEFAULT_OUTPUT_DIR}.",
     )
 
-    def sketch_params(self) -> SketchParams:
-        return SketchParams(
-            hash_scheme=self.hash_scheme,
-            shingle_size=self.shingle_size,
-            num_perm=self.num_perm,
-            rows_per_band=self.rows_per_band,
-            minhash_seed=self.minhash_seed,
-        )
-
-    def thresholds(self) -> Thresholds:
-        return Thresholds(
-            jaccard=self.jaccard_threshold, signature_overlap=self.signature_overlap_threshold
-        )
-
-    def algorithm_settings(self) -> dict:
-        return {name: getattr(self, name) for name in ALGORITHM_SETTINGS}
-
-    def input_policy(self) -> InputPolicy:
-        return InputPolicy(
-            max_body_bytes=self.max_body_bytes,
-            fail_on_reject=self.fail_on_reject,
-            jsonl_fields=dict(self.jsonl_fields),
-            source_format=self.source_format,
-        )
+    def settings(self) -> Settings:
+        """The run's algorithm settings as the library takes them (raises SettingsError)."""
+        values = {field.name: getattr(self, field.name) for field in fields(Settings)}
+        return Settings(**{name: getattr(value, "value", value) for name, value in values.items()})
 
     def input_file(self) -> Path:
-        return Path(self.input_path or env_path("DEDUP_INPUT", DEFAULT_INPUT))
+        return Path(self.input_path) if self.input_path else _from_environment("DEDUP_INPUT", DEFAULT_INPUT)
 
     def output_folder(self) -> Path:
-        return Path(self.output_dir or env_path("DEDUP_OUTPUT_DIR", DEFAULT_OUTPUT_DIR))
+        return (
+            Path(self.output_dir)
+            if self.output_dir
+            else _from_environment("DEDUP_OUTPUT_DIR", DEFAULT_OUTPUT_DIR)
+        )
 
     def current_values(self) -> dict:
         """Every setting that can appear in a table's lineage."""
-        return {**self.algorithm_settings(), "input_path": str(self.input_file())}
+        return {**self.settings().as_dict(), "input_path": str(self.input_file())}

@@ -12,8 +12,8 @@ from dagster import materialize
 
 from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.checks import PIPELINE_CHECKS
-from dedup_assets.io_manager import DedupDuckDBIOManager
 from dedup_assets.settings import DedupSettings
+from dedup_assets.warehouse import DuckDBWarehouse
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = PROJECT_ROOT / "data" / "documents.csv"
@@ -32,7 +32,7 @@ class GraphRunner:
             [*PIPELINE_ASSETS, *PIPELINE_CHECKS],
             selection=selection,
             resources={
-                "io_manager": DedupDuckDBIOManager(database=str(self.database), schema="dedup"),
+                "warehouse": DuckDBWarehouse(database=str(self.database), memory_limit="1GB"),
                 "dedup": DedupSettings(
                     input_path=str(input_path), output_dir=str(self.output_dir), **settings
                 ),

@@ -11,12 +11,12 @@ import pytest
 from dagster import Failure
 
 from dedup_assets.core.contract import load_contract
-from dedup_assets.core.fingerprint import HASH_SCHEMES
-from dedup_assets.core.inputs import read_documents
-from dedup_assets.core.sketch import minhash_signature
-from dedup_assets.core.stages import Tables, bucket_pressure
+from dedup_assets.core.lsh import bucket_pressure
+from dedup_assets.core.minhash import minhash_signature
+from dedup_assets.core.readers import read_documents
+from dedup_assets.core.settings import HASH_SCHEMES
+from dedup_assets.core.tables import Tables
 from dedup_assets.core.text import document_shingles
-from dedup_assets.io_manager import UpstreamTableMissing
 
 from .conftest import FIXTURE, HARD_FIXTURE, document, write_csv
 
@@ -164,8 +164,10 @@ def test_stale_upstream_settings_are_refused_with_the_fix(runner):
 
 
 def test_missing_upstream_table_names_the_command(runner):
-    with pytest.raises(UpstreamTableMissing, match=r"--select '\*deduped_documents'"):
+    with pytest.raises(Failure) as raised:
         runner.run(FIXTURE, selection="deduped_documents")
+    assert "asset 'documents' has not been materialized" in raised.value.description
+    assert "--select '*deduped_documents'" in raised.value.description
 
 
 def test_corpus_without_duplicates_gives_typed_empty_tables(runner, tmp_path):

@@ -4,7 +4,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from dedup_assets import checks
+from dedup_assets.checks import rules
 
 
 @pytest.fixture
@@ -29,22 +29,22 @@ def _pairs(connection, rows, name="pairs"):
 
 
 def test_doc_id_unique(connection):
-    assert checks.doc_id_unique(connection, _load(connection, "d", [{"doc_id": "a"}, {"doc_id": "b"}], [])).passed
-    failed = checks.doc_id_unique(connection, _load(connection, "d", [{"doc_id": "a"}, {"doc_id": "a"}], []))
+    assert rules.doc_id_unique(connection, _load(connection, "d", [{"doc_id": "a"}, {"doc_id": "b"}], [])).passed
+    failed = rules.doc_id_unique(connection, _load(connection, "d", [{"doc_id": "a"}, {"doc_id": "a"}], []))
     assert not failed.passed and "'a' appears 2 times" in failed.description
 
 
 def test_pairs_ordered_and_unique(connection):
-    assert checks.pairs_ordered_and_unique(connection, _pairs(connection, [("a", "b", 1.0), ("a", "c", 1.0)])).passed
-    reversed_pair = checks.pairs_ordered_and_unique(connection, _pairs(connection, [("b", "a", 1.0)]))
-    repeated = checks.pairs_ordered_and_unique(connection, _pairs(connection, [("a", "b", 1.0), ("a", "b", 0.9)]))
+    assert rules.pairs_ordered_and_unique(connection, _pairs(connection, [("a", "b", 1.0), ("a", "c", 1.0)])).passed
+    reversed_pair = rules.pairs_ordered_and_unique(connection, _pairs(connection, [("b", "a", 1.0)]))
+    repeated = rules.pairs_ordered_and_unique(connection, _pairs(connection, [("a", "b", 1.0), ("a", "b", 0.9)]))
     assert not reversed_pair.passed and "not left < right" in reversed_pair.description
     assert not repeated.passed and "more than once" in repeated.description
 
 
 def test_duplicate_edges_meet_threshold(connection):
-    assert checks.duplicate_edges_meet_threshold(connection, _pairs(connection, [("a", "b", 0.7)]), 0.7).passed
-    weak = checks.duplicate_edges_meet_threshold(connection, _pairs(connection, [("a", "b", 0.69)]), 0.7)
+    assert rules.duplicate_edges_meet_threshold(connection, _pairs(connection, [("a", "b", 0.7)]), 0.7).passed
+    weak = rules.duplicate_edges_meet_threshold(connection, _pairs(connection, [("a", "b", 0.69)]), 0.7)
     assert not weak.passed and "0.6900 < 0.7" in weak.description
 
 
@@ -63,19 +63,19 @@ KEPT, REMOVED = "kept_representative", "removed_duplicate"
 def test_every_document_in_one_cluster(connection):
     documents = _load(connection, "documents", [{"doc_id": "a"}, {"doc_id": "b"}], [])
     good = _clusters(connection, [("a", "cluster-a", KEPT), ("b", "cluster-a", REMOVED)])
-    assert checks.every_document_in_one_cluster(connection, documents, good).passed
-    lost = checks.every_document_in_one_cluster(connection, documents, _clusters(connection, [("a", "cluster-a", KEPT)]))
+    assert rules.every_document_in_one_cluster(connection, documents, good).passed
+    lost = rules.every_document_in_one_cluster(connection, documents, _clusters(connection, [("a", "cluster-a", KEPT)]))
     assert not lost.passed and "b is in no cluster" in lost.description
     twice = _clusters(connection, [("a", "cluster-a", KEPT), ("b", "cluster-a", REMOVED), ("b", "cluster-b", KEPT)])
-    result = checks.every_document_in_one_cluster(connection, documents, twice)
+    result = rules.every_document_in_one_cluster(connection, documents, twice)
     assert not result.passed and "b is in 2 clusters" in result.description
 
 
 def test_one_representative_per_cluster(connection):
-    assert checks.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED)])).passed
-    none_kept = checks.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", REMOVED)]))
+    assert rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED)])).passed
+    none_kept = rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", REMOVED)]))
     assert not none_kept.passed and "c1 has 0 representatives" in none_kept.description
-    two_kept = checks.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", KEPT)]))
+    two_kept = rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", KEPT)]))
     assert not two_kept.passed and "c1 has 2 representatives" in two_kept.description
 
 
@@ -83,21 +83,21 @@ def test_representatives_account_for_input(connection):
     documents = _load(connection, "documents", [{"doc_id": d} for d in "abc"], [])
     clusters = _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED), ("c", "c2", KEPT)])
     deduped = _load(connection, "deduped", [{"doc_id": "a"}, {"doc_id": "c"}], [])
-    assert checks.representatives_account_for_input(connection, documents, clusters, deduped).passed
+    assert rules.representatives_account_for_input(connection, documents, clusters, deduped).passed
     short = _load(connection, "deduped", [{"doc_id": "a"}], [])
-    lost = checks.representatives_account_for_input(connection, documents, clusters, short)
+    lost = rules.representatives_account_for_input(connection, documents, clusters, short)
     assert not lost.passed and "1 representatives + 1 removed != 3 input documents" in lost.description
     swapped = _load(connection, "deduped", [{"doc_id": "a"}, {"doc_id": "b"}], [])
-    wrong = checks.representatives_account_for_input(connection, documents, clusters, swapped)
+    wrong = rules.representatives_account_for_input(connection, documents, clusters, swapped)
     assert not wrong.passed and "differ between deduped_documents and the representatives" in wrong.description
 
 
 def test_input_records_accounted(connection):
     documents = _load(connection, "documents", [{"source_file": "f", "input_row": 1}, {"source_file": "f", "input_row": 3}], [])
     rejected = _load(connection, "rejected", [{"source_file": "f", "input_row": 2}, {"source_file": "g", "input_row": 3}], [])
-    assert checks.input_records_accounted(connection, 4, documents, rejected).passed
-    lost = checks.input_records_accounted(connection, 5, documents, rejected)
+    assert rules.input_records_accounted(connection, 4, documents, rejected).passed
+    lost = rules.input_records_accounted(connection, 5, documents, rejected)
     assert not lost.passed and "5 input rows but 2 documents + 2 rejected" in lost.description
     both = _load(connection, "rejected", [{"source_file": "f", "input_row": 3}], [])
-    twice = checks.input_records_accounted(connection, 3, documents, both)
+    twice = rules.input_records_accounted(connection, 3, documents, both)
     assert not twice.passed and "1 input rows are both a document and rejected" in twice.description

@@ -28,6 +28,7 @@ def cli_env(tmp_path) -> dict:
         "DEDUP_INPUT": str(FIXTURE),
         "DEDUP_DATABASE": str(tmp_path / "var" / "cli.duckdb"),
         "DEDUP_OUTPUT_DIR": str(tmp_path / "out"),
+        "DEDUP_DUCKDB_MEMORY": "1GB",
     }
 
 

@@ -59,6 +59,7 @@ def dagster_dev(tmp_path):
         "DEDUP_INPUT": str(FIXTURE),
         "DEDUP_DATABASE": str(tmp_path / "var" / "ui.duckdb"),
         "DEDUP_OUTPUT_DIR": str(tmp_path / "out"),
+        "DEDUP_DUCKDB_MEMORY": "1GB",
     }
     log = (tmp_path / "dagster_dev.log").open("w")
     process = subprocess.Popen(

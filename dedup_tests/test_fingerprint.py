@@ -6,15 +6,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.fingerprint import (
-    SettingsError,
-    SketchParams,
-    exact_jaccard,
-    fingerprint_batch,
-    lsh_probability,
-    signature_overlap,
-)
-from dedup_assets.core.sketch import hash_int, lsh_band_keys, minhash_signature
+from dedup_assets.core.lsh import lsh_probability
+from dedup_assets.core.minhash import hash_int, lsh_band_keys, minhash_signature
+from dedup_assets.core.settings import SettingsError, SketchParams
+from dedup_assets.core.sketch import fingerprint_batch
+from dedup_assets.core.verify import exact_jaccard, signature_overlap
 from dedup_assets.core.text import document_shingles
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import pyarrow as pa
 
-from dedup_assets.core.inputs import (
+from dedup_assets.core.readers import (
     InputError,
     InputPolicy,
     InputStats,

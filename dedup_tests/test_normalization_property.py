@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_assets.core import kernels
-from dedup_assets.core.fingerprint import SketchParams, fingerprint_batch, kernel_text
-from dedup_assets.core.text import normalize_text, token_shingles, tokenize
+from dedup_assets.core.settings import SketchParams
+from dedup_assets.core.sketch import fingerprint_batch
+from dedup_assets.core.text import kernel_text, normalize_text, token_shingles, tokenize
 
 FSS = SketchParams("fss", 5, 64, 8, 42)
 ascii_text = st.text(alphabet=st.characters(max_codepoint=127), max_size=300)

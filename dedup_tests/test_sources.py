@@ -6,7 +6,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet  # noqa: F401  (pa.parquet)
 
-from dedup_assets.core.inputs import InputPolicy, InputStats, count_input_records, document_batches
+from dedup_assets.core.readers import InputPolicy, InputStats, count_input_records, document_batches
 
 from .conftest import document, write_csv
 from .warc_fixtures import ARTICLE, write_crawl

@@ -6,7 +6,7 @@ import subprocess
 
 import duckdb
 
-from dedup_assets.core.inputs import InputPolicy, InputStats, count_input_records, document_batches
+from dedup_assets.core.readers import InputPolicy, InputStats, count_input_records, document_batches
 
 from .test_cli import DAGSTER, MODULE, PROJECT_ROOT
 from .warc_fixtures import write_crawl, write_edge_records

@@ -1,10 +1,10 @@
-"""The nine pipeline assets, in pipeline order, and their checks."""
+"""The pipeline's assets, in pipeline order."""
 
 from .candidates import candidate_pairs
 from .clustering import clusters, deduped_documents
 from .fingerprinting import band_memberships, fingerprinted
 from .ingest import documents
-from .release import manifest
+from .manifest import manifest
 from .scoring import duplicate_pairs, scored_pairs
 
 PIPELINE_ASSETS = [

@@ -1,14 +1,14 @@
-from dagster import MetadataValue, asset
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.stages import build_clusters, build_deduped_documents
-from ..core.tables import TableBuild
-from ..io_manager import TableRef
+from ..core.cluster import build_clusters, build_deduped_documents
 from ..settings import DedupSettings
-from ._shared import GROUP, KINDS, lineage_for, markdown_preview, tables_of
+from ..warehouse import DuckDBWarehouse
+from .common import GROUP, KINDS, checked_lineage
+from .metadata import preview, table_metadata
 
 
-def _describe_clusters(connection, table: str) -> dict:
-    clusters, duplicate, singleton, largest, removed = connection.execute(
+def _describe_clusters(cursor, table: str) -> dict:
+    clusters, duplicate, singleton, largest, removed = cursor.execute(
         f"""
         select count(distinct cluster_id),
                count(distinct cluster_id) filter (where cluster_size > 1),
@@ -24,18 +24,16 @@ def _describe_clusters(connection, table: str) -> dict:
         "singleton_clusters": MetadataValue.int(int(singleton)),
         "largest_cluster_size": MetadataValue.int(int(largest or 0)),
         "removed_documents": MetadataValue.int(int(removed)),
-        "preview": markdown_preview(
-            connection,
+        "preview": preview(
+            cursor,
             f"select cluster_id, doc_id, crawled_at, token_count, decision from {table} "
             "where cluster_size > 1 order by cluster_id, representative_rank",
         ),
     }
 
 
-@asset(group_name=GROUP, kinds=KINDS | {"networkx", "sql"})
-def clusters(
-    dedup: DedupSettings, documents: TableRef, fingerprinted: TableRef, duplicate_pairs: TableRef
-) -> TableBuild:
+@asset(group_name=GROUP, kinds=KINDS | {"networkx", "sql"}, deps=["documents", "fingerprinted", "duplicate_pairs"])
+def clusters(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
     """Connected components of the duplicate-edge graph (networkx), one row per input document.
 
     `cluster_id` is `cluster-` + the smallest member `doc_id`. Within a cluster the representative
@@ -43,32 +41,31 @@ def clusters(
     `representative_rank` 1 is kept (`decision = kept_representative`), the others are
     `removed_duplicate` with `representative_doc_id` naming what replaced them.
     """
-    lineage = lineage_for(
-        "clusters", dedup, documents=documents, fingerprinted=fingerprinted, duplicate_pairs=duplicate_pairs
-    )
-    with documents.connect() as connection:
-        build = build_clusters(connection, tables_of(documents))
-    build.lineage = lineage
-    build.describe = _describe_clusters
-    return build
+    lineage = checked_lineage(context, dedup, warehouse)
+    table = warehouse.tables.clusters
+    with warehouse.cursor() as cursor:
+        build = build_clusters(cursor, warehouse.tables)
+    rows = warehouse.write("clusters", build, lineage)
+    with warehouse.cursor() as cursor:
+        return MaterializeResult(metadata={**table_metadata(cursor, table, rows), **_describe_clusters(cursor, table)})
 
 
-def _describe_deduped(connection, table: str) -> dict:
-    return {
-        "preview": markdown_preview(
-            connection, f"select doc_id, domain, crawled_at, cluster_id, cluster_size from {table}"
-        )
-    }
-
-
-@asset(group_name=GROUP, kinds=KINDS | {"sql"})
-def deduped_documents(dedup: DedupSettings, documents: TableRef, clusters: TableRef) -> TableBuild:
+@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "clusters"])
+def deduped_documents(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+) -> MaterializeResult:
     """The deduplicated corpus: one representative per cluster with every input column (extra
     columns such as WARC lineage included, and `input_row`) plus `cluster_id` and `cluster_size`.
 
     Stored as a DuckDB view over `documents` and `clusters`, so the kept text is not copied a
     second time; `deduped_documents.parquet` in the release is the materialized copy."""
-    build = build_deduped_documents(tables_of(documents))
-    build.lineage = lineage_for("deduped_documents", dedup, documents=documents, clusters=clusters)
-    build.describe = _describe_deduped
-    return build
+    lineage = checked_lineage(context, dedup, warehouse)
+    table = warehouse.tables.deduped_documents
+    rows = warehouse.write("deduped_documents", build_deduped_documents(warehouse.tables), lineage)
+    with warehouse.cursor() as cursor:
+        return MaterializeResult(
+            metadata={
+                **table_metadata(cursor, table, rows),
+                "preview": preview(cursor, f"select doc_id, domain, crawled_at, cluster_id, cluster_size from {table}"),
+            }
+        )

@@ -1,5 +1,9 @@
-"""Pure deduplication algorithms: no Dagster, no I/O beyond what a function's name says.
+"""The deduplication library: no Dagster, arranged by the pipeline's steps.
 
-The stages follow the specification (``../shared/spec/web-text-deduplication.md``):
-normalize -> shingle -> sketch -> LSH band keys -> candidate join -> verify -> cluster -> select.
+readers (input) -> ingest (documents) -> text -> sketch (fingerprinted) -> lsh (band_memberships,
+candidate_pairs) -> verify (scored_pairs, duplicate_pairs) -> cluster (clusters,
+deduped_documents) -> release (the files and manifest.json).
+
+``settings`` holds every default; ``tables`` the table names and the SQL loader; ``store`` how a
+step's table is written; ``pipeline.run_library`` runs every step in one call.
 """

@@ -4,9 +4,9 @@ and over whole columns for verification and LSH bucket sizes under either scheme
 The tokenizer works on the UTF-8 bytes of a whole Arrow string column. For ASCII text it is the
 specification's normalization exactly: every ASCII byte that is not a letter or digit separates
 tokens and letters are lowercased. A document with other characters is first mapped code point by
-code point through a table built from the reference ``normalize_text`` (``unicode.py``), which is
+code point through a table built from the reference ``normalize_text`` (``text.py``), which is
 exact for the Basic Multilingual Plane except capital sigma, whose lowercase depends on its
-neighbours; documents with those are normalized by the reference itself (``fingerprint.py``).
+neighbours; documents with those are normalized by the reference itself (``text.kernel_text``).
 
 Shingles are hashed from their tokens' 64-bit hashes, in order, so a shingle's hash identifies the
 string ``" ".join(tokens)`` up to 64-bit collisions. Sketches use Fast Similarity Sketching
@@ -26,9 +26,8 @@ from numba.extending import intrinsic
 
 # numba's parallel kernels run on OpenMP threads, which by default spin for a while after each
 # kernel waiting for the next one. Kernels run once per batch while DuckDB works on the same two
-# cores, so the spinning took CPU from it: fingerprinting 1M documents used 12.1-12.3 s of CPU
-# against 9.2 s with passive waiting (wall 7.9-8.7 s against 7.1-7.2 s). OpenMP reads it when it
-# starts, at the first parallel kernel (not at import); a value the user set wins.
+# cores, so the spinning would take CPU from it. OpenMP reads this when it starts, at the first
+# parallel kernel (not at import); a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -120,9 +119,8 @@ def _token_hashes(data, start, end, out, lowered, token_bounds):
     A token's hash packs its bytes eight at a time, first byte most significant, so that one
     multiply runs per eight bytes. Three branch-light passes: bytes to their classes, token
     starts and ends from a bit per byte (64 bytes per word), then the hashes from 8-byte loads.
-    A loop over bytes that hashed as it went mispredicted a branch at every token end: 0.52 s
-    -> 0.41 s per 100k documents on one core, same hashes. Byte classes by arithmetic instead of
-    a table: fingerprinting 0.58 s -> 0.55 s per 100k documents.
+    A loop over bytes that hashed as it went would mispredict a branch at every token end; byte
+    classes come from arithmetic rather than a table so that the first pass vectorizes.
     """
     length = np.uint64(end - start)
     padded = (length + np.uint64(127)) // np.uint64(64) * np.uint64(64)
@@ -218,8 +216,7 @@ def _fast_similarity_sketch(shingles, count, round_seeds, out, hashed):
             continue
         seed = round_seeds[round_index]
         prefix = np.uint64(round_index) << np.uint64(_ROUND_SHIFT)
-        # a round's hashes first, in a loop without the scatter, so that it vectorizes: 0.045 s
-        # -> 0.025 s per 20k sketches of 128 bins
+        # a round's hashes first, in a loop without the scatter, so that it vectorizes
         for index in range(count):
             hashed[index] = mix64(shingles[index] ^ seed)
         for index in range(count):
@@ -249,7 +246,7 @@ def _band_hashes(signature, rows_per_band, out):
 def _is_ascii(data, start, end):
     seen = np.uint8(0)
     # unsigned positions: a signed index costs a negative-index check per byte, which kept this
-    # loop from vectorizing (0.10 s against 0.01 s per 100k documents)
+    # loop from vectorizing
     for position in range(np.uint64(start), np.uint64(end)):
         seen |= data[position]
     return seen < 128
@@ -305,7 +302,7 @@ def _document_shingles(text, doc, shingle_size, scratch):
     positions = token_count - size + 1
     # A shingle's hash starts at C * size and mixes in its tokens in order. All positions are
     # hashed one token offset at a time: they are independent, so this loop pipelines, while a
-    # loop per shingle over a runtime size did not (0.39 s against 0.04 s per 100k documents).
+    # loop per shingle over a runtime size does not.
     shingles[:positions] = np.uint64(0x9E3779B97F4A7C15) * np.uint64(size)
     for offset in range(size):
         for first in range(positions):
@@ -449,8 +446,8 @@ def bucket_pressure_kernel(bands):
     """Per band (column of ``bands``, one row per document): self-join pair slots (n(n-1)/2 per
     bucket of n), the largest bucket's size and key (the smallest key among equals), the number
     of buckets, and the keys of its shared buckets (two documents or more): band b's are
-    ``shared[b, :shared_counts[b]]``, ascending. Sorting each band's keys took 0.6 s per 1M
-    documents at 16 bands, where DuckDB grouped the 16M band rows in 1.6 s."""
+    ``shared[b, :shared_counts[b]]``, ascending. A sort per band costs less than DuckDB grouping
+    every band row."""
     count = bands.shape[1]
     slots = np.zeros(count, dtype=np.int64)
     largest = np.zeros(count, dtype=np.int64)
@@ -529,7 +526,7 @@ def round_seeds(num_perm: int, minhash_seed: int) -> np.ndarray:
 
 @nb.njit(cache=True)
 def _seed_sequence(count, seed):
-    # compiled and cached: calling mix64 from Python compiled it at every import (0.1 s)
+    # compiled and cached: calling mix64 from Python would compile it at every import
     seeds = np.empty(count, dtype=np.uint64)
     state = seed * np.uint64(0x9E3779B97F4A7C15)
     for index in range(count):

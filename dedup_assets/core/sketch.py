@@ -1,45 +1,120 @@
-"""MinHash signatures and LSH band keys with the published blake2b definition.
+"""Fingerprints: per document, token and shingle counts, a content hash, a MinHash signature and
+its LSH band keys, under either hash scheme behind one interface (:func:`fingerprint_batch`).
 
-``hash_int`` is the specification's hash: blake2b-64 of ``"{seed}:{value}"`` read little-endian.
-Coordinate ``i`` of a signature uses seed ``minhash_seed + i``. Band ``b`` hashes
-``"{b}:" + ",".join(values)`` and is keyed ``"{b:03d}:" + hex digest``.
+- ``fss`` (default): compiled kernels (``kernels.py``) hash shingles to 64 bits and fill a Fast
+  Similarity Sketch, with no Python object per token.
+- ``blake2b``: the published definition, bit for bit (``minhash.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
+import os
+from collections.abc import Iterator
 
+import duckdb
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import kernels
+from .minhash import blake2b_columns
+from .settings import SketchParams
+from .store import TableBuild
+from .streams import Progress, ThroughputLog, prefetched
+from .tables import Tables
+from .text import kernel_text
 
 
-def hash_int(value: str, seed: int) -> int:
-    digest = hashlib.blake2b(f"{seed}:{value}".encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
-
-
-def minhash_signature(shingles: Iterable[str], num_perm: int, seed: int) -> np.ndarray:
-    """``num_perm`` minimum hashes as uint64; all zeros for a document without shingles."""
-    values = list(shingles)
-    if not values:
-        return np.zeros(num_perm, dtype=np.uint64)
-    return np.array(
-        [min(hash_int(value, seed + index) for value in values) for index in range(num_perm)],
-        dtype=np.uint64,
+def fingerprint_schema(params: SketchParams) -> pa.Schema:
+    return pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("token_count", pa.int32()),
+            ("shingle_count", pa.int32()),
+            ("content_hash", pa.uint64()),
+            ("signature", pa.list_(pa.uint64(), params.num_perm)),
+            ("lsh_bands", pa.list_(pa.uint64(), params.bands)),
+        ]
     )
 
 
-def lsh_band_keys(signature: np.ndarray, rows_per_band: int) -> list[str]:
-    """One join key per band of ``rows_per_band`` consecutive signature values."""
-    if rows_per_band <= 0 or len(signature) % rows_per_band != 0:
-        raise ValueError(
-            f"signature length {len(signature)} must be divisible by rows_per_band {rows_per_band}"
-        )
-    keys = []
-    for band_index, offset in enumerate(range(0, len(signature), rows_per_band)):
-        band_values = signature[offset : offset + rows_per_band]
-        payload = f"{band_index}:" + ",".join(str(int(value)) for value in band_values)
-        digest = hashlib.blake2b(payload.encode("utf-8"), digest_size=8).hexdigest()
-        keys.append(f"{band_index:03d}:{digest}")
-    return keys
+def kernel_blocks() -> int:
+    """How many blocks a parallel kernel splits its documents into: a few per core, so that
+    uneven document lengths even out."""
+    return 4 * max(1, min(len(os.sched_getaffinity(0)), 8))
 
+
+def _fss_columns(bodies: pa.Array, params: SketchParams):
+    return kernels.fingerprint_kernel(
+        kernel_text(bodies),
+        params.shingle_size,
+        kernels.round_seeds(params.num_perm, params.minhash_seed),
+        params.rows_per_band,
+        kernel_blocks(),
+    )
+
+
+def fingerprint_batch(doc_ids: pa.Array, bodies: pa.Array, params: SketchParams) -> pa.RecordBatch:
+    """Fingerprint one batch. Documents without shingles (empty bodies) get an all-zero signature;
+    the band memberships leave them out, so they never share a bucket."""
+    compute = _fss_columns if params.hash_scheme == "fss" else blake2b_columns
+    token_counts, shingle_counts, content, signatures, bands = compute(bodies, params)
+    return pa.RecordBatch.from_arrays(
+        [
+            doc_ids.cast(pa.string()),
+            pa.array(token_counts.astype(np.int32)),
+            pa.array(shingle_counts.astype(np.int32)),
+            pa.array(content),
+            pa.FixedSizeListArray.from_arrays(pa.array(signatures.ravel()), params.num_perm),
+            pa.FixedSizeListArray.from_arrays(pa.array(bands.ravel()), params.bands),
+        ],
+        schema=fingerprint_schema(params),
+    )
+
+
+def list_matrix(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A column of uint64 lists of one length (signatures, band keys) as a (rows, length) array."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if len(column) == 0:
+        return np.zeros((0, 0), dtype=np.uint64)
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+    if (lengths != lengths[0]).any():
+        raise ValueError("fingerprint lists of different lengths: re-materialize fingerprinted")
+    return column.flatten().to_numpy().reshape(len(column), int(lengths[0]))
+
+
+def fingerprint_stream(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    params: SketchParams,
+    batch_size: int,
+    log: Progress,
+) -> Iterator[pa.RecordBatch]:
+    """Fingerprints, one Arrow batch per ``batch_size`` documents read from ``documents``.
+    Owns ``connection`` (a cursor of its own) and closes it when the stream ends.
+
+    Three threads: one reads batches from DuckDB, one fingerprints them, and the caller stores
+    the previous one."""
+    try:
+        total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
+        progress = ThroughputLog(log, "fingerprinted", total)
+        reader = connection.sql(f"select doc_id, body from {tables.documents}").to_arrow_reader(
+            batch_size
+        )
+        for fingerprints in prefetched(
+            fingerprint_batch(batch.column(0), batch.column(1), params) for batch in prefetched(reader)
+        ):
+            yield fingerprints
+            progress.advance(fingerprints.num_rows)
+    finally:
+        connection.close()
+
+
+def build_fingerprinted(
+    reader: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams, batch_size: int, log: Progress
+) -> TableBuild:
+    """The ``fingerprinted`` table, streamed from ``documents`` through ``reader``."""
+    return TableBuild(
+        batches=fingerprint_stream(reader, tables, params, batch_size, log),
+        schema=fingerprint_schema(params),
+    )

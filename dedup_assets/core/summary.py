@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from .stages import Tables, sql
+from .tables import Tables, sql
 from .verify import REASONS
 
 

@@ -1,9 +1,206 @@
-"""Verification decision reasons. The decision itself runs in SQL (``sql/scored_pairs.sql``):
-exact shingle Jaccard is the only acceptance rule; MinHash signature overlap only chooses between
-the reasons."""
+"""Verification: exact shingle Jaccard of every candidate pair, its memory estimate, and the
+decision reasons.
+
+Exact Jaccard is the only acceptance rule (``sql/scored_pairs.sql``); the share of equal
+signature coordinates is a diagnostic that only chooses between the reasons. Only documents in a
+candidate pair are shingled again.
+"""
 
 from __future__ import annotations
 
-from .settings import Thresholds  # noqa: F401 (re-exported)
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from . import kernels
+from .minhash import shingle_set_jaccard
+from .settings import SketchParams, Thresholds
+from .sketch import kernel_blocks, list_matrix
+from .store import TableBuild
+from .tables import Tables, sql
+from .text import document_shingles, kernel_text
 
 REASONS = ("jaccard_and_minhash", "jaccard_match", "minhash_only_rejected", "below_jaccard_threshold")
+# the smallest sketch, used only to count shingles, keeps the kernel's extra work small
+_COUNTING_SEEDS = kernels.round_seeds(1, 0)
+
+
+class MemoryBudgetExceeded(RuntimeError):
+    """A stage would need more memory than the configured budget."""
+
+
+def shingle_sets(
+    bodies: pa.Array | pa.ChunkedArray, shingle_size: int, shingle_counts: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct 64-bit shingle hashes of every body as CSR (values, row offsets), on all cores.
+    Without ``shingle_counts`` the bodies are shingled twice: once to count, once to fill. Chunks
+    are read where they are (joining them would copy every candidate body)."""
+    chunks = bodies.chunks if isinstance(bodies, pa.ChunkedArray) else [bodies]
+    texts = [kernel_text(chunk) for chunk in chunks]
+    blocks = kernel_blocks()
+    if shingle_counts is None:
+        counted = [
+            kernels.fingerprint_kernel(text, shingle_size, _COUNTING_SEEDS, 1, blocks)[1] for text in texts
+        ]
+        shingle_counts = np.concatenate(counted) if counted else np.zeros(0, np.int64)
+    row_offsets = np.zeros(len(shingle_counts) + 1, dtype=np.int64)
+    np.cumsum(shingle_counts, out=row_offsets[1:])
+    values = np.empty(row_offsets[-1], dtype=np.uint64)
+    first = 0
+    for text in texts:
+        documents = len(text.offsets) - 1
+        layout = row_offsets[first : first + documents + 1]
+        if not kernels.shingle_sets_kernel(text, shingle_size, layout, values, blocks):
+            raise ValueError(
+                "the bodies' shingle counts differ from the fingerprinted ones: documents changed "
+                "after fingerprinting; re-materialize fingerprinted and everything downstream"
+            )
+        first += documents
+    return values, row_offsets
+
+
+def pair_jaccard(
+    bodies: pa.Array | pa.ChunkedArray,
+    left_rows: np.ndarray,
+    right_rows: np.ndarray,
+    shingle_size: int,
+    hash_scheme: str,
+    shingle_counts: np.ndarray | None = None,
+) -> np.ndarray:
+    """Exact shingle Jaccard for each (left_rows[i], right_rows[i]) pair of rows of ``bodies``.
+
+    ``blake2b`` compares shingle strings; ``fss`` compares 64-bit shingle hashes, which equals the
+    string Jaccard unless two different shingles of one pair collide in 64 bits. ``shingle_counts``
+    (each body's distinct shingle count, as fingerprinted) saves a counting pass.
+    """
+    if hash_scheme == "blake2b":
+        sets = [document_shingles(body, shingle_size) for body in bodies.to_pylist()]
+        return np.array(
+            [shingle_set_jaccard(sets[left], sets[right]) for left, right in zip(left_rows, right_rows)],
+            dtype=np.float64,
+        )
+    values, row_offsets = shingle_sets(bodies, shingle_size, shingle_counts)
+    return kernels.pair_jaccard_kernel(
+        values, row_offsets, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64), kernel_blocks()
+    )
+
+
+def exact_jaccard(
+    left_bodies: pa.Array, right_bodies: pa.Array, shingle_size: int = 5, hash_scheme: str = "fss"
+) -> np.ndarray:
+    """Exact shingle Jaccard of each row pair (left_bodies[i], right_bodies[i])."""
+    count = len(left_bodies)
+    bodies = pa.concat_arrays([left_bodies.cast(pa.large_string()), right_bodies.cast(pa.large_string())])
+    rows = np.arange(count, dtype=np.int64)
+    return pair_jaccard(bodies, rows, rows + count, shingle_size, hash_scheme)
+
+
+def signature_overlap(
+    signatures: pa.ChunkedArray | pa.Array, left_rows: np.ndarray, right_rows: np.ndarray
+) -> np.ndarray:
+    """Share of equal coordinates of the signatures (lists of one length) of each row pair."""
+    return kernels.pair_overlap_kernel(
+        list_matrix(signatures), np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64)
+    )
+
+
+def verification_memory_estimate(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, num_perm: int
+) -> tuple[int, int]:
+    """(documents to shingle again, bytes their shingle sets and signatures will take)."""
+    documents, shingles = connection.execute(
+        f"""
+        select count(*), coalesce(sum(f.shingle_count), 0)
+        from {tables.fingerprinted} f
+        semi join (
+          select left_doc_id as doc_id from {tables.candidate_pairs}
+          union select right_doc_id from {tables.candidate_pairs}
+        ) c on c.doc_id = f.doc_id
+        """
+    ).fetchall()[0]
+    # 8 bytes per distinct shingle hash, plus the body bytes and the kernel's scratch; 8 per
+    # signature value
+    return int(documents), int(shingles) * 8 * 3 + int(documents) * num_perm * 8
+
+
+def ensure_memory(estimate_bytes: int, budget_mb: int, what: str) -> None:
+    if estimate_bytes > budget_mb * 1024 * 1024:
+        raise MemoryBudgetExceeded(
+            f"{what} would need about {estimate_bytes / 2**20:,.0f} MB, above memory_budget_mb="
+            f"{budget_mb:,}. Make LSH stricter (more rows_per_band) so fewer documents are "
+            "candidates, or raise memory_budget_mb if the machine has the memory."
+        )
+
+
+def candidate_scores(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams
+) -> pa.Table:
+    """Per candidate pair: exact shingle Jaccard (shingling each involved document once), the
+    share of equal signature coordinates, and whether the content hashes (of the normalized
+    token sequences) are equal."""
+    bodies = connection.sql(sql("candidate_bodies", tables)).to_arrow_table()
+    connection.register(
+        "candidate_positions",
+        pa.table({"doc_id": bodies.column("doc_id"), "position": np.arange(bodies.num_rows)}),
+    )
+    try:
+        pairs = connection.sql(
+            f"""
+            select p.left_doc_id, p.right_doc_id, l.position as left_row, r.position as right_row
+            from {tables.candidate_pairs} p
+            join candidate_positions l on l.doc_id = p.left_doc_id
+            join candidate_positions r on r.doc_id = p.right_doc_id
+            """
+        ).to_arrow_table()
+        expected = connection.execute(f"select count(*) from {tables.candidate_pairs}").fetchall()[0][0]
+    finally:
+        connection.unregister("candidate_positions")
+    if pairs.num_rows != expected:
+        raise ValueError(
+            f"{expected - pairs.num_rows} candidate pairs name documents missing from documents or "
+            "fingerprinted: re-materialize candidate_pairs and everything downstream"
+        )
+    left, right = pairs.column("left_row").to_numpy(), pairs.column("right_row").to_numpy()
+    content_hashes = bodies.column("content_hash").to_numpy()
+    return pa.table(
+        {
+            "left_doc_id": pairs.column("left_doc_id"),
+            "right_doc_id": pairs.column("right_doc_id"),
+            "jaccard": pair_jaccard(
+                bodies.column("body"),
+                left,
+                right,
+                params.shingle_size,
+                params.hash_scheme,
+                bodies.column("shingle_count").to_numpy(),
+            ),
+            "signature_overlap": signature_overlap(bodies.column("signature"), left, right),
+            "is_exact": content_hashes[left] == content_hashes[right],
+        }
+    )
+
+
+def build_scored_pairs(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    params: SketchParams,
+    thresholds: Thresholds,
+    memory_budget_mb: int,
+) -> tuple[TableBuild, int]:
+    """The ``scored_pairs`` table and how many candidate documents were shingled again; refuses,
+    before shingling, a verification whose estimate exceeds ``memory_budget_mb``."""
+    documents, estimate = verification_memory_estimate(connection, tables, params.num_perm)
+    ensure_memory(estimate, memory_budget_mb, f"Shingling the {documents:,} candidate documents again")
+    build = TableBuild(
+        sql=sql("scored_pairs", tables),
+        params=[thresholds.jaccard, thresholds.signature_overlap],
+        arrow_inputs={"pair_scores": candidate_scores(connection, tables, params)},
+    )
+    return build, documents
+
+
+def build_duplicate_pairs(tables: Tables) -> TableBuild:
+    """The accepted edges: scored pairs whose exact Jaccard met the threshold."""
+    return TableBuild(
+        sql=f"select * from {tables.scored_pairs} where is_duplicate order by left_doc_id, right_doc_id"
+    )

@@ -1,4 +1,4 @@
-"""Release-file helpers, directly."""
+"""The release's file sinks, directly."""
 
 import errno
 import fcntl
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from dedup_assets.core import release
-from dedup_assets.core.release import _BackgroundFile, _DirectFile
+from dedup_assets.core import sinks
+from dedup_assets.core.sinks import BackgroundFile, DirectFile
 
 
 def test_background_file_writes_every_piece_in_order_and_hashes_them(tmp_path):
     path = tmp_path / "pieces.bin"
     pieces = [bytes([index]) * (70_000 + index) for index in range(100)]  # more than its queue holds
-    sink = _BackgroundFile(path)
+    sink = BackgroundFile(path)
     for piece in pieces:
         assert sink.write(piece) == len(piece)
     assert sink.tell() == sum(map(len, pieces))
@@ -26,7 +26,7 @@ def test_background_file_writes_every_piece_in_order_and_hashes_them(tmp_path):
 
 
 def test_a_failing_disk_reaches_the_writer_instead_of_blocking_it():
-    sink = _BackgroundFile(Path("/dev/full"))  # every write fails: no space left on device
+    sink = BackgroundFile(Path("/dev/full"))  # every write fails: no space left on device
     raised: list[BaseException] = []
 
     def write_a_lot() -> None:
@@ -51,7 +51,7 @@ def test_a_failing_disk_reaches_the_writer_instead_of_blocking_it():
 def test_direct_file_writes_whole_blocks_and_the_rest(tmp_path, direct, sizes):
     path = tmp_path / "direct.bin"
     pieces = [bytes([index % 251]) * size for index, size in enumerate(sizes)]
-    handle = _DirectFile(path, block_bytes=4096, direct=direct)
+    handle = DirectFile(path, block_bytes=4096, direct=direct)
     for piece in pieces:
         handle.write(piece)
     handle.close()
@@ -67,9 +67,9 @@ def test_direct_file_falls_back_when_a_direct_write_is_refused(tmp_path, monkeyp
             raise OSError(errno.EINVAL, "Invalid argument")
         return real_write(fd, data)
 
-    monkeypatch.setattr(release.os, "write", refuse_direct)
+    monkeypatch.setattr(sinks.os, "write", refuse_direct)
     path = tmp_path / "refused.bin"
-    handle = _DirectFile(path, block_bytes=4096)
+    handle = DirectFile(path, block_bytes=4096)
     opened_direct = handle._direct  # False on a filesystem without O_DIRECT (tmpfs)
     data = bytes(range(256)) * 40  # two whole blocks and a rest
     handle.write(data)
@@ -79,7 +79,7 @@ def test_direct_file_falls_back_when_a_direct_write_is_refused(tmp_path, monkeyp
 
 
 def test_direct_file_reports_a_full_disk_and_still_closes():
-    handle = _DirectFile(Path("/dev/full"), block_bytes=4096)
+    handle = DirectFile(Path("/dev/full"), block_bytes=4096)
     with pytest.raises(OSError, match="space"):
         handle.write(b"x" * 10_000)
     with pytest.raises(OSError, match="space"):

@@ -1,19 +1,13 @@
-"""Asset checks: plain SQL functions of a DuckDB connection and table names (tested directly),
-and the thin Dagster wrappers that run them on the stored tables after each materialization.
-
-The blocking ones stop downstream assets from running on bad data.
-"""
+"""What each asset check asserts: plain functions of a DuckDB connection and table names, each
+returning its result with a message that names what is wrong. Tested by direct calls."""
 
 from pathlib import Path
 
 import duckdb
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetIn, MetadataValue, asset_check
+from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
-from .core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
-from .core.inputs import count_input_records
-from .core.summary import duplicate_clusters, reason_counts
-from .io_manager import TableRef
-from .settings import DedupSettings
+from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
+from ..core.summary import duplicate_clusters, reason_counts
 
 _SHOWN = 5
 
@@ -36,7 +30,6 @@ def _rows(connection: duckdb.DuckDBPyConnection, query: str) -> list[tuple]:
     return connection.execute(query).fetchall()
 
 
-# --- plain functions -----------------------------------------------------------------------------
 
 
 def doc_id_unique(connection: duckdb.DuckDBPyConnection, documents: str) -> AssetCheckResult:
@@ -203,133 +196,3 @@ def fixture_contract(
         contract, counts, reason_counts(connection, scored_pairs), duplicate_clusters(connection, clusters)
     )
     return _result(failures, f"run matches {contract_file}", evaluated=True, contract=contract_file)
-
-
-# --- Dagster wrappers ----------------------------------------------------------------------------
-
-
-@asset_check(
-    name="doc_id_unique",
-    asset="documents", blocking=True, description="Every document has its own doc_id.")
-def doc_id_unique_check(documents: TableRef) -> AssetCheckResult:
-    with documents.connect() as connection:
-        return doc_id_unique(connection, documents.table)
-
-
-@asset_check(
-    name="input_records_accounted",
-    asset="documents",
-    blocking=True,
-    description="Input rows = documents + rejected_documents, counted again from the input file.",
-    additional_ins={"rejected_documents": AssetIn("rejected_documents")},
-)
-def input_records_accounted_check(documents: TableRef, rejected_documents: TableRef) -> AssetCheckResult:
-    with documents.connect() as connection:
-        return input_records_accounted(
-            connection,
-            count_input_records(Path(documents.lineage["input_path"]), documents.lineage.get("source_format")),
-            documents.table,
-            rejected_documents.table,
-        )
-
-
-@asset_check(
-    name="candidate_pairs_ordered_and_unique",
-    asset="candidate_pairs", blocking=True, description="Each pair appears once, with left_doc_id < right_doc_id."
-)
-def candidate_pairs_ordered_and_unique(candidate_pairs: TableRef) -> AssetCheckResult:
-    with candidate_pairs.connect() as connection:
-        return pairs_ordered_and_unique(connection, candidate_pairs.table)
-
-
-@asset_check(
-    name="duplicate_pairs_ordered_and_unique",
-    asset="duplicate_pairs", blocking=True, description="Each edge appears once, with left_doc_id < right_doc_id."
-)
-def duplicate_pairs_ordered_and_unique(duplicate_pairs: TableRef) -> AssetCheckResult:
-    with duplicate_pairs.connect() as connection:
-        return pairs_ordered_and_unique(connection, duplicate_pairs.table)
-
-
-@asset_check(
-    name="duplicate_edges_meet_threshold",
-    asset="duplicate_pairs",
-    blocking=True,
-    description="Every accepted edge has exact Jaccard at or above the threshold it was scored with.",
-)
-def duplicate_edges_meet_threshold_check(duplicate_pairs: TableRef) -> AssetCheckResult:
-    with duplicate_pairs.connect() as connection:
-        return duplicate_edges_meet_threshold(
-            connection, duplicate_pairs.table, float(duplicate_pairs.lineage["jaccard_threshold"])
-        )
-
-
-@asset_check(
-    name="every_document_in_one_cluster",
-    asset="clusters",
-    blocking=True,
-    description="Every input document is in exactly one cluster.",
-    additional_ins={"documents": AssetIn("documents")},
-)
-def every_document_in_one_cluster_check(clusters: TableRef, documents: TableRef) -> AssetCheckResult:
-    with clusters.connect() as connection:
-        return every_document_in_one_cluster(connection, documents.table, clusters.table)
-
-
-@asset_check(
-    name="one_representative_per_cluster",
-    asset="clusters", blocking=True, description="Each cluster keeps exactly one representative.")
-def one_representative_per_cluster_check(clusters: TableRef) -> AssetCheckResult:
-    with clusters.connect() as connection:
-        return one_representative_per_cluster(connection, clusters.table)
-
-
-@asset_check(
-    name="representatives_account_for_input",
-    asset="deduped_documents",
-    blocking=True,
-    description="Representatives plus removed duplicates equal the input documents.",
-    additional_ins={"documents": AssetIn("documents"), "clusters": AssetIn("clusters")},
-)
-def representatives_account_for_input_check(
-    deduped_documents: TableRef, documents: TableRef, clusters: TableRef
-) -> AssetCheckResult:
-    with deduped_documents.connect() as connection:
-        return representatives_account_for_input(
-            connection, documents.table, clusters.table, deduped_documents.table
-        )
-
-
-@asset_check(
-    name="fixture_contract",
-    asset="manifest",
-    blocking=True,
-    description="When the input ships <name>.expected.json, the run's counts, pair reasons and "
-    "duplicate clusters match it.",
-    additional_ins={"scored_pairs": AssetIn("scored_pairs"), "clusters": AssetIn("clusters")},
-)
-def fixture_contract_check(
-    dedup: DedupSettings, manifest: TableRef, scored_pairs: TableRef, clusters: TableRef
-) -> AssetCheckResult:
-    with manifest.connect() as connection:
-        return fixture_contract(
-            connection,
-            dedup.input_file(),
-            dedup.algorithm_settings(),
-            manifest.table,
-            scored_pairs.table,
-            clusters.table,
-        )
-
-
-PIPELINE_CHECKS = [
-    doc_id_unique_check,
-    input_records_accounted_check,
-    candidate_pairs_ordered_and_unique,
-    duplicate_pairs_ordered_and_unique,
-    duplicate_edges_meet_threshold_check,
-    every_document_in_one_cluster_check,
-    one_representative_per_cluster_check,
-    representatives_account_for_input_check,
-    fixture_contract_check,
-]

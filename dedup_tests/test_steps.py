@@ -1,25 +1,24 @@
-"""Stage SQL and builders on small hand-made tables in an in-memory DuckDB."""
+"""The steps' SQL and builders (lsh, verify, cluster) and the table store, on small hand-made
+tables in DuckDB."""
 
 import duckdb
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.fingerprint import SketchParams
-from dedup_assets.core.stages import (
+from dedup_assets.core.cluster import build_clusters
+from dedup_assets.core.lsh import (
     BucketPressure,
-    band_buckets,
-    build_band_memberships,
     PairBudgetExceeded,
-    Tables,
-    build_candidate_pairs,
-    build_clusters,
-    build_scored_pairs,
+    band_buckets,
     bucket_pressure,
+    build_band_memberships,
+    build_candidate_pairs,
     ensure_within_budget,
-    MemoryBudgetExceeded,
 )
-from dedup_assets.core.tables import TableBuild, connect, write_table
-from dedup_assets.core.verify import Thresholds
+from dedup_assets.core.settings import SketchParams, Thresholds
+from dedup_assets.core.store import TableBuild, connect, write_table
+from dedup_assets.core.tables import Tables
+from dedup_assets.core.verify import MemoryBudgetExceeded, build_scored_pairs
 
 TABLES = Tables.in_schema("main")
 
@@ -111,9 +110,10 @@ def test_reasons_follow_exact_jaccard_only(connection):
             for l, r in (("a", "b"), ("a", "c"), ("a", "d"), ("c", "d"))
         ],
     )
-    build = build_scored_pairs(
+    build, reshingled = build_scored_pairs(
         connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 100
     )
+    assert reshingled == 4
     write_table(connection, "scored_pairs", build)
     rows = connection.execute(
         "select left_doc_id, right_doc_id, round(jaccard, 4), signature_overlap, is_exact, is_duplicate, reason from scored_pairs"
@@ -175,7 +175,7 @@ def test_a_failed_stream_leaves_the_previous_table(connection):
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
-        write_table(connection, "kept", TableBuild(lineage={}, batches=failing()))
+        write_table(connection, "kept", TableBuild(batches=failing()))
     assert connection.execute("select x from kept").fetchall() == [(1,)]
 
 

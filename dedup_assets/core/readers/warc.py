@@ -19,7 +19,8 @@ from resiliparse.parse.html import HTMLTree
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecordLoader
 
-from .columns import RAW_FIELDS, Reject
+from ..settings import InputPolicy
+from .protocol import RAW_FIELDS, Reject
 
 WARC_SCHEMA = pa.schema(
     RAW_FIELDS
@@ -50,11 +51,6 @@ def _records(stream) -> ArchiveIterator:
     records = ArchiveIterator(stream, check_digests=True)
     records.loader = _TolerantLoader()
     return records
-
-
-def is_warc(path: Path) -> bool:
-    name = path.name.lower()
-    return name.endswith(".warc") or name.endswith(".warc.gz")
 
 
 def _decode(payload: bytes, content_type: str) -> tuple[str, int]:
@@ -125,47 +121,61 @@ def _problem(record, max_body_bytes: int, payload: bytes) -> tuple[str, str] | N
     return None
 
 
-def warc_batches(
-    path: Path, batch_size: int, max_body_bytes: int, reject: Reject
-) -> Iterator[pa.RecordBatch]:
-    """Document rows in batches; other records go to ``reject`` with their record number. A
-    truncated file or record ends the file with one ``decode_error``."""
-    rows: list[dict] = []
-    number = 0
-    with path.open("rb") as stream:
-        records = _records(stream)
-        try:
-            for record in records:
-                number += 1
-                record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
-                payload = record.content_stream().read(max_body_bytes + 1)
-                records.read_to_end(record)
-                offset, length = records.get_record_offset(), records.get_record_length()
-                problem = _problem(record, max_body_bytes, payload)
-                document = problem or _document(path, record, payload, offset, length, number)
-                if isinstance(document, dict):
-                    rows.append(document)
-                elif isinstance(document, str):
-                    reject(number, record_id, document, "the page has no main text")
-                else:
-                    reject(number, record_id, *document)
-                if len(rows) >= batch_size:
-                    yield pa.RecordBatch.from_pylist(rows, schema=WARC_SCHEMA)
-                    rows = []
-        except Exception as error:  # warcio and zlib raise many types for a damaged file
-            reject(number + 1, "", "decode_error", f"cannot read on from record {number + 1}: {error}")
-    if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=WARC_SCHEMA)
+class WarcReader:
+    name = "warc"
+    label = "WARC"
 
+    def matches(self, path: Path) -> bool:
+        name = path.name.lower()
+        return name.endswith(".warc") or name.endswith(".warc.gz")
 
-def count_warc_records(path: Path) -> int:
-    """Records in the file, counted on their own; a damaged tail counts as one record."""
-    count = 0
-    with path.open("rb") as stream:
-        try:
-            for record in _records(stream):
-                record.content_stream().read()
+    def schema(self, path: Path) -> pa.Schema:
+        return WARC_SCHEMA
+
+    def batches(
+        self, path: Path, batch_size: int, policy: InputPolicy, reject: Reject
+    ) -> Iterator[pa.RecordBatch]:
+        """Document rows in batches; other records go to ``reject`` with their record number. A
+        truncated file or record ends the file with one ``decode_error``."""
+        max_body_bytes = policy.max_body_bytes
+        rows: list[dict] = []
+        number = 0
+        with path.open("rb") as stream:
+            records = _records(stream)
+            try:
+                for record in records:
+                    number += 1
+                    record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
+                    payload = record.content_stream().read(max_body_bytes + 1)
+                    records.read_to_end(record)
+                    offset, length = records.get_record_offset(), records.get_record_length()
+                    problem = _problem(record, max_body_bytes, payload)
+                    document = problem or _document(path, record, payload, offset, length, number)
+                    if isinstance(document, dict):
+                        rows.append(document)
+                    elif isinstance(document, str):
+                        reject(number, record_id, document, "the page has no main text")
+                    else:
+                        reject(number, record_id, *document)
+                    if len(rows) >= batch_size:
+                        yield pa.RecordBatch.from_pylist(rows, schema=WARC_SCHEMA)
+                        rows = []
+            except Exception as error:  # warcio and zlib raise many types for a damaged file
+                reject(number + 1, "", "decode_error", f"cannot read on from record {number + 1}: {error}")
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=WARC_SCHEMA)
+
+    def count(self, path: Path) -> int:
+        """Records in the file, counted on their own; a damaged tail counts as one record."""
+        count = 0
+        with path.open("rb") as stream:
+            try:
+                for record in _records(stream):
+                    record.content_stream().read()
+                    count += 1
+            except Exception:
                 count += 1
-        except Exception:
-            count += 1
-    return count
+        return count
+
+
+READER = WarcReader()

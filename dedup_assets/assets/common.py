@@ -1,0 +1,28 @@
+"""What every asset module shares: the group, the kinds, and the lineage check of an asset's
+upstream tables against the run's settings."""
+
+from __future__ import annotations
+
+from dagster import AssetExecutionContext
+
+from ..core.tables import PIPELINE_TABLES
+from ..errors import user_errors
+from ..lineage import combined_lineage
+from ..settings import DedupSettings
+from ..warehouse import DuckDBWarehouse
+
+GROUP = "deduplication"
+KINDS = {"duckdb", "arrow"}
+
+
+def checked_lineage(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> dict:
+    """Lineage of the asset being built: its upstream tables' lineage and its own step's
+    settings. Fails, before any work, if an upstream table is missing or was built with other
+    settings than this run's."""
+    name = context.asset_key.path[-1]
+    upstreams = sorted(
+        (key.path[-1] for key in context.assets_def.asset_deps[context.asset_key]), key=PIPELINE_TABLES.index
+    )
+    lineages = {upstream: warehouse.upstream(upstream, name).lineage for upstream in upstreams}
+    with user_errors():
+        return combined_lineage(name, dedup.current_values(), lineages)

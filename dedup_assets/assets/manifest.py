@@ -1,0 +1,47 @@
+import pyarrow as pa
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+
+from ..core.lsh import BucketPressure, bucket_pressure
+from ..core.readers import InputFile
+from ..core.release import write_release
+from ..core.store import TableBuild
+from ..core.tables import PIPELINE_TABLES
+from ..errors import user_errors
+from ..settings import DedupSettings
+from ..warehouse import DuckDBWarehouse
+from .common import GROUP, KINDS, checked_lineage
+from .metadata import markdown_table, table_metadata
+
+
+@asset(group_name=GROUP, kinds=KINDS | {"parquet", "json"}, deps=list(PIPELINE_TABLES))
+def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
+    """Writes the release files to the output folder (`DEDUP_OUTPUT_DIR` or `output_dir`):
+    fingerprints, candidate summary, scored and duplicate pairs, clusters, cluster inspection,
+    deduped and rejected documents, then `manifest.json` with the settings, the input's size and
+    sha256, library versions, every file's rows and sha256 and the run's counts. The stored
+    table holds the counts, one row per metric.
+    """
+    lineage = checked_lineage(context, dedup, warehouse)
+    tables = warehouse.tables
+    input_file = InputFile(lineage["input_path"], lineage["input_byte_size"], lineage["input_sha256"])
+    output_dir = dedup.output_folder()
+    with user_errors():
+        settings = dedup.settings()
+    with warehouse.cursor() as cursor:
+        pressure = BucketPressure.from_lineage(lineage) or bucket_pressure(cursor, tables)
+        written = write_release(cursor, tables, output_dir, settings, input_file, pressure)
+    counts = written["counts"]
+    metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})
+    rows = warehouse.write("manifest", TableBuild(sql="select * from metrics", arrow_inputs={"metrics": metrics}), lineage)
+    with warehouse.cursor() as cursor:
+        return MaterializeResult(
+            metadata={
+                **table_metadata(cursor, warehouse.qualified("manifest"), rows),
+                "output_dir": MetadataValue.path(str(output_dir)),
+                "files": markdown_table(
+                    ["file", "rows", "sha256"],
+                    ((o["file"], o["rows"], o["sha256"][:12] + "…") for o in written["outputs"]),
+                ),
+                **counts,
+            }
+        )

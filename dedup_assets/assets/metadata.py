@@ -1,0 +1,38 @@
+"""How tables look in the UI: row counts, column schemas, markdown previews and small tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import duckdb
+from dagster import MetadataValue, TableColumn, TableSchema
+
+PREVIEW_ROWS = 10
+
+
+def scalar(cursor: duckdb.DuckDBPyConnection, query: str):
+    return cursor.execute(query).fetchall()[0][0]
+
+
+def table_metadata(cursor: duckdb.DuckDBPyConnection, table: str, rows: int) -> dict:
+    """The row count and column schema Dagster shows for every stored table."""
+    columns = cursor.execute(f"describe {table}").fetchall()
+    return {
+        "dagster/row_count": MetadataValue.int(rows),
+        "dagster/column_schema": MetadataValue.table_schema(
+            TableSchema(columns=[TableColumn(name, kind) for name, kind, *_ in columns])
+        ),
+    }
+
+
+def preview(cursor: duckdb.DuckDBPyConnection, query: str) -> MetadataValue:
+    """The first rows of ``query`` as a markdown table."""
+    frame = cursor.execute(f"select * from ({query}) limit {PREVIEW_ROWS}").fetchdf()
+    return MetadataValue.md(frame.to_markdown(index=False) if len(frame) else "_no rows_")
+
+
+def markdown_table(header: Iterable[str], rows: Iterable[Iterable]) -> MetadataValue:
+    header = list(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(value) for value in row) + " |" for row in rows]
+    return MetadataValue.md("\n".join(lines))

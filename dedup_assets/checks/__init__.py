@@ -1,0 +1,129 @@
+"""The asset checks: thin Dagster wrappers that run the plain functions of ``rules.py`` on the
+stored tables after each materialization. The blocking ones stop downstream assets from running
+on bad data."""
+
+from pathlib import Path
+
+from dagster import AssetCheckResult, asset_check
+
+from ..core.readers import count_input_records
+from ..settings import DedupSettings
+from ..warehouse import DuckDBWarehouse
+from . import rules
+
+
+@asset_check(asset="documents", blocking=True, description="Every document has its own doc_id.")
+def doc_id_unique(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with warehouse.cursor() as cursor:
+        return rules.doc_id_unique(cursor, warehouse.tables.documents)
+
+
+@asset_check(
+    asset="documents",
+    blocking=True,
+    description="Input rows = documents + rejected_documents, counted again from the input file.",
+    additional_deps=["rejected_documents"],
+)
+def input_records_accounted(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    tables = warehouse.tables
+    lineage = warehouse.upstream("documents", "input_records_accounted").lineage
+    records = count_input_records(Path(lineage["input_path"]), lineage.get("source_format"))
+    with warehouse.cursor() as cursor:
+        return rules.input_records_accounted(cursor, records, tables.documents, tables.rejected_documents)
+
+
+@asset_check(
+    name="candidate_pairs_ordered_and_unique",
+    asset="candidate_pairs",
+    blocking=True,
+    description="Each pair appears once, with left_doc_id < right_doc_id.",
+)
+def candidate_pairs_ordered_and_unique(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with warehouse.cursor() as cursor:
+        return rules.pairs_ordered_and_unique(cursor, warehouse.tables.candidate_pairs)
+
+
+@asset_check(
+    name="duplicate_pairs_ordered_and_unique",
+    asset="duplicate_pairs",
+    blocking=True,
+    description="Each edge appears once, with left_doc_id < right_doc_id.",
+)
+def duplicate_pairs_ordered_and_unique(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with warehouse.cursor() as cursor:
+        return rules.pairs_ordered_and_unique(cursor, warehouse.tables.duplicate_pairs)
+
+
+@asset_check(
+    asset="duplicate_pairs",
+    blocking=True,
+    description="Every accepted edge has exact Jaccard at or above the threshold it was scored with.",
+)
+def duplicate_edges_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    threshold = warehouse.upstream("duplicate_pairs", "duplicate_edges_meet_threshold").lineage["jaccard_threshold"]
+    with warehouse.cursor() as cursor:
+        return rules.duplicate_edges_meet_threshold(cursor, warehouse.tables.duplicate_pairs, float(threshold))
+
+
+@asset_check(
+    asset="clusters",
+    blocking=True,
+    description="Every input document is in exactly one cluster.",
+    additional_deps=["documents"],
+)
+def every_document_in_one_cluster(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with warehouse.cursor() as cursor:
+        return rules.every_document_in_one_cluster(cursor, warehouse.tables.documents, warehouse.tables.clusters)
+
+
+@asset_check(asset="clusters", blocking=True, description="Each cluster keeps exactly one representative.")
+def one_representative_per_cluster(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with warehouse.cursor() as cursor:
+        return rules.one_representative_per_cluster(cursor, warehouse.tables.clusters)
+
+
+@asset_check(
+    asset="deduped_documents",
+    blocking=True,
+    description="Representatives plus removed duplicates equal the input documents.",
+    additional_deps=["documents", "clusters"],
+)
+def representatives_account_for_input(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    tables = warehouse.tables
+    with warehouse.cursor() as cursor:
+        return rules.representatives_account_for_input(
+            cursor, tables.documents, tables.clusters, tables.deduped_documents
+        )
+
+
+@asset_check(
+    asset="manifest",
+    blocking=True,
+    description="When the input ships <name>.expected.json, the run's counts, pair reasons and "
+    "duplicate clusters match it.",
+    additional_deps=["scored_pairs", "clusters"],
+)
+def fixture_contract(dedup: DedupSettings, warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    tables = warehouse.tables
+    with warehouse.cursor() as cursor:
+        return rules.fixture_contract(
+            cursor,
+            dedup.input_file(),
+            dedup.settings().as_dict(),
+            warehouse.qualified("manifest"),
+            tables.scored_pairs,
+            tables.clusters,
+        )
+
+
+PIPELINE_CHECKS = [
+    doc_id_unique,
+    input_records_accounted,
+    candidate_pairs_ordered_and_unique,
+    duplicate_pairs_ordered_and_unique,
+    duplicate_edges_meet_threshold,
+    every_document_in_one_cluster,
+    one_representative_per_cluster,
+    representatives_account_for_input,
+    fixture_contract,
+]

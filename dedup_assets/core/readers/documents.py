@@ -1,0 +1,230 @@
+"""The documents of an input: every file's records through its reader, validated batch by batch,
+each record counted once as a document or a reject.
+
+The input is streamed in Arrow batches, so memory follows the batch size, not the file. A
+repeated ``doc_id`` is found in the batch that repeats it (``FirstSeen`` remembers every id so
+far, as UTF-8 bytes). Each record is numbered ``input_row`` (its 1-based CSV data row, header not
+counted, JSONL line, WARC record or Parquet row) so every error and every output row can be
+traced back to its file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..settings import DEFAULT_BATCH_SIZE, InputPolicy
+from .doc_ids import FirstSeen
+from .files import check_file, input_files
+from .protocol import REQUIRED_COLUMNS, InputError
+from .registry import reader_for
+from .standardize import standardize
+
+_EXAMPLES_SHOWN = 5
+
+REJECTED_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("input_row", pa.int64()),
+        ("doc_id", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+
+
+@dataclass
+class InputStats:
+    """Filled in while the stream is read: every input record is counted once (in ``rows``),
+    either as a document or in ``rejected``."""
+
+    rows: int = 0
+    documents: int = 0
+    empty_bodies: int = 0
+    extra_columns: list[str] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)
+    rejected_by_reason: dict[str, int] = field(default_factory=dict)
+
+    def rejected_table(self) -> pa.Table:
+        return pa.Table.from_pylist(self.rejected, schema=REJECTED_SCHEMA)
+
+
+def document_batches(
+    source: Path, stats: InputStats, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Validated batches of every input file: ``doc_id, source, domain, crawled_at, title,
+    body``, the extra columns of all files, ``source_file`` and ``input_row`` (the data row, line
+    or record number within its file).
+
+    A record with a problem is left out and recorded in ``stats.rejected`` with its reason
+    (``missing_field``, ``invalid_crawled_at``, ``too_large``, ``duplicate_doc_id`` — the first
+    record with a doc_id is kept — and the WARC/JSONL reasons), unless ``policy.fail_on_reject``,
+    which raises :class:`InputError` instead. A problem with the whole input (no such file, a
+    missing column, an unreadable file) always raises."""
+    policy = policy or InputPolicy()
+    paths = input_files(source, policy.source_format)
+    for path in paths:
+        check_file(path, policy.source_format)
+    extra = _extra_columns(paths, policy.source_format)
+    stats.extra_columns = list(extra)
+    first_seen = FirstSeen()
+    for path in paths:
+        yield from _file_batches(path, stats, batch_size, policy, extra, first_seen)
+    if stats.rows == 0:
+        raise InputError(f"{source}: has no document rows or records.")
+
+
+def _extra_columns(paths: list[Path], source_format: str | None) -> dict[str, pa.DataType]:
+    """Columns beyond the six, across all files; a column typed differently by two files is text."""
+    extra: dict[str, pa.DataType] = {}
+    for path in paths:
+        schema = reader_for(path, source_format).schema(path)
+        missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
+        if missing:
+            raise InputError(
+                f"{path}: missing required column(s) {', '.join(missing)}. Found: "
+                f"{', '.join(schema.names) or '(none)'}. Every input needs "
+                + ", ".join(REQUIRED_COLUMNS)
+                + " (for JSONL, map them with jsonl_fields)."
+            )
+        for field_ in schema:
+            if field_.name in REQUIRED_COLUMNS or field_.name == "input_row":
+                continue
+            known = extra.setdefault(field_.name, field_.type)
+            if known != field_.type:
+                extra[field_.name] = pa.large_string()
+    return extra
+
+
+def _file_batches(
+    path: Path,
+    stats: InputStats,
+    batch_size: int,
+    policy: InputPolicy,
+    extra: dict[str, pa.DataType],
+    first_seen: FirstSeen,
+) -> Iterator[pa.RecordBatch]:
+    reader = reader_for(path, policy.source_format)
+    records_read = 0
+
+    def reject_record(number: int, doc_id: str, reason: str, detail: str) -> None:
+        nonlocal records_read
+        records_read += 1
+        stats.rows += 1
+        if policy.fail_on_reject:
+            raise InputError(f"{path}: record {number} (doc_id '{doc_id}'): {reason}: {detail}.")
+        _record_reject(stats, path, number, doc_id, reason, detail)
+
+    try:
+        for batch in reader.batches(path, batch_size, policy, reject_record):
+            if batch.num_rows == 0:
+                continue
+            standard = standardize(path, batch, records_read + 1, extra)
+            records_read += batch.num_rows
+            stats.rows += batch.num_rows
+            keep = _screen(path, standard, policy, first_seen, stats)
+            accepted = standard.filter(keep)
+            stats.documents += accepted.num_rows
+            bodies = accepted.column("body")
+            # utf8_is_space stops at the first other character; trimming would copy every body
+            stats.empty_bodies += pc.sum(pc.equal(bodies, "")).as_py() or 0
+            stats.empty_bodies += pc.sum(pc.utf8_is_space(bodies)).as_py() or 0
+            yield accepted
+    except (pa.ArrowInvalid, OSError, duckdb.Error) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if "utf8" in detail.lower():
+            raise InputError(f"{path}: has bytes that are not valid UTF-8 ({detail}). Re-encode the file as UTF-8.") from None
+        raise InputError(f"{path}: cannot be read as {reader.label}: {detail}") from None
+
+
+def _screen(
+    path: Path,
+    batch: pa.RecordBatch,
+    policy: InputPolicy,
+    first_seen: FirstSeen,
+    stats: InputStats,
+) -> np.ndarray:
+    """Which rows to keep; the others are recorded as rejected (or raise, when strict)."""
+    doc_ids = batch.column("doc_id")
+    input_rows = batch.column("input_row").to_numpy()
+    body_bytes = pc.binary_length(batch.column("body").cast(pa.large_binary())).to_numpy()
+    # the first problem of each row, in this order; checked in C, then only flagged rows in Python
+    problems = [
+        (pc.equal(batch.column("doc_id"), "").to_numpy(zero_copy_only=False), "missing_field"),
+        (batch.column("crawled_at").is_null().to_numpy(zero_copy_only=False), "invalid_crawled_at"),
+        (body_bytes > policy.max_body_bytes, "too_large"),
+    ]
+    flagged = problems[0][0] | problems[1][0] | problems[2][0]
+    rejects: list[tuple[int, str, str, str]] = []
+    keep = np.ones(batch.num_rows, dtype=bool)
+    for index in np.flatnonzero(flagged).tolist():
+        reason = next(reason for mask, reason in problems if mask[index])
+        detail = {
+            "missing_field": "doc_id is empty",
+            "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
+            "too_large": f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}",
+        }[reason]
+        rejects.append((int(input_rows[index]), doc_ids[index].as_py(), reason, detail))
+        keep[index] = False
+    source = str(path)
+    earlier = first_seen.register(source, doc_ids, input_rows, ~flagged)
+    for index in np.flatnonzero(earlier >= 0).tolist():
+        file, row = first_seen.place(int(earlier[index]))
+        where = f"row {row}" + ("" if file == source else f" of {file}")
+        rejects.append(
+            (int(input_rows[index]), doc_ids[index].as_py(), "duplicate_doc_id", f"doc_id first seen at {where}")
+        )
+        keep[index] = False
+    rejects.sort(key=lambda reject: reject[0])
+    if rejects and policy.fail_on_reject:
+        raise InputError(_strict_message(path, rejects))
+    for row, doc_id, reason, detail in rejects:
+        _record_reject(stats, path, row, doc_id, reason, detail)
+    return keep
+
+
+def _record_reject(stats: InputStats, path: Path, row: int, doc_id: str, reason: str, detail: str) -> None:
+    stats.rejected.append(
+        {"source_file": str(path), "input_row": row, "doc_id": doc_id, "reason": reason, "detail": detail}
+    )
+    stats.rejected_by_reason[reason] = stats.rejected_by_reason.get(reason, 0) + 1
+
+
+def _rows_list(rows: np.ndarray) -> str:
+    shown = ", ".join(str(int(row)) for row in rows[:_EXAMPLES_SHOWN])
+    more = len(rows) - min(len(rows), _EXAMPLES_SHOWN)
+    return f"row{'s' if len(rows) > 1 else ''} {shown}" + (f" and {more} more" if more else "")
+
+
+def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]]) -> str:
+    row, doc_id, reason, detail = rejects[0]
+    rows = np.array([r for r, _, why, _ in rejects if why == reason])
+    if reason == "missing_field":
+        return f"{path}: column doc_id is empty at {_rows_list(rows)}. Every document needs a unique, non-empty doc_id."
+    if reason == "invalid_crawled_at":
+        return (
+            f"{path}: column crawled_at cannot be parsed at {_rows_list(rows)} (doc_id '{doc_id}'). "
+            "Use ISO 8601, for example 2026-01-31 or 2026-01-31T12:00:00Z."
+        )
+    if reason == "too_large":
+        return f"{path}: row {row} (doc_id '{doc_id}'): {detail}. Raise max_body_bytes or remove the row."
+    return f"{path}: row {row}: column doc_id repeats '{doc_id}' ({detail}). Give each document a unique doc_id."
+
+
+def read_documents(path: Path, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None) -> pa.Table:
+    """The whole validated input as one Arrow table (for small inputs and tests)."""
+    stats = InputStats()
+    batches = list(document_batches(path, stats, batch_size, policy))
+    return pa.Table.from_batches(batches)
+
+
+def count_input_records(source: Path, source_format: str | None = None) -> int:
+    """The input records (CSV data rows, JSONL lines, WARC records, Parquet rows) of every input
+    file, each file counted by its reader's ``count``, independently of the validating stream."""
+    return sum(reader_for(path, source_format).count(path) for path in input_files(source, source_format))

@@ -1,0 +1,50 @@
+"""What every input format's reader provides, and the columns it hands on to validation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import pyarrow as pa
+
+from ..settings import InputPolicy
+
+REQUIRED_COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]
+# The six columns as a reader emits them, before validation parses crawled_at.
+RAW_FIELDS = [(name, pa.large_string()) for name in REQUIRED_COLUMNS]
+# How a reader reports a record it cannot turn into a row: (record number, doc_id, reason, detail).
+Reject = Callable[[int, str, str, str], None]
+
+
+class InputError(ValueError):
+    """The input cannot be used as it is; the message says where and what to fix."""
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """One input format. An input record is one CSV data row, JSONL line, WARC record or
+    Parquet row; each is either in a batch ``batches`` yields or reported to ``reject``."""
+
+    name: str  # the format, as source_format names it
+    label: str  # the format, as messages name it
+
+    def matches(self, path: Path) -> bool:
+        """Whether the file's name says it is in this format."""
+        ...
+
+    def schema(self, path: Path) -> pa.Schema:
+        """The columns the file brings, read from its header or metadata only."""
+        ...
+
+    def batches(
+        self, path: Path, batch_size: int, policy: InputPolicy, reject: Reject
+    ) -> Iterator[pa.RecordBatch]:
+        """The file's records as rows with the columns of ``schema(path)``, in file order; a
+        record that cannot be a row goes to ``reject`` instead."""
+        ...
+
+    def count(self, path: Path) -> int:
+        """The file's records, counted on their own rather than through ``batches``, so a record
+        that ``batches`` loses shows as a difference."""
+        ...

@@ -1,0 +1,40 @@
+"""Which reader reads a file: the one ``source_format`` names, else the one its file name fits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..settings import SOURCE_FORMATS
+from . import csv, jsonl, parquet, warc
+from .protocol import REQUIRED_COLUMNS, InputError, Reader
+
+# Format name -> reader, in the order of SOURCE_FORMATS.
+READERS: dict[str, Reader] = {
+    reader.name: reader for reader in (csv.READER, parquet.READER, jsonl.READER, warc.READER)
+}
+SUPPORTED_NAMES = ".csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz"
+
+
+def matching_reader(path: Path, source_format: str | None = None) -> Reader | None:
+    """The reader of a file: ``source_format``'s when set, else the one whose file names fit
+    ``path``, if any."""
+    if source_format:
+        if source_format not in READERS:
+            raise InputError(
+                f"source_format must be one of {', '.join(SOURCE_FORMATS)} (or unset to use the "
+                f"file extension), got {source_format!r}"
+            )
+        return READERS[source_format]
+    return next((reader for reader in READERS.values() if reader.matches(path)), None)
+
+
+def reader_for(path: Path, source_format: str | None = None) -> Reader:
+    """The reader of a file, as :func:`matching_reader` finds it; a file no reader reads fails."""
+    reader = matching_reader(path, source_format)
+    if reader is None:
+        raise InputError(
+            f"{path}: unsupported file type '{path.suffix or '(none)'}'. Give a .csv or .parquet "
+            "file with the columns " + ", ".join(REQUIRED_COLUMNS) + f", or any {SUPPORTED_NAMES} "
+            "file, folder or glob (set DEDUP_INPUT), or set source_format."
+        )
+    return reader

@@ -1,0 +1,187 @@
+"""How a step's table is written into DuckDB, and the lineage stored beside it.
+
+Steps return a :class:`TableBuild` (one SQL query, or a stream of Arrow batches) instead of
+writing; the caller (the Dagster ``warehouse`` resource, or the library runner) writes it with
+:func:`write_table`. Writing is transactional: the table and its lineage are replaced together,
+and a stream that fails half way leaves the previous table in place.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+LINEAGE_TABLE = "asset_lineage"
+_LOCK_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
+
+
+class DuckDBUnavailable(RuntimeError):
+    """The database file cannot be opened for writing."""
+
+
+def connect(database: str, memory_limit: str = "2GB") -> duckdb.DuckDBPyConnection:
+    """A connection to the pipeline database.
+
+    String compression (FSST, dictionary) is off: analysing web text for it costs several times
+    the write itself on every checkpoint. Bit-packing and RLE are off too: most numbers are
+    64-bit hashes, which they cannot shrink. (DuckDB ignores this setting in the connect config,
+    hence the SET.) DuckDB keeps the block memory it has used, up to ``memory_limit``, instead of
+    returning it to the operating system and faulting fresh pages in again.
+    """
+    connection = duckdb.connect(database, config={"memory_limit": memory_limit})
+    # the limit as DuckDB resolved it: a percentage means something else to block_allocator_memory
+    connection.execute("set block_allocator_memory = current_setting('memory_limit')")
+    connection.execute("set disabled_compression_methods = 'fsst,dictionary,dict_fsst,bitpacking,rle'")
+    connection.execute("set enable_progress_bar = false")
+    return connection
+
+
+def open_database(database: str, memory_limit: str = "2GB") -> duckdb.DuckDBPyConnection:
+    """Connect, creating the parent folder; a held lock fails within seconds with what to do,
+    instead of retrying for minutes."""
+    if database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    for delay in (*_LOCK_RETRY_SECONDS, None):
+        try:
+            return connect(database, memory_limit)
+        except duckdb.IOException as error:
+            if delay is None:
+                raise DuckDBUnavailable(
+                    f"Cannot open {database} for writing: {error}. Another process (a DuckDB "
+                    "CLI, a notebook or a second run) holds it; close it and retry, or set "
+                    "DEDUP_DATABASE to another file."
+                ) from None
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class TableBuild:
+    """Either ``sql`` (a SELECT, run with ``params``; ``arrow_inputs`` are registered under their
+    names first; ``view`` stores the query itself instead of its rows) or ``batches`` (with a
+    ``schema`` if the stream can be empty)."""
+
+    sql: str | None = None
+    params: Sequence = ()
+    arrow_inputs: Mapping[str, pa.Table] = field(default_factory=dict)
+    batches: Iterable[pa.RecordBatch] | None = None
+    schema: pa.Schema | None = None
+    view: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.sql is None) == (self.batches is None):
+            raise ValueError("a TableBuild needs exactly one of sql or batches")
+
+
+class _Source:
+    """The batches of a build, keeping the exception that ended them, if any."""
+
+    def __init__(self, first: pa.RecordBatch | None, rest: Iterator[pa.RecordBatch]):
+        self.first, self.rest, self.error = first, rest, None
+
+    def batches(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        try:
+            if self.first is not None:
+                yield self.first
+            for batch in self.rest:
+                # one stream has one schema; per-file readers may differ in string widths
+                yield batch if batch.schema == schema else batch.cast(schema)
+        except BaseException as error:
+            self.error = error
+            raise
+
+
+def table_exists(connection: duckdb.DuckDBPyConnection, table: str, kind: str | None = None) -> bool:
+    """Whether ``schema.name`` exists (as a ``"BASE TABLE"`` or ``"VIEW"`` when ``kind`` is given)."""
+    schema, name = table.split(".") if "." in table else ("main", table)
+    return bool(
+        connection.execute(
+            "select count(*) from information_schema.tables where table_schema = ? and "
+            "table_name = ? and (? is null or table_type = ?)",
+            [schema, name, kind, kind],
+        ).fetchall()[0][0]
+    )
+
+
+def _create(connection: duckdb.DuckDBPyConnection, table: str, build: TableBuild) -> None:
+    # CREATE OR REPLACE cannot turn a table into a view or back
+    other = "table" if build.view else "view"
+    if table_exists(connection, table, "BASE TABLE" if build.view else "VIEW"):
+        connection.execute(f"drop {other} {table}")
+    if build.view:
+        connection.execute(f"create or replace view {table} as {build.sql}")
+    elif build.sql is not None:
+        for name, value in build.arrow_inputs.items():
+            connection.register(name, value)
+        connection.execute(f"create or replace table {table} as {build.sql}", list(build.params))
+        for name in build.arrow_inputs:
+            connection.unregister(name)
+    else:
+        batches = iter(build.batches)
+        first = next(batches, None)
+        if first is None and build.schema is None:
+            raise ValueError(f"{table}: the stream was empty and has no schema to create from")
+        schema = build.schema if first is None else first.schema
+        # one statement over the whole stream: a statement per batch costs more
+        source = _Source(first, batches)
+        # DuckDB finds ``stream`` by its name in the SQL below (a replacement scan)
+        stream = pa.RecordBatchReader.from_batches(schema, source.batches(schema))
+        try:
+            connection.execute(f"create or replace table {table} as select * from stream")
+        except duckdb.Error:
+            # DuckDB wraps an error of the stream in its own; raise the original one
+            if source.error is not None:
+                raise source.error from None
+            raise
+
+
+def write_table(
+    connection: duckdb.DuckDBPyConnection,
+    table: str,
+    build: TableBuild,
+    lineage: Mapping | Callable[[], Mapping] | None = None,
+) -> int:
+    """Replace ``table`` with the build's rows, and its lineage (a mapping, or a function giving
+    it once the rows are in, for facts a stream learns as it is read), in one transaction.
+    Returns the row count."""
+    connection.execute("begin transaction")
+    try:
+        _create(connection, table, build)
+        rows = connection.execute(f"select count(*) from {table}").fetchall()[0][0]
+        if lineage is not None:
+            _write_lineage(connection, table, lineage() if callable(lineage) else lineage)
+        connection.execute("commit")
+    except BaseException:
+        connection.execute("rollback")
+        raise
+    return int(rows)
+
+
+def _lineage_table(table: str) -> tuple[str, str]:
+    schema, name = table.split(".") if "." in table else ("main", table)
+    return f"{schema}.{LINEAGE_TABLE}", name
+
+
+def _write_lineage(connection: duckdb.DuckDBPyConnection, table: str, lineage: Mapping) -> None:
+    lineage_table, name = _lineage_table(table)
+    connection.execute(
+        f"create table if not exists {lineage_table} (table_name varchar primary key, lineage varchar)"
+    )
+    connection.execute(
+        f"insert or replace into {lineage_table} values (?, ?)", [name, json.dumps(lineage, sort_keys=True)]
+    )
+
+
+def read_lineage(connection: duckdb.DuckDBPyConnection, table: str) -> dict:
+    """The settings and input ``table`` was built from; empty when none were recorded."""
+    lineage_table, name = _lineage_table(table)
+    if not table_exists(connection, lineage_table):
+        return {}
+    row = connection.execute(f"select lineage from {lineage_table} where table_name = ?", [name]).fetchall()
+    return json.loads(row[0][0]) if row else {}

@@ -1,0 +1,53 @@
+"""Every format's reader keeps the Reader protocol, and its own count agrees with what it reads."""
+
+import gzip
+import inspect
+
+import pandas as pd
+import pytest
+
+from dedup_assets.core.readers import READERS, InputError, InputPolicy, Reader, reader_for
+from dedup_assets.core.settings import SOURCE_FORMATS
+
+from .conftest import document, write_csv
+from .test_sources import _jsonl_lines
+from .warc_fixtures import write_crawl
+
+
+def test_each_source_format_has_one_reader_that_keeps_the_protocol(tmp_path):
+    assert tuple(READERS) == SOURCE_FORMATS
+    for name, reader in READERS.items():
+        assert isinstance(reader, Reader) and reader.name == name
+        for method in ("matches", "schema", "batches", "count"):
+            expected = list(inspect.signature(getattr(Reader, method)).parameters)[1:]  # without self
+            assert list(inspect.signature(getattr(reader, method)).parameters) == expected, (name, method)
+    with pytest.raises(InputError, match="source_format must be one of csv, parquet, jsonl, warc"):
+        reader_for(tmp_path / "in.csv", "xml")
+
+
+def _sample(tmp_path, source_format):
+    """A small file of the format; the JSONL and WARC ones have records their readers reject."""
+    rows = [document(f"d{i}", 'multi\nline "quoted"') for i in range(7)]
+    if source_format == "csv":
+        return write_csv(tmp_path / "in.csv", rows)
+    if source_format == "parquet":
+        pd.DataFrame(rows).to_parquet(tmp_path / "in.parquet", index=False)
+        return tmp_path / "in.parquet"
+    if source_format == "jsonl":
+        with gzip.open(tmp_path / "dump.jsonl.gz", "wt", encoding="utf-8") as handle:
+            handle.write("\n".join(_jsonl_lines()) + "\n")
+        return tmp_path / "dump.jsonl.gz"
+    return write_crawl(tmp_path / "crawl.warc.gz")
+
+
+@pytest.mark.parametrize("source_format", SOURCE_FORMATS)
+def test_count_agrees_with_the_rows_and_rejects_of_batches(tmp_path, source_format):
+    path = _sample(tmp_path, source_format)
+    reader = reader_for(path)
+    assert reader is READERS[source_format] and reader.matches(path)
+    rejects = []
+    batches = list(reader.batches(path, 3, InputPolicy(), lambda *reject: rejects.append(reject)))
+    assert all(batch.schema.names == reader.schema(path).names for batch in batches)
+    rows = sum(batch.num_rows for batch in batches)
+    assert rows + len(rejects) == reader.count(path)
+    assert bool(rejects) == (source_format in ("jsonl", "warc"))
