@@ -32,10 +32,10 @@ def cli_env(tmp_path) -> dict:
     }
 
 
-def materialize(env: dict, *args: str) -> subprocess.CompletedProcess:
+def materialize(env: dict, *args: str, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(
         [DAGSTER, "asset", "materialize", *args],
-        cwd=PROJECT_ROOT,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -100,3 +100,24 @@ def test_bad_input_reports_file_and_row(cli_env, tmp_path):
     result = materialize(env, *MODULE, "--select", "documents,rejected_documents", "--config-json", strict)
     assert result.returncode != 0
     assert f"{bad}: column crawled_at cannot be parsed at row 2 (doc_id 'b')" in result.stderr
+
+
+def test_the_project_env_file_fills_in_the_warehouse_settings(cli_env, tmp_path):
+    """Started from a folder holding the project's .env, without DEDUP_DATABASE set, the run uses
+    the .env's default path (the other CLI tests, run from the project folder, show that a value
+    set in the environment wins); without a default or a value, the run names the variable."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / ".env").write_bytes((PROJECT_ROOT / ".env").read_bytes())
+    env = {key: value for key, value in cli_env.items() if key != "DEDUP_DATABASE"}
+    result = materialize(env, *MODULE, "--select", "documents,rejected_documents", cwd=folder)
+    assert result.returncode == 0, result.stderr[-3000:]
+    database = folder / "var" / "dedup_assets.duckdb"
+    with duckdb.connect(str(database), read_only=True) as connection:
+        assert connection.execute("select count(*) from dedup.documents").fetchone()[0] == 24
+
+    unset = {key: value for key, value in env.items() if key != "DEDUP_DUCKDB_MEMORY"}
+    (folder / ".env").write_text("DEDUP_DATABASE=${DEDUP_DATABASE:-var/other.duckdb}\n")
+    missing = materialize(unset, *MODULE, "--select", "documents,rejected_documents", cwd=folder)
+    assert missing.returncode != 0
+    assert 'environment variable "DEDUP_DUCKDB_MEMORY" which is not set' in missing.stderr

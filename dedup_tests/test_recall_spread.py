@@ -1,4 +1,4 @@
-"""The benchmark's recall-across-seeds arithmetic (benchmarks/recall_spread.py)."""
+"""The benchmark's recall-across-seeds arithmetic (benchmarks/dedup_bench/recall_spread.py)."""
 
 import sys
 from pathlib import Path
@@ -9,8 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import recall_spread  # noqa: E402
-from dedup_assets.core.fingerprint import lsh_probability  # noqa: E402
+from dedup_assets.core.lsh import lsh_probability  # noqa: E402
+from dedup_bench import recall_spread  # noqa: E402
 
 
 def test_a_pair_is_found_only_when_a_whole_band_agrees():

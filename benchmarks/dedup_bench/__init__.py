@@ -1,0 +1,1 @@
+"""dedup-assets benchmark: corpus, our runs, peer runs, recall and report (see ../README.md)."""

@@ -1,0 +1,122 @@
+"""What every part of the benchmark shares: the task's constants, its error, and how a child
+process is run and measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent.parent
+REPO_ROOT = BENCH_DIR.parent
+INSTALL_HINT = "run `pip install -e '.[bench]'` in the repository root"
+
+THRESHOLD = 0.7
+SHINGLE_SIZE = 5
+ROWS_PER_BAND = 8
+STDERR_TAIL_LINES = 40
+
+
+class BenchmarkError(RuntimeError):
+    """A run failed or an input is unusable; the message says which and why."""
+
+
+def progress(message: str) -> None:
+    print(f"[{datetime.now():%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+
+
+def truth_path(corpus: Path) -> Path:
+    """The planted-pairs sidecar next to ``corpus``."""
+    return corpus.with_name(corpus.name.removesuffix(".parquet") + ".truth.parquet")
+
+
+def module_command(module: str, *args: str) -> list[str]:
+    """The command that runs ``dedup_bench.<module>`` as a script in a child process."""
+    return [sys.executable, "-m", f"dedup_bench.{module}", *args]
+
+
+@dataclass
+class ProcessRun:
+    """One finished child process: exit code, whole-process wall time, peak RSS and output."""
+
+    command: list[str]
+    returncode: int
+    wall_s: float
+    peak_rss_mb: float
+    stdout: str
+    stderr: str
+
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
+        return "\n".join(self.stderr.rstrip().splitlines()[-lines:])
+
+
+def run_measured(command: list[str], extra_env: dict[str, str] | None = None) -> ProcessRun:
+    """Run ``command`` from the repository root and wait for it with ``os.wait4``.
+
+    Wall time runs from spawn to exit, so it includes interpreter start and imports. Peak RSS is
+    the child's own ``ru_maxrss`` (KiB on Linux). Linux starts that figure at this process's own
+    peak when the child execs, so the caller keeps large data out of this process until its last
+    measured child. Output goes to temporary files, so a chatty child cannot block on a full pipe.
+    Dirty pages of the previous run are flushed first, so that their writeback does not land in
+    this run's time.
+    """
+    env = {**os.environ, **(extra_env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), env.get("PYTHONPATH")]))
+    os.sync()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return ProcessRun(
+            command=command,
+            returncode=process.returncode,
+            wall_s=wall,
+            peak_rss_mb=usage.ru_maxrss / 1024,
+            stdout=out.read().decode("utf-8", errors="replace"),
+            stderr=err.read().decode("utf-8", errors="replace"),
+        )
+
+
+def require_success(run: ProcessRun, what: str) -> None:
+    """Raise with the last lines of the child's stderr when it exited non-zero."""
+    if run.returncode != 0:
+        hint = ""
+        missing = re.search(r"No module named '([^'.]+)[^']*'", run.stderr)
+        if missing and missing.group(1) != "dedup_assets":
+            hint = f"\nMissing module {missing.group(1)!r}: {INSTALL_HINT}."
+        raise BenchmarkError(
+            f"{what} failed with exit code {run.returncode} after {run.wall_s:.1f}s.\n"
+            f"command: {' '.join(run.command)}\n"
+            f"--- last {STDERR_TAIL_LINES} lines of stderr ---\n{run.stderr_tail()}{hint}"
+        )
+
+
+def run_json_child(what: str, module: str, *args: str) -> tuple[ProcessRun, dict]:
+    """Run ``dedup_bench.<module>`` as a measured child: the run and its JSON result line."""
+    run = run_measured(module_command(module, *args))
+    require_success(run, what)
+    return run, last_json_line(run.stdout, what)
+
+
+def last_json_line(text: str, what: str) -> dict:
+    """The last line of ``text`` that parses as a JSON object."""
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    raise BenchmarkError(f"{what} printed no JSON result line; stdout ends with:\n{text[-2000:]}")

@@ -1,0 +1,122 @@
+"""The whole benchmark, one measured process at a time: corpus, kernel warm-up, our Dagster and
+library runs, the peers, and then, with every measured run over, recall.
+
+This process loads no corpus data until the last measured child has exited: Linux starts a
+child's ru_maxrss at its parent's peak, so anything large held here would show up as the next
+child's memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .common import (
+    ROWS_PER_BAND,
+    BenchmarkError,
+    module_command,
+    progress,
+    require_success,
+    run_measured,
+    truth_path,
+)
+from .ours import run_dagster, run_library_core, warm_kernels
+from .report import engine_rows, target_lines
+from .theirs import check_peers, run_peer
+
+
+@dataclass
+class Options:
+    """What to run; ``benchmark.py`` parses them from its command line."""
+
+    workdir: Path
+    docs: int | None = None
+    corpus: Path | None = None
+    perm: int = 128
+    scheme: str = "fss"
+    peers: list[str] = field(default_factory=list)
+    recall_seeds: int = 0
+    skip_dagster: bool = False
+    skip_library: bool = False
+
+
+def prepare_corpus(options: Options) -> Path:
+    """The corpus to benchmark: the given file, or ``<workdir>/synthetic-N.parquet`` generated
+    once (with its truth sidecar) by ``dedup_bench.corpus``."""
+    if options.corpus:
+        corpus = options.corpus.resolve()
+        if corpus.suffix != ".parquet" or not corpus.is_file():
+            raise BenchmarkError(f"{corpus}: not a Parquet file")
+        return corpus
+    corpus = options.workdir / f"synthetic-{options.docs}.parquet"
+    if corpus.exists() and truth_path(corpus).exists():
+        return corpus
+    options.workdir.mkdir(parents=True, exist_ok=True)
+    progress(f"generating {options.docs:,} documents into {corpus}")
+    require_success(
+        run_measured(module_command("corpus", str(options.docs), str(corpus))), "corpus generation"
+    )
+    return corpus
+
+
+def measure(options: Options, argv: list[str]) -> dict:
+    """Run everything asked for and return the whole record."""
+    if options.peers:
+        check_peers(options.peers)
+    started = datetime.now(timezone.utc)
+    load_start = os.getloadavg()
+    corpus = prepare_corpus(options)
+    truth = truth_path(corpus)
+    if options.recall_seeds and not truth.exists():
+        raise BenchmarkError(f"--recall-seeds needs the planted pairs in {truth}")
+    # an earlier invocation's databases and release files would hold page cache that this
+    # invocation's runs need
+    for stale in ("run", "library"):
+        shutil.rmtree(options.workdir / stale, ignore_errors=True)
+    sketch = (options.perm, options.scheme)
+    warmup_s = warm_kernels(corpus, options.workdir, *sketch)
+    ours = None if options.skip_dagster else run_dagster(corpus, options.workdir, *sketch)
+    library = (
+        None
+        if options.skip_library
+        else run_library_core(corpus, options.workdir / "library", *sketch)
+    )
+    peers = [run_peer(engine, corpus, options.perm) for engine in options.peers]
+
+    # every measured run is over: from here on this process may load the corpus
+    import pyarrow.parquet as pq
+
+    from .recall import measure_recall
+
+    our_runs = [run for run in (ours, library) if run]
+    spread = None
+    if truth.exists() and (our_runs or options.recall_seeds):
+        spread = measure_recall(corpus, truth, our_runs, options.perm, options.recall_seeds)
+    n_docs = pq.ParquetFile(corpus).metadata.num_rows
+    lines, targets = target_lines(ours, library, peers)
+    if spread:
+        lines.append(spread["comparison"])
+    return {
+        "started": started.isoformat(),
+        "argv": argv,
+        "corpus": str(corpus),
+        "documents": n_docs,
+        "perm": options.perm,
+        "bands": options.perm // ROWS_PER_BAND,
+        "rows_per_band": ROWS_PER_BAND,
+        "hash_scheme": options.scheme,
+        "cpus": os.cpu_count(),
+        "loadavg_start": load_start,
+        "loadavg_end": os.getloadavg(),
+        "kernel_warmup_s": warmup_s,
+        "dagster": ours,
+        "library": library,
+        "peers": peers,
+        "recall_spread": spread,
+        "table": engine_rows(n_docs, ours, library, peers),
+        "target_lines": lines,
+        "targets": targets,
+    }

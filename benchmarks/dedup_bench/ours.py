@@ -1,0 +1,189 @@
+"""Our two runs, each in its own measured process: the real ``dagster asset materialize`` CLI
+end to end, and the library core (``run_library``) without Dagster.
+
+    python -m dedup_bench.ours JOB_JSON     (the library run's child side; prints one JSON line)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .common import (
+    INSTALL_HINT,
+    ROWS_PER_BAND,
+    BenchmarkError,
+    progress,
+    require_success,
+    run_json_child,
+    run_measured,
+)
+
+CORE_STAGES = ("fingerprint", "candidates", "verify", "cluster")
+# The default pair budget guards interactive runs; a 1M-document corpus at 16 bands legitimately
+# needs more, so benchmarks raise it for every engine of ours.
+MAX_PAIR_SLOTS = 100_000_000
+DUCKDB_MEMORY = "2GB"
+WARMUP_ROWS = 500
+STEP_SUCCESS = re.compile(r'Finished execution of step "([^"]+)" in ([0-9.hms ]+)')
+DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)")
+UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def dagster_config(perm: int, scheme: str) -> dict:
+    return {
+        "resources": {
+            "dedup": {
+                "config": {
+                    "num_perm": perm,
+                    "rows_per_band": ROWS_PER_BAND,
+                    "hash_scheme": scheme,
+                    "max_pair_slots": MAX_PAIR_SLOTS,
+                }
+            }
+        }
+    }
+
+
+def parse_step_seconds(log: str) -> dict[str, float]:
+    """Seconds per step from lines like ``Finished execution of step "fingerprinted" in 1.2s``.
+
+    Dagster formats durations as 0.83ms, 533ms, 5.6s, 4m52s or 1h4m.
+    """
+    steps = {}
+    for step, duration in STEP_SUCCESS.findall(log):
+        steps[step] = sum(
+            float(value) * UNIT_SECONDS[unit] for value, unit in DURATION_PART.findall(duration)
+        )
+    return steps
+
+
+def fresh_dir(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def run_dagster(corpus: Path, workdir: Path, perm: int, scheme: str) -> dict:
+    """Materialize every asset with the real CLI into a fresh database, with a throwaway
+    DAGSTER_HOME that has telemetry off."""
+    dagster = Path(sys.executable).parent / "dagster"
+    if not dagster.exists():
+        raise BenchmarkError(f"{dagster} not found: {INSTALL_HINT}")
+    run_dir = fresh_dir(workdir / "run")
+    database, output_dir = run_dir / "pipeline.duckdb", run_dir / "out"
+    command = [
+        str(dagster),
+        "asset",
+        "materialize",
+        "-m",
+        "dedup_assets.definitions",
+        "--select",
+        "*",
+        "--config-json",
+        json.dumps(dagster_config(perm, scheme)),
+    ]
+    with tempfile.TemporaryDirectory(prefix="bench-dagster-home-") as home:
+        Path(home, "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+        # the resources read all four from the environment; none may fall back to a default
+        env = {
+            "DAGSTER_HOME": home,
+            "DEDUP_INPUT": str(corpus),
+            "DEDUP_DATABASE": str(database),
+            "DEDUP_OUTPUT_DIR": str(output_dir),
+            "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY,
+        }
+        progress("Dagster: dagster asset materialize --select '*'")
+        run = run_measured(command, env)
+    require_success(run, "Dagster run")
+    counts = json.loads((output_dir / "manifest.json").read_text(encoding="utf-8"))["counts"]
+    return {
+        "wall_s": run.wall_s,
+        "peak_rss_mb": run.peak_rss_mb,
+        "steps": parse_step_seconds(run.stderr),
+        "counts": counts,
+        "candidates": counts["candidate_pair_rows"],
+        "accepted": counts["duplicate_pair_rows"],
+        "database": str(database),
+    }
+
+
+def run_library_core(
+    corpus: Path, run_dir: Path, perm: int, scheme: str, head_rows: int | None = None
+) -> dict:
+    """Run the library core in a child process and time its core stages; with ``head_rows``,
+    on a sample of the corpus's first rows that the child writes into ``run_dir``."""
+    fresh_dir(run_dir)
+    database = run_dir / "pipeline.duckdb"
+    job = {
+        "input_path": str(corpus),
+        "database_path": str(database),
+        "output_dir": str(run_dir / "out"),
+        "num_perm": perm,
+        "hash_scheme": scheme,
+        "head_rows": head_rows,
+    }
+    sample = f" on the first {head_rows} documents" if head_rows else ""
+    progress(f"library: dedup_assets.core.pipeline.run_library{sample}")
+    run, result = run_json_child("library run", "ours", json.dumps(job))
+    stages = result["stages"]
+    missing = [stage for stage in CORE_STAGES if stage not in stages]
+    if missing:
+        raise BenchmarkError(
+            f"run_library reported no time for stage(s) {', '.join(missing)}; "
+            f"it reported {', '.join(stages)}"
+        )
+    core_s = sum(stages[stage] for stage in CORE_STAGES)
+    return {
+        "wall_s": run.wall_s,
+        "peak_rss_mb": run.peak_rss_mb,
+        "stages": stages,
+        "core_s": core_s,
+        "core_docs_per_s": result["documents"] / core_s if core_s else None,
+        "documents": result["documents"],
+        "candidates": result["candidates"],
+        "accepted": result["duplicates"],
+        "database": str(database),
+    }
+
+
+def warm_kernels(corpus: Path, workdir: Path, perm: int, scheme: str) -> float:
+    """Run the library on the corpus's first rows so numba's on-disk cache holds every kernel
+    before anything is timed; returns how long that took."""
+    return run_library_core(corpus, workdir / "warmup", perm, scheme, WARMUP_ROWS)["wall_s"]
+
+
+def library_child(job: dict) -> dict:
+    """The library run's child side: ``run_library`` on the job's corpus (or its first rows)."""
+    # imported here, not above: the measuring parent imports this module and stays small
+    import pyarrow.parquet as pq
+
+    from dedup_assets.core.pipeline import run_library
+    from dedup_assets.core.settings import Settings
+
+    input_path = job["input_path"]
+    if job["head_rows"]:
+        input_path = str(Path(job["database_path"]).with_name("sample.parquet"))
+        head = pq.ParquetFile(job["input_path"]).read_row_group(0).slice(0, job["head_rows"])
+        pq.write_table(head, input_path)
+    return run_library(
+        input_path,
+        job["database_path"],
+        job["output_dir"],
+        Settings(
+            num_perm=job["num_perm"],
+            rows_per_band=ROWS_PER_BAND,
+            hash_scheme=job["hash_scheme"],
+            max_pair_slots=MAX_PAIR_SLOTS,
+        ),
+        duckdb_memory=DUCKDB_MEMORY,
+        log=lambda message: print(message, file=sys.stderr, flush=True),
+    )
+
+
+if __name__ == "__main__":
+    print(json.dumps(library_child(json.loads(sys.argv[1]))))

@@ -1,0 +1,141 @@
+"""Planted-pair recall of our runs, read from their DuckDB files after every measured run: the
+share of planted (origin, copy) pairs with exact 5-shingle Jaccard >= 0.7 that end up as accepted
+edges (and as candidates), and the accepted edges below the threshold (0 when precision holds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from . import recall_spread
+from .common import ROWS_PER_BAND, SHINGLE_SIZE, THRESHOLD, BenchmarkError, progress
+
+
+class CorpusBodies:
+    """The corpus's bodies by integer ``doc_id``, for exact Jaccard of arbitrary document pairs."""
+
+    def __init__(self, corpus: Path):
+        from dedup_assets.core.verify import exact_jaccard
+
+        table = pq.read_table(corpus, columns=["doc_id", "body"])
+        self.doc_ids = table["doc_id"].combine_chunks()
+        self.bodies = table["body"].cast(pa.large_string())  # a 1M corpus overflows 32-bit offsets
+        self.id_base = int(pc.max(self.doc_ids).as_py()) + 1
+        self._exact_jaccard = exact_jaccard
+
+    def jaccard(self, left_ids: np.ndarray, right_ids: np.ndarray) -> np.ndarray:
+        """Exact 5-shingle Jaccard of each (left_ids[i], right_ids[i]) pair."""
+        if len(left_ids) == 0:
+            return np.zeros(0, dtype=np.float64)
+        return np.asarray(
+            self._exact_jaccard(self.bodies_of(left_ids), self.bodies_of(right_ids), SHINGLE_SIZE)
+        )
+
+    def pair_keys(self, left_ids: np.ndarray, right_ids: np.ndarray) -> np.ndarray:
+        """One int64 per unordered pair, so (a, b) and (b, a) compare equal."""
+        low, high = np.minimum(left_ids, right_ids), np.maximum(left_ids, right_ids)
+        return low.astype(np.int64) * self.id_base + high.astype(np.int64)
+
+    def bodies_of(self, ids: np.ndarray) -> pa.Array:
+        positions = pc.index_in(pa.array(ids, pa.int64()), value_set=self.doc_ids)
+        if positions.null_count:
+            raise BenchmarkError(
+                f"{positions.null_count} doc_id(s) of a pair are not in the corpus"
+            )
+        return self.bodies.take(positions).combine_chunks()
+
+
+@dataclass
+class PlantedPairs:
+    """The planted (origin, copy) pairs of the truth sidecar with their exact Jaccard."""
+
+    origin: np.ndarray
+    copy: np.ndarray
+    keys: np.ndarray
+    jaccard: np.ndarray
+
+    @classmethod
+    def load(cls, truth: Path, bodies: CorpusBodies) -> PlantedPairs:
+        table = pq.read_table(truth, columns=["doc_id", "origin_doc_id"])
+        origin = table["origin_doc_id"].to_numpy()
+        copy = table["doc_id"].to_numpy()
+        return cls(origin, copy, bodies.pair_keys(origin, copy), bodies.jaccard(origin, copy))
+
+
+def stored_pairs(database: Path, table: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(left, right) integer doc ids of ``dedup.<table>``, or None when the table is absent."""
+    with duckdb.connect(str(database), read_only=True) as connection:
+        try:
+            columns = connection.execute(
+                "select cast(left_doc_id as bigint) as left_id, "
+                f"cast(right_doc_id as bigint) as right_id from dedup.{table}"
+            ).fetchnumpy()
+        except duckdb.CatalogException:
+            return None
+    return np.asarray(columns["left_id"], np.int64), np.asarray(columns["right_id"], np.int64)
+
+
+def share(hits: np.ndarray) -> float | None:
+    return float(hits.mean()) if len(hits) else None
+
+
+def recall_report(database: Path, planted: PlantedPairs, bodies: CorpusBodies) -> dict:
+    """Planted-pair recall of the edges and candidates stored in ``database``, plus the number of
+    accepted edges whose exact Jaccard is below the threshold; empty without stored edges."""
+    accepted = stored_pairs(database, "duplicate_pairs")
+    candidates = stored_pairs(database, "candidate_pairs")
+    if accepted is None:
+        return {}
+    positive = planted.keys[planted.jaccard >= THRESHOLD]
+    return {
+        "planted_pairs": int(len(planted.keys)),
+        "planted_positive": int(len(positive)),
+        "recall": share(np.isin(positive, bodies.pair_keys(*accepted))),
+        "candidate_recall": (
+            None if candidates is None else share(np.isin(positive, bodies.pair_keys(*candidates)))
+        ),
+        "accepted_below_threshold": int((bodies.jaccard(*accepted) < THRESHOLD).sum()),
+    }
+
+
+def measure_spread(bodies: CorpusBodies, planted: PlantedPairs, perm: int, seed_count: int) -> dict:
+    """Recall of the planted pairs with J >= THRESHOLD by the sketch and banding alone, for ours
+    and the installed peers' sketches of the same shingle hashes, over ``seed_count`` seeds."""
+    progress(f"recall of the sketches over {seed_count} seeds")
+    positive = planted.jaccard >= THRESHOLD
+    origin, copy = planted.origin[positive], planted.copy[positive]
+    ids = np.unique(np.concatenate([origin, copy]))
+    engines = recall_spread.sketchers(bodies.bodies_of(ids), SHINGLE_SIZE, perm, ROWS_PER_BAND)
+    rows = recall_spread.spread_rows(
+        engines, np.searchsorted(ids, origin), np.searchsorted(ids, copy), ROWS_PER_BAND, seed_count
+    )
+    return {
+        "seeds": recall_spread.seeds(seed_count),
+        "planted_positive": int(positive.sum()),
+        "independent_expectation": recall_spread.independent_expectation(
+            planted.jaccard[positive], perm // ROWS_PER_BAND, ROWS_PER_BAND
+        ),
+        "rows": [row.as_dict() for row in rows],
+        "comparison": recall_spread.comparison(rows[0], rows[1:]),
+        "table": recall_spread.spread_table(rows),
+    }
+
+
+def measure_recall(
+    corpus: Path, truth: Path, our_runs: list[dict], perm: int, seed_count: int
+) -> dict | None:
+    """Add recall and the precision count to each of our runs, in place; with ``seed_count``,
+    return the recall spread of the sketches."""
+    progress("recall of planted pairs")
+    bodies = CorpusBodies(corpus)
+    planted = PlantedPairs.load(truth, bodies)
+    for run in our_runs:
+        run.update(recall_report(Path(run["database"]), planted, bodies))
+    return measure_spread(bodies, planted, perm, seed_count) if seed_count else None

@@ -1,0 +1,51 @@
+"""The library runner and the asset graph are one wiring: given the same input and settings,
+``run_library`` writes the same release files, byte for byte, as the assets do."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.settings import Settings
+
+from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+
+from dedup_bench.corpus import generate  # noqa: E402
+
+GENERATED_DOCUMENTS = 3_000
+
+
+def _release(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize(
+    "source, settings",
+    [
+        ("default", {}),
+        ("hard", {}),
+        # settings other than the defaults, so that every one of them has to reach both runs
+        ("generated", {"num_perm": 128, "rows_per_band": 8, "jaccard_threshold": 0.6, "minhash_seed": 7}),
+    ],
+)
+def test_library_runner_writes_the_asset_graphs_release(runner, tmp_path, source, settings):
+    if source == "generated":
+        path = tmp_path / "corpus.parquet"
+        generate(GENERATED_DOCUMENTS, path)
+    else:
+        path = {"default": FIXTURE, "hard": HARD_FIXTURE}[source]
+    assert runner.run(path, **settings).success
+    library_release = tmp_path / "library-release"
+    result = run_library(str(path), str(tmp_path / "library.duckdb"), str(library_release), Settings(**settings))
+
+    graph, library = _release(runner.output_dir), _release(library_release)
+    assert set(library) == set(graph)
+    assert "manifest.json" in graph and len(graph) == 9
+    different = [name for name in graph if graph[name] != library[name]]
+    assert not different, different
+    assert result["duplicates"] == runner.manifest()["counts"]["duplicate_pair_rows"] > 0
