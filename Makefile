@@ -41,3 +41,5 @@ bench-smoke: setup
 
 clean:
 	rm -rf var output .dagster_home .tmp_dagster_home_*
+	# numba's compiled-kernel caches: an index written by an older layout cannot be read again
+	find dedup_assets -name __pycache__ -prune -exec rm -rf {} +

@@ -17,7 +17,6 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     "fingerprinted": ("hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
 }
-INPUT_IDENTITY = "input_sha256"
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
 
 

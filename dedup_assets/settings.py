@@ -14,7 +14,7 @@ from enum import Enum
 from pathlib import Path
 
 from dagster import ConfigurableResource
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .core.settings import HASH_SCHEMES, SOURCE_FORMATS, Settings
 
@@ -42,39 +42,33 @@ class DedupSettings(ConfigurableResource):
         description="fss: compiled 64-bit shingle hashes and a Fast Similarity Sketch; "
         "blake2b: the published MinHash definition, bit for bit (slow, for reference).",
     )
-    shingle_size: int = Field(default=DEFAULTS.shingle_size, ge=1, description="Tokens per shingle.")
-    num_perm: int = Field(default=DEFAULTS.num_perm, ge=1, description="MinHash values per signature.")
+    shingle_size: int = Field(default=DEFAULTS.shingle_size, description="Tokens per shingle.")
+    num_perm: int = Field(default=DEFAULTS.num_perm, description="MinHash values per signature.")
     rows_per_band: int = Field(
-        default=DEFAULTS.rows_per_band, ge=1, description="Signature values per LSH band; divides num_perm."
+        default=DEFAULTS.rows_per_band, description="Signature values per LSH band; divides num_perm."
     )
     minhash_seed: int = Field(default=DEFAULTS.minhash_seed, description="Seed of MinHash coordinate 0.")
     jaccard_threshold: float = Field(
         default=DEFAULTS.jaccard_threshold,
-        gt=0,
-        le=1,
         description="Exact shingle Jaccard at or above which a pair is a duplicate.",
     )
     signature_overlap_threshold: float = Field(
         default=DEFAULTS.signature_overlap_threshold,
-        gt=0,
-        le=1,
         description="Signature overlap reported as a MinHash match (diagnostic only).",
     )
     max_pair_slots: int = Field(
         default=DEFAULTS.max_pair_slots,
-        ge=0,
         description="Refuse the LSH self-join when its buckets would create more pair rows.",
     )
     memory_budget_mb: int = Field(
         default=DEFAULTS.memory_budget_mb,
-        ge=1,
         description="Refuse a verification whose estimated shingle sets exceed this many MB.",
     )
     batch_size: int = Field(
-        default=DEFAULTS.batch_size, ge=1, description="Documents per streamed batch (memory follows this)."
+        default=DEFAULTS.batch_size, description="Documents per streamed batch (memory follows this)."
     )
     max_body_bytes: int = Field(
-        default=DEFAULTS.max_body_bytes, ge=1, description="Reject a document whose body has more UTF-8 bytes."
+        default=DEFAULTS.max_body_bytes, description="Reject a document whose body has more UTF-8 bytes."
     )
     fail_on_reject: bool = Field(
         default=DEFAULTS.fail_on_reject,
@@ -100,6 +94,13 @@ class DedupSettings(ConfigurableResource):
         default=None,
         description=f"Folder for release files. Unset: env DEDUP_OUTPUT_DIR, else {DEFAULT_OUTPUT_DIR}.",
     )
+
+    @model_validator(mode="after")
+    def _checked(self) -> DedupSettings:
+        # the library checks every value and combination; asking it here refuses a bad setting
+        # when the run is launched, before any asset runs
+        self.settings()
+        return self
 
     def settings(self) -> Settings:
         """The run's algorithm settings as the library takes them (raises SettingsError)."""

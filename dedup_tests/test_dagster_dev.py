@@ -1,4 +1,4 @@
-"""A real `dagster dev`, started by the test: the UI's GraphQL API shows the nine assets, launches
+"""A real `dagster dev`, started by the test: the UI's GraphQL API shows the ten assets, launches
 a run of the whole graph, and serves the candidate reduction from the materialization metadata."""
 
 from __future__ import annotations

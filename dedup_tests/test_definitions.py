@@ -1,7 +1,11 @@
-from dagster import Definitions
+import pytest
+from dagster import Definitions, EnvVar
+from pydantic import ValidationError
 
+from dedup_assets.core.settings import Settings
 from dedup_assets.definitions import defs
 from dedup_assets.settings import DedupSettings
+from dedup_assets.warehouse import DuckDBWarehouse
 
 ASSETS = {
     "documents",
@@ -49,3 +53,28 @@ def test_dedup_resource_exposes_the_documented_setting_names():
     defaults = DedupSettings()
     assert (defaults.shingle_size, defaults.num_perm, defaults.rows_per_band, defaults.minhash_seed) == (5, 64, 8, 42)
     assert (defaults.jaccard_threshold, defaults.max_pair_slots) == (0.7, 1_000_000)
+
+
+def test_the_resources_defaults_are_the_librarys():
+    assert DedupSettings().settings() == Settings()
+    assert DedupSettings(hash_scheme="blake2b", source_format="jsonl").settings() == Settings(
+        hash_scheme="blake2b", source_format="jsonl"
+    )
+
+
+@pytest.mark.parametrize(
+    "field, value", [("hash_scheme", "md5"), ("source_format", "xml"), ("jaccard_threshold", 1.5), ("batch_size", 0)]
+)
+def test_a_bad_setting_is_refused_when_the_resource_is_made(field, value):
+    with pytest.raises(ValidationError, match=field):
+        DedupSettings(**{field: value})
+
+
+def test_the_warehouse_is_fed_by_environment_variables_resolved_at_launch():
+    warehouse = defs.resources["warehouse"]
+    assert isinstance(warehouse, DuckDBWarehouse)
+    assert (warehouse.database, warehouse.memory_limit) == (
+        EnvVar("DEDUP_DATABASE"),
+        EnvVar("DEDUP_DUCKDB_MEMORY"),
+    )
+    assert isinstance(warehouse.database, EnvVar) and isinstance(warehouse.memory_limit, EnvVar)

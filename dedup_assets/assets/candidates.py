@@ -1,12 +1,12 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from ..core.lsh import build_candidate_pairs, lsh_probability
-from ..core.summary import percent_fewer, possible_pairs, reduction_ratio
+from ..core.summary import possible_pairs, reduction_ratio
 from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
-from .metadata import preview, scalar, table_metadata
+from .metadata import percent_fewer, preview, scalar, table_metadata
 
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "band_memberships"])
@@ -20,12 +20,10 @@ def candidate_pairs(
     Before joining, the band buckets are sized: if they would create more than `max_pair_slots`
     self-join rows the run stops and names the worst bucket, instead of exhausting memory.
     """
-    lineage = checked_lineage(context, dedup, warehouse)
+    lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
-    with user_errors():
-        settings = dedup.settings()
-        with warehouse.cursor() as cursor:
-            build, pressure = build_candidate_pairs(cursor, tables, settings.max_pair_slots)
+    with user_errors(), warehouse.cursor() as cursor:
+        build, pressure = build_candidate_pairs(cursor, tables, settings.max_pair_slots)
     rows = warehouse.write("candidate_pairs", build, {**lineage, **pressure.as_lineage()})
     params = settings.sketch_params()
     with warehouse.cursor() as cursor:

@@ -41,7 +41,7 @@ def clusters(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
     `representative_rank` 1 is kept (`decision = kept_representative`), the others are
     `removed_duplicate` with `representative_doc_id` naming what replaced them.
     """
-    lineage = checked_lineage(context, dedup, warehouse)
+    lineage, _ = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.clusters
     with warehouse.cursor() as cursor:
         build = build_clusters(cursor, warehouse.tables)
@@ -59,7 +59,7 @@ def deduped_documents(
 
     Stored as a DuckDB view over `documents` and `clusters`, so the kept text is not copied a
     second time; `deduped_documents.parquet` in the release is the materialized copy."""
-    lineage = checked_lineage(context, dedup, warehouse)
+    lineage, _ = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.deduped_documents
     rows = warehouse.write("deduped_documents", build_deduped_documents(warehouse.tables), lineage)
     with warehouse.cursor() as cursor:

@@ -1,10 +1,11 @@
-"""What every asset module shares: the group, the kinds, and the lineage check of an asset's
-upstream tables against the run's settings."""
+"""What every asset module shares: the group, the kinds, and the check of an asset's upstream
+tables against the run's settings."""
 
 from __future__ import annotations
 
 from dagster import AssetExecutionContext
 
+from ..core.settings import Settings
 from ..core.tables import PIPELINE_TABLES
 from ..errors import user_errors
 from ..lineage import combined_lineage
@@ -15,14 +16,17 @@ GROUP = "deduplication"
 KINDS = {"duckdb", "arrow"}
 
 
-def checked_lineage(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> dict:
-    """Lineage of the asset being built: its upstream tables' lineage and its own step's
-    settings. Fails, before any work, if an upstream table is missing or was built with other
-    settings than this run's."""
+def checked_lineage(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+) -> tuple[dict, Settings]:
+    """The lineage of the asset being built (its upstream tables' lineage and its own step's
+    settings) and the run's settings. Fails, before any work, if an upstream table is missing or
+    was built with other settings than this run's."""
     name = context.asset_key.path[-1]
     upstreams = sorted(
-        (key.path[-1] for key in context.assets_def.asset_deps[context.asset_key]), key=PIPELINE_TABLES.index
+        (key.path[-1] for key in context.assets_def.asset_deps[context.asset_key]),
+        key=PIPELINE_TABLES.index,
     )
-    lineages = {upstream: warehouse.upstream(upstream, name).lineage for upstream in upstreams}
+    lineages = {upstream: warehouse.upstream_lineage(upstream, name) for upstream in upstreams}
     with user_errors():
-        return combined_lineage(name, dedup.current_values(), lineages)
+        return combined_lineage(name, dedup.current_values(), lineages), dedup.settings()

@@ -2,7 +2,6 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.lsh import build_band_memberships
 from ..core.sketch import build_fingerprinted
-from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
@@ -38,14 +37,11 @@ def fingerprinted(
     compiled sketch (`fss`) or the published blake2b MinHash. Streams `batch_size` documents at a
     time and logs progress.
     """
-    lineage = checked_lineage(context, dedup, warehouse)
-    with user_errors():
-        settings = dedup.settings()
+    lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
-    build = build_fingerprinted(
-        warehouse.cursor(), warehouse.tables, params, settings.batch_size, context.log.info
-    )
-    rows = warehouse.write("fingerprinted", build, lineage)
+    with warehouse.cursor() as reader:
+        build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
+        rows = warehouse.write("fingerprinted", build, lineage)
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={
@@ -69,7 +65,7 @@ def band_memberships(
 
     Stored as a DuckDB view that unnests `fingerprinted.lsh_bands`, so the band keys are not
     written to the database a second time."""
-    lineage = checked_lineage(context, dedup, warehouse)
+    lineage, _ = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.band_memberships
     rows = warehouse.write("band_memberships", build_band_memberships(warehouse.tables), lineage)
     with warehouse.cursor() as cursor:

@@ -54,19 +54,19 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
     size and sha256 are taken while it is read and recorded in both tables' lineage."""
     with user_errors():
         settings = dedup.settings()
-        lineage = combined_lineage("documents", dedup.current_values(), {})
+        own_lineage = combined_lineage("documents", dedup.current_values(), {})
+    warehouse.open()  # a locked database fails now, before the input is hashed
     path = dedup.input_file()
     build, stats = build_documents(path, settings.batch_size, settings.input_policy(), context.log.info)
     with input_identity(path, settings.source_format) as identity:
 
-        def identified() -> dict:
-            # known once the stream is read: written with the rows, in one transaction
-            with user_errors():
-                found = identity.result()
-            return {**lineage, "input_sha256": found.sha256, "input_byte_size": found.byte_size}
+        def with_identity() -> dict:
+            # the input's identity is known once the stream is read; it is written with the rows
+            found = identity.result()
+            return {**own_lineage, "input_sha256": found.sha256, "input_byte_size": found.byte_size}
 
-        rows = warehouse.write("documents", build, identified)
-    full_lineage = identified()
+        rows = warehouse.write("documents", build, with_identity)
+    lineage = with_identity()
     tables = warehouse.tables
     with warehouse.cursor() as cursor:
         yield MaterializeResult(
@@ -74,12 +74,12 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
             metadata={
                 **table_metadata(cursor, tables.documents, rows),
                 "input_path": MetadataValue.path(str(path)),
-                "input_sha256": full_lineage["input_sha256"],
-                "input_bytes": MetadataValue.int(full_lineage["input_byte_size"]),
+                "input_sha256": lineage["input_sha256"],
+                "input_bytes": MetadataValue.int(lineage["input_byte_size"]),
                 **_documents_metadata(cursor, tables.documents, stats),
             },
         )
-    rejected_rows = warehouse.write("rejected_documents", build_rejected_documents(stats), full_lineage)
+    rejected_rows = warehouse.write("rejected_documents", build_rejected_documents(stats), lineage)
     if stats.rejected:
         context.log.warning(
             f"{len(stats.rejected):,} of {stats.rows:,} input rows rejected: "

@@ -6,7 +6,6 @@ from ..core.readers import InputFile
 from ..core.release import write_release
 from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES
-from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
@@ -21,12 +20,10 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
     sha256, library versions, every file's rows and sha256 and the run's counts. The stored
     table holds the counts, one row per metric.
     """
-    lineage = checked_lineage(context, dedup, warehouse)
+    lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
     input_file = InputFile(lineage["input_path"], lineage["input_byte_size"], lineage["input_sha256"])
     output_dir = dedup.output_folder()
-    with user_errors():
-        settings = dedup.settings()
     with warehouse.cursor() as cursor:
         pressure = BucketPressure.from_lineage(lineage) or bucket_pressure(cursor, tables)
         written = write_release(cursor, tables, output_dir, settings, input_file, pressure)

@@ -36,3 +36,15 @@ def markdown_table(header: Iterable[str], rows: Iterable[Iterable]) -> MetadataV
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(value) for value in row) + " |" for row in rows]
     return MetadataValue.md("\n".join(lines))
+
+
+def percent_fewer(possible: int, candidates: int) -> str:
+    """The reduction as a percentage with two decimals, or as many as it takes not to round a
+    large corpus's reduction up to a misleading 100%."""
+    if not possible:
+        return "0%"
+    fewer = 1.0 - candidates / possible
+    decimals = 2
+    while round(fewer * 100, decimals) == 100 and candidates and decimals < 12:
+        decimals += 1
+    return f"{fewer * 100:.{decimals}f}%"

@@ -22,14 +22,12 @@ def scored_pairs(
     `below_jaccard_threshold`; `is_exact` marks identical normalized text. Only documents in a
     candidate pair are shingled again, after a memory estimate against `memory_budget_mb`.
     """
-    lineage = checked_lineage(context, dedup, warehouse)
+    lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
-    with user_errors():
-        settings = dedup.settings()
-        with warehouse.cursor() as cursor:
-            build, reshingled = build_scored_pairs(
-                cursor, tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
-            )
+    with user_errors(), warehouse.cursor() as cursor:
+        build, reshingled = build_scored_pairs(
+            cursor, tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
+        )
     context.log.info(f"scored_pairs: shingled {reshingled:,} candidate documents again")
     rows = warehouse.write("scored_pairs", build, lineage)
     with warehouse.cursor() as cursor:
@@ -53,7 +51,7 @@ def duplicate_pairs(
 ) -> MaterializeResult:
     """The accepted duplicate edges: scored pairs whose exact Jaccard met the threshold.
     `is_exact` separates identical normalized text (exact duplicates) from near duplicates."""
-    lineage = checked_lineage(context, dedup, warehouse)
+    lineage, _ = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.duplicate_pairs
     rows = warehouse.write("duplicate_pairs", build_duplicate_pairs(warehouse.tables), lineage)
     with warehouse.cursor() as cursor:

@@ -7,6 +7,7 @@ from pathlib import Path
 from dagster import AssetCheckResult, asset_check
 
 from ..core.readers import count_input_records
+from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from . import rules
@@ -26,7 +27,7 @@ def doc_id_unique(warehouse: DuckDBWarehouse) -> AssetCheckResult:
 )
 def input_records_accounted(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     tables = warehouse.tables
-    lineage = warehouse.upstream("documents", "input_records_accounted").lineage
+    lineage = warehouse.upstream_lineage("documents", "documents")
     records = count_input_records(Path(lineage["input_path"]), lineage.get("source_format"))
     with warehouse.cursor() as cursor:
         return rules.input_records_accounted(cursor, records, tables.documents, tables.rejected_documents)
@@ -60,7 +61,7 @@ def duplicate_pairs_ordered_and_unique(warehouse: DuckDBWarehouse) -> AssetCheck
     description="Every accepted edge has exact Jaccard at or above the threshold it was scored with.",
 )
 def duplicate_edges_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
-    threshold = warehouse.upstream("duplicate_pairs", "duplicate_edges_meet_threshold").lineage["jaccard_threshold"]
+    threshold = warehouse.upstream_lineage("duplicate_pairs", "duplicate_pairs")["jaccard_threshold"]
     with warehouse.cursor() as cursor:
         return rules.duplicate_edges_meet_threshold(cursor, warehouse.tables.duplicate_pairs, float(threshold))
 
@@ -105,11 +106,13 @@ def representatives_account_for_input(warehouse: DuckDBWarehouse) -> AssetCheckR
 )
 def fixture_contract(dedup: DedupSettings, warehouse: DuckDBWarehouse) -> AssetCheckResult:
     tables = warehouse.tables
+    with user_errors():
+        settings = dedup.settings()
     with warehouse.cursor() as cursor:
         return rules.fixture_contract(
             cursor,
             dedup.input_file(),
-            dedup.settings().as_dict(),
+            settings.as_dict(),
             warehouse.qualified("manifest"),
             tables.scored_pairs,
             tables.clusters,

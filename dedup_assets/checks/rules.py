@@ -30,8 +30,6 @@ def _rows(connection: duckdb.DuckDBPyConnection, query: str) -> list[tuple]:
     return connection.execute(query).fetchall()
 
 
-
-
 def doc_id_unique(connection: duckdb.DuckDBPyConnection, documents: str) -> AssetCheckResult:
     repeated = _rows(
         connection,

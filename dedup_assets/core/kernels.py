@@ -24,6 +24,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from .settings import MAX_SKETCH_SIZE
+
 # numba's parallel kernels run on OpenMP threads, which by default spin for a while after each
 # kernel waiting for the next one. Kernels run once per batch while DuckDB works on the same two
 # cores, so the spinning would take CPU from it. OpenMP reads this when it starts, at the first
@@ -32,7 +34,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ROUND_SHIFT = 54  # sketch value = round << 54 | hash >> 10: earlier rounds win, then smaller hash
-MAX_SKETCH_SIZE = 1 << 9  # 2k rounds must fit in the 10 round bits
 
 
 @nb.njit(inline="always")

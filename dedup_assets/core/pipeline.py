@@ -16,15 +16,12 @@ from .cluster import build_clusters, build_deduped_documents
 from .ingest import build_documents, build_rejected_documents, input_identity
 from .lsh import build_band_memberships, build_candidate_pairs
 from .release import write_release
-from .settings import Settings
+from .settings import DEFAULT_DUCKDB_MEMORY, Settings
 from .sketch import build_fingerprinted
 from .store import open_database, write_table
 from .summary import run_counts
-from .tables import Tables
+from .tables import SCHEMA, Tables
 from .verify import build_duplicate_pairs, build_scored_pairs
-
-SCHEMA = "dedup"
-
 
 def run_library(
     input_path: str,
@@ -32,7 +29,7 @@ def run_library(
     output_dir: str | None,
     settings: Settings = Settings(),
     *,
-    duckdb_memory: str = "2GB",
+    duckdb_memory: str = DEFAULT_DUCKDB_MEMORY,
     log: Callable[[str], None] = lambda message: None,
 ) -> dict:
     """Run every step into ``database_path`` and, with ``output_dir``, write the release files.
@@ -47,15 +44,14 @@ def run_library(
         yield
         stages[name] = stages.get(name, 0.0) + time.perf_counter() - started
 
-    with open_database(database_path, duckdb_memory) as connection:
-        connection.execute(f"create schema if not exists {SCHEMA}")
+    with open_database(database_path, duckdb_memory, SCHEMA) as connection:
         with stage("documents"), input_identity(Path(input_path), settings.source_format) as identity:
             build, stats = build_documents(Path(input_path), settings.batch_size, settings.input_policy(), log)
             write_table(connection, tables.documents, build)
             write_table(connection, tables.rejected_documents, build_rejected_documents(stats))
             input_file = identity.result()
-        with stage("fingerprint"):
-            build = build_fingerprinted(connection.cursor(), tables, params, settings.batch_size, log)
+        with stage("fingerprint"), connection.cursor() as reader:
+            build = build_fingerprinted(reader, tables, params, settings.batch_size, log)
             write_table(connection, tables.fingerprinted, build)
             write_table(connection, tables.band_memberships, build_band_memberships(tables))
         with stage("candidates"):

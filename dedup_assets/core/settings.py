@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args
 
-from .kernels import MAX_SKETCH_SIZE
-
 HashScheme = Literal["fss", "blake2b"]
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
+
+# The fast sketch's 2 * num_perm rounds must fit in its 10 round bits (kernels.py).
+MAX_SKETCH_SIZE = 1 << 9
+DEFAULT_DUCKDB_MEMORY = "2GB"
 
 # Rows per streamed batch. At web-page sizes a batch's text stays under glibc's largest mmap
 # threshold (32 MB), so a freed batch's memory is reused by the next one instead of being mapped
@@ -67,7 +69,7 @@ class Thresholds:
     def __post_init__(self) -> None:
         for name, value in (("jaccard", self.jaccard), ("signature_overlap", self.signature_overlap)):
             if not 0.0 < value <= 1.0:
-                raise SettingsError(f"{name} threshold must be in (0, 1], got {value}")
+                raise SettingsError(f"{name}_threshold must be in (0, 1], got {value}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,10 @@ class Settings:
     def __post_init__(self) -> None:
         # each value object checks itself; make them all now, so nothing runs on a bad setting
         self.sketch_params(), self.thresholds(), self.input_policy()
+        minimums = {"max_pair_slots": 0, "memory_budget_mb": 1, "batch_size": 1, "max_body_bytes": 1}
+        for name, minimum in minimums.items():
+            if getattr(self, name) < minimum:
+                raise SettingsError(f"{name} must be at least {minimum}, got {getattr(self, name)}")
 
     def sketch_params(self) -> SketchParams:
         return SketchParams(

@@ -90,30 +90,26 @@ def fingerprint_stream(
     batch_size: int,
     log: Progress,
 ) -> Iterator[pa.RecordBatch]:
-    """Fingerprints, one Arrow batch per ``batch_size`` documents read from ``documents``.
-    Owns ``connection`` (a cursor of its own) and closes it when the stream ends.
+    """Fingerprints, one Arrow batch per ``batch_size`` documents read from ``documents`` through
+    ``connection``: a cursor of its own, since the caller writes while this stream reads.
 
     Three threads: one reads batches from DuckDB, one fingerprints them, and the caller stores
     the previous one."""
-    try:
-        total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
-        progress = ThroughputLog(log, "fingerprinted", total)
-        reader = connection.sql(f"select doc_id, body from {tables.documents}").to_arrow_reader(
-            batch_size
-        )
-        for fingerprints in prefetched(
-            fingerprint_batch(batch.column(0), batch.column(1), params) for batch in prefetched(reader)
-        ):
-            yield fingerprints
-            progress.advance(fingerprints.num_rows)
-    finally:
-        connection.close()
+    total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
+    progress = ThroughputLog(log, "fingerprinted", total)
+    reader = connection.sql(f"select doc_id, body from {tables.documents}").to_arrow_reader(batch_size)
+    for fingerprints in prefetched(
+        fingerprint_batch(batch.column(0), batch.column(1), params) for batch in prefetched(reader)
+    ):
+        yield fingerprints
+        progress.advance(fingerprints.num_rows)
 
 
 def build_fingerprinted(
     reader: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams, batch_size: int, log: Progress
 ) -> TableBuild:
-    """The ``fingerprinted`` table, streamed from ``documents`` through ``reader``."""
+    """The ``fingerprinted`` table, streamed from ``documents`` through ``reader`` (a cursor the
+    caller keeps open until the table is written)."""
     return TableBuild(
         batches=fingerprint_stream(reader, tables, params, batch_size, log),
         schema=fingerprint_schema(params),

@@ -25,12 +25,12 @@ class DuckDBUnavailable(RuntimeError):
     """The database file cannot be opened for writing."""
 
 
-def connect(database: str, memory_limit: str = "2GB") -> duckdb.DuckDBPyConnection:
+def connect(database: str, memory_limit: str) -> duckdb.DuckDBPyConnection:
     """A connection to the pipeline database.
 
-    String compression (FSST, dictionary) is off: analysing web text for it costs several times
-    the write itself on every checkpoint. Bit-packing and RLE are off too: most numbers are
-    64-bit hashes, which they cannot shrink. (DuckDB ignores this setting in the connect config,
+    String compression (FSST, dictionary) is off: analysing web text for it at every checkpoint
+    costs more than the space it saves is worth here. Bit-packing and RLE are off too: most
+    numbers are 64-bit hashes, which they cannot shrink. (DuckDB ignores this setting in the connect config,
     hence the SET.) DuckDB keeps the block memory it has used, up to ``memory_limit``, instead of
     returning it to the operating system and faulting fresh pages in again.
     """
@@ -42,14 +42,21 @@ def connect(database: str, memory_limit: str = "2GB") -> duckdb.DuckDBPyConnecti
     return connection
 
 
-def open_database(database: str, memory_limit: str = "2GB") -> duckdb.DuckDBPyConnection:
-    """Connect, creating the parent folder; a held lock fails within seconds with what to do,
-    instead of retrying for minutes."""
+def open_database(
+    database: str, memory_limit: str, schema: str | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Connect (``~`` expanded, the parent folder created, ``schema`` created if given); a held
+    lock fails within seconds with what to do, instead of retrying for minutes."""
+    if not database.strip():
+        raise DuckDBUnavailable(
+            "No database file given: set DEDUP_DATABASE to a file path, e.g. var/dedup.duckdb."
+        )
     if database != ":memory:":
+        database = str(Path(database).expanduser())
         Path(database).parent.mkdir(parents=True, exist_ok=True)
     for delay in (*_LOCK_RETRY_SECONDS, None):
         try:
-            return connect(database, memory_limit)
+            connection = connect(database, memory_limit)
         except duckdb.IOException as error:
             if delay is None:
                 raise DuckDBUnavailable(
@@ -58,6 +65,15 @@ def open_database(database: str, memory_limit: str = "2GB") -> duckdb.DuckDBPyCo
                     "DEDUP_DATABASE to another file."
                 ) from None
             time.sleep(delay)
+            continue
+        except duckdb.Error as error:
+            raise DuckDBUnavailable(
+                f"Cannot open {database} (memory limit {memory_limit!r}): {error}. Check that "
+                "DEDUP_DATABASE names a DuckDB file and DEDUP_DUCKDB_MEMORY a size such as 2GB."
+            ) from None
+        if schema:
+            connection.execute(f"create schema if not exists {schema}")
+        return connection
     raise AssertionError("unreachable")
 
 
@@ -97,9 +113,13 @@ class _Source:
             raise
 
 
+def _schema_and_name(table: str) -> tuple[str, str]:
+    return tuple(table.split(".")) if "." in table else ("main", table)
+
+
 def table_exists(connection: duckdb.DuckDBPyConnection, table: str, kind: str | None = None) -> bool:
     """Whether ``schema.name`` exists (as a ``"BASE TABLE"`` or ``"VIEW"`` when ``kind`` is given)."""
-    schema, name = table.split(".") if "." in table else ("main", table)
+    schema, name = _schema_and_name(table)
     return bool(
         connection.execute(
             "select count(*) from information_schema.tables where table_schema = ? and "
@@ -164,7 +184,7 @@ def write_table(
 
 
 def _lineage_table(table: str) -> tuple[str, str]:
-    schema, name = table.split(".") if "." in table else ("main", table)
+    schema, name = _schema_and_name(table)
     return f"{schema}.{LINEAGE_TABLE}", name
 
 

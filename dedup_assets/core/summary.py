@@ -17,18 +17,6 @@ def reduction_ratio(possible: int, candidates: int) -> float:
     return round(1.0 - candidates / possible, 4) if possible else 0.0
 
 
-def percent_fewer(possible: int, candidates: int) -> str:
-    """The reduction as a percentage with two decimals, or as many as it takes not to round a
-    large corpus's reduction up to a misleading 100%."""
-    if not possible:
-        return "0%"
-    fewer = 1.0 - candidates / possible
-    decimals = 2
-    while round(fewer * 100, decimals) == 100 and candidates and decimals < 12:
-        decimals += 1
-    return f"{fewer * 100:.{decimals}f}%"
-
-
 def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pair_slots: int) -> dict:
     cursor = connection.execute(sql("run_counts", tables))
     counts = dict(zip([column[0] for column in cursor.description], map(int, cursor.fetchall()[0])))

@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 
 SQL_DIR = Path(__file__).parent / "sql"
+SCHEMA = "dedup"  # where the pipeline's tables live in the database
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",

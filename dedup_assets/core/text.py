@@ -76,7 +76,6 @@ def utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 # --- the kernels' view: a per-code-point table and the UTF-8 buffers ------------------------------
 
 PLANE_SIZE = 0x10000
-CAPITAL_SIGMA = 0x03A3
 SURROGATES = range(0xD800, 0xE000)
 
 

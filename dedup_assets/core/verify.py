@@ -26,7 +26,7 @@ _COUNTING_SEEDS = kernels.round_seeds(1, 0)
 
 
 class MemoryBudgetExceeded(RuntimeError):
-    """A stage would need more memory than the configured budget."""
+    """A step would need more memory than the configured budget."""
 
 
 def shingle_sets(

@@ -31,8 +31,8 @@ class ParquetReader:
     ) -> Iterator[pa.RecordBatch]:
         """Every row of the file becomes a row; nothing is rejected here (validation may reject it
         later)."""
-        # DuckDB decodes Parquet on all cores, several times faster than a single-threaded
-        # iter_batches, and keeps the file's row order.
+        # DuckDB decodes Parquet on all cores (pyarrow's iter_batches uses one) and keeps the
+        # file's row order.
         reader_db = duckdb.connect(config={"memory_limit": "512MB"})
         reader_db.execute("set enable_progress_bar = false")
         return reader_db.read_parquet(str(path)).to_arrow_reader(batch_size)
