@@ -1,0 +1,62 @@
+"""The table store: opening the database file, and writing a table with its lineage."""
+
+import pyarrow as pa
+import pytest
+
+from dedup_assets.core.store import (
+    DuckDBUnavailable,
+    TableBuild,
+    open_database,
+    read_lineage,
+    table_exists,
+    write_table,
+)
+
+
+def test_open_database_expands_home_creates_the_folder_and_the_schema(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with open_database("~/nested/pipeline.duckdb", "256MB", "dedup") as connection:
+        connection.execute("create table dedup.probe as select 1 as x")
+        assert table_exists(connection, "dedup.probe")
+    assert (tmp_path / "nested" / "pipeline.duckdb").is_file()
+
+
+@pytest.mark.parametrize("database", ["", "   "])
+def test_an_empty_database_path_is_refused_not_opened_in_memory(database):
+    with pytest.raises(DuckDBUnavailable, match="No database file given: set DEDUP_DATABASE"):
+        open_database(database, "256MB")
+
+
+def test_a_memory_limit_duckdb_cannot_read_is_one_message(tmp_path):
+    with pytest.raises(DuckDBUnavailable, match="DEDUP_DUCKDB_MEMORY a size such as 2GB") as raised:
+        open_database(str(tmp_path / "limits.duckdb"), "two gigs")
+    assert "two gigs" in str(raised.value)
+
+
+def test_a_table_and_its_lineage_are_replaced_together(tmp_path):
+    with open_database(str(tmp_path / "store.duckdb"), "256MB", "dedup") as connection:
+        first = TableBuild(sql="select 1 as x")
+        assert write_table(connection, "dedup.kept", first, {"num_perm": 64}) == 1
+        assert read_lineage(connection, "dedup.kept") == {"num_perm": 64}
+
+        def failing():
+            yield pa.record_batch({"x": [2]})
+            raise RuntimeError("boom")
+
+        with pytest.raises(RuntimeError, match="boom"):
+            write_table(connection, "dedup.kept", TableBuild(batches=failing()), {"num_perm": 128})
+        assert connection.execute("select x from dedup.kept").fetchall() == [(1,)]
+        assert read_lineage(connection, "dedup.kept") == {"num_perm": 64}
+
+        # lineage known only once the stream is read is written with its rows
+        seen = []
+
+        def counted():
+            for batch in (pa.record_batch({"x": [5, 6]}), pa.record_batch({"x": [7]})):
+                seen.append(batch.num_rows)
+                yield batch
+
+        stream = TableBuild(batches=counted())
+        assert write_table(connection, "dedup.kept", stream, lambda: {"rows_seen": sum(seen)}) == 3
+        assert read_lineage(connection, "dedup.kept") == {"rows_seen": 3}
+        assert read_lineage(connection, "dedup.never_written") == {}
