@@ -33,8 +33,6 @@ def test_neighbor_lists_become_distinct_ordered_pairs_without_self_pairs():
 
 
 def test_verification_is_the_exact_jaccard_of_normalized_shingles():
-    pytest.importorskip("xxhash")
-    pytest.importorskip("scipy")
     from dedup_bench.peers import hashed_sets, set_jaccard, shingle_set
 
     words = "one two three four five six seven eight nine ten".split()
