@@ -1,15 +1,18 @@
-"""Wires the assets, their checks and the two resources together; nothing else happens here."""
+"""Wires the assets, their checks, the named jobs and the two resources together; nothing else
+happens here."""
 
 from dagster import Definitions, EnvVar, in_process_executor
 
 from .assets import PIPELINE_ASSETS
 from .checks import PIPELINE_CHECKS
+from .jobs import PIPELINE_JOBS
 from .settings import DedupSettings
 from .warehouse import DuckDBWarehouse
 
 defs = Definitions(
     assets=PIPELINE_ASSETS,
     asset_checks=PIPELINE_CHECKS,
+    jobs=PIPELINE_JOBS,
     resources={
         "dedup": DedupSettings(),
         "warehouse": DuckDBWarehouse(

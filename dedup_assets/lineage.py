@@ -9,7 +9,10 @@ bucket figures (candidate_pairs).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+
+from .core.settings import Settings
 
 # Settings whose change alters an asset's content, keyed by the first asset they affect.
 STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
@@ -31,11 +34,18 @@ def first_affected_asset(setting: str) -> str:
     return "documents"  # the input identity, or anything unknown: rebuild from the start
 
 
-def _rebuild_hint(settings: list[str]) -> str:
+def _rebuild_hint(settings: list[str], current: Mapping[str, object]) -> str:
     # Rebuild from the earliest affected stage; dict order of STAGE_SETTINGS is pipeline order.
+    # The command carries this run's non-default settings, so copying it rebuilds with them.
     order = list(STAGE_SETTINGS)
     start = min((first_affected_asset(name) for name in settings), key=order.index)
-    return f"Re-materialize {start} and everything downstream of it: {MATERIALIZE_COMMAND} '{start}*'"
+    defaults = Settings().as_dict()
+    changed = {name: current[name] for name in defaults if name in current and current[name] != defaults[name]}
+    config = json.dumps({"resources": {"dedup": {"config": changed}}}) if changed else ""
+    return (
+        f"Re-materialize {start} and everything downstream of it: {MATERIALIZE_COMMAND} '{start}*'"
+        + (f" --config-json '{config}'" if config else "")
+    )
 
 
 def combined_lineage(
@@ -69,7 +79,7 @@ def combined_lineage(
             f"Cannot build {asset_name} from tables made with other settings: "
             + "; ".join(problems)
             + ". "
-            + _rebuild_hint(changed)
+            + _rebuild_hint(changed, current)
             + "."
         )
     merged.update({name: current[name] for name in STAGE_SETTINGS.get(asset_name, ())})

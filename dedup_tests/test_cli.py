@@ -14,6 +14,7 @@ import pytest
 from .conftest import FIXTURE, PROJECT_ROOT, document, write_csv
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
+DG = str(Path(sys.executable).parent / "dg")
 MODULE = ["-m", "dedup_assets.definitions"]
 
 
@@ -121,3 +122,18 @@ def test_the_project_env_file_fills_in_the_warehouse_settings(cli_env, tmp_path)
     missing = materialize(unset, *MODULE, "--select", "documents,rejected_documents", cwd=folder)
     assert missing.returncode != 0
     assert 'environment variable "DEDUP_DUCKDB_MEMORY" which is not set' in missing.stderr
+
+
+def test_dg_checks_the_definitions_and_launches_the_named_job(cli_env):
+    checked = subprocess.run(
+        [DG, "check", "defs"], cwd=PROJECT_ROOT, env=cli_env, capture_output=True, text=True, timeout=300
+    )
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    assert "All definitions loaded successfully." in checked.stdout + checked.stderr
+    launched = subprocess.run(
+        [DG, "launch", "--job", "dedup_all"], cwd=PROJECT_ROOT, env=cli_env, capture_output=True, text=True, timeout=300
+    )
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    assert 'Finished execution of run for "dedup_all"' in launched.stderr
+    manifest = json.loads((Path(cli_env["DEDUP_OUTPUT_DIR"]) / "manifest.json").read_text())
+    assert manifest["counts"]["representative_rows"] == 12

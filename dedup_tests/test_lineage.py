@@ -25,6 +25,16 @@ def test_changed_threshold_names_the_asset_to_rebuild_from():
     message = str(raised.value)
     assert "clusters was built with jaccard_threshold=0.7, this run uses jaccard_threshold=0.8" in message
     assert "--select 'scored_pairs*'" in message
+    # copying the command rebuilds with this run's settings, not the defaults
+    assert message.endswith(
+        """--select 'scored_pairs*' --config-json '{"resources": {"dedup": {"config": {"jaccard_threshold": 0.8}}}}'."""
+    )
+
+
+def test_a_run_at_the_defaults_gets_a_command_without_config():
+    with pytest.raises(StaleUpstream) as raised:
+        combined_lineage("fingerprinted", CURRENT, {"documents": {"input_path": "/elsewhere.csv"}})
+    assert str(raised.value).endswith("--select 'documents*'.")
 
 
 def test_upstreams_from_different_inputs_are_not_mixed():
