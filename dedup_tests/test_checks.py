@@ -86,7 +86,7 @@ def test_representatives_account_for_input(connection):
     assert rules.representatives_account_for_input(connection, documents, clusters, deduped).passed
     short = _load(connection, "deduped", [{"doc_id": "a"}], [])
     lost = rules.representatives_account_for_input(connection, documents, clusters, short)
-    assert not lost.passed and "1 representatives + 1 removed != 3 input documents" in lost.description
+    assert not lost.passed and "1 representative + 1 removed != 3 input documents" in lost.description
     swapped = _load(connection, "deduped", [{"doc_id": "a"}, {"doc_id": "b"}], [])
     wrong = rules.representatives_account_for_input(connection, documents, clusters, swapped)
     assert not wrong.passed and "differ between deduped_documents and the representatives" in wrong.description
@@ -100,4 +100,25 @@ def test_input_records_accounted(connection):
     assert not lost.passed and "5 input rows but 2 documents + 2 rejected" in lost.description
     both = _load(connection, "rejected", [{"source_file": "f", "input_row": 3}], [])
     twice = rules.input_records_accounted(connection, 3, documents, both)
-    assert not twice.passed and "1 input rows are both a document and rejected" in twice.description
+    assert not twice.passed and "1 input row is both a document and rejected" in twice.description
+
+
+def test_a_contract_is_compared_only_when_the_input_ships_one_for_these_settings(tmp_path):
+    source = tmp_path / "corpus.csv"
+    contract, why = rules.comparable_contract(source, {"num_perm": 64})
+    assert contract is None and why == f"no contract for this input ({tmp_path / 'corpus.expected.json'} does not exist)"
+    (tmp_path / "corpus.expected.json").write_text('{"settings": {"num_perm": 64}, "counts": {}}')
+    contract, where = rules.comparable_contract(source, {"num_perm": 64})
+    assert contract == {"settings": {"num_perm": 64}, "counts": {}} and where.endswith("corpus.expected.json")
+    contract, why = rules.comparable_contract(source, {"num_perm": 128})
+    assert contract is None and why.endswith("is for other settings: num_perm=128 (contract: 64)")
+
+
+def test_messages_count_one_thing_in_the_singular(connection):
+    one = rules.pairs_ordered_and_unique(connection, _pairs(connection, [("a", "b", 1.0)]))
+    assert one.description == "1 pair, each ordered left < right and unique"
+    edge = rules.duplicate_edges_meet_threshold(connection, _pairs(connection, [("a", "b", 0.8)]), 0.7)
+    assert edge.description == "1 edge, none with Jaccard below 0.7"
+    connection.execute("create table no_pairs (left_doc_id varchar, right_doc_id varchar, jaccard double)")
+    none = rules.duplicate_edges_meet_threshold(connection, "no_pairs", 0.7)
+    assert none.description == "0 edges, none with Jaccard below 0.7"

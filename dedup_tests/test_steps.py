@@ -135,10 +135,12 @@ def test_clusters_join_transitively_and_rank_representatives(connection):
         ("same-b", "2026-01-04", 10), ("same-a", "2026-01-04", 10),
         ("alone", "2026-01-01", 3),
     ]
-    connection.execute("create table documents (doc_id varchar, crawled_at timestamp, input_row bigint)")
+    connection.execute(
+        "create table documents (doc_id varchar, crawled_at timestamp, source_file varchar, input_row bigint)"
+    )
     connection.execute("create table fingerprinted (doc_id varchar, token_count integer)")
     for row, (doc_id, crawled_at, tokens) in enumerate(documents, start=1):
-        connection.execute("insert into documents values (?, ?, ?)", [doc_id, crawled_at, row])
+        connection.execute("insert into documents values (?, ?, ?, ?)", [doc_id, crawled_at, "in.csv", row])
         connection.execute("insert into fingerprinted values (?, ?)", [doc_id, tokens])
     _load(
         connection,

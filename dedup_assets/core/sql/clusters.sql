@@ -7,6 +7,7 @@ with membership as (
   select
     d.doc_id,
     d.rowid as document_position,
+    d.source_file,
     d.input_row,
     'cluster-' || coalesce(m.root_doc_id, d.doc_id) as cluster_id,
     d.crawled_at,
@@ -26,6 +27,7 @@ ranked as (
 )
 select
   doc_id,
+  source_file,
   input_row,
   cluster_id,
   cluster_size,
