@@ -13,6 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m dedup_assets.warm
 	touch $@
 
 $(DAGSTER_HOME)/dagster.yaml:

@@ -1,5 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from ..core import kernels
 from ..core.lsh import build_band_memberships
 from ..core.sketch import build_fingerprinted
 from ..settings import DedupSettings
@@ -42,6 +43,11 @@ def fingerprinted(
     with warehouse.cursor() as reader:
         build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
         rows = warehouse.write("fingerprinted", build, lineage)
+    if kernels.compiled_here():
+        context.log.info(
+            "fingerprinted: the compiled kernels were built on this first run on this machine and "
+            "are cached for later runs (`make setup` builds them ahead of time)"
+        )
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={
