@@ -16,7 +16,7 @@ from .core.settings import Settings
 
 # Settings whose change alters an asset's content, keyed by the first asset they affect.
 STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
-    "documents": ("input_path", "source_format", "max_body_bytes", "jsonl_fields"),
+    "documents": ("input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
     "fingerprinted": ("hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
 }

@@ -79,11 +79,15 @@ class DedupSettings(ConfigurableResource):
         default=None,
         description="csv, parquet, jsonl or warc for every input file; unset: by file extension.",
     )
-    jsonl_fields: dict[str, str] = Field(
+    fields: dict[str, str] = Field(
         default_factory=dict,
-        description="JSONL only: our column -> the JSON field that fills it. Defaults: doc_id<-id, "
-        "body<-text, url<-url, title<-title, crawled_at<-timestamp, domain<-domain (else the "
-        "url's host), source<-source (else 'jsonl').",
+        description="Our column -> the input's column (CSV, Parquet) or field (JSONL) that fills "
+        'it, e.g. {"doc_id": "id", "body": "text"}. JSONL defaults: doc_id<-id, body<-text, '
+        "url<-url, title<-title, crawled_at<-timestamp, domain<-domain (else the url's host), "
+        "source<-source (else 'jsonl').",
+    )
+    jsonl_fields: dict[str, str] = Field(
+        default_factory=dict, description="Deprecated: the former name of fields, for JSONL only."
     )
     input_path: str | None = Field(
         default=None,

@@ -149,3 +149,12 @@ def test_warm_up_leaves_every_kernel_cached():
     assert all(run.returncode == 0 for run in runs), [run.stderr[-2000:] for run in runs]
     # whatever the first run found, the second compiles nothing
     assert runs[1].stdout.startswith("Kernels already compiled and cached"), runs[1].stdout
+
+
+def test_a_bad_setting_fails_before_any_step_runs(cli_env):
+    bad = '{"resources": {"dedup": {"config": {"jaccard_threshold": 1.5}}}}'
+    result = materialize(cli_env, *MODULE, "--select", "*", "--config-json", bad)
+    assert result.returncode != 0
+    assert "jaccard_threshold must be in (0, 1], got 1.5" in result.stderr
+    assert "Started execution of step" not in result.stderr
+    assert not Path(cli_env["DEDUP_DATABASE"]).exists()

@@ -63,11 +63,27 @@ def test_the_resources_defaults_are_the_librarys():
 
 
 @pytest.mark.parametrize(
-    "field, value", [("hash_scheme", "md5"), ("source_format", "xml"), ("jaccard_threshold", 1.5), ("batch_size", 0)]
+    "settings, message",
+    [
+        ({"hash_scheme": "md5"}, "hash_scheme"),
+        ({"source_format": "xml"}, "source_format"),
+        ({"jaccard_threshold": 1.5}, r"jaccard_threshold must be in \(0, 1\], got 1.5"),
+        ({"jaccard_threshold": 0}, r"jaccard_threshold must be in \(0, 1\], got 0"),
+        ({"signature_overlap_threshold": -0.1}, r"signature_overlap_threshold must be in \(0, 1\]"),
+        ({"num_perm": 0}, r"num_perm \(0\) must be a positive multiple of rows_per_band \(8\)"),
+        ({"num_perm": 60}, r"num_perm \(60\) must be a positive multiple of rows_per_band \(8\)"),
+        ({"rows_per_band": 0}, r"must be a positive multiple of rows_per_band \(0\)"),
+        ({"num_perm": 1024, "rows_per_band": 8}, "the fss scheme supports num_perm up to 512"),
+        ({"shingle_size": 0}, "shingle_size must be at least 1, got 0"),
+        ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
+        ({"max_body_bytes": 0}, "max_body_bytes must be at least 1, got 0"),
+        ({"memory_budget_mb": 0}, "memory_budget_mb must be at least 1, got 0"),
+        ({"max_pair_slots": -1}, "max_pair_slots must be at least 0, got -1"),
+    ],
 )
-def test_a_bad_setting_is_refused_when_the_resource_is_made(field, value):
-    with pytest.raises(ValidationError, match=field):
-        DedupSettings(**{field: value})
+def test_a_bad_setting_is_refused_when_the_resource_is_made(settings, message):
+    with pytest.raises(ValidationError, match=message):
+        DedupSettings(**settings)
 
 
 def test_the_warehouse_is_fed_by_environment_variables_resolved_at_launch():
@@ -78,3 +94,10 @@ def test_the_warehouse_is_fed_by_environment_variables_resolved_at_launch():
         EnvVar("DEDUP_DUCKDB_MEMORY"),
     )
     assert isinstance(warehouse.database, EnvVar) and isinstance(warehouse.memory_limit, EnvVar)
+
+
+def test_jsonl_fields_is_kept_as_the_former_name_of_fields():
+    old = DedupSettings(jsonl_fields={"doc_id": "key", "body": "content"}).settings().input_policy()
+    assert old.fields == {"doc_id": "key", "body": "content"}
+    both = DedupSettings(jsonl_fields={"doc_id": "key"}, fields={"doc_id": "id"}).settings().input_policy()
+    assert both.fields == {"doc_id": "id"}

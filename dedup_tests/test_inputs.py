@@ -69,6 +69,31 @@ def test_missing_column_is_named(tmp_path):
     path = write_csv(tmp_path / "in.csv", [{"doc_id": "a", "body": "x"}])
     message = _error_for(path)
     assert str(path) in message and "missing required column(s) source, domain, crawled_at, title" in message
+    # the columns the file has, and not the ones the reader adds
+    assert "Found: doc_id, body." in message and "replaced_characters" not in message
+    assert '"fields": {"doc_id": "id", "body": "text"}' in message
+
+
+THEIR_NAMES = {"doc_id": "id", "source": "origin", "domain": "site", "crawled_at": "fetched", "title": "headline", "body": "text"}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_fields_map_our_columns_to_the_files_own(tmp_path, suffix):
+    rows = [document("a", "alpha beta"), document("b", "gamma delta", lang="en")]
+    frame = pd.DataFrame(rows).rename(columns=THEIR_NAMES)
+    path = tmp_path / f"theirs{suffix}"
+    frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path, index=False)
+    assert "missing required column(s) doc_id, source, domain, crawled_at, title, body" in _error_for(path)
+    table = read_documents(path, policy=InputPolicy(fields=THEIR_NAMES))
+    assert table.column("doc_id").to_pylist() == ["a", "b"]
+    assert table.column("body").to_pylist() == ["alpha beta", "gamma delta"]
+    assert "lang" in table.column_names and "text" not in table.column_names
+
+
+def test_a_field_mapped_onto_a_column_the_file_also_has_is_refused(tmp_path):
+    path = write_csv(tmp_path / "both.csv", [{**document("a", "x"), "text": "y"}])
+    message = _error_for(path, fields={"body": "text"})
+    assert "fields maps body to text, but the file also has a body column" in message
 
 
 def test_bad_rows_are_rejected_with_reasons_and_nothing_is_lost(tmp_path):

@@ -50,7 +50,7 @@ def test_jsonl_field_mapping_and_replaced_bytes_are_counted(tmp_path):
         + b"\n"
         + b'{"key": "k2", "content": "bad \xff byte", "fetched": "2026-01-06"}\n'
     )
-    table, stats = _read(path, jsonl_fields={"doc_id": "key", "body": "content", "crawled_at": "fetched"})
+    table, stats = _read(path, fields={"doc_id": "key", "body": "content", "crawled_at": "fetched"})
     assert table.column("doc_id").to_pylist() == ["k1", "k2"]
     assert table.column("replaced_characters").to_pylist() == [0, 1]
     assert table.column("body").to_pylist()[1] == "bad \ufffd byte"

@@ -74,11 +74,12 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class InputPolicy:
-    """How the input is read, and what to do with a row that cannot be a document."""
+    """How the input is read, and what to do with a row that cannot be a document. ``fields``
+    maps our column names to the input's (CSV and Parquet columns, JSONL fields)."""
 
     max_body_bytes: int = 10_000_000
     fail_on_reject: bool = False
-    jsonl_fields: dict = field(default_factory=dict)
+    fields: dict = field(default_factory=dict)
     source_format: str | None = None
 
     def __post_init__(self) -> None:
@@ -106,8 +107,9 @@ class Settings:
     batch_size: int = DEFAULT_BATCH_SIZE
     max_body_bytes: int = InputPolicy.max_body_bytes
     fail_on_reject: bool = InputPolicy.fail_on_reject
-    jsonl_fields: dict = field(default_factory=dict)
+    jsonl_fields: dict = field(default_factory=dict)  # the former, JSONL-only name of ``fields``
     source_format: str | None = None
+    fields: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # each value object checks itself; make them all now, so nothing runs on a bad setting
@@ -127,7 +129,10 @@ class Settings:
 
     def input_policy(self) -> InputPolicy:
         return InputPolicy(
-            self.max_body_bytes, self.fail_on_reject, dict(self.jsonl_fields), self.source_format
+            self.max_body_bytes,
+            self.fail_on_reject,
+            {**self.jsonl_fields, **self.fields},
+            self.source_format,
         )
 
     def as_dict(self) -> dict:

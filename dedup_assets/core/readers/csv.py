@@ -55,6 +55,7 @@ def _decoded_csv(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 class CsvReader:
     name = "csv"
     label = "CSV"
+    columns_from_file = True
 
     def matches(self, path: Path) -> bool:
         return path.suffix.lower() == ".csv"

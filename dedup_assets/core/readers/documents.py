@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from ..settings import DEFAULT_BATCH_SIZE, InputPolicy
 from .doc_ids import FirstSeen
 from .files import check_file, input_files
-from .protocol import REQUIRED_COLUMNS, InputError
+from .protocol import REQUIRED_COLUMNS, InputError, Reader
 from .registry import reader_for
 from .standardize import standardize
 
@@ -71,7 +71,7 @@ def document_batches(
     paths = input_files(source, policy.source_format)
     for path in paths:
         check_file(path, policy.source_format)
-    extra = _extra_columns(paths, policy.source_format)
+    extra = _extra_columns(paths, policy)
     stats.extra_columns = list(extra)
     first_seen = FirstSeen()
     for path in paths:
@@ -80,18 +80,46 @@ def document_batches(
         raise InputError(f"{source}: has no document rows or records.")
 
 
-def _extra_columns(paths: list[Path], source_format: str | None) -> dict[str, pa.DataType]:
+# columns a reader adds to a file's own, which a message about the file's columns leaves out
+_READER_COLUMNS = ("replaced_characters", "input_row")
+
+
+def _renamed(path: Path, names: list[str], fields: dict[str, str]) -> dict[str, str]:
+    """The file's column -> ours, for the columns ``fields`` maps (ours -> the file's)."""
+    renames = {theirs: ours for ours, theirs in fields.items() if theirs in names and theirs != ours}
+    clashes = [ours for ours in renames.values() if ours in names and ours not in renames]
+    if clashes:
+        raise InputError(
+            f"{path}: fields maps {', '.join(f'{ours} to {fields[ours]}' for ours in clashes)}, but the "
+            f"file also has a {clashes[0]} column. Map it to one column only, or rename one of them."
+        )
+    return renames
+
+
+def _mapped_schema(path: Path, reader: Reader, fields: dict[str, str]) -> tuple[pa.Schema, dict[str, str]]:
+    """The columns of a file as ours, and the renames that make them so."""
+    schema = reader.schema(path)
+    if not reader.columns_from_file:
+        return schema, {}
+    renames = _renamed(path, schema.names, fields)
+    return pa.schema([field_.with_name(renames.get(field_.name, field_.name)) for field_ in schema]), renames
+
+
+def _extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataType]:
     """Columns beyond the six, across all files; a column typed differently by two files is text."""
     extra: dict[str, pa.DataType] = {}
     for path in paths:
-        schema = reader_for(path, source_format).schema(path)
+        reader = reader_for(path, policy.source_format)
+        schema, _ = _mapped_schema(path, reader, policy.fields)
         missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
         if missing:
+            found = [name for name in reader.schema(path).names if name not in _READER_COLUMNS]
             raise InputError(
                 f"{path}: missing required column(s) {', '.join(missing)}. Found: "
-                f"{', '.join(schema.names) or '(none)'}. Every input needs "
+                f"{', '.join(found) or '(none)'}. Every input needs "
                 + ", ".join(REQUIRED_COLUMNS)
-                + " (for JSONL, map them with jsonl_fields)."
+                + """; map yours with the fields setting, e.g. --config-json '{"resources": """
+                + """{"dedup": {"config": {"fields": {"doc_id": "id", "body": "text"}}}}}'."""
             )
         for field_ in schema:
             if field_.name in REQUIRED_COLUMNS or field_.name == "input_row":
@@ -111,6 +139,7 @@ def _file_batches(
     first_seen: FirstSeen,
 ) -> Iterator[pa.RecordBatch]:
     reader = reader_for(path, policy.source_format)
+    _, renames = _mapped_schema(path, reader, policy.fields)
     records_read = 0
 
     def reject_record(number: int, doc_id: str, reason: str, detail: str) -> None:
@@ -125,6 +154,8 @@ def _file_batches(
         for batch in reader.batches(path, batch_size, policy, reject_record):
             if batch.num_rows == 0:
                 continue
+            if renames:
+                batch = batch.rename_columns([renames.get(name, name) for name in batch.schema.names])
             standard = standardize(path, batch, records_read + 1, extra)
             records_read += batch.num_rows
             stats.rows += batch.num_rows

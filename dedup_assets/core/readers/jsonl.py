@@ -65,6 +65,7 @@ def _row(record: dict, fields: dict[str, str], line_number: int, replaced: int) 
 class JsonlReader:
     name = "jsonl"
     label = "JSONL"
+    columns_from_file = False
 
     def matches(self, path: Path) -> bool:
         return path.name.lower().endswith((".jsonl", ".jsonl.gz", ".json.gz"))
@@ -75,10 +76,10 @@ class JsonlReader:
     def batches(
         self, path: Path, batch_size: int, policy: InputPolicy, reject: Reject
     ) -> Iterator[pa.RecordBatch]:
-        """Document rows in batches, mapped by ``policy.jsonl_fields``; bad lines go to ``reject``
+        """Document rows in batches, mapped by ``policy.fields``; bad lines go to ``reject``
         with their line number. Bytes that are not UTF-8 are replaced (and counted in
         ``replaced_characters``); a truncated gzip file ends with one ``decode_error``."""
-        fields = policy.jsonl_fields
+        fields = policy.fields
         id_field = {**DEFAULT_FIELDS, **fields}["doc_id"]
         text_field = {**DEFAULT_FIELDS, **fields}["body"]
         rows: list[dict] = []

@@ -16,6 +16,7 @@ from .protocol import InputError, Reject
 class ParquetReader:
     name = "parquet"
     label = "Parquet"
+    columns_from_file = True
 
     def matches(self, path: Path) -> bool:
         return path.suffix.lower() == ".parquet"

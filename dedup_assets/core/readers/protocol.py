@@ -28,6 +28,9 @@ class Reader(Protocol):
 
     name: str  # the format, as source_format names it
     label: str  # the format, as messages name it
+    # whether its columns are the file's own (CSV, Parquet), so the ``fields`` setting renames
+    # them; a reader of records (JSONL, WARC) builds our columns itself
+    columns_from_file: bool
 
     def matches(self, path: Path) -> bool:
         """Whether the file's name says it is in this format."""

@@ -124,6 +124,7 @@ def _problem(record, max_body_bytes: int, payload: bytes) -> tuple[str, str] | N
 class WarcReader:
     name = "warc"
     label = "WARC"
+    columns_from_file = False
 
     def matches(self, path: Path) -> bool:
         name = path.name.lower()
