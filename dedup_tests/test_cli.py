@@ -158,3 +158,39 @@ def test_a_bad_setting_fails_before_any_step_runs(cli_env):
     assert "jaccard_threshold must be in (0, 1], got 1.5" in result.stderr
     assert "Started execution of step" not in result.stderr
     assert not Path(cli_env["DEDUP_DATABASE"]).exists()
+
+
+def _quiet_run(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dedup_assets.run", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_quiet_run_prints_a_line_per_asset_and_the_counts(cli_env):
+    result = _quiet_run(cli_env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = (result.stdout + result.stderr).splitlines()
+    assert len(lines) <= 40, lines
+    assert any(line.startswith("  fingerprinted (") for line in lines)
+    assert "  candidate pairs        18 of 276 possible (93.48% fewer)" in lines
+    assert "  duplicate edges        18 (6 exact, 12 near)" in lines
+    assert "  checks passed: 9" in lines
+    assert not [line for line in lines if "DEBUG" in line or "Warning" in line]
+
+
+def test_the_quiet_run_says_a_user_error_once_without_a_trace(cli_env, tmp_path):
+    missing = _quiet_run({**cli_env, "DEDUP_INPUT": str(tmp_path / "nowhere.csv")})
+    assert missing.returncode == 1
+    output = missing.stdout + missing.stderr
+    assert output.count("no such file. Set DEDUP_INPUT") == 1
+    assert "Traceback" not in output and "Stack Trace" not in output
+    assert output.splitlines()[-2] == f"Error: {tmp_path / 'nowhere.csv'}: no such file. Set DEDUP_INPUT to an input file, folder or glob."
+    bad = _quiet_run(cli_env, "--config-json", '{"resources": {"dedup": {"config": {"num_perm": 60}}}}')
+    assert bad.returncode == 1
+    assert "Error: num_perm (60) must be a positive multiple of rows_per_band (8)" in bad.stderr
+    assert "Stack Trace" not in bad.stderr

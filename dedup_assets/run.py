@@ -1,0 +1,159 @@
+"""The one-shot run as a new user wants it: ``python -m dedup_assets.run`` (what ``make run``
+calls). One line per step, the counts at the end, and a problem said once, without a traceback.
+
+It runs a named job (``dedup_all`` unless told otherwise) from the same definitions, in this
+process, on the Dagster instance of ``DAGSTER_HOME``, so the run, its full event log and any
+stack trace are in the UI's run history (``make dev``). ``dagster asset materialize`` and ``dg
+launch`` keep printing Dagster's own detailed log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+import warnings
+from pathlib import Path
+
+from dagster import DagsterInstance, DagsterInvalidConfigError, logger
+from dotenv import load_dotenv
+
+from .assets.metadata import percent_fewer
+from .definitions import defs
+
+QUIET_LOGGER = "dedup_console"
+
+
+class _Console(logging.Handler):
+    """Prints a line per finished asset, the assets' own messages and failed checks; keeps each
+    step's error for the end."""
+
+    def __init__(self, assets: set[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.assets, self.started = assets, set()
+        self.errors: list[str] = []
+        self.checks_passed = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event")
+        kind = event.event_type_value if event is not None else None
+        step = meta.get("step_key")
+        data = event.event_specific_data if event is not None else None
+        if kind == "STEP_START":
+            self.started.add(step)
+        elif kind == "STEP_SUCCESS" and step in self.assets:
+            _say(f"{step} ({data.duration_ms / 1000:.1f} s)")
+        elif kind == "ASSET_CHECK_EVALUATION":
+            if data.passed:
+                self.checks_passed += 1
+            else:
+                _say(f"check {data.check_name} failed: {data.description}")
+        elif kind in ("STEP_FAILURE", "RUN_FAILURE", "RESOURCE_INIT_FAILURE") and getattr(data, "error", None):
+            self.errors.append(_user_message(data.error))
+        elif kind is None and record.levelno >= logging.INFO and step in self.started:
+            _say(meta.get("orig_message", record.getMessage()))
+
+
+def _say(line: str) -> None:
+    print(f"  {line}", file=sys.stderr, flush=True)
+
+
+def _last_sentence(text: str) -> str:
+    """An error's own words: its last line before any stack trace, without the class name
+    (``dagster._core.definitions.events.Failure: <description>`` -> the description)."""
+    lines = [
+        line.strip()
+        for line in text.split("Stack Trace:")[0].strip().splitlines()
+        if line.strip() and not line.strip().startswith("For further information visit")
+    ]
+    last = lines[-1] if lines else text.strip()
+    last = re.sub(r"^([A-Za-z_][\w.]*(Error|Exception|Failure)): ", "", last)
+    # pydantic's form: "Value error, <message> [type=value_error, input_value=...]"
+    return re.sub(r"\s*\[type=[^\]]*\]$", "", re.sub(r"^Value error, ", "", last))
+
+
+def _user_message(error) -> str:
+    """The sentence a user can act on: a Failure's description, or the innermost error's text."""
+    while error.cause is not None and "Failure" not in error.cls_name:
+        error = error.cause
+    return _last_sentence(error.message)
+
+
+def _summary(counts: dict, rejected: dict, output_dir: str) -> str:
+    rows = [
+        ("documents", f"{counts['document_rows']:,}"),
+        (
+            "candidate pairs",
+            f"{counts['candidate_pair_rows']:,} of {counts['possible_pair_rows']:,} possible "
+            f"({percent_fewer(counts['possible_pair_rows'], counts['candidate_pair_rows'])} fewer)",
+        ),
+        (
+            "duplicate edges",
+            f"{counts['duplicate_pair_rows']:,} ({counts['exact_duplicate_pair_rows']:,} exact, "
+            f"{counts['near_duplicate_pair_rows']:,} near)",
+        ),
+        ("clusters", f"{counts['cluster_count']:,} ({counts['duplicate_cluster_rows']:,} with duplicates)"),
+        ("kept", f"{counts['representative_rows']:,}"),
+        ("removed as duplicates", f"{counts['removed_document_rows']:,}"),
+        (
+            "rejected input rows",
+            f"{counts['rejected_document_rows']:,}"
+            + (" (" + ", ".join(f"{reason} {rows:,}" for reason, rows in rejected.items()) + ")" if rejected else ""),
+        ),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"  {name.ljust(width)}  {value}" for name, value in rows]
+    return "\n".join(["", *lines, "", f"Release files in {output_dir}/ (manifest.json lists them)."])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dedup_assets.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--job", default="dedup_all", choices=["dedup_all", "rescore"])
+    parser.add_argument("--config-json", default="{}", help="run config, as for dagster asset materialize")
+    args = parser.parse_args(argv)
+    # the project's .env, as dagster asset materialize reads it: a value already set wins
+    load_dotenv(Path.cwd() / ".env", override=False)
+    # warnings about Dagster's own APIs that a user of this project cannot act on
+    warnings.filterwarnings("ignore", category=Warning, module=r"dagster(\.|$)")
+
+    console = _Console({key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()})
+
+    @logger(description="One line per step; errors kept for the end.")
+    def dedup_console(_init_context) -> logging.Logger:
+        log = logging.Logger(QUIET_LOGGER, level=logging.DEBUG)
+        log.addHandler(console)
+        return log
+
+    run_config = {**json.loads(args.config_json), "loggers": {QUIET_LOGGER: {}}}
+    job = defs.resolve_job_def(args.job).with_logger_defs({QUIET_LOGGER: dedup_console})
+    print(f"Running {args.job} …", file=sys.stderr, flush=True)
+    try:
+        with DagsterInstance.get() as instance:
+            result = job.execute_in_process(run_config=run_config, instance=instance, raise_on_error=False)
+    except DagsterInvalidConfigError as error:
+        problems = "; ".join(_last_sentence(str(item.message)) for item in error.errors) or str(error)
+        print(f"\nError: the settings are not valid: {problems}", file=sys.stderr)
+        return 2
+    if not result.success:
+        message = console.errors[0] if console.errors else "the run failed"
+        print(
+            f"\nError: {message}\n(Run {result.run_id}: its full log, with any stack trace, is in "
+            "the UI's run history: make dev.)",
+            file=sys.stderr,
+        )
+        return 1
+    manifest = result.asset_materializations_for_node("manifest")
+    counts = {key: value.value for key, value in manifest[-1].metadata.items() if key.endswith(("_rows", "_count"))}
+    output_dir = manifest[-1].metadata["output_dir"].value
+    with open(f"{output_dir}/manifest.json", encoding="utf-8") as handle:
+        rejected = json.load(handle)["rejected_by_reason"]
+    _say(f"checks passed: {console.checks_passed}")
+    print(_summary(counts, rejected, output_dir), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
