@@ -33,15 +33,12 @@ def cli_env(tmp_path) -> dict:
     }
 
 
+def run_command(command: list[str], env: dict, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
 def materialize(env: dict, *args: str, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [DAGSTER, "asset", "materialize", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_command([DAGSTER, "asset", "materialize", *args], env, cwd)
 
 
 def test_full_run_then_single_asset_rerun(cli_env):
@@ -125,14 +122,10 @@ def test_the_project_env_file_fills_in_the_warehouse_settings(cli_env, tmp_path)
 
 
 def test_dg_checks_the_definitions_and_launches_the_named_job(cli_env):
-    checked = subprocess.run(
-        [DG, "check", "defs"], cwd=PROJECT_ROOT, env=cli_env, capture_output=True, text=True, timeout=300
-    )
+    checked = run_command([DG, "check", "defs"], cli_env)
     assert checked.returncode == 0, checked.stderr[-3000:]
     assert "All definitions loaded successfully." in checked.stdout + checked.stderr
-    launched = subprocess.run(
-        [DG, "launch", "--job", "dedup_all"], cwd=PROJECT_ROOT, env=cli_env, capture_output=True, text=True, timeout=300
-    )
+    launched = run_command([DG, "launch", "--job", "dedup_all"], cli_env)
     assert launched.returncode == 0, launched.stderr[-3000:]
     assert 'Finished execution of run for "dedup_all"' in launched.stderr
     manifest = json.loads((Path(cli_env["DEDUP_OUTPUT_DIR"]) / "manifest.json").read_text())
@@ -161,14 +154,7 @@ def test_a_bad_setting_fails_before_any_step_runs(cli_env):
 
 
 def _quiet_run(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "dedup_assets.run", *args],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_command([sys.executable, "-m", "dedup_assets.run", *args], env)
 
 
 def test_the_quiet_run_prints_a_line_per_asset_and_the_counts(cli_env):
