@@ -126,6 +126,7 @@ def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
     location = _graphql(
         port, "{ workspaceOrError { ... on Workspace { locationEntries { name } } } }"
     )["workspaceOrError"]["locationEntries"][0]["name"]
+    assert location == "dedup_assets"  # the name dg dev and a plain dagster dev give it too
     launched = _graphql(
         port,
         LAUNCH,
