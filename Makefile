@@ -8,12 +8,16 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
 .PHONY: setup run dev test bench bench-smoke clean
 
-setup: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
+setup: $(VENV)/.installed $(VENV)/.warm $(DAGSTER_HOME)/dagster.yaml
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+# compiled kernels, cached beside the code: again whenever the kernels change
+$(VENV)/.warm: $(VENV)/.installed dedup_assets/core/kernels.py dedup_assets/core/readers/doc_ids.py
 	$(BIN)/python -m dedup_assets.warm
 	touch $@
 
@@ -44,3 +48,4 @@ clean:
 	rm -rf var output .dagster_home .tmp_dagster_home_*
 	# numba's compiled-kernel caches: an index written by an older layout cannot be read again
 	find dedup_assets -name __pycache__ -prune -exec rm -rf {} +
+	rm -f $(VENV)/.warm

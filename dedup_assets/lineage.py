@@ -10,6 +10,7 @@ bucket figures (candidate_pairs).
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 
 from .core.settings import Settings
@@ -44,7 +45,7 @@ def _rebuild_hint(settings: list[str], current: Mapping[str, object]) -> str:
     config = json.dumps({"resources": {"dedup": {"config": changed}}}) if changed else ""
     return (
         f"Re-materialize {start} and everything downstream of it: {MATERIALIZE_COMMAND} '{start}*'"
-        + (f" --config-json '{config}'" if config else "")
+        + (f" --config-json {shlex.quote(config)}" if config else "")
     )
 
 

@@ -12,16 +12,23 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
+import os
 import sys
 import warnings
 from pathlib import Path
 
-from dagster import DagsterInstance, DagsterInvalidConfigError, logger
-from dotenv import load_dotenv
+# warnings about Dagster's own APIs, which a user of this project cannot act on; set before
+# Dagster is imported, since some are raised at import
+warnings.filterwarnings("ignore", category=Warning, module=r"dagster(\.|$)")
 
-from .assets.metadata import percent_fewer
-from .definitions import defs
+from dagster import DagsterInstance, DagsterInvalidConfigError, logger  # noqa: E402
+from dotenv import load_dotenv  # noqa: E402
+
+from .assets.metadata import percent_fewer  # noqa: E402
+from .core.release import MANIFEST_FILE  # noqa: E402
+from .definitions import defs  # noqa: E402
+from .errors import last_sentence, user_message  # noqa: E402
+from .jobs import PIPELINE_JOBS  # noqa: E402
 
 QUIET_LOGGER = "dedup_console"
 
@@ -50,36 +57,18 @@ class _Console(logging.Handler):
             if data.passed:
                 self.checks_passed += 1
             else:
-                _say(f"check {data.check_name} failed: {data.description}")
+                asset = data.asset_key.path[-1]
+                self.errors.append(f"check {data.check_name} on {asset} failed: {data.description}")
         elif kind in ("STEP_FAILURE", "RUN_FAILURE", "RESOURCE_INIT_FAILURE") and getattr(data, "error", None):
-            self.errors.append(_user_message(data.error))
+            # a failed blocking check was already kept, in its own words
+            if data.error.cls_name != "DagsterAssetCheckFailedError":
+                self.errors.append(user_message(data.error))
         elif kind is None and record.levelno >= logging.INFO and step in self.started:
             _say(meta.get("orig_message", record.getMessage()))
 
 
 def _say(line: str) -> None:
     print(f"  {line}", file=sys.stderr, flush=True)
-
-
-def _last_sentence(text: str) -> str:
-    """An error's own words: its last line before any stack trace, without the class name
-    (``dagster._core.definitions.events.Failure: <description>`` -> the description)."""
-    lines = [
-        line.strip()
-        for line in text.split("Stack Trace:")[0].strip().splitlines()
-        if line.strip() and not line.strip().startswith("For further information visit")
-    ]
-    last = lines[-1] if lines else text.strip()
-    last = re.sub(r"^([A-Za-z_][\w.]*(Error|Exception|Failure)): ", "", last)
-    # pydantic's form: "Value error, <message> [type=value_error, input_value=...]"
-    return re.sub(r"\s*\[type=[^\]]*\]$", "", re.sub(r"^Value error, ", "", last))
-
-
-def _user_message(error) -> str:
-    """The sentence a user can act on: a Failure's description, or the innermost error's text."""
-    while error.cause is not None and "Failure" not in error.cls_name:
-        error = error.cause
-    return _last_sentence(error.message)
 
 
 def _summary(counts: dict, rejected: dict, output_dir: str) -> str:
@@ -109,15 +98,25 @@ def _summary(counts: dict, rejected: dict, output_dir: str) -> str:
     return "\n".join(["", *lines, "", f"Release files in {output_dir}/ (manifest.json lists them)."])
 
 
+def _instance() -> DagsterInstance:
+    # DAGSTER_HOME (set by make and env.sh) keeps the run in the UI's history; without it the
+    # run is kept for this process only
+    return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dedup_assets.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--job", default="dedup_all", choices=["dedup_all", "rescore"])
+    parser.add_argument("--job", default="dedup_all", choices=[job.name for job in PIPELINE_JOBS])
     parser.add_argument("--config-json", default="{}", help="run config, as for dagster asset materialize")
     args = parser.parse_args(argv)
+    try:
+        config = json.loads(args.config_json)
+    except json.JSONDecodeError as error:
+        parser.error(f"--config-json is not JSON: {error}")
+    if not isinstance(config, dict):
+        parser.error('--config-json must be a JSON object, e.g. {"resources": {"dedup": {"config": {}}}}')
     # the project's .env, as dagster asset materialize reads it: a value already set wins
     load_dotenv(Path.cwd() / ".env", override=False)
-    # warnings about Dagster's own APIs that a user of this project cannot act on
-    warnings.filterwarnings("ignore", category=Warning, module=r"dagster(\.|$)")
 
     console = _Console({key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()})
 
@@ -127,16 +126,17 @@ def main(argv: list[str] | None = None) -> int:
         log.addHandler(console)
         return log
 
-    run_config = {**json.loads(args.config_json), "loggers": {QUIET_LOGGER: {}}}
     job = defs.resolve_job_def(args.job).with_logger_defs({QUIET_LOGGER: dedup_console})
     print(f"Running {args.job} …", file=sys.stderr, flush=True)
     try:
-        with DagsterInstance.get() as instance:
-            result = job.execute_in_process(run_config=run_config, instance=instance, raise_on_error=False)
+        with _instance() as instance:
+            result = job.execute_in_process(
+                run_config={**config, "loggers": {QUIET_LOGGER: {}}}, instance=instance, raise_on_error=False
+            )
     except DagsterInvalidConfigError as error:
-        problems = "; ".join(_last_sentence(str(item.message)) for item in error.errors) or str(error)
+        problems = "; ".join(last_sentence(str(item.message)) for item in error.errors) or str(error)
         print(f"\nError: the settings are not valid: {problems}", file=sys.stderr)
-        return 2
+        return 1
     if not result.success:
         message = console.errors[0] if console.errors else "the run failed"
         print(
@@ -145,13 +145,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    manifest = result.asset_materializations_for_node("manifest")
-    counts = {key: value.value for key, value in manifest[-1].metadata.items() if key.endswith(("_rows", "_count"))}
-    output_dir = manifest[-1].metadata["output_dir"].value
-    with open(f"{output_dir}/manifest.json", encoding="utf-8") as handle:
-        rejected = json.load(handle)["rejected_by_reason"]
+    output_dir = result.asset_materializations_for_node("manifest")[-1].metadata["output_dir"].value
+    with open(Path(output_dir) / MANIFEST_FILE, encoding="utf-8") as handle:
+        manifest = json.load(handle)
     _say(f"checks passed: {console.checks_passed}")
-    print(_summary(counts, rejected, output_dir), file=sys.stderr)
+    print(_summary(manifest["counts"], manifest["rejected_by_reason"], output_dir))
     return 0
 
 

@@ -87,7 +87,7 @@ class DedupSettings(ConfigurableResource):
         "source<-source (else 'jsonl').",
     )
     jsonl_fields: dict[str, str] = Field(
-        default_factory=dict, description="Deprecated: the former name of fields, for JSONL only."
+        default_factory=dict, description="Deprecated: the former name of fields (fields wins)."
     )
     input_path: str | None = Field(
         default=None,

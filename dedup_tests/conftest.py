@@ -18,6 +18,8 @@ from dedup_assets.warehouse import DuckDBWarehouse
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = PROJECT_ROOT / "data" / "documents.csv"
 HARD_FIXTURE = PROJECT_ROOT / "data" / "hard_cases.csv"
+# the fixture's columns under other names, as a user's own file might have them
+THEIR_NAMES = {"doc_id": "id", "source": "origin", "domain": "site", "crawled_at": "fetched", "title": "headline", "body": "text"}
 
 
 class GraphRunner:

@@ -133,12 +133,7 @@ def test_dg_checks_the_definitions_and_launches_the_named_job(cli_env):
 
 
 def test_warm_up_leaves_every_kernel_cached():
-    runs = [
-        subprocess.run(
-            [sys.executable, "-m", "dedup_assets.warm"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600
-        )
-        for _ in range(2)
-    ]
+    runs = [run_command([sys.executable, "-m", "dedup_assets.warm"], dict(os.environ)) for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), [run.stderr[-2000:] for run in runs]
     # whatever the first run found, the second compiles nothing
     assert runs[1].stdout.startswith("Kernels already compiled and cached"), runs[1].stdout
@@ -180,3 +175,16 @@ def test_the_quiet_run_says_a_user_error_once_without_a_trace(cli_env, tmp_path)
     assert bad.returncode == 1
     assert "Error: num_perm (60) must be a positive multiple of rows_per_band (8)" in bad.stderr
     assert "Stack Trace" not in bad.stderr
+
+
+def test_the_quiet_run_ends_on_a_failed_check_in_its_own_words(cli_env, tmp_path):
+    fixture = tmp_path / "documents.csv"
+    fixture.write_bytes(FIXTURE.read_bytes())
+    contract = json.loads(FIXTURE.with_name("documents.expected.json").read_text())
+    contract["counts"]["cluster_count"] = 13
+    fixture.with_name("documents.expected.json").write_text(json.dumps(contract))
+    result = _quiet_run({**cli_env, "DEDUP_INPUT": str(fixture)})
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[-2] == "Error: check fixture_contract on manifest failed: cluster_count: expected 13, got 12"
+    assert "Stack Trace" not in result.stderr

@@ -16,7 +16,7 @@ from dedup_assets.core.readers import (
     read_documents,
 )
 
-from .conftest import FIXTURE, document, write_csv
+from .conftest import THEIR_NAMES, FIXTURE, document, write_csv
 
 
 def test_fixture_reads_in_file_order_with_utc_timestamps_and_row_numbers():
@@ -74,9 +74,6 @@ def test_missing_column_is_named(tmp_path):
     assert '"fields": {"doc_id": "id", "body": "text"}' in message
 
 
-THEIR_NAMES = {"doc_id": "id", "source": "origin", "domain": "site", "crawled_at": "fetched", "title": "headline", "body": "text"}
-
-
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_fields_map_our_columns_to_the_files_own(tmp_path, suffix):
     rows = [document("a", "alpha beta"), document("b", "gamma delta", lang="en")]
@@ -94,6 +91,19 @@ def test_a_field_mapped_onto_a_column_the_file_also_has_is_refused(tmp_path):
     path = write_csv(tmp_path / "both.csv", [{**document("a", "x"), "text": "y"}])
     message = _error_for(path, fields={"body": "text"})
     assert "fields maps body to text, but the file also has a body column" in message
+
+
+@pytest.mark.parametrize(
+    "fields, refusal",
+    [
+        ({"title": "text", "body": "text"}, "fields maps more than one of our columns to text"),
+        ({"input_row": "line"}, "fields maps input_row, which the pipeline fills itself"),
+        ({"source_file": "file"}, "fields maps source_file, which the pipeline fills itself"),
+    ],
+)
+def test_a_mapping_that_would_lose_or_fake_a_column_is_refused(tmp_path, fields, refusal):
+    path = write_csv(tmp_path / "in.csv", [{**document("a", "x"), "text": "y", "line": 1, "file": "f"}])
+    assert refusal in _error_for(path, fields=fields)
 
 
 def test_bad_rows_are_rejected_with_reasons_and_nothing_is_lost(tmp_path):

@@ -1,3 +1,5 @@
+import shlex
+
 import pytest
 
 from dedup_assets.lineage import StaleUpstream, combined_lineage
@@ -29,6 +31,17 @@ def test_changed_threshold_names_the_asset_to_rebuild_from():
     assert message.endswith(
         """--select 'scored_pairs*' --config-json '{"resources": {"dedup": {"config": {"jaccard_threshold": 0.8}}}}'."""
     )
+
+
+def test_the_commands_config_is_quoted_for_the_shell():
+    with pytest.raises(StaleUpstream) as raised:
+        combined_lineage(
+            "fingerprinted",
+            {**CURRENT, "fields": {"title": "author's title"}},
+            {"documents": {"input_path": "/in.csv", "fields": {}}},
+        )
+    command = str(raised.value).split(": ", 2)[-1].rstrip(".")
+    assert shlex.split(command)[-1] == '{"resources": {"dedup": {"config": {"fields": {"title": "author\'s title"}}}}}'
 
 
 def test_a_run_at_the_defaults_gets_a_command_without_config():

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .conftest import FIXTURE, PROJECT_ROOT
+from .conftest import FIXTURE, PROJECT_ROOT, THEIR_NAMES
 
-THEIR_NAMES = {"doc_id": "id", "source": "origin", "domain": "site", "crawled_at": "fetched", "title": "headline", "body": "text"}
 
 
 def _own_data_example() -> str:

@@ -1,9 +1,9 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core import kernels
 from ..core.lsh import build_band_memberships
 from ..core.sketch import build_fingerprinted
 from ..settings import DedupSettings
+from ..warm import compiled_here
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import preview, table_metadata
@@ -40,13 +40,14 @@ def fingerprinted(
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
+    compiled_before = compiled_here()
     with warehouse.cursor() as reader:
         build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
         rows = warehouse.write("fingerprinted", build, lineage)
-    if kernels.compiled_here():
+    if compiled_here() > compiled_before:
         context.log.info(
-            "fingerprinted: the compiled kernels were built on this first run on this machine and "
-            "are cached for later runs (`make setup` builds them ahead of time)"
+            "fingerprinted: the compiled kernels were built during this run (new machine, or the "
+            "kernels changed) and are cached for later runs; `make setup` builds them ahead of time"
         )
     with warehouse.cursor() as cursor:
         return MaterializeResult(

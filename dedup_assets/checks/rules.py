@@ -26,9 +26,9 @@ def _result(failures: list[str], passed_text: str, **metadata) -> AssetCheckResu
     )
 
 
-def _count(number: int, noun: str, plural: str | None = None) -> str:
+def _count(number: int, noun: str) -> str:
     """``1 pair``, ``2 pairs``."""
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+    return f"{number} {noun if number == 1 else noun + 's'}"
 
 
 def _rows(connection: duckdb.DuckDBPyConnection, query: str) -> list[tuple]:

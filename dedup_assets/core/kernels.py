@@ -534,20 +534,3 @@ def _seed_sequence(count, seed):
         state += np.uint64(0x9E3779B97F4A7C15)
         seeds[index] = mix64(state)
     return seeds
-
-
-ENTRY_KERNELS = (
-    fingerprint_kernel,
-    needs_reference_kernel,
-    shingle_sets_kernel,
-    pair_jaccard_kernel,
-    bucket_pressure_kernel,
-    pair_overlap_kernel,
-    _seed_sequence,
-)
-
-
-def compiled_here() -> int:
-    """How many kernel signatures this process compiled rather than loaded from numba's on-disk
-    cache (``__pycache__`` beside this file): non-zero only on a machine's first run."""
-    return sum(sum(kernel.stats.cache_misses.values()) for kernel in ENTRY_KERNELS)

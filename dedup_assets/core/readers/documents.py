@@ -86,6 +86,19 @@ _READER_COLUMNS = ("replaced_characters", "input_row")
 
 def _renamed(path: Path, names: list[str], fields: dict[str, str]) -> dict[str, str]:
     """The file's column -> ours, for the columns ``fields`` maps (ours -> the file's)."""
+    reserved = sorted(set(fields) & {"source_file", *_READER_COLUMNS})
+    if reserved:
+        raise InputError(
+            f"fields maps {', '.join(reserved)}, which the pipeline fills itself; map only the input's "
+            "own columns (doc_id, source, domain, crawled_at, title, body or extra ones)."
+        )
+    targets = list(fields.values())
+    repeated = sorted({theirs for theirs in targets if targets.count(theirs) > 1})
+    if repeated:
+        raise InputError(
+            f"fields maps more than one of our columns to {', '.join(repeated)}; each input column "
+            "can fill one of ours."
+        )
     renames = {theirs: ours for ours, theirs in fields.items() if theirs in names and theirs != ours}
     clashes = [ours for ours in renames.values() if ours in names and ours not in renames]
     if clashes:
