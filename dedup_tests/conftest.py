@@ -57,6 +57,16 @@ class GraphRunner:
         return json.loads((self.output_dir / "manifest.json").read_text(encoding="utf-8"))
 
 
+def fixture_with_a_wrong_contract(folder: Path) -> Path:
+    """The fixture beside a contract that expects 13 clusters where the run makes 12."""
+    fixture = folder / "documents.csv"
+    fixture.write_bytes(FIXTURE.read_bytes())
+    contract = json.loads(FIXTURE.with_name("documents.expected.json").read_text())
+    contract["counts"]["cluster_count"] = 13
+    fixture.with_name("documents.expected.json").write_text(json.dumps(contract))
+    return fixture
+
+
 @pytest.fixture
 def runner(tmp_path: Path) -> GraphRunner:
     return GraphRunner(tmp_path)

@@ -18,7 +18,7 @@ from dedup_assets.core.settings import HASH_SCHEMES
 from dedup_assets.core.tables import Tables
 from dedup_assets.core.text import document_shingles
 
-from .conftest import FIXTURE, HARD_FIXTURE, document, write_csv
+from .conftest import FIXTURE, HARD_FIXTURE, document, write_csv, fixture_with_a_wrong_contract
 
 ALL_CHECKS = {
     "doc_id_unique",
@@ -114,12 +114,7 @@ def test_release_reports_the_bucket_figures_the_join_was_admitted_with(runner):
 
 
 def test_contract_mismatch_fails_the_check(runner, tmp_path):
-    fixture = tmp_path / "documents.csv"
-    fixture.write_bytes(FIXTURE.read_bytes())
-    contract = json.loads(FIXTURE.with_name("documents.expected.json").read_text())
-    contract["counts"]["cluster_count"] = 13
-    fixture.with_name("documents.expected.json").write_text(json.dumps(contract))
-    result = runner.run(fixture, raise_on_error=False)
+    result = runner.run(fixture_with_a_wrong_contract(tmp_path), raise_on_error=False)
     check = _check_results(result)["fixture_contract"]
     assert not check.passed and "cluster_count: expected 13, got 12" in check.description
 

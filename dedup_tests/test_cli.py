@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from .conftest import FIXTURE, PROJECT_ROOT, document, write_csv
+from .conftest import FIXTURE, PROJECT_ROOT, document, write_csv, fixture_with_a_wrong_contract
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 DG = str(Path(sys.executable).parent / "dg")
@@ -178,12 +178,7 @@ def test_the_quiet_run_says_a_user_error_once_without_a_trace(cli_env, tmp_path)
 
 
 def test_the_quiet_run_ends_on_a_failed_check_in_its_own_words(cli_env, tmp_path):
-    fixture = tmp_path / "documents.csv"
-    fixture.write_bytes(FIXTURE.read_bytes())
-    contract = json.loads(FIXTURE.with_name("documents.expected.json").read_text())
-    contract["counts"]["cluster_count"] = 13
-    fixture.with_name("documents.expected.json").write_text(json.dumps(contract))
-    result = _quiet_run({**cli_env, "DEDUP_INPUT": str(fixture)})
+    result = _quiet_run({**cli_env, "DEDUP_INPUT": str(fixture_with_a_wrong_contract(tmp_path))})
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert lines[-2] == "Error: check fixture_contract on manifest failed: cluster_count: expected 13, got 12"
