@@ -35,7 +35,7 @@ def user_errors():
 
 def last_sentence(text: str) -> str:
     """An error's own words: its last line before any stack trace, without the class name
-    (``dagster._core.definitions.events.Failure: <description>`` -> the description) or
+    (``<module>.Failure: <description>`` -> the description) or
     pydantic's trimmings (``Value error, <message> [type=value_error, ...]``)."""
     lines = [
         line.strip()
