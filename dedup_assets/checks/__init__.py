@@ -40,7 +40,6 @@ def input_records_accounted(warehouse: DuckDBWarehouse) -> AssetCheckResult:
 
 
 @asset_check(
-    name="candidate_pairs_ordered_and_unique",
     asset="candidate_pairs",
     blocking=True,
     description="Each pair appears once, with left_doc_id < right_doc_id.",
@@ -51,7 +50,6 @@ def candidate_pairs_ordered_and_unique(warehouse: DuckDBWarehouse) -> AssetCheck
 
 
 @asset_check(
-    name="duplicate_pairs_ordered_and_unique",
     asset="duplicate_pairs",
     blocking=True,
     description="Each edge appears once, with left_doc_id < right_doc_id.",
