@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # compiled kernels, cached beside the code: again whenever the kernels change
-$(VENV)/.warm: $(VENV)/.installed dedup_assets/core/kernels.py dedup_assets/core/readers/doc_ids.py
+$(VENV)/.warm: $(VENV)/.installed dedup_assets/core/kernels.py dedup_assets/core/readers/doc_ids.py dedup_assets/core/readers/csv_scan.py
 	$(BIN)/python -m dedup_assets.warm
 	touch $@
 

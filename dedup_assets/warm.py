@@ -14,7 +14,7 @@ import pyarrow.csv as pa_csv
 
 from .core import kernels
 from .core.pipeline import run_library
-from .core.readers import doc_ids
+from .core.readers import csv_scan, doc_ids
 
 # every cached compiled function a run can enter
 CACHED_KERNELS = (
@@ -27,6 +27,11 @@ CACHED_KERNELS = (
     kernels._seed_sequence,
     doc_ids._register,
     doc_ids._rehash,
+    csv_scan._scan,
+    csv_scan._record,
+    csv_scan._lines_between,
+    csv_scan._next_line,
+    csv_scan._line_end,
 )
 # more documents than the doc_id table's first size, so that its growth is compiled too
 FILLER_DOCUMENTS = 1_100

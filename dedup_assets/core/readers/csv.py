@@ -1,8 +1,15 @@
-"""CSV input (``.csv``): a header row naming the columns, then one data row per record."""
+"""CSV input (``.csv``): a header row naming the columns, then one data row per record.
+
+A strict scan of the file (``csv_scan``) finds the records that cannot be rows: a quote never
+closed, text after a closing quote, a field count other than the header's. Those are rejected
+with their line; Arrow's C parser reads the others, given only their bytes and a block that holds
+the largest row. The count is the scan's, while the rows come from what Arrow yields, so a row
+that Arrow splits or joins differently from the scan shows as a difference in the accounting.
+"""
 
 from __future__ import annotations
 
-import csv
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,69 +18,188 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from ..settings import InputPolicy
+from . import csv_scan
+from .csv_scan import (
+    BAD_FIELDS,
+    BAD_LINE,
+    BAD_PROBLEM,
+    BAD_PROBLEM_LINE,
+    BAD_RECORD,
+    BAD_RESUME,
+    BAD_START,
+    FIELD_COUNT,
+    TEXT_AFTER_QUOTE,
+    TOO_LARGE,
+    UNCLOSED_QUOTE,
+    CsvScan,
+    file_bytes,
+)
 from .protocol import Reject
-
-_COUNT_BATCH_SIZE = 50_000  # larger than reading uses: fewer batches to sum, and none is kept
 
 
 def _header(path: Path) -> list[str]:
-    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
-        return next(csv.reader(handle), [])
+    names, _ = csv_scan.header(path, file_bytes(path))
+    return names
 
 
-def _undecoded(path: Path, batch_size: int) -> pa.RecordBatchReader:
-    """Every cell as bytes, so a byte that is not UTF-8 cannot stop the file."""
-    return pa_csv.open_csv(
-        path,
-        read_options=pa_csv.ReadOptions(block_size=max(1 << 20, batch_size * 2048)),
-        parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-        convert_options=pa_csv.ConvertOptions(
-            column_types={name: pa.large_binary() for name in _header(path)},
-            strings_can_be_null=False,
-            quoted_strings_can_be_null=False,
-        ),
-    )
+class _GoodBytes(io.RawIOBase):
+    """The file's bytes from ``start`` on, without the byte ranges ``skips`` ([start, end) rows,
+    in file order): the well-formed records, for Arrow to parse."""
+
+    def __init__(self, path: Path, start: int, skips: np.ndarray):
+        self._file = path.open("rb", buffering=0)
+        self._position, self._end = start, path.stat().st_size
+        self._skips = skips.tolist()
+        self._next_skip = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        # Whole blocks, however many skipped ranges they span: Arrow takes a block that holds only
+        # the "\n" of a "\r\n" split between blocks for the end of the file, and drops the rows
+        # after it.
+        wanted = self._end if size < 0 else size
+        pieces = []
+        while wanted > 0:
+            skips, index = self._skips, self._next_skip
+            while index < len(skips) and skips[index][0] <= self._position:
+                self._position = max(self._position, skips[index][1])
+                index += 1
+            self._next_skip = index
+            stop = skips[index][0] if index < len(skips) else self._end
+            self._file.seek(self._position)
+            piece = self._file.read(min(wanted, stop - self._position))
+            if not piece:
+                break
+            pieces.append(piece)
+            self._position += len(piece)
+            wanted -= len(piece)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
-def _decoded_csv(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _rows(path: Path, scan: CsvScan, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """The well-formed records, every cell as bytes so that a byte that is not UTF-8 cannot stop
+    the file."""
+    skips = scan.bad[:, [BAD_START, BAD_RESUME]]
+    good_bytes = path.stat().st_size - scan.data_start - int((skips[:, 1] - skips[:, 0]).sum())
+    if good_bytes == 0:  # Arrow calls a file without bytes an error, not one without rows
+        return
+    if len(skips):
+        source = _GoodBytes(path, scan.data_start, skips)
+    else:  # the common case: Arrow reads the mapped file itself, with no copy through Python
+        source = pa.memory_map(str(path))
+        source.seek(scan.data_start)
+    with source:
+        yield from pa_csv.open_csv(
+            source,
+            read_options=pa_csv.ReadOptions(
+                block_size=max(1 << 20, batch_size * 2048, scan.largest), column_names=scan.names
+            ),
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={name: pa.large_binary() for name in scan.names},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+
+
+def _decoded_csv(batch: pa.RecordBatch) -> tuple[list[pa.Array], np.ndarray]:
     """CSV cells arrive as bytes; decode them as UTF-8, replacing what is not, and count the
     replaced characters per row (``replaced_characters``) so nothing is dropped silently."""
-    for batch in batches:
-        columns, replaced = [], np.zeros(batch.num_rows, dtype=np.int64)
-        for column in batch.columns:
-            try:
-                columns.append(column.cast(pa.large_string()))
-            except pa.ArrowInvalid:
-                text = [value.decode("utf-8", errors="replace") for value in column.to_pylist()]
-                replaced += np.array([value.count("\ufffd") for value in text], dtype=np.int64)
-                columns.append(pa.array(text, pa.large_string()))
-        yield pa.RecordBatch.from_arrays(
-            [*columns, pa.array(replaced)], names=[*batch.schema.names, "replaced_characters"]
+    columns, replaced = [], np.zeros(batch.num_rows, dtype=np.int64)
+    for column in batch.columns:
+        try:
+            columns.append(column.cast(pa.large_string()))
+        except pa.ArrowInvalid:
+            text = [value.decode("utf-8", errors="replace") for value in column.to_pylist()]
+            replaced += np.array([value.count("\ufffd") for value in text], dtype=np.int64)
+            columns.append(pa.array(text, pa.large_string()))
+    return columns, replaced
+
+
+def _detail(bad: np.ndarray, header_fields: int) -> str:
+    line, problem_line = int(bad[BAD_LINE]), int(bad[BAD_PROBLEM_LINE])
+    problem = int(bad[BAD_PROBLEM])
+    there = "here" if problem_line == line else f"on line {problem_line}"
+    if problem == UNCLOSED_QUOTE:
+        return (
+            f"line {line}: a quoted field opened {there} is never closed (rows are read on from "
+            f'line {line + 1}); close the quote, and write a quote inside a quoted field as ""'
         )
+    if problem == TEXT_AFTER_QUOTE:
+        return (
+            f"line {line}: a quoted field closed {there} is followed by text, not by a comma or "
+            "the line's end; write a quote inside a quoted field as \"\""
+        )
+    if problem == FIELD_COUNT:
+        runs_on = "" if problem_line == line else f" (the row runs to line {problem_line})"
+        fields = int(bad[BAD_FIELDS])
+        hint = "; quote a field that has a comma in it" if fields > header_fields else ""
+        return f"line {line}: has {fields} fields, the header has {header_fields}{runs_on}{hint}"
+    size = int(bad[BAD_RESUME] - bad[BAD_START])
+    return f"line {line}: the row has {size:,} bytes, above the {csv_scan.MAX_ROW_BYTES:,} a CSV row may have"
+
+
+def _reject_malformed(bad: np.ndarray, header_fields: int, reject: Reject) -> None:
+    for row in bad:
+        reason = "too_large" if row[BAD_PROBLEM] == TOO_LARGE else "malformed_row"
+        reject(int(row[BAD_RECORD]), "", reason, _detail(row, header_fields))
 
 
 class CsvReader:
     name = "csv"
     label = "CSV"
     columns_from_file = True
+    appended_columns = ("replaced_characters", "input_row")
 
     def matches(self, path: Path) -> bool:
         return path.suffix.lower() == ".csv"
 
     def schema(self, path: Path) -> pa.Schema:
         return pa.schema(
-            [(name, pa.large_string()) for name in _header(path)] + [("replaced_characters", pa.int64())]
+            [(name, pa.large_string()) for name in _header(path)]
+            + [(name, pa.int64()) for name in self.appended_columns]
         )
 
     def batches(
         self, path: Path, batch_size: int, policy: InputPolicy, reject: Reject
     ) -> Iterator[pa.RecordBatch]:
-        """Every data row becomes a row; nothing is rejected here (validation may reject it later)."""
-        return _decoded_csv(_undecoded(path, batch_size))
+        """Every well-formed data row becomes a row, numbered ``input_row`` (blank lines are not
+        rows); a malformed one goes to ``reject`` as ``malformed_row`` with its line, or as
+        ``too_large`` beyond what a CSV row may have. Validation may reject rows later."""
+        scan = csv_scan.scan(path, file_bytes(path))
+        names, bad, reported, rows_read = scan.names, scan.bad, 0, 0
+        # the n-th good record is record n plus the malformed ones before it; this is how many
+        # good records come before each malformed one
+        good_before = bad[:, BAD_RECORD] - 1 - np.arange(len(bad))
+        for batch in _rows(path, scan, batch_size):
+            if batch.num_rows == 0:
+                continue
+            ordinals = np.arange(rows_read + 1, rows_read + batch.num_rows + 1, dtype=np.int64)
+            numbers = ordinals + np.searchsorted(good_before, ordinals - 1, side="right")
+            rows_read += batch.num_rows
+            # the malformed records before this batch's last row first, so that the first
+            # problem a strict run meets is roughly the first in the file
+            until = int(np.searchsorted(bad[:, BAD_RECORD], numbers[-1]))
+            _reject_malformed(bad[reported:until], len(names), reject)
+            reported = until
+            columns, replaced = _decoded_csv(batch)
+            yield pa.RecordBatch.from_arrays(
+                [*columns, pa.array(replaced), pa.array(numbers)],
+                names=[*names, "replaced_characters", "input_row"],
+            )
+        _reject_malformed(bad[reported:], len(names), reject)
 
     def count(self, path: Path) -> int:
-        """Data rows as Arrow's CSV parser splits them (a quoted newline stays in its row)."""
-        return sum(batch.num_rows for batch in _undecoded(path, _COUNT_BATCH_SIZE))
+        """Data records as the strict scan sees them: a quoted line end stays in its row, and a
+        malformed record counts once however many lines it ran over."""
+        return csv_scan.scan(path, file_bytes(path)).records
 
 
 READER = CsvReader()
