@@ -9,7 +9,7 @@ import duckdb
 from dedup_assets.core.readers import InputPolicy, InputStats, count_input_records, document_batches
 
 from .test_cli import DAGSTER, MODULE, PROJECT_ROOT
-from .warc_fixtures import write_crawl, write_edge_records
+from .warc_fixtures import write_crawl, write_edge_records, write_pages
 
 
 def test_records_become_documents_or_rejects_with_reasons(tmp_path):
@@ -27,7 +27,8 @@ def test_records_become_documents_or_rejects_with_reasons(tmp_path):
     assert str(first["crawled_at"]) == "2026-03-03 10:00:00"
     assert "Careers" not in documents[3]["body"]  # navigation and footer are not main text
     reasons = {(r["input_row"], r["reason"]) for r in stats.rejected}
-    assert reasons == {(5, "http_status"), (6, "not_html"), (7, "not_response"), (8, "decode_error")}
+    assert reasons == {(5, "http_status"), (6, "not_html"), (7, "not_response"), (8, "truncated")}
+    assert "ends inside the gzip member starting at compressed byte offset " in stats.rejected[-1]["detail"]
     assert stats.rows == 8 == count_input_records(crawl)
 
 
@@ -50,7 +51,7 @@ def test_cli_run_on_a_crawl_keeps_lineage_and_clusters_mirrors(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["counts"]["input_record_rows"] == 8
-    assert manifest["rejected_by_reason"] == {"decode_error": 1, "http_status": 1, "not_html": 1, "not_response": 1}
+    assert manifest["rejected_by_reason"] == {"http_status": 1, "not_html": 1, "not_response": 1, "truncated": 1}
     assert (manifest["counts"]["duplicate_cluster_rows"], manifest["counts"]["representative_rows"]) == (1, 2)
     with duckdb.connect() as connection:
         kept = connection.execute(
@@ -75,3 +76,20 @@ def test_missing_uri_oversized_page_bad_bytes_and_empty_page(tmp_path):
     # declared UTF-8 but sent Latin-1: the decoder falls back instead of dropping the text
     assert latin["domain"] == "latin.example.com" and latin["title"] == "Caf\u00e9"
     assert latin["body"].startswith("Caf\u00e9\n\nLe caf\u00e9 ") and latin["replaced_characters"] == 0
+
+
+def test_an_unreadable_record_in_an_uncompressed_warc_is_one_reject_and_reading_goes_on(tmp_path):
+    path = write_pages(tmp_path / "crawl.warc", 4, gzip=False)
+    data = path.read_bytes()
+    second = data.index(b"WARC/1.", 1)
+    # a version warcio does not know, after blank lines warcio would take for a record of their own
+    path.write_bytes(b"\r\n\r\n" + data[:second] + b"WARC/9.9" + data[second + 8:])
+    stats = InputStats()
+    rows = [r for b in document_batches(path, stats, 10, InputPolicy()) for r in b.to_pylist()]
+    assert [r["input_row"] for r in rows] == [1, 3, 4]
+    assert [(r["input_row"], r["reason"]) for r in stats.rejected] == [(2, "decode_error")]
+    assert stats.rejected[0]["detail"] == (
+        f"cannot read the record at byte offset {second + 4} (Invalid WARC record, first line: WARC/9.9); "
+        "fix or drop it"
+    )
+    assert stats.rows == 4 == count_input_records(path)

@@ -92,3 +92,13 @@ def write_edge_records(path: Path) -> Path:
         _response(writer, "https://empty.example.com/", "200 OK", "text/html",
                   b"<html><head><title>Empty</title></head><body></body></html>", "2026-03-01T00:00:00Z")
     return path
+
+
+def write_pages(path: Path, count: int, gzip: bool = True) -> Path:
+    """``count`` HTML responses with pages of their own, one gzip member each when gzipped."""
+    with path.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=gzip)
+        for number in range(count):
+            _response(writer, f"https://pages.example.com/{number}", "200 OK", "text/html",
+                      page(f"Page {number}", f"Page {number} of the crawl. {ARTICLE}"), "2026-03-01T00:00:00Z")
+    return path
