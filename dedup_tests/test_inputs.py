@@ -145,6 +145,7 @@ def test_empty_file_and_header_only(tmp_path):
 
 
 def test_wrong_extension_missing_file_and_unreadable_files(tmp_path):
+    (tmp_path / "in.txt").write_text("doc_id,body\n")
     assert "unsupported file type '.txt'" in _error_for(tmp_path / "in.txt")
     assert "no such file" in _error_for(tmp_path / "absent.csv")
     broken = tmp_path / "broken.parquet"

@@ -4,9 +4,10 @@ import gzip
 import json
 
 import pyarrow as pa
+import pytest
 import pyarrow.parquet  # noqa: F401  (pa.parquet)
 
-from dedup_assets.core.readers import InputPolicy, InputStats, count_input_records, document_batches
+from dedup_assets.core.readers import InputError, InputPolicy, InputStats, count_input_records, document_batches
 
 from .conftest import document, write_csv
 from .warc_fixtures import ARTICLE, write_crawl
@@ -57,15 +58,23 @@ def test_jsonl_field_mapping_and_replaced_bytes_are_counted(tmp_path):
     assert stats.rejected == []
 
 
-def test_truncated_gzip_ends_with_one_decode_error(tmp_path):
+def test_a_cut_one_member_gzip_rejects_every_line_and_says_nothing_is_left(tmp_path):
+    """Its lines cannot be trusted (the member's length and CRC are never checked), so each is a
+    ``truncated`` reject, and with no document left the run stops saying so."""
     path = tmp_path / "cut.jsonl.gz"
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         for number in range(200):
             handle.write(json.dumps({"id": f"d{number}", "text": ARTICLE, "timestamp": "2026-02-01"}) + "\n")
     path.write_bytes(path.read_bytes()[:-300])
-    table, stats = _read(path)
-    assert stats.rejected[-1]["reason"] == "decode_error"
-    assert table.num_rows + len(stats.rejected) == stats.rows == count_input_records(path)
+    stats = InputStats()
+    with pytest.raises(InputError) as raised:
+        list(document_batches(path, stats))
+    lines = count_input_records(path)
+    assert stats.rows == lines == len(stats.rejected) and stats.rejected_by_reason == {"truncated": lines}
+    assert str(raised.value).startswith(
+        f"{path}: all {lines:,} records were rejected (truncated {lines:,}), so nothing is left to "
+        f"deduplicate. The first: {path} record 1: truncated: "
+    )
 
 
 def test_a_folder_of_mixed_files_is_one_corpus_with_per_file_rows(tmp_path):
@@ -110,6 +119,7 @@ def test_parquet_with_unexpected_column_types_is_read_or_rejected(tmp_path):
         }),
         path,
     )
-    table, stats = _read(path)
-    assert table.num_rows == 0 and stats.rows == 2
-    assert {r["reason"] for r in stats.rejected} == {"invalid_crawled_at"}
+    stats = InputStats()
+    with pytest.raises(InputError, match=r"all 2 records were rejected \(invalid_crawled_at 2\)"):
+        list(document_batches(path, stats))
+    assert stats.rows == 2 and {r["reason"] for r in stats.rejected} == {"invalid_crawled_at"}

@@ -10,6 +10,8 @@ traced back to its file.
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,7 @@ import pyarrow.compute as pc
 from ..settings import DEFAULT_BATCH_SIZE, InputPolicy
 from .doc_ids import FirstSeen
 from .files import check_file, input_files
-from .protocol import REQUIRED_COLUMNS, InputError, Reader
+from .protocol import REQUIRED_COLUMNS, RESERVED_COLUMNS, InputError, Reader
 from .registry import reader_for
 from .standardize import standardize
 
@@ -66,7 +68,8 @@ def document_batches(
     (``missing_field``, ``invalid_crawled_at``, ``too_large``, ``duplicate_doc_id`` — the first
     record with a doc_id is kept — and the WARC/JSONL reasons), unless ``policy.fail_on_reject``,
     which raises :class:`InputError` instead. A problem with the whole input (no such file, a
-    missing column, an unreadable file) always raises."""
+    missing column, a column named like one the pipeline adds, an unreadable file) always
+    raises; what the files' names and headers show, before any record is read."""
     policy = policy or InputPolicy()
     paths = input_files(source, policy.source_format)
     for path in paths:
@@ -78,15 +81,30 @@ def document_batches(
         yield from _file_batches(path, stats, batch_size, policy, extra, first_seen)
     if stats.rows == 0:
         raise InputError(f"{source}: has no document rows or records.")
+    if stats.documents == 0:
+        reasons = ", ".join(f"{reason} {rows:,}" for reason, rows in sorted(stats.rejected_by_reason.items()))
+        first = stats.rejected[0]
+        raise InputError(
+            f"{source}: all {stats.rows:,} records were rejected ({reasons}), so nothing is left to "
+            f"deduplicate. The first: {first['source_file']} record {first['input_row']}: "
+            f"{first['reason']}: {first['detail']}. Fix the input, or point DEDUP_INPUT at another one."
+        )
 
 
-# columns a reader adds to a file's own, which a message about the file's columns leaves out
-_READER_COLUMNS = ("replaced_characters", "input_row")
+# DuckDB, which stores the documents, tells column names apart without case
+_RESERVED = {name.lower() for name in RESERVED_COLUMNS}
+
+
+def _own_columns(reader: Reader, names: list[str]) -> list[str]:
+    """The file's own columns among the names of ``reader.schema``."""
+    appended = list(reader.appended_columns)
+    kept = len(names) - len(appended)
+    return names[:kept] if names[kept:] == appended else names
 
 
 def _renamed(path: Path, names: list[str], fields: dict[str, str]) -> dict[str, str]:
     """The file's column -> ours, for the columns ``fields`` maps (ours -> the file's)."""
-    reserved = sorted(set(fields) & {"source_file", *_READER_COLUMNS})
+    reserved = sorted(ours for ours in fields if ours.lower() in _RESERVED)
     if reserved:
         raise InputError(
             f"fields maps {', '.join(reserved)}, which the pipeline fills itself; map only the input's "
@@ -109,13 +127,46 @@ def _renamed(path: Path, names: list[str], fields: dict[str, str]) -> dict[str, 
     return renames
 
 
-def _mapped_schema(path: Path, reader: Reader, fields: dict[str, str]) -> tuple[pa.Schema, dict[str, str]]:
-    """The columns of a file as ours, and the renames that make them so."""
+def _refuse_clashing_names(
+    path: Path, names: list[str], renames: dict[str, str], fields: dict[str, str]
+) -> None:
+    """Refuse a file column (as ``fields`` renames it) named like a column the pipeline adds, or
+    like another column of the file: one would be taken for the other, or hide it."""
+    taken = [name for name in names if name.lower() in _RESERVED]
+    if taken:
+        renamed = {**fields, **{f"input_{name}": name for name in taken}}
+        config = {"resources": {"dedup": {"config": {"fields": renamed}}}}
+        raise InputError(
+            f"{path}: the input has column(s) {', '.join(taken)}, named like the columns the pipeline "
+            f"adds to every document ({', '.join(RESERVED_COLUMNS)}): the input's would be taken for "
+            "the pipeline's, or hide them. Rename them with the fields setting (our name -> the "
+            f"input's), e.g. --config-json {shlex.quote(json.dumps(config))}, or drop them from the input."
+        )
+    lowered = [name.lower() for name in names]
+    repeated = sorted({name for name in names if lowered.count(name.lower()) > 1})
+    if repeated:
+        original = {ours: theirs for theirs, ours in renames.items()}
+        shown = [
+            f"{name} (fields renames {original[name]} to it)" if name in original else name for name in repeated
+        ]
+        raise InputError(
+            f"{path}: more than one column is named {', '.join(shown)} (names are compared without "
+            "case). Give each column its own name, in the file or with the fields setting."
+        )
+
+
+def _mapped_schema(path: Path, reader: Reader, fields: dict[str, str]) -> tuple[pa.Schema, list[str]]:
+    """The columns of a file as ours, and the names (in order) that make a batch so."""
     schema = reader.schema(path)
     if not reader.columns_from_file:
-        return schema, {}
-    renames = _renamed(path, schema.names, fields)
-    return pa.schema([field_.with_name(renames.get(field_.name, field_.name)) for field_ in schema]), renames
+        return schema, schema.names
+    own = _own_columns(reader, schema.names)
+    renames = _renamed(path, own, fields)
+    mapped = [renames.get(name, name) for name in own]
+    _refuse_clashing_names(path, mapped, renames, fields)
+    # by position: an appended column may share a name with one that fields renames away
+    names = mapped + schema.names[len(own):]
+    return pa.schema([field_.with_name(name) for field_, name in zip(schema, names)]), names
 
 
 def _extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataType]:
@@ -126,7 +177,7 @@ def _extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataT
         schema, _ = _mapped_schema(path, reader, policy.fields)
         missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
         if missing:
-            found = [name for name in reader.schema(path).names if name not in _READER_COLUMNS]
+            found = _own_columns(reader, reader.schema(path).names)
             raise InputError(
                 f"{path}: missing required column(s) {', '.join(missing)}. Found: "
                 f"{', '.join(found) or '(none)'}. Every input needs "
@@ -152,7 +203,7 @@ def _file_batches(
     first_seen: FirstSeen,
 ) -> Iterator[pa.RecordBatch]:
     reader = reader_for(path, policy.source_format)
-    _, renames = _mapped_schema(path, reader, policy.fields)
+    _, names = _mapped_schema(path, reader, policy.fields)
     records_read = 0
 
     def reject_record(number: int, doc_id: str, reason: str, detail: str) -> None:
@@ -167,8 +218,8 @@ def _file_batches(
         for batch in reader.batches(path, batch_size, policy, reject_record):
             if batch.num_rows == 0:
                 continue
-            if renames:
-                batch = batch.rename_columns([renames.get(name, name) for name in batch.schema.names])
+            if batch.schema.names != names:
+                batch = batch.rename_columns(names)
             standard = standardize(path, batch, records_read + 1, extra)
             records_read += batch.num_rows
             stats.rows += batch.num_rows

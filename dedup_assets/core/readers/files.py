@@ -3,13 +3,28 @@ input's identity (size and sha256) for lineage."""
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import hashlib
+import os
+import re
+import shlex
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from .protocol import REQUIRED_COLUMNS, InputError
 from .registry import SUPPORTED_NAMES, matching_reader, reader_for
+
+_GLOB_MAGIC = re.compile(r"[*?[]")
+# Byte-order marks of the text encodings that are not UTF-8, longest first (UTF-32LE's starts
+# with UTF-16LE's).
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+_TEXT_FORMATS = ("csv", "jsonl")
 
 
 @dataclass(frozen=True)
@@ -40,16 +55,23 @@ def describe_input(source: Path, source_format: str | None = None) -> InputFile:
 
 def input_files(source: Path, source_format: str | None = None) -> list[Path]:
     """The files of an input: one file, every file a reader reads under a folder (every file,
-    when ``source_format`` is set), or a glob's matches, in sorted order."""
-    if any(character in str(source) for character in "*?["):
-        files = sorted(Path(match) for match in glob.glob(str(source), recursive=True))
-        files = [path for path in files if path.is_file()]
+    when ``source_format`` is set), or a glob's matches, in sorted order. A file reached by
+    more than one path (through symlinks or hard links) is one file, named by its first path."""
+    if _GLOB_MAGIC.search(str(source)):
+        parts = source.parts
+        fixed = next(index for index, part in enumerate(parts) if _GLOB_MAGIC.search(part))
+        root = Path(*parts[:fixed]) if fixed else Path(".")
+        files = _each_once(path for path in _walk(root, parts[fixed:]) if path.is_file())
         if not files:
             raise InputError(f"{source}: the pattern matches no file. Check DEDUP_INPUT.")
         return files
-    if source.is_dir():
-        files = sorted(
-            path for path in source.rglob("*") if path.is_file() and matching_reader(path, source_format)
+    try:
+        is_folder = source.is_dir()
+    except PermissionError:  # a folder above it cannot be entered
+        raise unreadable(source) from None
+    if is_folder:
+        files = _each_once(
+            path for path in _walk(source) if path.is_file() and matching_reader(path, source_format)
         )
         if not files:
             raise InputError(f"{source}: the folder has no {SUPPORTED_NAMES} file. Check DEDUP_INPUT.")
@@ -57,16 +79,124 @@ def input_files(source: Path, source_format: str | None = None) -> list[Path]:
     return [source]
 
 
+def _walk(root: Path, pattern: tuple[str, ...] | None = None) -> Iterator[Path]:
+    """The paths of everything but folders under ``root``; with a glob ``pattern`` (its parts
+    below ``root``), those it matches, as ``glob.glob(recursive=True)`` would.
+
+    Symlinked folders are followed, but a folder (by device and inode) is entered once per set
+    of pattern parts still to match, so a symlink loop ends (``glob`` follows one until the path
+    is too long, and a few of them take hours) while a folder reached under another name still
+    matches by that name. Folders are entered in sorted order, depth first, so the first path
+    to reach a file is the first in sorted order."""
+    entered: set[tuple[int, int, frozenset[int]]] = set()
+    pending = [(root, _skip_globstars(pattern, {0}) if pattern else frozenset())]
+    while pending:
+        folder, states = pending.pop()
+        try:
+            identity = folder.stat()
+            if (identity.st_dev, identity.st_ino, states) in entered:
+                continue
+            entered.add((identity.st_dev, identity.st_ino, states))
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except PermissionError:
+            raise unreadable(folder) from None
+        except OSError:  # gone meanwhile, or not a folder: nothing of the input is in it
+            continue
+        subfolders = []
+        for entry in entries:
+            path = Path(folder, entry.name)
+            reached = _advance(pattern, states, entry.name) if pattern else states
+            if pattern and not reached:
+                continue
+            if entry.is_dir():  # follows a symlink
+                subfolders.append((path, reached))
+            elif not pattern or len(pattern) in reached:
+                yield path
+        pending.extend(reversed(subfolders))
+
+
+def _advance(pattern: tuple[str, ...], states: frozenset[int], name: str) -> frozenset[int]:
+    """The pattern parts still to match below ``name``, given those left to match at it: a
+    ``**`` may take any number of names, any other part one name it matches. As in ``glob``,
+    a wildcard matches a name starting with a dot only when the part starts with one too."""
+    reached = set()
+    for state in states:
+        if state == len(pattern) or (name.startswith(".") and not pattern[state].startswith(".")):
+            continue
+        if pattern[state] == "**":
+            reached.add(state)
+        elif fnmatch.fnmatchcase(name, pattern[state]):
+            reached.add(state + 1)
+    return _skip_globstars(pattern, reached)
+
+
+def _skip_globstars(pattern: tuple[str, ...], states: set[int]) -> frozenset[int]:
+    """``states`` with, for each, the parts after the ``**`` there (a ``**`` may take no name)."""
+    skipped = set(states)
+    for state in states:
+        while state < len(pattern) and pattern[state] == "**":
+            state += 1
+            skipped.add(state)
+    return frozenset(skipped)
+
+
+def _each_once(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` in sorted order, each file (by device and inode) once, under its first path."""
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for path in sorted(paths):
+        identity = path.stat()
+        if (identity.st_dev, identity.st_ino) not in seen:
+            seen.add((identity.st_dev, identity.st_ino))
+            unique.append(path)
+    return unique
+
+
+def unreadable(path: Path) -> InputError:
+    """The error for an input file or folder that the user running the pipeline may not read."""
+    return InputError(
+        f"{path}: permission denied: cannot be opened for reading. Give the user that runs the "
+        "pipeline read access to it and the folders it is in, e.g. chmod -R a+rX "
+        f"{shlex.quote(str(path))}, or leave it out of DEDUP_INPUT."
+    )
+
+
 def check_file(path: Path, source_format: str | None = None) -> None:
     """Fail early, with what to do, when the path cannot be an input file."""
-    reader_for(path, source_format)  # raises for a format or file name no reader reads
-    if not path.exists():
-        raise InputError(f"{path}: no such file. Set DEDUP_INPUT to an input file, folder or glob.")
+    try:
+        exists = path.exists()
+    except PermissionError:  # a folder above it cannot be entered
+        raise unreadable(path) from None
+    if not exists:
+        # said before the file type: a missing folder has no file type to name
+        what = "file" if matching_reader(path, source_format) else "file or folder"
+        raise InputError(f"{path}: no such {what}. Set DEDUP_INPUT to an input file, folder or glob.")
     if not path.is_file():
         raise InputError(f"{path}: not a file. Set DEDUP_INPUT to an input file, folder or glob.")
+    reader = reader_for(path, source_format)  # raises for a format or file name no reader reads
     if path.stat().st_size == 0:
         raise InputError(
             f"{path}: the file is empty. Expected a header row with the columns "
             + ", ".join(REQUIRED_COLUMNS)
             + " and one row per document."
+        )
+    try:
+        with path.open("rb") as handle:
+            start = handle.read(4)
+    except PermissionError:
+        raise unreadable(path) from None
+    if reader.name in _TEXT_FORMATS and not path.name.lower().endswith(".gz"):
+        _refuse_wide_encoding(path, start)
+
+
+def _refuse_wide_encoding(path: Path, start: bytes) -> None:
+    """A UTF-16 or UTF-32 text file reads as UTF-8 with a NUL byte in every character, so every
+    column name and row would be garbled; refuse it before any reader sees it."""
+    encoding = next((name for bom, name in _WIDE_BOMS if start.startswith(bom)), None)
+    if encoding:
+        target = f"{path.stem}.utf8{path.suffix}"
+        raise InputError(
+            f"{path}: the file is {encoding} encoded (it starts with a {encoding} byte-order mark). "
+            f"Re-encode it as UTF-8, e.g. iconv -f {encoding} -t UTF-8 {shlex.quote(str(path))} > "
+            f"{shlex.quote(target)}"
         )

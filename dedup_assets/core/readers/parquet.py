@@ -17,6 +17,7 @@ class ParquetReader:
     name = "parquet"
     label = "Parquet"
     columns_from_file = True
+    appended_columns = ()
 
     def matches(self, path: Path) -> bool:
         return path.suffix.lower() == ".parquet"

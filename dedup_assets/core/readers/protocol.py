@@ -13,6 +13,12 @@ from ..settings import InputPolicy
 REQUIRED_COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]
 # The six columns as a reader emits them, before validation parses crawled_at.
 RAW_FIELDS = [(name, pa.large_string()) for name in REQUIRED_COLUMNS]
+# The columns the pipeline puts beside the input's own in documents and deduped_documents:
+# readers count replaced characters, validation adds source_file and input_row (unless the
+# reader numbered its records), clustering adds cluster_id and cluster_size. An input column of
+# one of these names would be taken for ours or hide it, so it is refused (DuckDB compares
+# names without case).
+RESERVED_COLUMNS = ("replaced_characters", "source_file", "input_row", "cluster_id", "cluster_size")
 # How a reader reports a record it cannot turn into a row: (record number, doc_id, reason, detail).
 Reject = Callable[[int, str, str, str], None]
 
@@ -31,6 +37,9 @@ class Reader(Protocol):
     # whether its columns are the file's own (CSV, Parquet), so the ``fields`` setting renames
     # them; a reader of records (JSONL, WARC) builds our columns itself
     columns_from_file: bool
+    # the columns ``schema`` puts after the file's own (what the reader adds, such as
+    # ``input_row``), which ``fields`` does not rename and messages about the file leave out
+    appended_columns: tuple[str, ...]
 
     def matches(self, path: Path) -> bool:
         """Whether the file's name says it is in this format."""

@@ -12,7 +12,9 @@ import pyarrow.compute as pc
 from .protocol import REQUIRED_COLUMNS
 
 TEXT_COLUMNS = ["doc_id", "source", "domain", "title", "body"]
-_ISO_FORMATS = ("%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
+_UTC = pa.timestamp("us", tz="UTC")
+# a time of day followed by Z or an offset, which Arrow parses only into a zoned timestamp
+_ZONED = r"[T ]\d.*(Z|[+-]\d\d(:?\d\d)?)$"
 
 
 def _text(column: pa.Array) -> pa.Array:
@@ -31,29 +33,36 @@ def _timestamps(column: pa.Array) -> pa.Array:
     """``crawled_at`` as UTC microseconds without zone; null where it does not parse."""
     if pa.types.is_timestamp(column.type):
         utc = column if column.type.tz else pc.assume_timezone(column, "UTC")
-        parsed = utc.cast(pa.timestamp("us", tz="UTC"))
+        # nanoseconds are cut to microseconds, the pipeline's unit, rather than refused
+        parsed = utc.cast(pa.timestamp("us", tz="UTC"), safe=column.type.unit != "ns")
     else:
         parsed = _parse_iso8601(pc.utf8_trim_whitespace(_text(column)))
-    return parsed.cast(pa.timestamp("us", tz="UTC")).cast(pa.timestamp("us"))
+    return parsed.cast(pa.timestamp("us"))
 
 
 def _parse_iso8601(text: pa.Array) -> pa.Array:
-    """Arrow's ISO 8601 cast handles the common forms at C speed; values it rejects get a second
-    chance per format, and what still fails stays null."""
+    """Each value parsed on its own by Arrow's ISO 8601 cast, which refuses an impossible date
+    or time (2026-02-30, 25:00) rather than rolling it over; a value with a zone offset is
+    converted to UTC, one without is taken as UTC. Digits beyond microseconds are cut."""
+    text = pc.replace_substring_regex(text, r"(\.\d{6})\d+", r"\1")
+    # a value that does not start with a date cannot parse; null now, it costs no failing cast
+    text = pc.if_else(pc.match_substring_regex(text, r"^\d{4}-\d\d-\d\d"), text, None)
+    zoned = pc.match_substring_regex(text, _ZONED)
+    naive = pc.assume_timezone(_cast_each(pc.if_else(zoned, None, text), pa.timestamp("us")), "UTC")
+    return pc.if_else(zoned, _cast_each(pc.if_else(zoned, text, None), _UTC), naive)
+
+
+def _cast_each(text: pa.Array, to: pa.DataType) -> pa.Array:
+    """The cast of each value, null where it fails. One bad value fails the cast of a whole
+    array, so a failing array is cast in halves, down to the bad values alone: the rest keep
+    the cast's speed, and a value's result never depends on its neighbours."""
     try:
-        return text.cast(pa.timestamp("us", tz="UTC"))
+        return text.cast(to)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    normalized = pc.replace_substring_regex(text, r"Z$", "+0000")
-    normalized = pc.replace_substring_regex(normalized, r"([+-]\d\d):(\d\d)$", r"\1\2")
-    normalized = pc.replace_substring_regex(normalized, r"\.\d+", "")
-    result = pa.nulls(len(text), pa.timestamp("us", tz="UTC"))
-    for pattern in _ISO_FORMATS:
-        attempt = pc.strptime(normalized, format=pattern, unit="us", error_is_null=True)
-        if attempt.type.tz is None:
-            attempt = pc.assume_timezone(attempt, "UTC")
-        result = pc.coalesce(result, attempt.cast(pa.timestamp("us", tz="UTC")))
-    return result
+        if len(text) == 1:
+            return pa.nulls(1, to)
+    middle = len(text) // 2
+    return pa.concat_arrays([_cast_each(text[:middle], to), _cast_each(text[middle:], to)])
 
 
 def standardize(
