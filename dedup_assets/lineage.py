@@ -17,7 +17,7 @@ from .core.settings import Settings
 
 # Settings whose change alters an asset's content, keyed by the first asset they affect.
 STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
-    "documents": ("input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
+    "documents": ("table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
     "fingerprinted": ("hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
 }
@@ -59,8 +59,17 @@ def combined_lineage(
     merged: dict[str, object] = {}
     seen_from: dict[str, str] = {}
     for upstream_name, lineage in upstreams.items():
+        layout = lineage.get("table_layout", 1)  # tables before the layout was recorded
+        if layout != current["table_layout"]:
+            problems.append(
+                f"{upstream_name} was built by another version of dedup-assets (table layout "
+                f"{layout}; this version writes layout {current['table_layout']})"
+            )
+            changed.append("table_layout")
         for key, value in lineage.items():
-            if key in current and current[key] != value:
+            if key == "table_layout":  # checked above
+                merged[key] = value
+            elif key in current and current[key] != value:
                 problems.append(
                     f"{upstream_name} was built with {key}={value!r}, this run uses "
                     f"{key}={current[key]!r}"

@@ -17,6 +17,7 @@ from dagster import ConfigurableResource
 from pydantic import Field, model_validator
 
 from .core.settings import HASH_SCHEMES, SOURCE_FORMATS, Settings
+from .core.tables import TABLE_LAYOUT
 
 DEFAULTS = Settings()
 DEFAULT_INPUT = "data/documents.csv"
@@ -56,13 +57,18 @@ class DedupSettings(ConfigurableResource):
         default=DEFAULTS.signature_overlap_threshold,
         description="Signature overlap reported as a MinHash match (diagnostic only).",
     )
-    max_pair_slots: int = Field(
+    max_pair_slots: int | None = Field(
         default=DEFAULTS.max_pair_slots,
-        description="Refuse the LSH self-join when its buckets would create more pair rows.",
+        description="Refuse the LSH self-join when its buckets would create more pair rows. "
+        "Unset: as many as memory_budget_mb holds.",
+    )
+    max_bucket_size: int = Field(
+        default=DEFAULTS.max_bucket_size,
+        description="Refuse the LSH self-join when one bucket holds more distinct texts.",
     )
     memory_budget_mb: int = Field(
         default=DEFAULTS.memory_budget_mb,
-        description="Refuse a verification whose estimated shingle sets exceed this many MB.",
+        description="Refuse a self-join or a verification estimated to need more MB.",
     )
     batch_size: int = Field(
         default=DEFAULTS.batch_size, description="Documents per streamed batch (memory follows this)."
@@ -123,4 +129,8 @@ class DedupSettings(ConfigurableResource):
 
     def current_values(self) -> dict:
         """Every setting that can appear in a table's lineage."""
-        return {**self.settings().as_dict(), "input_path": str(self.input_file())}
+        return {
+            **self.settings().as_dict(),
+            "input_path": str(self.input_file()),
+            "table_layout": TABLE_LAYOUT,
+        }

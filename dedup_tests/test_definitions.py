@@ -52,7 +52,7 @@ def test_dedup_resource_exposes_the_documented_setting_names():
     } <= fields
     defaults = DedupSettings()
     assert (defaults.shingle_size, defaults.num_perm, defaults.rows_per_band, defaults.minhash_seed) == (5, 64, 8, 42)
-    assert (defaults.jaccard_threshold, defaults.max_pair_slots) == (0.7, 1_000_000)
+    assert (defaults.jaccard_threshold, defaults.max_pair_slots) == (0.7, None)  # None: from memory_budget_mb
 
 
 def test_the_resources_defaults_are_the_librarys():
@@ -74,8 +74,11 @@ def test_the_resources_defaults_are_the_librarys():
         ({"num_perm": 60}, r"num_perm \(60\) must be a positive multiple of rows_per_band \(8\)"),
         ({"rows_per_band": 0}, r"must be a positive multiple of rows_per_band \(0\)"),
         ({"num_perm": 1024, "rows_per_band": 8}, "the fss scheme supports num_perm up to 512"),
-        ({"shingle_size": 0}, "shingle_size must be at least 1, got 0"),
+        ({"shingle_size": 0}, "shingle_size must be between 1 and 64 words, got 0"),
+        ({"shingle_size": 100_000}, "shingle_size must be between 1 and 64 words, got 100000"),
         ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
+        ({"batch_size": 2_000_000}, "batch_size must be at most 1,000,000, got 2,000,000"),
+        ({"max_bucket_size": 1}, "max_bucket_size must be at least 2, got 1"),
         ({"max_body_bytes": 0}, "max_body_bytes must be at least 1, got 0"),
         ({"memory_budget_mb": 0}, "memory_budget_mb must be at least 1, got 0"),
         ({"max_pair_slots": -1}, "max_pair_slots must be at least 0, got -1"),

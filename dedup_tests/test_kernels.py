@@ -113,3 +113,31 @@ def test_openmp_threads_wait_passively_unless_the_user_chose(preset, expected):
         [sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bucket_pressure_counts_the_rows_of_the_join_and_of_the_copies(seed):
+    """Per bucket of k texts standing for c_1..c_k documents: every pair of texts, and each further
+    copy with the other texts: the sum over text pairs of c_i + c_j - 1."""
+    rng = np.random.default_rng(seed)
+    bands = rng.integers(0, 6, size=(40, 3)).astype(np.uint64)
+    copies = rng.integers(1, 5, size=40)
+    copies[0] = 1_000_000  # however many copies a text has, alone in a bucket it takes no slots
+    bands[0] = [100, 101, 102]
+    slots, largest, largest_key, buckets, shared, shared_counts = kernels.bucket_pressure_kernel(bands, copies)
+    for band in range(3):
+        keys, sizes = np.unique(bands[:, band], return_counts=True)
+        expected = 0
+        for key in keys:
+            members = copies[bands[:, band] == key]
+            expected += sum(
+                int(members[i] + members[j] - 1) for i in range(len(members)) for j in range(i + 1, len(members))
+            )
+        assert slots[band] == expected
+        assert (largest[band], largest_key[band]) == (sizes.max(), keys[np.argmax(sizes)])
+        assert buckets[band] == len(keys)
+        assert shared[band, : shared_counts[band]].tolist() == keys[sizes > 1].tolist()
+    ones = kernels.bucket_pressure_kernel(bands, np.ones(40, dtype=np.int64))[0]
+    assert ones.tolist() == [
+        sum(n * (n - 1) // 2 for n in np.unique(bands[:, band], return_counts=True)[1]) for band in range(3)
+    ]

@@ -2,13 +2,15 @@ import shlex
 
 import pytest
 
+from dedup_assets.core.tables import TABLE_LAYOUT
 from dedup_assets.lineage import StaleUpstream, combined_lineage
 
-CURRENT = {"input_path": "/in.csv", "hash_scheme": "fss", "shingle_size": 5, "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7}
+LAYOUT = {"table_layout": TABLE_LAYOUT}  # what every table built by this version records
+CURRENT = {**LAYOUT, "input_path": "/in.csv", "hash_scheme": "fss", "shingle_size": 5, "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7}
 
 
 def test_lineage_accumulates_stage_settings():
-    documents = {"input_path": "/in.csv", "input_sha256": "abc"}
+    documents = {**LAYOUT, "input_path": "/in.csv", "input_sha256": "abc"}
     fingerprinted = combined_lineage("fingerprinted", CURRENT, {"documents": documents})
     assert fingerprinted == {
         **documents,
@@ -21,7 +23,7 @@ def test_lineage_accumulates_stage_settings():
 
 
 def test_changed_threshold_names_the_asset_to_rebuild_from():
-    clusters = {"input_path": "/in.csv", "jaccard_threshold": 0.7}
+    clusters = {**LAYOUT, "input_path": "/in.csv", "jaccard_threshold": 0.7}
     with pytest.raises(StaleUpstream) as raised:
         combined_lineage("deduped_documents", {**CURRENT, "jaccard_threshold": 0.8}, {"clusters": clusters})
     message = str(raised.value)
@@ -38,7 +40,7 @@ def test_the_commands_config_is_quoted_for_the_shell():
         combined_lineage(
             "fingerprinted",
             {**CURRENT, "fields": {"title": "author's title"}},
-            {"documents": {"input_path": "/in.csv", "fields": {}}},
+            {"documents": {**LAYOUT, "input_path": "/in.csv", "fields": {}}},
         )
     command = str(raised.value).split(": ", 2)[-1].rstrip(".")
     assert shlex.split(command)[-1] == '{"resources": {"dedup": {"config": {"fields": {"title": "author\'s title"}}}}}'
@@ -46,7 +48,7 @@ def test_the_commands_config_is_quoted_for_the_shell():
 
 def test_a_run_at_the_defaults_gets_a_command_without_config():
     with pytest.raises(StaleUpstream) as raised:
-        combined_lineage("fingerprinted", CURRENT, {"documents": {"input_path": "/elsewhere.csv"}})
+        combined_lineage("fingerprinted", CURRENT, {"documents": {**LAYOUT, "input_path": "/elsewhere.csv"}})
     assert str(raised.value).endswith("--select 'documents*'.")
 
 
@@ -55,7 +57,7 @@ def test_upstreams_from_different_inputs_are_not_mixed():
         combined_lineage(
             "clusters",
             CURRENT,
-            {"documents": {"input_sha256": "old"}, "duplicate_pairs": {"input_sha256": "new"}},
+            {"documents": {**LAYOUT, "input_sha256": "old"}, "duplicate_pairs": {**LAYOUT, "input_sha256": "new"}},
         )
 
 
@@ -64,5 +66,18 @@ def test_earliest_changed_stage_wins():
         combined_lineage(
             "clusters",
             {**CURRENT, "num_perm": 128, "jaccard_threshold": 0.9},
-            {"duplicate_pairs": {"num_perm": 64, "jaccard_threshold": 0.7}},
+            {"duplicate_pairs": {**LAYOUT, "num_perm": 64, "jaccard_threshold": 0.7}},
         )
+
+
+def test_a_table_an_older_version_built_is_rebuilt_not_misread():
+    """Tables from before the layout was recorded (layout 1) lack columns later steps read."""
+    old = {"input_path": "/in.csv", "jaccard_threshold": 0.7}
+    with pytest.raises(StaleUpstream) as raised:
+        combined_lineage("scored_pairs", CURRENT, {"candidate_pairs": old})
+    assert str(raised.value) == (
+        "Cannot build scored_pairs from tables made with other settings: candidate_pairs was built by "
+        f"another version of dedup-assets (table layout 1; this version writes layout {TABLE_LAYOUT}). "
+        "Re-materialize documents and everything downstream of it: dagster asset materialize -m "
+        "dedup_assets.definitions --select 'documents*'."
+    )

@@ -13,9 +13,10 @@ from dedup_assets.core.lsh import (
     bucket_pressure,
     build_band_memberships,
     build_candidate_pairs,
-    ensure_within_budget,
+    copy_groups,
+    ensure_within_limits,
 )
-from dedup_assets.core.settings import SketchParams, Thresholds
+from dedup_assets.core.settings import PAIR_SLOT_BYTES, PairLimits, Settings, SettingsError, SketchParams, Thresholds
 from dedup_assets.core.store import TableBuild, connect, write_table
 from dedup_assets.core.tables import Tables
 from dedup_assets.core.verify import MemoryBudgetExceeded, build_scored_pairs
@@ -34,12 +35,36 @@ def _load(connection, name: str, rows: list[dict]) -> None:
     connection.execute(f"create or replace table {name} as select * from data")
 
 
-def _band_keys(connection, rows: dict[str, list[int]], without_shingles=()) -> None:
-    """A fingerprinted table with these band keys (and band_memberships, the view over it)."""
-    schema = pa.schema([("doc_id", pa.string()), ("shingle_count", pa.int32()), ("lsh_bands", pa.list_(pa.uint64()))])
+def _candidates(connection, pairs: list[tuple[str, str, str]]) -> None:
+    """A candidate_pairs table of (left_doc_id, right_doc_id, found_by), each sharing one band."""
+    _load(
+        connection,
+        "candidate_pairs",
+        [
+            {"left_doc_id": l, "right_doc_id": r, "left_domain": "x", "right_domain": "y", "shared_bands": 1, "found_by": f}
+            for l, r, f in pairs
+        ],
+    )
+
+
+def _band_keys(connection, rows: dict[str, list[int]], without_shingles=(), content=None) -> None:
+    """A fingerprinted table with these band keys (and band_memberships, the view over it); every
+    document has its own content hash unless ``content`` gives it one."""
+    schema = pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("shingle_count", pa.int32()),
+            ("content_hash", pa.uint64()),
+            ("lsh_bands", pa.list_(pa.uint64())),
+        ]
+    )
+    content = content or {}
     data = pa.Table.from_pylist(
-        [{"doc_id": doc, "shingle_count": 3, "lsh_bands": keys} for doc, keys in rows.items()]
-        + [{"doc_id": doc, "shingle_count": 0, "lsh_bands": [0, 0]} for doc in without_shingles],
+        [
+            {"doc_id": doc, "shingle_count": 3, "content_hash": content.get(doc, 1000 + row), "lsh_bands": keys}
+            for row, (doc, keys) in enumerate(rows.items())
+        ]
+        + [{"doc_id": doc, "shingle_count": 0, "content_hash": 0, "lsh_bands": [0, 0]} for doc in without_shingles],
         schema=schema,
     )
     connection.execute("create or replace table fingerprinted as select * from data")
@@ -54,13 +79,13 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
     )
     pressure = bucket_pressure(connection, TABLES)
     assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9)
-    assert band_buckets(connection, TABLES)[1].to_pylist() == [
+    assert band_buckets(connection, TABLES, copy_groups(connection, TABLES))[1].to_pylist() == [
         {"band_index": 0, "lsh_band": 7},
         {"band_index": 1, "lsh_band": 9},
     ]
-    ensure_within_budget(pressure, 11)
-    with pytest.raises(PairBudgetExceeded, match="000:0000000000000007 with 5 documents"):
-        ensure_within_budget(pressure, 10)
+    ensure_within_limits(pressure, PairLimits(11, 5))
+    with pytest.raises(PairBudgetExceeded, match="000:0000000000000007 with 5 different texts"):
+        ensure_within_limits(pressure, PairLimits(10, 5))
     assert BucketPressure.from_lineage({"num_perm": 64, **pressure.as_lineage()}) == pressure
     assert BucketPressure.from_lineage({"num_perm": 64}) is None  # tables built before the figures
 
@@ -71,16 +96,107 @@ def test_the_worst_bucket_among_equals_is_the_first_band_then_the_smallest_key(c
     _band_keys(connection, {})
     assert bucket_pressure(connection, TABLES) == BucketPressure(0, 0, None, 0)
     _load(connection, "documents", [{"doc_id": "a", "domain": "a.example"}])
-    build, _ = build_candidate_pairs(connection, TABLES, 0)
+    build, _ = build_candidate_pairs(connection, TABLES, PairLimits(0, 2))
     assert write_table(connection, "candidate_pairs", build) == 0
 
 
 def test_candidates_are_global_ordered_and_count_shared_bands(connection):
     _load(connection, "documents", [{"doc_id": d, "domain": f"{d}.example"} for d in ("a", "b", "c")])
     _band_keys(connection, {"b": [1, 2], "a": [1, 2], "c": [9, 1]})  # c: same value, other band
-    build, _ = build_candidate_pairs(connection, TABLES, 100)
+    build, _ = build_candidate_pairs(connection, TABLES, PairLimits(100, 2))
     write_table(connection, "candidate_pairs", build)
-    assert connection.execute("select * from candidate_pairs").fetchall() == [("a", "b", "a.example", "b.example", 2)]
+    assert connection.execute("select * from candidate_pairs").fetchall() == [
+        ("a", "b", "a.example", "b.example", 2, "lsh")
+    ]
+
+
+def test_exact_copies_are_paired_with_their_first_copy_not_joined(connection):
+    # a1..a3 are copies of one text, which shares band 0 with b; c1, c2 are copies alone in their
+    # buckets; x and y have equal content hashes but other band keys, so they are not copies; the
+    # empty documents have one content hash but no shingles, so they stay singletons
+    docs = ("a1", "a2", "a3", "b", "c1", "c2", "x", "y", "e1", "e2")
+    _load(connection, "documents", [{"doc_id": d, "domain": f"{d}.example"} for d in docs])
+    _band_keys(
+        connection,
+        {
+            "a2": [1, 2], "a1": [1, 2], "a3": [1, 2], "b": [1, 9],
+            "c1": [5, 6], "c2": [5, 6], "x": [30, 31], "y": [40, 41],
+        },
+        without_shingles=("e1", "e2"),
+        content={"a1": 7, "a2": 7, "a3": 7, "c1": 8, "c2": 8, "x": 9, "y": 9},
+    )
+    # one bucket of two texts, a (3 documents) and b: a-b, and b with the two further copies of a
+    assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000001", 9)
+    build, _ = build_candidate_pairs(connection, TABLES, PairLimits(3, 2))
+    write_table(connection, "candidate_pairs", build)
+    rows = connection.execute(
+        "select left_doc_id, right_doc_id, shared_bands, found_by from candidate_pairs"
+    ).fetchall()
+    assert rows == [
+        ("a1", "a2", 2, "content_hash"),
+        ("a1", "a3", 2, "content_hash"),
+        ("a1", "b", 1, "lsh"),
+        ("a2", "b", 1, "lsh_via_copy"),
+        ("a3", "b", 1, "lsh_via_copy"),
+        ("c1", "c2", 2, "content_hash"),
+    ]
+
+
+def test_pairs_with_copies_take_their_first_copies_scores_without_shingling(connection):
+    text = "one two three four five six seven eight nine ten"
+    bodies = {"a1": text, "a2": text.upper(), "b": text.replace("ten", "eleven")}
+    _load(connection, "documents", [{"doc_id": k, "body": v} for k, v in bodies.items()])
+    _load(
+        connection,
+        "fingerprinted",
+        [
+            {"doc_id": "a1", "content_hash": 1, "signature": [1] * 8, "shingle_count": 6},
+            {"doc_id": "a2", "content_hash": 1, "signature": [1] * 8, "shingle_count": 6},
+            {"doc_id": "b", "content_hash": 2, "signature": [1] * 4 + [2] * 4, "shingle_count": 6},
+        ],
+    )
+    _candidates(connection, [("a1", "a2", "content_hash"), ("a1", "b", "lsh"), ("a2", "b", "lsh_via_copy")])
+    build, reshingled = build_scored_pairs(
+        connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 100
+    )
+    assert reshingled == 2  # a1 and b: a2 is a copy of a1
+    write_table(connection, "scored_pairs", build)
+    rows = connection.execute(
+        "select left_doc_id, right_doc_id, found_by, round(jaccard, 4), signature_overlap, is_exact, is_duplicate, reason "
+        "from scored_pairs"
+    ).fetchall()
+    assert rows == [
+        ("a1", "a2", "content_hash", 1.0, 1.0, True, True, "jaccard_and_minhash"),
+        ("a1", "b", "lsh", round(5 / 7, 4), 0.5, False, True, "jaccard_match"),
+        ("a2", "b", "lsh_via_copy", round(5 / 7, 4), 0.5, False, True, "jaccard_match"),
+    ]
+
+
+def test_a_bucket_of_too_many_different_texts_is_refused_with_advice_for_near_duplicates():
+    hot = BucketPressure(4_950, 100, "003:00000000000000ff", 9)
+    ensure_within_limits(hot, PairLimits(max_pair_slots=4_950, max_bucket_size=100))
+    with pytest.raises(PairBudgetExceeded) as raised:
+        ensure_within_limits(hot, PairLimits(max_pair_slots=10**9, max_bucket_size=99))
+    message = str(raised.value)
+    assert "LSH bucket 003:00000000000000ff holds 100 different texts, above max_bucket_size=99" in message
+    assert "boilerplate" in message and "raise rows_per_band" in message and "raise max_bucket_size" in message
+
+
+def test_the_pair_budget_says_where_it_came_from_and_what_to_change():
+    pressure = BucketPressure(6_000_000, 12, "000:0000000000000001", 9)
+    derived = Settings().pair_limits()
+    assert derived == PairLimits(3072 * 2**20 // PAIR_SLOT_BYTES, 1_000, 3072)
+    with pytest.raises(PairBudgetExceeded) as raised:
+        ensure_within_limits(pressure, derived)
+    message = str(raised.value)
+    assert f"above max_pair_slots={derived.max_pair_slots:,} (what memory_budget_mb=3,072 holds" in message
+    assert "raise rows_per_band" in message and "raise memory_budget_mb, or set max_pair_slots" in message
+    ensure_within_limits(pressure, Settings(memory_budget_mb=4096).pair_limits())
+    with pytest.raises(SettingsError, match="max_bucket_size must be at least 2, got 1"):
+        Settings(max_bucket_size=1)
+    # the published budget stays available as an explicit value
+    with pytest.raises(PairBudgetExceeded, match=r"above max_pair_slots=1,000,000\. The largest"):
+        ensure_within_limits(pressure, Settings(max_pair_slots=1_000_000).pair_limits())
 
 
 def test_reasons_follow_exact_jaccard_only(connection):
@@ -102,14 +218,7 @@ def test_reasons_follow_exact_jaccard_only(connection):
             {"doc_id": "d", "content_hash": 3, "signature": signature, "shingle_count": 4},
         ],
     )
-    _load(
-        connection,
-        "candidate_pairs",
-        [
-            {"left_doc_id": l, "right_doc_id": r, "left_domain": "x", "right_domain": "y", "shared_bands": 1}
-            for l, r in (("a", "b"), ("a", "c"), ("a", "d"), ("c", "d"))
-        ],
-    )
+    _candidates(connection, [(l, r, "lsh") for l, r in (("a", "b"), ("a", "c"), ("a", "d"), ("c", "d"))])
     build, reshingled = build_scored_pairs(
         connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 100
     )
@@ -146,8 +255,13 @@ def test_clusters_join_transitively_and_rank_representatives(connection):
         connection,
         "duplicate_pairs",
         [
-            {"left_doc_id": l, "right_doc_id": r}
-            for l, r in (("chain-a", "chain-b"), ("chain-b", "chain-c"), ("tie-long", "tie-short"), ("same-a", "same-b"))
+            {"left_doc_id": l, "right_doc_id": r, "found_by": found_by}
+            for l, r, found_by in (
+                ("chain-a", "chain-b", "lsh"),
+                ("chain-b", "chain-c", "lsh"),
+                ("tie-long", "tie-short", "lsh"),
+                ("same-a", "same-b", "content_hash"),
+            )
         ],
     )
     write_table(connection, "clusters", build_clusters(connection, TABLES))
@@ -191,11 +305,7 @@ def test_verification_refuses_bodies_changed_since_fingerprinting(connection):
             {"doc_id": "b", "content_hash": 1, "signature": [1] * 8, "shingle_count": 7},  # stale
         ],
     )
-    _load(
-        connection,
-        "candidate_pairs",
-        [{"left_doc_id": "a", "right_doc_id": "b", "left_domain": "x", "right_domain": "y", "shared_bands": 1}],
-    )
+    _candidates(connection, [("a", "b", "lsh")])
     with pytest.raises(ValueError, match="re-materialize fingerprinted"):
         build_scored_pairs(connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 100)
 

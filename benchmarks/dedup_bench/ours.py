@@ -24,9 +24,6 @@ from .common import (
 )
 
 CORE_STAGES = ("fingerprint", "candidates", "verify", "cluster")
-# The default pair budget guards interactive runs; a 1M-document corpus at 16 bands legitimately
-# needs more, so benchmarks raise it for every engine of ours.
-MAX_PAIR_SLOTS = 100_000_000
 DUCKDB_MEMORY = "2GB"
 WARMUP_ROWS = 500
 STEP_SUCCESS = re.compile(r'Finished execution of step "([^"]+)" in ([0-9.hms ]+)')
@@ -42,7 +39,6 @@ def dagster_config(perm: int, scheme: str) -> dict:
                     "num_perm": perm,
                     "rows_per_band": ROWS_PER_BAND,
                     "hash_scheme": scheme,
-                    "max_pair_slots": MAX_PAIR_SLOTS,
                 }
             }
         }
@@ -178,7 +174,6 @@ def library_child(job: dict) -> dict:
             num_perm=job["num_perm"],
             rows_per_band=ROWS_PER_BAND,
             hash_scheme=job["hash_scheme"],
-            max_pair_slots=MAX_PAIR_SLOTS,
         ),
         duckdb_memory=DUCKDB_MEMORY,
         log=lambda message: print(message, file=sys.stderr, flush=True),

@@ -1,12 +1,12 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.lsh import build_candidate_pairs, lsh_probability
+from ..core.lsh import FOUND_BY, build_candidate_pairs, lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
 from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
-from .metadata import percent_fewer, preview, scalar, table_metadata
+from .metadata import markdown_table, percent_fewer, preview, scalar, table_metadata
 
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "band_memberships"])
@@ -17,26 +17,41 @@ def candidate_pairs(
     across all domains, one row per document pair sharing at least one band, with
     `shared_bands`, `left_doc_id < right_doc_id`.
 
-    Before joining, the band buckets are sized: if they would create more than `max_pair_slots`
-    self-join rows the run stops and names the worst bucket, instead of exhausting memory.
+    Exact copies (same `content_hash`) are folded first: only each copy group's first copy (its
+    smallest doc_id) is joined (`found_by` `lsh`); the other copies are paired with it
+    (`content_hash`) and with its LSH partners (`lsh_via_copy`), so identical pages cost no pair
+    slots.
+
+    Before joining, the band buckets are sized: if they would create more pair rows than
+    `max_pair_slots` (unset: derived from `memory_budget_mb`), or one bucket holds more than
+    `max_bucket_size` distinct texts, the run stops and names the worst bucket, instead of
+    exhausting memory.
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
+    limits = settings.pair_limits()
     with user_errors(), warehouse.cursor() as cursor:
-        build, pressure = build_candidate_pairs(cursor, tables, settings.max_pair_slots)
+        build, pressure = build_candidate_pairs(cursor, tables, limits)
     rows = warehouse.write("candidate_pairs", build, {**lineage, **pressure.as_lineage()})
     params = settings.sketch_params()
     with warehouse.cursor() as cursor:
         possible = possible_pairs(scalar(cursor, f"select count(*) from {tables.documents}"))
+        found_by = dict(
+            cursor.execute(f"select found_by, count(*) from {tables.candidate_pairs} group by found_by").fetchall()
+        )
         return MaterializeResult(
             metadata={
                 **table_metadata(cursor, tables.candidate_pairs, rows),
                 "possible_pairs": MetadataValue.int(possible),
                 "pair_slots": MetadataValue.int(pressure.pair_slots),
-                "max_pair_slots": MetadataValue.int(settings.max_pair_slots),
+                "max_pair_slots": MetadataValue.int(limits.max_pair_slots),
                 "buckets": MetadataValue.int(pressure.bucket_count),
                 "largest_bucket_size": MetadataValue.int(pressure.largest_bucket_size),
                 "largest_bucket_key": pressure.largest_bucket_key or "none",
+                "max_bucket_size": MetadataValue.int(limits.max_bucket_size),
+                "pairs_found_by": markdown_table(
+                    ["found_by", "pairs"], [(name, found_by.get(name, 0)) for name in FOUND_BY]
+                ),
                 "lsh_probability_at_threshold": MetadataValue.float(
                     round(lsh_probability(settings.jaccard_threshold, params.bands, params.rows_per_band), 4)
                 ),

@@ -19,8 +19,9 @@ def scored_pairs(
     a decision. Only Jaccard >= `jaccard_threshold` makes a duplicate; the overlap is a diagnostic.
 
     `reason` is `jaccard_and_minhash`, `jaccard_match`, `minhash_only_rejected` or
-    `below_jaccard_threshold`; `is_exact` marks identical normalized text. Only documents in a
-    candidate pair are shingled again, after a memory estimate against `memory_budget_mb`.
+    `below_jaccard_threshold`; `is_exact` marks identical normalized text. Only the documents of
+    pairs LSH found (`found_by` `lsh`) are shingled again, after a memory estimate against
+    `memory_budget_mb`; pairs with exact copies take the scores of their first copies.
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables

@@ -20,10 +20,13 @@ from .tables import Tables, sql
 
 
 def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
-    """networkx connected components of the accepted edges: each member's smallest doc_id.
+    """Each member of a duplicate component and the component's smallest doc_id. networkx finds
+    the components of the accepted edges LSH found; an exact copy then takes the root of its
+    first copy (the left side of its ``content_hash`` edge), so the graph holds one node per
+    distinct text and the other edges with copies, which connect nothing more, are never read.
     Documents without an edge are left out; the clusters query makes them singletons."""
     edges = connection.execute(
-        f"select left_doc_id, right_doc_id from {tables.duplicate_pairs}"
+        f"select left_doc_id, right_doc_id from {tables.duplicate_pairs} where found_by = 'lsh'"
     ).fetchall()
     members, roots = [], []
     with _collector_paused():
@@ -31,9 +34,23 @@ def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa
             root = min(component)
             members.extend(component)
             roots.extend([root] * len(component))
-    return pa.table(
+    lsh_roots = pa.table(
         {"doc_id": pa.array(members, pa.string()), "root_doc_id": pa.array(roots, pa.string())}
     )
+    connection.register("lsh_roots", lsh_roots)
+    try:
+        return connection.sql(
+            f"""
+            select doc_id, root_doc_id from lsh_roots
+            union all
+            select p.right_doc_id, coalesce(r.root_doc_id, p.left_doc_id)
+            from {tables.duplicate_pairs} p
+            left join lsh_roots r on r.doc_id = p.left_doc_id
+            where p.found_by = 'content_hash'
+            """
+        ).to_arrow_table()
+    finally:
+        connection.unregister("lsh_roots")
 
 
 @contextmanager

@@ -443,12 +443,16 @@ def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count)
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
-def bucket_pressure_kernel(bands):
-    """Per band (column of ``bands``, one row per document): self-join pair slots (n(n-1)/2 per
-    bucket of n), the largest bucket's size and key (the smallest key among equals), the number
-    of buckets, and the keys of its shared buckets (two documents or more): band b's are
-    ``shared[b, :shared_counts[b]]``, ascending. A sort per band costs less than DuckDB grouping
-    every band row."""
+def bucket_pressure_kernel(bands, copies):
+    """Per band (column of ``bands``: one row per distinct text, ``copies`` the documents that
+    have it): pair slots, the largest bucket's size in distinct texts and its key (the smallest
+    key among equals), the number of buckets, and the keys of its shared buckets (two distinct
+    texts or more): band b's are ``shared[b, :shared_counts[b]]``, ascending.
+
+    A bucket of k texts that n documents have takes (k-1)n - k(k-1)/2 slots: the k(k-1)/2 pairs
+    of the self-join, and each further copy paired with the other k-1 texts. With one document
+    per text that is k(k-1)/2; a text alone in its bucket takes none, however many copies it has.
+    A sort per band costs less than DuckDB grouping every band row."""
     count = bands.shape[1]
     slots = np.zeros(count, dtype=np.int64)
     largest = np.zeros(count, dtype=np.int64)
@@ -459,13 +463,16 @@ def bucket_pressure_kernel(bands):
     for band in nb.prange(count):
         keys = shared[band]
         keys[:] = bands[:, band]
-        keys.sort()
+        order = np.argsort(keys)
+        keys[:] = keys[order]
         start = 0
-        for index in range(1, keys.shape[0] + 1):
-            if index < keys.shape[0] and keys[index] == keys[start]:
-                continue
-            size = index - start
-            slots[band] += size * (size - 1) // 2
+        while start < keys.shape[0]:
+            end, documents = start, 0
+            while end < keys.shape[0] and keys[end] == keys[start]:
+                documents += copies[order[end]]
+                end += 1
+            size = end - start
+            slots[band] += (size - 1) * documents - size * (size - 1) // 2
             buckets[band] += 1
             if size > largest[band]:
                 largest[band] = size
@@ -473,7 +480,7 @@ def bucket_pressure_kernel(bands):
             if size > 1:  # compacted in place: the write position never passes the read one
                 keys[shared_counts[band]] = keys[start]
                 shared_counts[band] += 1
-            start = index
+            start = end
     return slots, largest, largest_key, buckets, shared, shared_counts
 
 

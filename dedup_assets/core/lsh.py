@@ -2,9 +2,18 @@
 pairs of documents that share a band.
 
 A bucket is one band key of one band; a pair of documents in the same bucket is a candidate.
-Before the self-join, the buckets are sized: a bucket of n documents yields n(n-1)/2 join rows,
-so shared boilerplate or near-empty pages can make the join explode. The budget refuses that
-with the worst bucket's name instead of exhausting memory.
+Documents with shingles and one normalized text form a copy group (``sql/copy_groups.sql``).
+Only its first copy (the smallest doc_id) enters the self-join; every other copy is paired with
+the first directly (``found_by`` ``content_hash``) and with each of its LSH partners
+(``lsh_via_copy``). So a page copied a million times costs a million rows and no pair slots, not
+5e11 join rows. The pairs within a copy group of n documents are a star (n - 1 of the n(n-1)/2),
+and between two copy groups of a and b documents that are near duplicates, each document is
+paired with the other group's first copy (a + b - 1 of the a*b; all of them when either group is
+one document): a spanning set, which gives the same clusters as every pair would.
+
+Before the self-join, the buckets are sized: a bucket of k distinct texts yields k(k-1)/2 join
+rows, so shared boilerplate can make the join explode. The budget and the bucket-size limit
+refuse that with the worst bucket's name instead of exhausting memory.
 """
 
 from __future__ import annotations
@@ -16,13 +25,19 @@ import numpy as np
 import pyarrow as pa
 
 from . import kernels
+from .settings import PAIR_SLOT_BYTES, PairLimits
 from .sketch import list_matrix
 from .store import TableBuild
 from .tables import Tables, sql
 
 
+# how a candidate pair was found (the module docstring says what each means)
+FOUND_BY = ("lsh", "content_hash", "lsh_via_copy")
+
+
 class PairBudgetExceeded(RuntimeError):
-    """The band buckets would create more self-join rows than the configured budget allows."""
+    """The band buckets would create more pair rows, or hold more distinct texts, than the
+    configured limits allow."""
 
 
 def lsh_probability(similarity: float, bands: int, rows_per_band: int) -> float:
@@ -58,15 +73,24 @@ def build_band_memberships(tables: Tables) -> TableBuild:
     return TableBuild(sql=sql("band_memberships", tables), view=True)
 
 
-def band_buckets(connection: duckdb.DuckDBPyConnection, tables: Tables) -> tuple[BucketPressure, pa.Table]:
+def copy_groups(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
+    """One row per group of two or more exact copies (``sql/copy_groups.sql``)."""
+    return connection.sql(sql("copy_groups", tables)).to_arrow_table()
+
+
+def band_buckets(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, groups: pa.Table
+) -> tuple[BucketPressure, pa.Table]:
     """The bucket pressure and the shared buckets (``band_index``, ``lsh_band`` of every bucket
-    with two documents or more), from the band keys of the documents band_memberships holds
-    (those with shingles)."""
-    keys = connection.sql(
-        f"select lsh_bands from {tables.fingerprinted} where shingle_count > 0"
-    ).to_arrow_table()
+    with two distinct texts or more), from the band keys of each distinct text that
+    band_memberships holds (documents with shingles), given its ``copy_groups``."""
+    connection.register("copy_groups", groups)
+    try:
+        keys = connection.sql(sql("bucket_keys", tables)).to_arrow_table()
+    finally:
+        connection.unregister("copy_groups")
     slots, largest, largest_keys, buckets, shared, shared_counts = kernels.bucket_pressure_kernel(
-        list_matrix(keys.column(0))
+        list_matrix(keys.column("lsh_bands")), keys.column("copies").to_numpy()
     )
     shared_buckets = pa.table(
         {
@@ -86,26 +110,51 @@ def band_buckets(connection: duckdb.DuckDBPyConnection, tables: Tables) -> tuple
 
 
 def bucket_pressure(connection: duckdb.DuckDBPyConnection, tables: Tables) -> BucketPressure:
-    return band_buckets(connection, tables)[0]
+    return band_buckets(connection, tables, copy_groups(connection, tables))[0]
 
 
-def ensure_within_budget(pressure: BucketPressure, max_pair_slots: int) -> None:
-    if pressure.pair_slots > max_pair_slots:
+def ensure_within_limits(pressure: BucketPressure, limits: PairLimits) -> None:
+    """Refuse buckets the candidate step should not join, saying what to change. Exact copies
+    are folded before buckets are sized, so what remains are near duplicates."""
+    advice = (
+        "Strip boilerplate (navigation, cookie notices, footers) before deduplicating, or raise "
+        "rows_per_band so that sharing a bucket takes more equal signature values"
+    )
+    if pressure.largest_bucket_size > limits.max_bucket_size:
         raise PairBudgetExceeded(
-            f"LSH buckets would create {pressure.pair_slots:,} band-level pair slots, above "
-            f"max_pair_slots={max_pair_slots:,}. The worst bucket is {pressure.largest_bucket_key} "
-            f"with {pressure.largest_bucket_size:,} documents (likely shared boilerplate or "
-            "near-empty pages). Strip that boilerplate, raise rows_per_band to make buckets "
-            "stricter, or raise max_pair_slots if you have the memory."
+            f"LSH bucket {pressure.largest_bucket_key} holds {pressure.largest_bucket_size:,} "
+            f"different texts, above max_bucket_size={limits.max_bucket_size:,}: every two of them "
+            "would be paired and scored. So many different pages in one bucket are near "
+            f"duplicates, usually through shared boilerplate or a template. {advice}; raise "
+            "max_bucket_size if they are near duplicates you want clustered."
+        )
+    if pressure.pair_slots > limits.max_pair_slots:
+        budget = f"max_pair_slots={limits.max_pair_slots:,}"
+        if limits.memory_budget_mb is not None:
+            budget += (
+                f" (what memory_budget_mb={limits.memory_budget_mb:,} holds at {PAIR_SLOT_BYTES} "
+                "bytes a slot)"
+            )
+        raise PairBudgetExceeded(
+            f"LSH buckets would create {pressure.pair_slots:,} band-level pair slots, above {budget}. "
+            f"The largest bucket is {pressure.largest_bucket_key} with {pressure.largest_bucket_size:,} "
+            "different texts (exact copies are folded into one text and add slots only where that "
+            f"text shares a bucket). {advice}; or raise memory_budget_mb, or set max_pair_slots, "
+            "if the machine has the memory."
         )
 
 
 def build_candidate_pairs(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, max_pair_slots: int
+    connection: duckdb.DuckDBPyConnection, tables: Tables, limits: PairLimits
 ) -> tuple[TableBuild, BucketPressure]:
-    """Refuses, before joining, a corpus whose buckets exceed ``max_pair_slots``; the join then
-    reads only the band rows of shared buckets, usually a small share of all buckets."""
-    pressure, shared_buckets = band_buckets(connection, tables)
-    ensure_within_budget(pressure, max_pair_slots)
-    build = TableBuild(sql=sql("candidate_pairs", tables), arrow_inputs={"shared_buckets": shared_buckets})
+    """Refuses, before joining, a corpus whose buckets exceed ``limits``; the join then reads
+    only the band rows of first copies in shared buckets, usually a small share of all band
+    rows."""
+    groups = copy_groups(connection, tables)
+    pressure, shared_buckets = band_buckets(connection, tables, groups)
+    ensure_within_limits(pressure, limits)
+    build = TableBuild(
+        sql=sql("candidate_pairs", tables),
+        arrow_inputs={"shared_buckets": shared_buckets, "copy_groups": groups},
+    )
     return build, pressure

@@ -55,7 +55,7 @@ def run_library(
             write_table(connection, tables.fingerprinted, build)
             write_table(connection, tables.band_memberships, build_band_memberships(tables))
         with stage("candidates"):
-            build, pressure = build_candidate_pairs(connection, tables, settings.max_pair_slots)
+            build, pressure = build_candidate_pairs(connection, tables, settings.pair_limits())
             write_table(connection, tables.candidate_pairs, build)
         with stage("verify"):
             build, _ = build_scored_pairs(

@@ -17,12 +17,22 @@ SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
 
 # The fast sketch's 2 * num_perm rounds must fit in its 10 round bits (kernels.py).
 MAX_SKETCH_SIZE = 1 << 9
+# Shingles are word n-grams: beyond this, two pages share a shingle only if they share whole
+# paragraphs, and every shorter page has none.
+MAX_SHINGLE_SIZE = 64
 DEFAULT_DUCKDB_MEMORY = "2GB"
 
 # Rows per streamed batch. At web-page sizes a batch's text stays under glibc's largest mmap
 # threshold (32 MB), so a freed batch's memory is reused by the next one instead of being mapped
 # and faulted in again.
 DEFAULT_BATCH_SIZE = 4_096
+# A CSV read block holds a batch at up to 2 KiB a row, and Arrow's block size is a 32-bit int.
+MAX_BATCH_SIZE = 1_000_000
+
+# Peak memory of the candidate step per pair slot (self-join, grouping per pair, sorted output)
+# when DuckDB need not spill, measured with doc_ids of up to 46 characters (WARC record ids); it
+# grows with doc_id length. Without max_pair_slots, the budget is what memory_budget_mb holds.
+PAIR_SLOT_BYTES = 640
 
 
 class SettingsError(ValueError):
@@ -44,8 +54,10 @@ class SketchParams:
             raise SettingsError(
                 f"hash_scheme must be one of {', '.join(HASH_SCHEMES)}, got {self.hash_scheme!r}"
             )
-        if self.shingle_size < 1:
-            raise SettingsError(f"shingle_size must be at least 1, got {self.shingle_size}")
+        if not 1 <= self.shingle_size <= MAX_SHINGLE_SIZE:
+            raise SettingsError(
+                f"shingle_size must be between 1 and {MAX_SHINGLE_SIZE} words, got {self.shingle_size}"
+            )
         if self.num_perm < 1 or self.rows_per_band < 1 or self.num_perm % self.rows_per_band:
             raise SettingsError(
                 f"num_perm ({self.num_perm}) must be a positive multiple of rows_per_band "
@@ -70,6 +82,16 @@ class Thresholds:
         for name, value in (("jaccard", self.jaccard), ("signature_overlap", self.signature_overlap)):
             if not 0.0 < value <= 1.0:
                 raise SettingsError(f"{name}_threshold must be in (0, 1], got {value}")
+
+
+@dataclass(frozen=True)
+class PairLimits:
+    """What the candidate step may cost: pair slots in all, and distinct texts in one bucket.
+    ``memory_budget_mb`` is set when the slot budget was derived from it."""
+
+    max_pair_slots: int
+    max_bucket_size: int
+    memory_budget_mb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +124,8 @@ class Settings:
     minhash_seed: int = 42
     jaccard_threshold: float = 0.7
     signature_overlap_threshold: float = 0.7
-    max_pair_slots: int = 1_000_000
+    max_pair_slots: int | None = None  # None: derived from memory_budget_mb
+    max_bucket_size: int = 1_000
     memory_budget_mb: int = 3072
     batch_size: int = DEFAULT_BATCH_SIZE
     max_body_bytes: int = InputPolicy.max_body_bytes
@@ -114,10 +137,19 @@ class Settings:
     def __post_init__(self) -> None:
         # each value object checks itself; make them all now, so nothing runs on a bad setting
         self.sketch_params(), self.thresholds(), self.input_policy()
-        minimums = {"max_pair_slots": 0, "memory_budget_mb": 1, "batch_size": 1, "max_body_bytes": 1}
+        minimums = {
+            "max_pair_slots": 0,
+            "max_bucket_size": 2,
+            "memory_budget_mb": 1,
+            "batch_size": 1,
+            "max_body_bytes": 1,
+        }
         for name, minimum in minimums.items():
-            if getattr(self, name) < minimum:
-                raise SettingsError(f"{name} must be at least {minimum}, got {getattr(self, name)}")
+            value = getattr(self, name)
+            if value is not None and value < minimum:
+                raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+        if self.batch_size > MAX_BATCH_SIZE:
+            raise SettingsError(f"batch_size must be at most {MAX_BATCH_SIZE:,}, got {self.batch_size:,}")
 
     def sketch_params(self) -> SketchParams:
         return SketchParams(
@@ -126,6 +158,14 @@ class Settings:
 
     def thresholds(self) -> Thresholds:
         return Thresholds(self.jaccard_threshold, self.signature_overlap_threshold)
+
+    def pair_limits(self) -> PairLimits:
+        """The candidate step's limits: the slot budget, unless set, is what memory_budget_mb
+        holds at PAIR_SLOT_BYTES a slot."""
+        if self.max_pair_slots is not None:
+            return PairLimits(self.max_pair_slots, self.max_bucket_size)
+        slots = self.memory_budget_mb * 2**20 // PAIR_SLOT_BYTES
+        return PairLimits(slots, self.max_bucket_size, self.memory_budget_mb)
 
     def input_policy(self) -> InputPolicy:
         return InputPolicy(

@@ -2,8 +2,10 @@
 decision reasons.
 
 Exact Jaccard is the only acceptance rule (``sql/scored_pairs.sql``); the share of equal
-signature coordinates is a diagnostic that only chooses between the reasons. Only documents in a
-candidate pair are shingled again.
+signature coordinates is a diagnostic that only chooses between the reasons. Only the documents
+of pairs LSH found are shingled again: pairs with exact copies (``found_by`` ``content_hash`` and
+``lsh_via_copy``, see ``lsh.py``) take the scores of the pair of their first copies, so copies
+cost no shingling at all.
 """
 
 from __future__ import annotations
@@ -113,8 +115,8 @@ def verification_memory_estimate(
         select count(*), coalesce(sum(f.shingle_count), 0)
         from {tables.fingerprinted} f
         semi join (
-          select left_doc_id as doc_id from {tables.candidate_pairs}
-          union select right_doc_id from {tables.candidate_pairs}
+          select left_doc_id as doc_id from {tables.candidate_pairs} where found_by = 'lsh'
+          union select right_doc_id from {tables.candidate_pairs} where found_by = 'lsh'
         ) c on c.doc_id = f.doc_id
         """
     ).fetchall()[0]
@@ -135,7 +137,7 @@ def ensure_memory(estimate_bytes: int, budget_mb: int, what: str) -> None:
 def candidate_scores(
     connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams
 ) -> pa.Table:
-    """Per candidate pair: exact shingle Jaccard (shingling each involved document once), the
+    """Per pair LSH found: exact shingle Jaccard (shingling each involved document once), the
     share of equal signature coordinates, and whether the content hashes (of the normalized
     token sequences) are equal."""
     bodies = connection.sql(sql("candidate_bodies", tables)).to_arrow_table()
@@ -150,9 +152,12 @@ def candidate_scores(
             from {tables.candidate_pairs} p
             join candidate_positions l on l.doc_id = p.left_doc_id
             join candidate_positions r on r.doc_id = p.right_doc_id
+            where p.found_by = 'lsh'
             """
         ).to_arrow_table()
-        expected = connection.execute(f"select count(*) from {tables.candidate_pairs}").fetchall()[0][0]
+        expected = connection.execute(
+            f"select count(*) from {tables.candidate_pairs} where found_by = 'lsh'"
+        ).fetchall()[0][0]
     finally:
         connection.unregister("candidate_positions")
     if pairs.num_rows != expected:

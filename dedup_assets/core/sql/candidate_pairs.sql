@@ -1,13 +1,25 @@
 -- Global LSH candidates: every pair of documents sharing at least one band key, across all
--- domains. left_doc_id < right_doc_id removes self pairs and mirrored duplicates.
--- shared_buckets (band_index, lsh_band of every bucket with two documents or more) keeps the
--- self-join to the band rows that can pair at all.
-with shared as (
+-- domains, with left_doc_id < right_doc_id (no self pairs, no mirrored duplicates).
+-- Exact copies form copy groups (copy_groups: content hash and first band key, first copy =
+-- the smallest doc_id). Only first copies and documents without copies are self-joined
+-- (found_by 'lsh'); every other copy is paired with its first copy, which is therefore always the
+-- left side (found_by 'content_hash'), and with each LSH partner of its first copy (found_by
+-- 'lsh_via_copy'). Identical texts have identical band keys, so shared_bands is exact for every
+-- row. shared_buckets (band_index, lsh_band of every bucket with two distinct texts or more)
+-- keeps the self-join to the band rows that can pair at all. No parameters.
+with copies as (
+  select f.doc_id, g.first_copy_doc_id, len(f.lsh_bands)::integer as bands
+  from {fingerprinted} f
+  join copy_groups g on g.content_hash = f.content_hash and g.first_band_key = f.lsh_bands[1]
+  where f.shingle_count > 0 and f.doc_id <> g.first_copy_doc_id
+),
+shared as (
   select m.doc_id, m.band_index, m.lsh_band
   from {band_memberships} m
   semi join shared_buckets s on s.band_index = m.band_index and s.lsh_band = m.lsh_band
+  anti join copies c on c.doc_id = m.doc_id
 ),
-pairs as (
+joined as (
   select l.doc_id as left_doc_id, r.doc_id as right_doc_id, count(*)::integer as shared_bands
   from shared l
   join shared r
@@ -15,13 +27,27 @@ pairs as (
    and l.lsh_band = r.lsh_band
    and l.doc_id < r.doc_id
   group by l.doc_id, r.doc_id
+),
+pairs as (
+  select left_doc_id, right_doc_id, shared_bands, 'lsh' as found_by from joined
+  union all
+  select first_copy_doc_id, doc_id, bands, 'content_hash' from copies
+  union all
+  select least(c.doc_id, j.right_doc_id), greatest(c.doc_id, j.right_doc_id), j.shared_bands, 'lsh_via_copy'
+  from joined j
+  join copies c on c.first_copy_doc_id = j.left_doc_id
+  union all
+  select least(j.left_doc_id, c.doc_id), greatest(j.left_doc_id, c.doc_id), j.shared_bands, 'lsh_via_copy'
+  from joined j
+  join copies c on c.first_copy_doc_id = j.right_doc_id
 )
 select
   p.left_doc_id,
   p.right_doc_id,
   ld.domain as left_domain,
   rd.domain as right_domain,
-  p.shared_bands
+  p.shared_bands,
+  p.found_by
 from pairs p
 join {documents} ld on ld.doc_id = p.left_doc_id
 join {documents} rd on rd.doc_id = p.right_doc_id
