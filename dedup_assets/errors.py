@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dagster import Failure
 
 from .core.lsh import PairBudgetExceeded
+from .core.publish import ReleaseError
 from .core.readers import InputError
 from .core.settings import SettingsError
 from .core.store import DuckDBUnavailable
@@ -21,6 +22,7 @@ USER_ERRORS = (
     MemoryBudgetExceeded,
     StaleUpstream,
     DuckDBUnavailable,
+    ReleaseError,
 )
 
 

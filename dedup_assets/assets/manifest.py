@@ -3,7 +3,8 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.lsh import BucketPressure, bucket_pressure
 from ..core.readers import InputFile
-from ..core.release import write_release
+from ..core.publish import publish_release
+from ..errors import user_errors
 from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES
 from ..settings import DedupSettings
@@ -14,19 +15,24 @@ from .metadata import markdown_table, table_metadata
 
 @asset(group_name=GROUP, kinds=KINDS | {"parquet", "json"}, deps=list(PIPELINE_TABLES))
 def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
-    """Writes the release files to the output folder (`DEDUP_OUTPUT_DIR` or `output_dir`):
-    fingerprints, candidate summary, scored and duplicate pairs, clusters, cluster inspection,
-    deduped and rejected documents, then `manifest.json` with the settings, the input's size and
-    sha256, library versions, every file's rows and sha256 and the run's counts. The stored
-    table holds the counts, one row per metric.
+    """Writes the release files to the output folder (`DEDUP_OUTPUT_DIR` or `output_dir`) in
+    one switch: they are written into a staging folder beside it, then swapped in whole under a
+    lock, so the folder always holds one complete release. The files: fingerprints, candidate
+    summary, scored and duplicate pairs, clusters, cluster inspection, deduped and rejected
+    documents, and `manifest.json` with the settings, the input's size and sha256, library
+    versions, every file's rows and sha256 and the run's counts (`dedup verify-release` checks a
+    folder against it). The stored table holds the counts, one row per metric.
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
     input_file = InputFile(lineage["input_path"], lineage["input_byte_size"], lineage["input_sha256"])
     output_dir = dedup.output_folder()
-    with warehouse.cursor() as cursor:
+    with user_errors(), warehouse.cursor() as cursor:
         pressure = BucketPressure.from_lineage(lineage) or bucket_pressure(cursor, tables)
-        written = write_release(cursor, tables, output_dir, settings, input_file, pressure)
+        written = publish_release(
+            cursor, tables, output_dir, settings, input_file, pressure,
+            database=warehouse.database, log=context.log.info,
+        )
     counts = written["counts"]
     metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})
     rows = warehouse.write("manifest", TableBuild(sql="select * from metrics", arrow_inputs={"metrics": metrics}), lineage)

@@ -15,7 +15,7 @@ from pathlib import Path
 from .cluster import build_clusters, build_deduped_documents
 from .ingest import build_documents, build_rejected_documents, input_identity
 from .lsh import build_band_memberships, build_candidate_pairs
-from .release import write_release
+from .publish import publish_release
 from .settings import DEFAULT_DUCKDB_MEMORY, Settings
 from .sketch import build_fingerprinted
 from .store import open_database, write_table
@@ -70,7 +70,10 @@ def run_library(
             counts = run_counts(connection, tables, pressure.pair_slots)
         else:
             with stage("release"):
-                written = write_release(connection, tables, Path(output_dir), settings, input_file, pressure)
+                written = publish_release(
+                    connection, tables, Path(output_dir), settings, input_file, pressure,
+                    database=database_path, log=log,
+                )
             counts = written["counts"]
     return {
         "stages": stages,

@@ -141,6 +141,8 @@ def manifest_entries(
     return {
         "product": "dedup-assets",
         "settings": settings.as_dict(),
+        # what an unset setting came to in this run
+        "derived_settings": {"max_pair_slots": settings.pair_limits().max_pair_slots},
         "input": {
             "path": input_file.path,
             "rows": counts["input_record_rows"],
@@ -162,13 +164,13 @@ def write_release(
     input_file: InputFile,
     pressure: BucketPressure,
 ) -> dict:
-    """Write every release file, then ``manifest.json`` listing them with rows and sha256.
+    """Write every release file into ``output_dir`` (an empty folder: the staging folder that
+    ``publish`` switches in), then ``manifest.json`` listing them with rows and sha256.
     Returns the manifest as written.
 
     The manifest's entries are computed while the files are written. Files are written two at a
     time, each on its own cursor, largest first: the deduped documents alone keep one core busy
     for most of the step."""
-    output_dir.mkdir(parents=True, exist_ok=True)
     queries = release_queries(tables)
     largest_first = sorted(
         (name for name in queries if name != SUMMARY_FILE), key=lambda name: name not in LARGE_FILES
@@ -188,9 +190,66 @@ def write_release(
             {"candidate_summary": pa.Table.from_pylist([candidate_summary(manifest["counts"], pressure, settings)])},
         )
         outputs = [{"file": name, **files[name].result()} for name in queries]
+    unlisted = sorted({path.name for path in output_dir.iterdir()} - set(queries))
+    if unlisted:  # a file the manifest would not vouch for must not reach a release
+        raise RuntimeError(f"{output_dir}: files left beside the release files: {', '.join(unlisted)}")
     written = {**manifest, "outputs": outputs}
     (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     return written
+
+
+def listed_files(folder: Path) -> set[str] | None:
+    """The files a release folder's manifest vouches for, the manifest included; None when the
+    folder holds no dedup-assets manifest."""
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("product") != "dedup-assets":
+        return None
+    return {MANIFEST_FILE, *(output.get("file") for output in manifest.get("outputs", []))}
+
+
+def is_release(folder: Path) -> bool:
+    """Whether a folder may be replaced by a release: empty, or exactly what its manifest lists."""
+    present = {path.name for path in folder.iterdir()}
+    return not present or present <= (listed_files(folder) or set())
+
+
+def verify_release(folder: Path) -> list[str]:
+    """Every way the folder differs from its ``manifest.json``: a file missing, unlisted, or
+    with other rows or another sha256. Empty when the release is whole."""
+    listed = listed_files(folder)
+    if listed is None:
+        return [f"{folder}: no dedup-assets {MANIFEST_FILE}; this is not a release folder."]
+    manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    problems = []
+    for output in manifest["outputs"]:
+        path = folder / output["file"]
+        if not path.is_file():
+            problems.append(f"{output['file']}: missing")
+            continue
+        sha256 = file_sha256(path)
+        if sha256 != output["sha256"]:
+            problems.append(f"{output['file']}: sha256 is {sha256}, the manifest says {output['sha256']}")
+            continue
+        rows = _file_rows(path)
+        if rows != output["rows"]:
+            problems.append(f"{output['file']}: {rows:,} rows, the manifest says {output['rows']:,}")
+    present = {path.name for path in folder.iterdir()}
+    problems += [f"{name}: not listed in {MANIFEST_FILE}" for name in sorted(present - listed)]
+    return problems
+
+
+def _file_rows(path: Path) -> int:
+    if path.suffix == ".parquet":
+        return pq.ParquetFile(path).metadata.num_rows
+    with duckdb.connect() as connection:
+        # a cell may be as long as the file (cluster_inspection lists a cluster's members in one)
+        return connection.execute(
+            "select count(*) from read_csv(?, header = true, all_varchar = true, max_line_size = ?)",
+            [str(path), max(path.stat().st_size, 1 << 21)],
+        ).fetchall()[0][0]
 
 
 def _write_file(
@@ -209,7 +268,24 @@ def _write_file(
             finally:
                 sha256 = sink.finish()
         else:
-            relation.write_csv(str(path))
+            spreadsheet_safe(relation).write_csv(str(path))
             rows = cursor.sql(f"select count(*) from ({query})").fetchall()[0][0]
             sha256 = file_sha256(path)
     return {"rows": int(rows), "sha256": sha256}
+
+
+def spreadsheet_safe(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """The relation with every text cell that a spreadsheet would run as a formula (one that
+    starts with =, +, -, @, a tab or a carriage return) prefixed with a single quote, as OWASP
+    advises for CSV files. Parquet files keep the values as they are."""
+    columns = []
+    for name, kind in zip(relation.columns, relation.types):
+        quoted = '"' + name.replace('"', '""') + '"'
+        if str(kind) == "VARCHAR":
+            columns.append(
+                f"case when regexp_matches({quoted}, '^[-=+@\\t\\r]') then '''' || {quoted} "
+                f"else {quoted} end as {quoted}"
+            )
+        else:
+            columns.append(quoted)
+    return relation.project(", ".join(columns))

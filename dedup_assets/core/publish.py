@@ -1,0 +1,236 @@
+"""How a release reaches its folder: written whole in a staging folder beside it, flushed to
+disk, then switched in at once, under a lock, so that a reader of the output folder always finds
+one complete release (old or new) and never a mix.
+
+Beside an output folder ``out`` live, hidden:
+
+- ``.out.lock``, locked by the one run writing a release (it names that run);
+- ``.out.staging-<pid>``, the release being written;
+- ``.out.previous-<pid>``, the release just replaced, until it is deleted.
+
+A killed run can leave the last two behind; the next run, once it holds the lock, deletes them and
+says so. The switch is one atomic exchange of the two folders (Linux ``renameat2``); where the
+file system cannot exchange, two renames, and a kill between them is repaired by the next run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+
+from .lsh import BucketPressure
+from .readers import InputFile
+from .release import MANIFEST_FILE, is_release, write_release
+from .settings import Settings
+from .tables import Tables
+
+Result = TypeVar("Result")
+# errors where the fault is the place written to, not the data: said with the path and what to do
+_PLACE_ERRORS = {
+    errno.ENOSPC: "no space is left on the device",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission is denied",
+    errno.EPERM: "permission is denied",
+}
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+class ReleaseError(RuntimeError):
+    """The release cannot be written where it was asked to go; the message says what to do."""
+
+
+class ReleaseLocked(ReleaseError):
+    """Another run is writing a release to the same folder."""
+
+
+def place_error(error: Exception, path: Path | str) -> ReleaseError | None:
+    """The user's version of an error that is about the place written to, or None."""
+    code = getattr(error, "errno", None)
+    if code not in _PLACE_ERRORS:  # Arrow and DuckDB keep only the system's message
+        code = next((known for known in _PLACE_ERRORS if os.strerror(known) in str(error)), None)
+    if code is None:
+        return None
+    return ReleaseError(
+        f"Cannot write {getattr(error, 'filename', None) or path}: {_PLACE_ERRORS[code]}. Free space or "
+        "fix the folder's permissions, or set DEDUP_OUTPUT_DIR (output_dir) to a writable folder, then "
+        "run again."
+    )
+
+
+def _sibling(output_dir: Path, kind: str) -> Path:
+    return output_dir.with_name(f".{output_dir.name}.{kind}")
+
+
+def remains(output_dir: Path) -> list[Path]:
+    """What a killed run left beside the output folder."""
+    return sorted(
+        path
+        for kind in ("staging", "previous")
+        for path in output_dir.parent.glob(f".{output_dir.name}.{kind}-*")
+    )
+
+
+@contextmanager
+def release_lock(output_dir: Path, holder: dict) -> Iterator[None]:
+    """Hold the output folder's lock; another holder fails at once, named. The lock is the
+    kernel's (``flock``), so a killed holder releases it with its process."""
+    lock_path = _sibling(output_dir, "lock")
+    handle = open(lock_path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise ReleaseLocked(
+                f"Another run is writing a release to {output_dir} ({_describe(handle.read())}). "
+                "Wait for it to finish, or set DEDUP_OUTPUT_DIR (output_dir) to another folder."
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(holder, sort_keys=True))
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+def _describe(text: str) -> str:
+    try:
+        holder = json.loads(text)
+    except json.JSONDecodeError:
+        return "its lock file names no holder"
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(holder.get("started", 0)))
+    return f"process {holder.get('pid')} on {holder.get('host')}, since {started}, database {holder.get('database')}"
+
+
+def holder_for(database: str) -> dict:
+    return {"pid": os.getpid(), "host": socket.gethostname(), "started": int(time.time()), "database": database}
+
+
+def publish(
+    output_dir: Path, write: Callable[[Path], Result], database: str, log: Callable[[str], None]
+) -> Result:
+    """Run ``write(folder)`` on an empty staging folder and switch the result in as
+    ``output_dir``; returns what ``write`` returned. Refuses an existing folder that is not a
+    release, so that a mistyped output path never replaces unrelated files."""
+    output_dir = output_dir.expanduser().absolute()
+    try:
+        output_dir.parent.mkdir(parents=True, exist_ok=True)
+        with release_lock(output_dir, holder_for(database)):
+            _clean_remains(output_dir, log)
+            if output_dir.exists() and not is_release(output_dir):
+                raise ReleaseError(
+                    f"{output_dir} exists and is not a dedup-assets release (its files are not exactly "
+                    f"those its {MANIFEST_FILE} lists). A release replaces the whole folder: move "
+                    "those files away, or set DEDUP_OUTPUT_DIR (output_dir) to a new or empty folder."
+                )
+            staging = _sibling(output_dir, f"staging-{os.getpid()}")
+            staging.mkdir()
+            try:
+                result = write(staging)
+                _sync_tree(staging)
+                _switch(staging, output_dir)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)  # a kill skips this; the next run cleans up
+                raise
+            return result
+    except (OSError, duckdb.IOException) as error:
+        problem = place_error(error, output_dir)
+        if problem is None:
+            raise
+        raise problem from None
+
+
+def _clean_remains(output_dir: Path, log: Callable[[str], None]) -> None:
+    """Delete what a killed run left; a release that was moved aside but never replaced (a kill
+    between the two renames) is put back first."""
+    left = remains(output_dir)
+    previous = [path for path in left if ".previous-" in path.name]
+    if previous and not output_dir.exists():
+        previous[0].rename(output_dir)
+        log(f"put back the release {previous[0].name} that a killed run had moved aside")
+        left.remove(previous[0])
+    for path in left:
+        shutil.rmtree(path)
+    if left:
+        log(f"removed what a killed run left beside {output_dir}: {', '.join(path.name for path in left)}")
+
+
+def _sync_tree(folder: Path) -> None:
+    """Every file of the folder and the folder itself on disk before it is switched in, so a
+    power cut cannot leave a switched-in release with empty files."""
+    for path in folder.iterdir():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    _sync_folder(folder)
+
+
+def _sync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _switch(staging: Path, output_dir: Path) -> None:
+    if not output_dir.exists():
+        staging.rename(output_dir)
+    elif _exchange(staging, output_dir):
+        shutil.rmtree(staging)  # now holds the replaced release
+    else:
+        previous = _sibling(output_dir, f"previous-{os.getpid()}")
+        output_dir.rename(previous)
+        staging.rename(output_dir)
+        shutil.rmtree(previous)
+    _sync_folder(output_dir.parent)
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two folders in one step; False where the system or file system cannot."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))
+
+
+def publish_release(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    output_dir: Path,
+    settings: Settings,
+    input_file: InputFile,
+    pressure: BucketPressure,
+    *,
+    database: str,
+    log: Callable[[str], None],
+) -> dict:
+    """:func:`write_release` through :func:`publish`: the manifest of the release switched in."""
+    return publish(
+        output_dir,
+        lambda folder: write_release(connection, tables, folder, settings, input_file, pressure),
+        database,
+        log,
+    )

@@ -1,0 +1,248 @@
+"""The release folder: switched in whole under a lock, checked against its manifest, safe to
+open in a spreadsheet, and errors about the place written to that name it."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.publish import ReleaseError, ReleaseLocked, place_error, publish, release_lock, remains
+from dedup_assets.core.release import MANIFEST_FILE, spreadsheet_safe, verify_release
+
+from .conftest import FIXTURE, PROJECT_ROOT
+
+
+def _fake_release(folder: Path, files: dict[str, str]) -> None:
+    """A folder whose manifest lists ``files`` (the shape publish and verify look at)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    outputs = [{"file": name, "rows": 0, "sha256": ""} for name in files]
+    (folder / MANIFEST_FILE).write_text(json.dumps({"product": "dedup-assets", "outputs": outputs}))
+
+
+def _writer(files: dict[str, str]):
+    def write(folder: Path) -> str:
+        _fake_release(folder, files)
+        return "written"
+
+    return write
+
+
+def test_publish_switches_a_new_release_in_whole_and_leaves_nothing_beside_it(tmp_path):
+    out = tmp_path / "out"
+    _fake_release(out, {"old.csv": "old"})
+    messages = []
+    assert publish(out, _writer({"new.csv": "new"}), "db.duckdb", messages.append) == "written"
+    assert sorted(path.name for path in out.iterdir()) == [MANIFEST_FILE, "new.csv"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".out.lock", "out"]
+    assert messages == []
+
+
+def test_a_failed_write_leaves_the_old_release_as_it_was(tmp_path):
+    out = tmp_path / "out"
+    _fake_release(out, {"old.csv": "old"})
+
+    def failing(folder: Path) -> None:
+        (folder / "half.parquet").write_text("half")
+        raise RuntimeError("stopped half way")
+
+    with pytest.raises(RuntimeError, match="half way"):
+        publish(out, failing, "db.duckdb", print)
+    assert (out / "old.csv").read_text() == "old"
+    assert not (out / "half.parquet").exists()
+    assert remains(out) == []
+
+
+def test_the_remains_of_a_killed_run_are_removed_and_reported(tmp_path):
+    out = tmp_path / "out"
+    _fake_release(out, {"old.csv": "old"})
+    (tmp_path / ".out.staging-4242").mkdir()
+    (tmp_path / ".out.staging-4242" / "deduped_documents.parquet").write_text("partial")
+    (tmp_path / ".out.previous-4243").mkdir()
+    messages = []
+    publish(out, _writer({"new.csv": "new"}), "db.duckdb", messages.append)
+    assert remains(out) == []
+    assert messages == [f"removed what a killed run left beside {out}: .out.previous-4243, .out.staging-4242"]
+
+
+def test_a_release_moved_aside_by_a_killed_switch_is_put_back_first(tmp_path):
+    """Where the file system cannot exchange folders, a kill between the two renames leaves no
+    output folder and the old release aside; the next run restores it before anything else."""
+    out = tmp_path / "out"
+    _fake_release(tmp_path / ".out.previous-77", {"old.csv": "old"})
+    messages = []
+
+    def looks(folder: Path) -> str:
+        return (out / "old.csv").read_text()  # the old release is back while the new one is written
+
+    assert publish(out, looks, "db.duckdb", messages.append) == "old"
+    assert messages[0] == "put back the release .out.previous-77 that a killed run had moved aside"
+
+
+def test_a_folder_that_is_not_a_release_is_never_replaced(tmp_path):
+    out = tmp_path / "home"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    with pytest.raises(ReleaseError) as raised:
+        publish(out, _writer({"new.csv": "new"}), "db.duckdb", print)
+    assert str(raised.value) == (
+        f"{out} exists and is not a dedup-assets release (its files are not exactly those its "
+        "manifest.json lists). A release replaces the whole folder: move those files away, or set "
+        "DEDUP_OUTPUT_DIR (output_dir) to a new or empty folder."
+    )
+    assert (out / "thesis.tex").read_text() == "years of work"
+
+
+def test_a_second_writer_fails_at_once_naming_the_holder(tmp_path):
+    out = tmp_path / "out"
+    holder = {"pid": 31337, "host": "crawler-7", "started": 0, "database": "a.duckdb"}
+    with release_lock(out, holder):
+        with pytest.raises(ReleaseLocked) as raised:
+            publish(out, _writer({"new.csv": "new"}), "b.duckdb", print)
+    assert str(raised.value) == (
+        f"Another run is writing a release to {out} (process 31337 on crawler-7, since "
+        "1970-01-01 00:00:00 UTC, database a.duckdb). Wait for it to finish, or set DEDUP_OUTPUT_DIR "
+        "(output_dir) to another folder."
+    )
+    assert not out.exists()
+    publish(out, _writer({"new.csv": "new"}), "b.duckdb", print)  # free again once released
+
+
+def test_errors_about_the_place_name_it_and_say_what_to_do():
+    full = place_error(duckdb.IOException("Could not write file: No space left on device"), "/data/out")
+    assert str(full) == (
+        "Cannot write /data/out: no space is left on the device. Free space or fix the folder's "
+        "permissions, or set DEDUP_OUTPUT_DIR (output_dir) to a writable folder, then run again."
+    )
+    read_only = place_error(OSError(errno.EROFS, "Read-only file system", "/mnt/ro/x.csv"), "/mnt/ro")
+    assert str(read_only).startswith("Cannot write /mnt/ro/x.csv: the file system is read-only.")
+    assert place_error(ValueError("not a place problem"), "/data/out") is None
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_quoted_and_others_kept():
+    with duckdb.connect() as connection:
+        relation = connection.sql(
+            "select * from (values ('=cmd|'' /C calc''!A0', 1), ('+1', -2), ('-x', 3), ('@SUM(A1)', 4), "
+            "(chr(9) || 'tab', 5), (chr(13) || 'cr', 6), ('plain = text', 7), (null, 8)) t(cell, n)"
+        )
+        rows = spreadsheet_safe(relation).fetchall()
+    assert rows == [
+        ("'=cmd|' /C calc'!A0", 1),
+        ("'+1", -2),
+        ("'-x", 3),
+        ("'@SUM(A1)", 4),
+        ("'\ttab", 5),
+        ("'\rcr", 6),
+        ("plain = text", 7),
+        (None, 8),
+    ]
+
+
+def _formula_corpus(folder: Path) -> Path:
+    source = FIXTURE.read_text(encoding="utf-8").splitlines()
+    header, first, *rest = source
+    doc_id = first.split(",", 1)[0]
+    path = folder / "formulas.csv"
+    path.write_text("\n".join([header, first.replace(doc_id, "=HYPERLINK(1)", 1), *rest]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("release")
+    run_library(str(_formula_corpus(folder)), str(folder / "db.duckdb"), str(folder / "out"))
+    return folder / "out"
+
+
+def test_a_release_lists_and_verifies_every_file_and_its_csvs_are_spreadsheet_safe(release):
+    manifest = json.loads((release / MANIFEST_FILE).read_text())
+    assert sorted(o["file"] for o in manifest["outputs"]) == sorted(p.name for p in release.iterdir() if p.name != MANIFEST_FILE)
+    assert verify_release(release) == []
+    clusters = (release / "clusters.csv").read_text()
+    assert "'=HYPERLINK(1)" in clusters and ",=HYPERLINK(1)" not in clusters
+    deduped = pq.read_table(release / "deduped_documents.parquet").column("doc_id").to_pylist()
+    assert "=HYPERLINK(1)" in deduped  # Parquet keeps the raw value
+
+
+def _cli(*args: str, cwd: Path = PROJECT_ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dedup_assets.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_verify_release_passes_a_whole_release_and_names_every_difference(release, tmp_path):
+    passed = _cli("verify-release", str(release))
+    assert (passed.returncode, passed.stdout) == (0, f"{release}: every file matches manifest.json.\n")
+    damaged = tmp_path / "damaged"
+    subprocess.run(["cp", "-r", str(release), str(damaged)], check=True)
+    manifest = json.loads((damaged / MANIFEST_FILE).read_text())
+    clusters = next(o for o in manifest["outputs"] if o["file"] == "clusters.csv")
+    with open(damaged / "clusters.csv", "a") as handle:
+        handle.write("x\n")
+    (damaged / "duplicate_pairs.csv").unlink()
+    (damaged / "notes.txt").write_text("mine")
+    failed = _cli("verify-release", str(damaged))
+    assert failed.returncode == 1
+    lines = failed.stderr.splitlines()
+    assert lines[0] == f"{damaged}: the release does not match its manifest.json:"
+    # in the manifest's order, then the unlisted files
+    assert lines[1] == "  duplicate_pairs.csv: missing"
+    assert lines[2].startswith("  clusters.csv: sha256 is ") and lines[2].endswith(f"the manifest says {clusters['sha256']}")
+    assert lines[3:] == ["  notes.txt: not listed in manifest.json"]
+    missing = _cli("verify-release", str(tmp_path / "nowhere"))
+    assert (missing.returncode, missing.stderr.strip()) == (
+        2,
+        f"Error: {tmp_path / 'nowhere'}: no such folder. Give the release folder (DEDUP_OUTPUT_DIR).",
+    )
+
+
+def _mounted_tmpfs(folder: Path, options: str) -> bool:
+    folder.mkdir()
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "options, says",
+    [("size=24k", "no space is left on the device"), ("size=1m,ro", "the file system is read-only")],
+)
+def test_a_full_or_read_only_output_disk_is_one_clear_error_and_leaves_no_partial_release(tmp_path, options, says):
+    disk = tmp_path / "disk"
+    if os.geteuid() != 0 or not _mounted_tmpfs(disk, options):
+        pytest.skip("mounting a tmpfs needs root and a system that permits it")
+    try:
+        with pytest.raises(ReleaseError) as raised:
+            run_library(str(FIXTURE), str(tmp_path / "db.duckdb"), str(disk / "out"))
+        assert str(raised.value).startswith(f"Cannot write {disk}") and says in str(raised.value)
+        assert "DEDUP_OUTPUT_DIR" in str(raised.value)
+        assert not any(path.name.startswith(".out.staging") for path in disk.iterdir())
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_lock_is_released_when_its_holder_dies(tmp_path):
+    out = tmp_path / "out"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys,time; from pathlib import Path; from dedup_assets.core.publish import release_lock\n"
+         f"with release_lock(Path({str(out)!r}), {{'pid': 1}}):\n print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with open(tmp_path / ".out.lock") as handle, pytest.raises(BlockingIOError):
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        holder.kill()
+        holder.wait()
+    publish(out, _writer({"new.csv": "new"}), "db.duckdb", print)
+    assert (out / "new.csv").exists()
