@@ -29,8 +29,16 @@ from .core.release import MANIFEST_FILE  # noqa: E402
 from .definitions import defs  # noqa: E402
 from .errors import last_sentence, user_message  # noqa: E402
 from .jobs import PIPELINE_JOBS  # noqa: E402
+from .run_health import fail_dead_runs, process_tags  # noqa: E402
 
 QUIET_LOGGER = "dedup_console"
+# how a step ends when the run is stopped (SIGTERM, Ctrl-C): Dagster's error, or DuckDB's when a
+# query was running; Dagster then records the run's end itself
+INTERRUPTED = ("DagsterExecutionInterruptedError", "InterruptException")
+STOPPED = (
+    "the run was stopped (SIGTERM or Ctrl-C). The steps that finished are kept in the database and "
+    "the release folder holds the last whole release; run again to finish."
+)
 
 
 class _Console(logging.Handler):
@@ -61,7 +69,9 @@ class _Console(logging.Handler):
                 self.errors.append(f"check {data.check_name} on {asset} failed: {data.description}")
         elif kind in ("STEP_FAILURE", "RUN_FAILURE", "RESOURCE_INIT_FAILURE") and getattr(data, "error", None):
             # a failed blocking check was already kept, in its own words
-            if data.error.cls_name != "DagsterAssetCheckFailedError":
+            if data.error.cls_name in INTERRUPTED:
+                self.errors.append(STOPPED)
+            elif data.error.cls_name != "DagsterAssetCheckFailedError":
                 self.errors.append(user_message(data.error))
         elif kind is None and record.levelno >= logging.INFO and step in self.started:
             _say(meta.get("orig_message", record.getMessage()))
@@ -104,8 +114,8 @@ def _instance() -> DagsterInstance:
     return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dedup_assets.run", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--job", default="dedup_all", choices=[job.name for job in PIPELINE_JOBS])
     parser.add_argument("--config-json", default="{}", help="run config, as for dagster asset materialize")
     args = parser.parse_args(argv)
@@ -130,8 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Running {args.job} …", file=sys.stderr, flush=True)
     try:
         with _instance() as instance:
+            for line in fail_dead_runs(instance):
+                _say(line)
             result = job.execute_in_process(
-                run_config={**config, "loggers": {QUIET_LOGGER: {}}}, instance=instance, raise_on_error=False
+                run_config={**config, "loggers": {QUIET_LOGGER: {}}},
+                instance=instance,
+                raise_on_error=False,
+                tags=process_tags(),
             )
     except DagsterInvalidConfigError as error:
         problems = "; ".join(last_sentence(str(item.message)) for item in error.errors) or str(error)

@@ -1,0 +1,146 @@
+"""Faults injected into real runs of the CLI: a kill -9 while the release is written, two runs
+writing the same output folder, a held lock. The release folder must always hold one whole
+release, and the run history must not keep a dead run as started."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+from dedup_assets.core.publish import remains
+from dedup_assets.core.release import MANIFEST_FILE, verify_release
+
+from .conftest import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+from dedup_bench.corpus import generate  # noqa: E402
+
+pytestmark = pytest.mark.faults
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory) -> tuple[Path, Path]:
+    """Two inputs large enough that writing their release takes a moment."""
+    folder = tmp_path_factory.mktemp("corpora")
+    generate(30_000, folder / "a.parquet", seed=1)
+    generate(30_000, folder / "b.parquet", seed=2)
+    return folder / "a.parquet", folder / "b.parquet"
+
+
+def _env(tmp_path: Path, input_path: Path, database: str = "db.duckdb") -> dict:
+    return {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "DEDUP_INPUT": str(input_path),
+        "DEDUP_DATABASE": str(tmp_path / database),
+        "DEDUP_OUTPUT_DIR": str(tmp_path / "out"),
+        "DEDUP_DUCKDB_MEMORY": "1GB",
+    }
+
+
+def _start(tmp_path: Path, env: dict) -> subprocess.Popen:
+    (tmp_path / "dagster_home").mkdir(exist_ok=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dedup_assets.cli", "run"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _run(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
+    process = _start(tmp_path, env)
+    stdout, stderr = process.communicate(timeout=600)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def _wait_for_staging_file(tmp_path: Path, process: subprocess.Popen) -> None:
+    """Until the killed-to-be run has started writing a release file."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if any(any(path.iterdir()) for path in tmp_path.glob(".out.staging-*")):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"the run never wrote into a staging folder: {process.poll()}")
+
+
+def test_a_kill_while_the_release_is_written_leaves_the_old_release_whole(tmp_path, corpora):
+    first, second = corpora
+    assert _run(tmp_path, _env(tmp_path, first)).returncode == 0
+    before = (tmp_path / "out" / MANIFEST_FILE).read_text()
+
+    victim = _start(tmp_path, _env(tmp_path, second))
+    _wait_for_staging_file(tmp_path, victim)
+    victim.kill()
+    victim.wait()
+
+    assert (tmp_path / "out" / MANIFEST_FILE).read_text() == before
+    assert verify_release(tmp_path / "out") == []
+    with DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        started = instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.STARTED]))
+    assert len(started) == 1  # until someone notices the process is gone
+
+    again = _run(tmp_path, _env(tmp_path, second))
+    assert again.returncode == 0, again.stderr
+    assert f"run {started[0].dagster_run.run_id}: its process ({victim.pid}) is gone; marked failed" in again.stderr
+    assert "removed what a killed run left beside" in again.stderr
+    assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["input"]["path"] == str(second)
+    assert verify_release(tmp_path / "out") == []
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".out")) == [".out.lock"]
+    with DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        failed = instance.get_run_by_id(started[0].dagster_run.run_id)
+    assert failed.status == DagsterRunStatus.FAILURE
+
+
+def test_two_runs_writing_one_folder_never_mix_their_releases(tmp_path, corpora):
+    first, second = corpora
+    runs = [
+        _start(tmp_path, _env(tmp_path, first, "a.duckdb")),
+        _start(tmp_path, _env(tmp_path, second, "b.duckdb")),
+    ]
+    results = [(run.wait(timeout=600), run.stderr.read()) for run in runs]
+    for returncode, stderr in results:
+        assert returncode == 0 or "Another run is writing a release to" in stderr, stderr
+    assert any(returncode == 0 for returncode, _ in results)
+    assert verify_release(tmp_path / "out") == []
+
+
+def test_a_run_finding_the_folder_locked_fails_at_once_naming_the_holder(tmp_path, corpora):
+    first, _ = corpora
+    with open(tmp_path / ".out.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.write(json.dumps({"pid": 4242, "host": "crawler-7", "started": 0, "database": "x.duckdb"}))
+        lock.flush()
+        result = _run(tmp_path, _env(tmp_path, first))
+    assert result.returncode == 1
+    assert (
+        f"Error: Another run is writing a release to {tmp_path / 'out'} (process 4242 on crawler-7, since "
+        "1970-01-01 00:00:00 UTC, database x.duckdb)."
+    ) in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_sigterm_ends_the_run_as_failed_with_one_sentence(tmp_path, corpora):
+    first, _ = corpora
+    process = _start(tmp_path, _env(tmp_path, first))
+    for line in process.stderr:
+        if line.startswith("  fingerprinted ("):
+            break
+    process.send_signal(signal.SIGTERM)
+    stderr = process.stderr.read()
+    assert process.wait(timeout=120) == 1
+    assert stderr.strip().splitlines()[-2] == (
+        "Error: the run was stopped (SIGTERM or Ctrl-C). The steps that finished are kept in the database "
+        "and the release folder holds the last whole release; run again to finish."
+    )
+    with DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        assert instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.STARTED])) == []
+    assert remains(tmp_path / "out") == []
