@@ -1,0 +1,51 @@
+"""benchmarks/faults.py on a few of its quick, library-level cases: the table and totals it
+prints, and an exit status that follows them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import PROJECT_ROOT
+
+SCRIPT = PROJECT_ROOT / "benchmarks" / "faults.py"
+CASES = ["csv_unclosed_quote", "csv_short_row", "crawled_at_values", "missing_input"]
+
+
+def test_the_fault_matrix_prints_one_row_per_case_and_the_totals():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--only", ",".join(CASES)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = result.stdout.splitlines()
+    header = "| case | injected | observed | records lost | release | as expected |"
+    assert lines[0] == header, result.stderr
+    rows = [line for line in lines[2:] if line.startswith("| ")]
+    assert [row.split(" | ")[0].removeprefix("| ") for row in rows] == CASES
+    assert all(row.count(" | ") == 5 for row in rows)  # a | inside a cell is escaped
+    lost, mixed, unexpected = (
+        int(re.search(rf"^{label}: (\d+)", result.stdout, re.M).group(1))
+        for label in (
+            "records lost or altered without a reject",
+            "mixed or corrupt releases",
+            "cases not as expected",
+        )
+    )
+    assert result.returncode == (1 if lost or mixed or unexpected else 0)
+    work_folder = re.search(r"work folder (\S+),", result.stderr).group(1)
+    assert not Path(work_folder).exists()  # deleted without --keep
+
+
+def test_an_unknown_case_is_refused():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--only", "no_such_case"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "no such case: no_such_case" in result.stderr
