@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -29,9 +30,10 @@ from .core.release import MANIFEST_FILE  # noqa: E402
 from .definitions import defs  # noqa: E402
 from .errors import last_sentence, user_message  # noqa: E402
 from .jobs import PIPELINE_JOBS  # noqa: E402
-from .run_health import fail_dead_runs, process_tags  # noqa: E402
+from .run_health import fail_dead_runs, new_run  # noqa: E402
 
 QUIET_LOGGER = "dedup_console"
+_INSTANCE_ATTEMPTS = 3
 # how a step ends when the run is stopped (SIGTERM, Ctrl-C): Dagster's error, or DuckDB's when a
 # query was running; Dagster then records the run's end itself
 INTERRUPTED = ("DagsterExecutionInterruptedError", "InterruptException")
@@ -69,12 +71,20 @@ class _Console(logging.Handler):
                 self.errors.append(f"check {data.check_name} on {asset} failed: {data.description}")
         elif kind in ("STEP_FAILURE", "RUN_FAILURE", "RESOURCE_INIT_FAILURE") and getattr(data, "error", None):
             # a failed blocking check was already kept, in its own words
-            if data.error.cls_name in INTERRUPTED:
+            if _interrupted(data.error):
                 self.errors.append(STOPPED)
             elif data.error.cls_name != "DagsterAssetCheckFailedError":
                 self.errors.append(user_message(data.error))
         elif kind is None and record.levelno >= logging.INFO and step in self.started:
             _say(meta.get("orig_message", record.getMessage()))
+
+
+def _interrupted(error) -> bool:
+    while error is not None:
+        if error.cls_name in INTERRUPTED:
+            return True
+        error = error.cause
+    return False
 
 
 def _say(line: str) -> None:
@@ -111,7 +121,16 @@ def _summary(counts: dict, rejected: dict, output_dir: str) -> str:
 def _instance() -> DagsterInstance:
     # DAGSTER_HOME (set by make and env.sh) keeps the run in the UI's history; without it the
     # run is kept for this process only
-    return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+    if not os.environ.get("DAGSTER_HOME"):
+        return DagsterInstance.ephemeral()
+    for attempt in range(_INSTANCE_ATTEMPTS):
+        try:
+            return DagsterInstance.get()
+        except Exception:  # two runs creating a new DAGSTER_HOME's storage race for its tables
+            if attempt == _INSTANCE_ATTEMPTS - 1:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run") -> int:
@@ -142,11 +161,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
         with _instance() as instance:
             for line in fail_dead_runs(instance):
                 _say(line)
+            run_id, tags = new_run()
             result = job.execute_in_process(
                 run_config={**config, "loggers": {QUIET_LOGGER: {}}},
                 instance=instance,
                 raise_on_error=False,
-                tags=process_tags(),
+                run_id=run_id,
+                tags=tags,
             )
     except DagsterInvalidConfigError as error:
         problems = "; ".join(last_sentence(str(item.message)) for item in error.errors) or str(error)

@@ -3,14 +3,17 @@ tells the truth instead of showing them started forever.
 
 Dagster's own run monitoring cannot see this here: the default run launcher offers no health
 check, and runs made in a process of our own (``python -m dedup_assets.run``) have no launcher
-at all. A run's process is known from the ``dedup/pid`` tag our runner sets, or from the
-engine event in which a run worker says which process it is.
+at all. A run's process is known from the ``dedup/process`` tag our runner sets (run id, host and
+pid: a re-executed run inherits its parent's tags, and must not be judged by the parent's
+process), or, for a run the UI launched on this machine's instance, from the engine event in
+which its run worker says which process it is.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import uuid
 from pathlib import Path
 
 from dagster import (
@@ -24,23 +27,33 @@ from dagster import (
     sensor,
 )
 
-PID_TAG = "dedup/pid"
-HOST_TAG = "dedup/host"
+PROCESS_TAG = "dedup/process"
 
 
-def process_tags() -> dict[str, str]:
-    """Tags naming this process, for a run executed in it."""
-    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+def new_run() -> tuple[str, dict[str, str]]:
+    """A run id, and the tags that tie that run to this process."""
+    run_id = str(uuid.uuid4())
+    return run_id, {PROCESS_TAG: f"{run_id} {socket.gethostname()} {os.getpid()}"}
+
+
+def _local_storage(instance: DagsterInstance) -> bool:
+    # a SQLite run storage is a file on this machine, so its run workers ran here too
+    return type(instance.run_storage).__name__.startswith("Sqlite")
 
 
 def _run_pid(instance: DagsterInstance, run) -> int | None:
-    if PID_TAG in run.tags:
-        return int(run.tags[PID_TAG]) if run.tags.get(HOST_TAG) == socket.gethostname() else None
-    for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT):
-        pid = entry.dagster_event.engine_event_data.metadata.get("pid")
-        if pid is not None:
-            return int(pid.value)
-    return None
+    """The process of a run on this machine; None when it cannot be known."""
+    if PROCESS_TAG in run.tags:
+        run_id, host, pid = run.tags[PROCESS_TAG].split()
+        return int(pid) if (run_id, host) == (run.run_id, socket.gethostname()) else None
+    if not _local_storage(instance):
+        return None
+    pids = [
+        entry.dagster_event.engine_event_data.metadata["pid"].value
+        for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT)
+        if "pid" in entry.dagster_event.engine_event_data.metadata
+    ]
+    return int(pids[-1]) if pids else None  # a resumed run worker says so again
 
 
 def _alive(pid: int, since: float) -> bool:
@@ -68,6 +81,9 @@ def fail_dead_runs(instance: DagsterInstance) -> list[str]:
         pid = _run_pid(instance, run)
         since = record.start_time or record.create_timestamp.timestamp()
         if pid is None or _alive(pid, since):
+            continue
+        # it may have ended well since the list was read
+        if instance.get_run_by_id(run.run_id).status != DagsterRunStatus.STARTED:
             continue
         instance.report_run_failed(
             run,

@@ -17,6 +17,7 @@ import pytest
 
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.publish import ReleaseError, ReleaseLocked, place_error, publish, release_lock, remains
+from dedup_assets.core.readers import file_sha256
 from dedup_assets.core.release import MANIFEST_FILE, spreadsheet_safe, verify_release
 
 from .conftest import FIXTURE, PROJECT_ROOT
@@ -134,7 +135,8 @@ def test_csv_cells_a_spreadsheet_would_run_are_quoted_and_others_kept():
     with duckdb.connect() as connection:
         relation = connection.sql(
             "select * from (values ('=cmd|'' /C calc''!A0', 1), ('+1', -2), ('-x', 3), ('@SUM(A1)', 4), "
-            "(chr(9) || 'tab', 5), (chr(13) || 'cr', 6), ('plain = text', 7), (null, 8)) t(cell, n)"
+            "(chr(9) || 'tab', 5), (chr(13) || 'cr', 6), ('plain = text', 7), (null, 8), "
+            "('''already quoted', 9)) t(cell, n)"
         )
         rows = spreadsheet_safe(relation).fetchall()
     assert rows == [
@@ -146,6 +148,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_quoted_and_others_kept():
         ("'\rcr", 6),
         ("plain = text", 7),
         (None, 8),
+        ("''already quoted", 9),  # so that stripping one leading quote always gives the value back
     ]
 
 
@@ -246,3 +249,73 @@ def test_a_lock_is_released_when_its_holder_dies(tmp_path):
         holder.wait()
     publish(out, _writer({"new.csv": "new"}), "db.duckdb", print)
     assert (out / "new.csv").exists()
+
+
+def test_the_remains_of_another_folder_are_left_alone(tmp_path):
+    """Folder names are matched literally: ``out[1]`` is not a pattern matching ``out1``."""
+    (tmp_path / ".out1.staging-77").mkdir()
+    (tmp_path / ".out[1].staging-78").mkdir()
+    assert remains(tmp_path / "out[1]") == [tmp_path / ".out[1].staging-78"]
+    publish(tmp_path / "out[1]", _writer({"new.csv": "new"}), "db.duckdb", print)
+    assert (tmp_path / ".out1.staging-77").is_dir()
+
+
+def test_an_output_folder_given_as_a_link_is_replaced_where_it_points(tmp_path):
+    real = tmp_path / "releases" / "current"
+    _fake_release(real, {"old.csv": "old"})
+    link = tmp_path / "out"
+    link.symlink_to(real)
+    publish(link, _writer({"new.csv": "new"}), "db.duckdb", print)
+    assert link.is_symlink() and sorted(p.name for p in link.iterdir()) == [MANIFEST_FILE, "new.csv"]
+    assert remains(real) == [] and not list(tmp_path.glob(".out.*"))
+    with release_lock(real, {"pid": 1}), pytest.raises(ReleaseLocked):
+        publish(link, _writer({"new.csv": "new"}), "db.duckdb", print)  # one folder, one lock
+
+
+def test_an_output_that_is_a_file_is_one_clear_error(tmp_path):
+    out = tmp_path / "out"
+    out.write_text("not a folder")
+    with pytest.raises(ReleaseError, match=f"^{out} is a file, not a folder. Set DEDUP_OUTPUT_DIR"):
+        publish(out, _writer({"new.csv": "new"}), "db.duckdb", print)
+
+
+def test_an_output_folder_that_is_a_mount_point_is_refused_with_a_subfolder_to_use(tmp_path):
+    disk = tmp_path / "disk"
+    if os.geteuid() != 0 or not _mounted_tmpfs(disk, "size=1m"):
+        pytest.skip("mounting a tmpfs needs root and a system that permits it")
+    try:
+        with pytest.raises(ReleaseError) as raised:
+            publish(disk, _writer({"new.csv": "new"}), "db.duckdb", print)
+        assert str(raised.value) == (
+            f"{disk} is a mount point, which cannot be swapped with the new release written beside it. "
+            f"Set DEDUP_OUTPUT_DIR (output_dir) to a folder inside it, e.g. {disk / 'release'}."
+        )
+        publish(disk / "release", _writer({"new.csv": "new"}), "db.duckdb", print)
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        "{not json",
+        '{"product": "dedup-assets", "outputs": "x"}',
+        '{"product": "dedup-assets", "outputs": [{"file": "a.csv"}]}',
+    ],
+)
+def test_a_damaged_manifest_is_reported_not_a_traceback(tmp_path, manifest):
+    (tmp_path / MANIFEST_FILE).write_text(manifest)
+    assert verify_release(tmp_path) == [
+        f"{tmp_path}: no readable dedup-assets manifest.json (missing, damaged, or not ours); "
+        "this is not a whole release."
+    ]
+    with pytest.raises(ReleaseError, match="is not a dedup-assets release"):
+        publish(tmp_path, _writer({"new.csv": "new"}), "db.duckdb", print)
+
+
+def test_a_csv_cell_over_duckdbs_line_limit_is_counted(tmp_path):
+    """cluster_inspection lists a cluster's members in one cell: megabytes for a large cluster."""
+    (tmp_path / "wide.csv").write_text('a,b\n1,"' + "member " * 500_000 + '"\n2,z\n')
+    outputs = [{"file": "wide.csv", "rows": 2, "sha256": file_sha256(tmp_path / "wide.csv")}]
+    (tmp_path / MANIFEST_FILE).write_text(json.dumps({"product": "dedup-assets", "outputs": outputs}))
+    assert verify_release(tmp_path) == []

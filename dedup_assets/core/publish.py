@@ -20,6 +20,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -76,12 +77,11 @@ def _sibling(output_dir: Path, kind: str) -> Path:
 
 
 def remains(output_dir: Path) -> list[Path]:
-    """What a killed run left beside the output folder."""
-    return sorted(
-        path
-        for kind in ("staging", "previous")
-        for path in output_dir.parent.glob(f".{output_dir.name}.{kind}-*")
-    )
+    """What a killed run left beside the output folder (and nothing of another folder's)."""
+    left = re.compile(rf"\.{re.escape(output_dir.name)}\.(staging|previous)-\d+")
+    if not output_dir.parent.is_dir():
+        return []
+    return sorted(path for path in output_dir.parent.iterdir() if left.fullmatch(path.name))
 
 
 @contextmanager
@@ -127,11 +127,14 @@ def publish(
     """Run ``write(folder)`` on an empty staging folder and switch the result in as
     ``output_dir``; returns what ``write`` returned. Refuses an existing folder that is not a
     release, so that a mistyped output path never replaces unrelated files."""
-    output_dir = output_dir.expanduser().absolute()
+    # a link's target is the folder swapped, so the link keeps pointing at the release, and two
+    # spellings of one folder share one lock
+    output_dir = output_dir.expanduser().resolve()
     try:
         output_dir.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_dir, holder_for(database)):
             _clean_remains(output_dir, log)
+            _refuse_unswappable(output_dir)
             if output_dir.exists() and not is_release(output_dir):
                 raise ReleaseError(
                     f"{output_dir} exists and is not a dedup-assets release (its files are not exactly "
@@ -153,6 +156,18 @@ def publish(
         if problem is None:
             raise
         raise problem from None
+
+
+def _refuse_unswappable(output_dir: Path) -> None:
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ReleaseError(
+            f"{output_dir} is a file, not a folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder."
+        )
+    if output_dir.is_dir() and os.path.ismount(output_dir):
+        raise ReleaseError(
+            f"{output_dir} is a mount point, which cannot be swapped with the new release written "
+            f"beside it. Set DEDUP_OUTPUT_DIR (output_dir) to a folder inside it, e.g. {output_dir / 'release'}."
+        )
 
 
 def _clean_remains(output_dir: Path, log: Callable[[str], None]) -> None:

@@ -198,33 +198,43 @@ def write_release(
     return written
 
 
-def listed_files(folder: Path) -> set[str] | None:
-    """The files a release folder's manifest vouches for, the manifest included; None when the
-    folder holds no dedup-assets manifest."""
+def manifest_outputs(folder: Path) -> list[dict] | None:
+    """The files a release folder's manifest lists (each with ``file``, ``rows`` and
+    ``sha256``); None when the folder holds no readable dedup-assets manifest."""
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(manifest, dict) or manifest.get("product") != "dedup-assets":
         return None
-    return {MANIFEST_FILE, *(output.get("file") for output in manifest.get("outputs", []))}
+    outputs = manifest.get("outputs")
+    shape = {"file": str, "rows": int, "sha256": str}
+    if not isinstance(outputs, list) or not all(
+        isinstance(output, dict) and all(isinstance(output.get(key), kind) for key, kind in shape.items())
+        for output in outputs
+    ):
+        return None
+    return outputs
 
 
 def is_release(folder: Path) -> bool:
     """Whether a folder may be replaced by a release: empty, or exactly what its manifest lists."""
     present = {path.name for path in folder.iterdir()}
-    return not present or present <= (listed_files(folder) or set())
+    outputs = manifest_outputs(folder)
+    return not present or (outputs is not None and present <= {MANIFEST_FILE, *(o["file"] for o in outputs)})
 
 
 def verify_release(folder: Path) -> list[str]:
     """Every way the folder differs from its ``manifest.json``: a file missing, unlisted, or
     with other rows or another sha256. Empty when the release is whole."""
-    listed = listed_files(folder)
-    if listed is None:
-        return [f"{folder}: no dedup-assets {MANIFEST_FILE}; this is not a release folder."]
-    manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    outputs = manifest_outputs(folder)
+    if outputs is None:
+        return [
+            f"{folder}: no readable dedup-assets {MANIFEST_FILE} (missing, damaged, or not ours); "
+            "this is not a whole release."
+        ]
     problems = []
-    for output in manifest["outputs"]:
+    for output in outputs:
         path = folder / output["file"]
         if not path.is_file():
             problems.append(f"{output['file']}: missing")
@@ -236,6 +246,7 @@ def verify_release(folder: Path) -> list[str]:
         rows = _file_rows(path)
         if rows != output["rows"]:
             problems.append(f"{output['file']}: {rows:,} rows, the manifest says {output['rows']:,}")
+    listed = {MANIFEST_FILE, *(output["file"] for output in outputs)}
     present = {path.name for path in folder.iterdir()}
     problems += [f"{name}: not listed in {MANIFEST_FILE}" for name in sorted(present - listed)]
     return problems
@@ -277,13 +288,15 @@ def _write_file(
 def spreadsheet_safe(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
     """The relation with every text cell that a spreadsheet would run as a formula (one that
     starts with =, +, -, @, a tab or a carriage return) prefixed with a single quote, as OWASP
-    advises for CSV files. Parquet files keep the values as they are."""
+    advises for CSV files. A cell that starts with a quote gets one more, so that removing one
+    leading quote gives back every value (and doc_ids still join across the CSV files). Parquet
+    files keep the values as they are."""
     columns = []
     for name, kind in zip(relation.columns, relation.types):
         quoted = '"' + name.replace('"', '""') + '"'
         if str(kind) == "VARCHAR":
             columns.append(
-                f"case when regexp_matches({quoted}, '^[-=+@\\t\\r]') then '''' || {quoted} "
+                f"case when regexp_matches({quoted}, '^[-=+@\\t\\r'']') then '''' || {quoted} "
                 f"else {quoted} end as {quoted}"
             )
         else:

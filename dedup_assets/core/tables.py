@@ -11,11 +11,11 @@ from functools import cache
 from pathlib import Path
 
 SQL_DIR = Path(__file__).parent / "sql"
-SCHEMA = "dedup"
+SCHEMA = "dedup"  # where the pipeline's tables live in the database
 # The version of the tables' columns, recorded in every table's lineage: raised when a table gains,
 # loses or changes a column, so that a database an older version built is rebuilt, not misread.
 # 2: candidate_pairs, scored_pairs and duplicate_pairs have found_by.
-TABLE_LAYOUT = 2  # where the pipeline's tables live in the database
+TABLE_LAYOUT = 2
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",

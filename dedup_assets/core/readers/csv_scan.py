@@ -19,26 +19,19 @@ from __future__ import annotations
 
 import csv
 import io
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 import numba as nb
 import numpy as np
 
+from .encoding import reencode_hint, refuse_wide_encoding
 from .protocol import InputError
 
 _QUOTE, _COMMA, _LF, _CR = 34, 44, 10, 13
 _ONES, _HIGHS = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
 _QUOTES, _COMMAS, _LFS, _CRS = (_ONES * np.uint64(byte) for byte in (_QUOTE, _COMMA, _LF, _CR))
 _UTF8_BOM = b"\xef\xbb\xbf"
-# UTF-32 first: its little-endian mark starts with UTF-16's
-_WIDE_BOMS = (
-    (b"\xff\xfe\x00\x00", "UTF-32"),
-    (b"\x00\x00\xfe\xff", "UTF-32"),
-    (b"\xff\xfe", "UTF-16"),
-    (b"\xfe\xff", "UTF-16"),
-)
 # Arrow parses a file in blocks that must hold a whole row, and a block's size is an int32; a
 # row also takes several times its size while it is parsed. A larger row is rejected unparsed.
 MAX_ROW_BYTES = 1 << 30
@@ -256,21 +249,11 @@ def file_bytes(path: Path) -> np.ndarray:
     return np.asarray(np.memmap(path, dtype=np.uint8, mode="r"))
 
 
-def _reencode_hint(path: Path, encoding: str) -> str:
-    target = path.with_name(f"{path.stem}.utf8.csv")
-    return f"iconv -f {encoding} -t UTF-8 {shlex.quote(str(path))} > {shlex.quote(str(target))}"
-
-
 def header(path: Path, data: np.ndarray) -> tuple[list[str], int]:
     """The header's column names and where the data records start; a header that is not UTF-8
     text, is malformed or repeats a name fails with what to do."""
     first = bytes(data[:4])
-    for mark, encoding in _WIDE_BOMS:
-        if first.startswith(mark):
-            raise InputError(
-                f"{path}: the file is {encoding} encoded (it starts with a {encoding} byte-order "
-                f"mark). Re-encode it as UTF-8, e.g. {_reencode_hint(path, encoding)}"
-            )
+    refuse_wide_encoding(path, first)
     start = len(_UTF8_BOM) if first.startswith(_UTF8_BOM) else 0
     while start < data.shape[0] and data[start] in (_LF, _CR):
         start = _next_line(data, start)
@@ -280,7 +263,7 @@ def header(path: Path, data: np.ndarray) -> tuple[list[str], int]:
         wide = "UTF-32" if b"\0\0\0" in bytes(data[start : start + 64]) else "UTF-16"
         raise InputError(
             f"{path}: the header has NUL bytes, so the file is probably {wide} encoded. Re-encode it "
-            f"as UTF-8, e.g. {_reencode_hint(path, wide)}"
+            f"as UTF-8, e.g. {reencode_hint(path, wide)}"
         )
     end, _, problem, _ = _record(data, _words(data), start, np.zeros(_RUN_LINE + 1, dtype=np.int64))
     line = 1 + _lines_between(data, 0, start)

@@ -12,18 +12,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .encoding import refuse_wide_encoding
 from .protocol import REQUIRED_COLUMNS, InputError
 from .registry import SUPPORTED_NAMES, matching_reader, reader_for
 
 _GLOB_MAGIC = re.compile(r"[*?[]")
-# Byte-order marks of the text encodings that are not UTF-8, longest first (UTF-32LE's starts
-# with UTF-16LE's).
-_WIDE_BOMS = (
-    (b"\xff\xfe\x00\x00", "UTF-32"),
-    (b"\x00\x00\xfe\xff", "UTF-32"),
-    (b"\xff\xfe", "UTF-16"),
-    (b"\xfe\xff", "UTF-16"),
-)
 _TEXT_FORMATS = ("csv", "jsonl")
 
 
@@ -85,7 +78,7 @@ def _walk(root: Path, pattern: tuple[str, ...] | None = None) -> Iterator[Path]:
 
     Symlinked folders are followed, but a folder (by device and inode) is entered once per set
     of pattern parts still to match, so a symlink loop ends (``glob`` follows one until the path
-    is too long, and a few of them take hours) while a folder reached under another name still
+    is too long) while a folder reached under another name still
     matches by that name. Folders are entered in sorted order, depth first, so the first path
     to reach a file is the first in sorted order."""
     entered: set[tuple[int, int, frozenset[int]]] = set()
@@ -100,8 +93,13 @@ def _walk(root: Path, pattern: tuple[str, ...] | None = None) -> Iterator[Path]:
             entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
         except PermissionError:
             raise unreadable(folder) from None
-        except OSError:  # gone meanwhile, or not a folder: nothing of the input is in it
+        except (FileNotFoundError, NotADirectoryError):  # gone meanwhile: nothing of the input is in it
             continue
+        except OSError as error:
+            raise InputError(
+                f"{folder}: cannot be listed ({error.strerror}), so its files cannot be read. Check "
+                "the disk or mount, or leave the folder out of DEDUP_INPUT."
+            ) from None
         subfolders = []
         for entry in entries:
             path = Path(folder, entry.name)
@@ -186,17 +184,4 @@ def check_file(path: Path, source_format: str | None = None) -> None:
     except PermissionError:
         raise unreadable(path) from None
     if reader.name in _TEXT_FORMATS and not path.name.lower().endswith(".gz"):
-        _refuse_wide_encoding(path, start)
-
-
-def _refuse_wide_encoding(path: Path, start: bytes) -> None:
-    """A UTF-16 or UTF-32 text file reads as UTF-8 with a NUL byte in every character, so every
-    column name and row would be garbled; refuse it before any reader sees it."""
-    encoding = next((name for bom, name in _WIDE_BOMS if start.startswith(bom)), None)
-    if encoding:
-        target = f"{path.stem}.utf8{path.suffix}"
-        raise InputError(
-            f"{path}: the file is {encoding} encoded (it starts with a {encoding} byte-order mark). "
-            f"Re-encode it as UTF-8, e.g. iconv -f {encoding} -t UTF-8 {shlex.quote(str(path))} > "
-            f"{shlex.quote(target)}"
-        )
+        refuse_wide_encoding(path, start)
