@@ -1,5 +1,8 @@
 """The table store: opening the database file, and writing a table with its lineage."""
 
+import os
+import subprocess
+
 import pyarrow as pa
 import pytest
 
@@ -60,3 +63,33 @@ def test_a_table_and_its_lineage_are_replaced_together(tmp_path):
         assert write_table(connection, "dedup.kept", stream, lambda: {"rows_seen": sum(seen)}) == 3
         assert read_lineage(connection, "dedup.kept") == {"rows_seen": 3}
         assert read_lineage(connection, "dedup.never_written") == {}
+
+
+def _mounted_tmpfs(folder, options: str) -> bool:
+    folder.mkdir()
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True).returncode == 0
+
+
+def test_a_full_or_read_only_database_disk_is_one_sentence_naming_the_file(tmp_path):
+    disk = tmp_path / "disk"
+    if os.geteuid() != 0 or not _mounted_tmpfs(disk, "size=2m"):
+        pytest.skip("mounting a tmpfs needs root and a system that permits it")
+    database = disk / "pipeline.duckdb"
+    try:
+        with open_database(str(database), "1GB", "dedup") as connection:
+            big = TableBuild(sql="select repeat('x', 1000) || i::varchar as s from range(100000) r(i)")
+            with pytest.raises(DuckDBUnavailable) as raised:
+                write_table(connection, "dedup.big", big)
+        assert str(raised.value) == (
+            f"Cannot write dedup.big to {database}: no space is left on its disk. Free space, or set "
+            "DEDUP_DATABASE to a file on a disk with room (DuckDB spills to a .tmp folder beside it)."
+        )
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        with pytest.raises(DuckDBUnavailable) as raised:
+            open_database(str(database), "1GB", "dedup")
+        assert str(raised.value) == (
+            f"Cannot open {database} for writing: its file system is read-only. Set DEDUP_DATABASE "
+            "to a file in a writable folder."
+        )
+    finally:
+        subprocess.run(["umount", "--lazy", str(disk)], check=True)

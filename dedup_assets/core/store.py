@@ -58,6 +58,12 @@ def open_database(
         try:
             connection = connect(database, memory_limit)
         except duckdb.IOException as error:
+            if "Read-only file system" in str(error) or "Permission denied" in str(error):
+                raise DuckDBUnavailable(
+                    f"Cannot open {database} for writing: "
+                    + ("its file system is read-only" if "Read-only" in str(error) else "permission is denied")
+                    + ". Set DEDUP_DATABASE to a file in a writable folder."
+                ) from None
             if delay is None:
                 raise DuckDBUnavailable(
                     f"Cannot open {database} for writing: {error}. Another process (a DuckDB "
@@ -177,10 +183,25 @@ def write_table(
         if lineage is not None:
             _write_lineage(connection, table, lineage() if callable(lineage) else lineage)
         connection.execute("commit")
-    except BaseException:
-        connection.execute("rollback")
+    except BaseException as error:
+        try:
+            connection.execute("rollback")
+        except duckdb.TransactionException:  # a commit that failed has rolled back already
+            pass
+        if isinstance(error, duckdb.Error) and "No space left on device" in str(error):
+            raise DuckDBUnavailable(
+                f"Cannot write {table} to {_database_path(connection)}: no space is left on its disk. "
+                "Free space, or set DEDUP_DATABASE to a file on a disk with room (DuckDB spills "
+                "to a .tmp folder beside it)."
+            ) from None
         raise
     return int(rows)
+
+
+def _database_path(connection: duckdb.DuckDBPyConnection) -> str:
+    return connection.execute(
+        "select path from duckdb_databases() where database_name = current_database()"
+    ).fetchall()[0][0]
 
 
 def _lineage_table(table: str) -> tuple[str, str]:
