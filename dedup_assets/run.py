@@ -35,8 +35,10 @@ from .run_health import fail_dead_runs, new_run  # noqa: E402
 QUIET_LOGGER = "dedup_console"
 _INSTANCE_ATTEMPTS = 3
 # how a step ends when the run is stopped (SIGTERM, Ctrl-C): Dagster's error, or DuckDB's when a
-# query was running; Dagster then records the run's end itself
+# query was running (an InterruptException, or a RuntimeError from a result being streamed);
+# Dagster then records the run's end itself
 INTERRUPTED = ("DagsterExecutionInterruptedError", "InterruptException")
+INTERRUPTED_QUERY = "Query interrupted"
 STOPPED = (
     "the run was stopped (SIGTERM or Ctrl-C). The steps that finished are kept in the database and "
     "the release folder holds the last whole release; run again to finish."
@@ -81,7 +83,7 @@ class _Console(logging.Handler):
 
 def _interrupted(error) -> bool:
     while error is not None:
-        if error.cls_name in INTERRUPTED:
+        if error.cls_name in INTERRUPTED or error.message.strip().endswith(INTERRUPTED_QUERY):
             return True
         error = error.cause
     return False
