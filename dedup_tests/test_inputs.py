@@ -139,7 +139,13 @@ def test_strict_mode_fails_on_the_first_bad_row_with_what_to_fix(tmp_path):
 def test_empty_file_and_header_only(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    assert "the file is empty" in _error_for(empty)
+    assert _error_for(empty) == (
+        f"{empty}: the file is empty. Expected a header row with the columns doc_id, source, domain, "
+        "crawled_at, title, body and one row per document."
+    )
+    empty_dump = tmp_path / "empty.jsonl"
+    empty_dump.write_text("")
+    assert _error_for(empty_dump) == f"{empty_dump}: the file is empty. Expected a JSONL file with one record per document."
     header_only = write_csv(tmp_path / "header.csv", [], columns=list(document("a", "x")))
     assert "no document rows" in _error_for(header_only)
 

@@ -173,11 +173,12 @@ def check_file(path: Path, source_format: str | None = None) -> None:
         raise InputError(f"{path}: not a file. Set DEDUP_INPUT to an input file, folder or glob.")
     reader = reader_for(path, source_format)  # raises for a format or file name no reader reads
     if path.stat().st_size == 0:
-        raise InputError(
-            f"{path}: the file is empty. Expected a header row with the columns "
-            + ", ".join(REQUIRED_COLUMNS)
-            + " and one row per document."
+        expected = (
+            "a header row with the columns " + ", ".join(REQUIRED_COLUMNS) + " and one row per document"
+            if reader.name == "csv"
+            else f"a {reader.label} file with one record per document"
         )
+        raise InputError(f"{path}: the file is empty. Expected {expected}.")
     try:
         with path.open("rb") as handle:
             start = handle.read(4)
