@@ -134,13 +134,7 @@ def publish(
         output_dir.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_dir, holder_for(database)):
             _clean_remains(output_dir, log)
-            _refuse_unswappable(output_dir)
-            if output_dir.exists() and not is_release(output_dir):
-                raise ReleaseError(
-                    f"{output_dir} exists and is not a dedup-assets release (its files are not exactly "
-                    f"those its {MANIFEST_FILE} lists). A release replaces the whole folder: move "
-                    "those files away, or set DEDUP_OUTPUT_DIR (output_dir) to a new or empty folder."
-                )
+            _refuse_unreplaceable(output_dir)
             staging = _sibling(output_dir, f"staging-{os.getpid()}")
             staging.mkdir()
             try:
@@ -158,15 +152,24 @@ def publish(
         raise problem from None
 
 
-def _refuse_unswappable(output_dir: Path) -> None:
-    if output_dir.exists() and not output_dir.is_dir():
+def _refuse_unreplaceable(output_dir: Path) -> None:
+    """Refuse an output path that a release must not, or cannot, replace."""
+    if not output_dir.exists():
+        return
+    if not output_dir.is_dir():
         raise ReleaseError(
             f"{output_dir} is a file, not a folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder."
         )
-    if output_dir.is_dir() and os.path.ismount(output_dir):
+    if os.path.ismount(output_dir):
         raise ReleaseError(
             f"{output_dir} is a mount point, which cannot be swapped with the new release written "
             f"beside it. Set DEDUP_OUTPUT_DIR (output_dir) to a folder inside it, e.g. {output_dir / 'release'}."
+        )
+    if not is_release(output_dir):
+        raise ReleaseError(
+            f"{output_dir} exists and is not a dedup-assets release (its files are not exactly "
+            f"those its {MANIFEST_FILE} lists). A release replaces the whole folder: move "
+            "those files away, or set DEDUP_OUTPUT_DIR (output_dir) to a new or empty folder."
         )
 
 
@@ -189,16 +192,12 @@ def _sync_tree(folder: Path) -> None:
     """Every file of the folder and the folder itself on disk before it is switched in, so a
     power cut cannot leave a switched-in release with empty files."""
     for path in folder.iterdir():
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    _sync_folder(folder)
+        _sync(path)
+    _sync(folder)
 
 
-def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -215,7 +214,7 @@ def _switch(staging: Path, output_dir: Path) -> None:
         output_dir.rename(previous)
         staging.rename(output_dir)
         shutil.rmtree(previous)
-    _sync_folder(output_dir.parent)
+    _sync(output_dir.parent)
 
 
 def _exchange(first: Path, second: Path) -> bool:
