@@ -16,8 +16,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
-# compiled kernels, cached beside the code: again whenever the kernels change
-$(VENV)/.warm: $(VENV)/.installed dedup_assets/core/kernels.py dedup_assets/core/readers/doc_ids.py dedup_assets/core/readers/csv_scan.py
+# compiled kernels, cached beside the code: again whenever the kernels or the buffers they take change
+$(VENV)/.warm: $(VENV)/.installed dedup_assets/core/kernels.py dedup_assets/core/text.py dedup_assets/core/readers/doc_ids.py dedup_assets/core/readers/csv_scan.py
 	$(BIN)/python -m dedup_assets.warm
 	touch $@
 

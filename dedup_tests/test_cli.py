@@ -132,11 +132,27 @@ def test_dg_checks_the_definitions_and_launches_the_named_job(cli_env):
     assert manifest["counts"]["representative_rows"] == 12
 
 
-def test_warm_up_leaves_every_kernel_cached():
-    runs = [run_command([sys.executable, "-m", "dedup_assets.warm"], dict(os.environ)) for _ in range(2)]
+FIXTURE_RUN = """
+import sys, tempfile
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.warm import compiled_here
+folder = tempfile.mkdtemp()
+run_library(sys.argv[1], folder + "/db.duckdb", folder + "/out")
+print(compiled_here())
+"""
+
+
+def test_warm_up_leaves_every_kernel_a_run_needs_cached(tmp_path):
+    """From an empty kernel cache: the warm-up compiles, a second one loads, and a run on the
+    fixture then compiles nothing (its buffers differ from the warm-up's made-up documents)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba_cache")}
+    runs = [run_command([sys.executable, "-m", "dedup_assets.warm"], env) for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), [run.stderr[-2000:] for run in runs]
-    # whatever the first run found, the second compiles nothing
+    assert runs[0].stdout.startswith("Compiled "), runs[0].stdout
     assert runs[1].stdout.startswith("Kernels already compiled and cached"), runs[1].stdout
+    fixture = run_command([sys.executable, "-c", FIXTURE_RUN, str(FIXTURE)], env)
+    assert fixture.returncode == 0, fixture.stderr[-2000:]
+    assert fixture.stdout.strip() == "0"
 
 
 def test_a_bad_setting_fails_before_any_step_runs(cli_env):

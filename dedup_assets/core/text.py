@@ -65,11 +65,15 @@ def document_shingles(body: str | None, size: int) -> set[str]:
 
 
 def utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A string array's UTF-8 bytes and its offsets into them, without a copy."""
+    """A string array's UTF-8 bytes and its offsets into them, without a copy; always read-only
+    (Arrow's buffers are read-only or not depending on how they were made, and each flag would
+    be a kernel signature of its own, compiled again)."""
     _, offsets, data = text.buffers()
     offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
     offsets = np.frombuffer(offsets, dtype=offset_type)[text.offset : text.offset + len(text) + 1]
     data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, np.uint8)
+    for array in (data, offsets):
+        array.flags.writeable = False
     return data, offsets
 
 
