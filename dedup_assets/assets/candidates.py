@@ -17,8 +17,8 @@ def candidate_pairs(
     across all domains, one row per document pair sharing at least one band, with
     `shared_bands`, `left_doc_id < right_doc_id`.
 
-    Exact copies (same `content_hash`) are folded first: only each copy group's first copy (its
-    smallest doc_id) is joined (`found_by` `lsh`); the other copies are paired with it
+    Exact copies (same `content_hash`) are folded first: only each copy group's first copy (the
+    first in input order) is joined (`found_by` `lsh`); the other copies are paired with it
     (`content_hash`) and with its LSH partners (`lsh_via_copy`), so identical pages cost no pair
     slots.
 

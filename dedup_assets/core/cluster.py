@@ -8,6 +8,7 @@ deduplicated corpus is the representatives' rows (``sql/deduped_documents.sql``)
 from __future__ import annotations
 
 import gc
+from dataclasses import replace
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,41 +17,52 @@ import networkx as nx
 import pyarrow as pa
 
 from .store import TableBuild
+from .verify import first_copies
 from .tables import Tables, sql
 
 
 def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
     """Each member of a duplicate component and the component's smallest doc_id. networkx finds
-    the components of the accepted edges LSH found; an exact copy then takes the root of its
-    first copy (the left side of its ``content_hash`` edge), so the graph holds one node per
-    distinct text and the other edges with copies, which connect nothing more, are never read.
-    Documents without an edge are left out; the clusters query makes them singletons."""
+    the components of the accepted edges LSH found; an exact copy then joins the component of its
+    first copy (``first_copies``), so the graph holds one node per distinct text and the other
+    edges with copies, which connect nothing more, are never read. Documents without an edge are
+    left out; the clusters query makes them singletons."""
     edges = connection.execute(
         f"select left_doc_id, right_doc_id from {tables.duplicate_pairs} where found_by = 'lsh'"
     ).fetchall()
-    members, roots = [], []
+    members, components = [], []
     with _collector_paused():
         for component in nx.connected_components(nx.Graph(edges)):
-            root = min(component)
+            key = min(component)
             members.extend(component)
-            roots.extend([root] * len(component))
-    lsh_roots = pa.table(
-        {"doc_id": pa.array(members, pa.string()), "root_doc_id": pa.array(roots, pa.string())}
+            components.extend([key] * len(component))
+    connection.register(
+        "lsh_components",
+        pa.table({"doc_id": pa.array(members, pa.string()), "component": pa.array(components, pa.string())}),
     )
-    connection.register("lsh_roots", lsh_roots)
+    # a content_hash pair has Jaccard 1, so every one is an edge too: read them there
+    edge_tables = replace(tables, candidate_pairs=tables.duplicate_pairs)
+    connection.register("first_copies", first_copies(connection, edge_tables))
     try:
         return connection.sql(
-            f"""
-            select doc_id, root_doc_id from lsh_roots
-            union all
-            select p.right_doc_id, coalesce(r.root_doc_id, p.left_doc_id)
-            from {tables.duplicate_pairs} p
-            left join lsh_roots r on r.doc_id = p.left_doc_id
-            where p.found_by = 'content_hash'
+            """
+            with members as (
+              select doc_id, component from lsh_components
+              union all
+              select c.doc_id, coalesce(l.component, c.first_copy_doc_id)
+              from first_copies c
+              left join lsh_components l on l.doc_id = c.first_copy_doc_id
+              union all
+              select distinct c.first_copy_doc_id, c.first_copy_doc_id
+              from first_copies c
+              anti join lsh_components l on l.doc_id = c.first_copy_doc_id
+            )
+            select doc_id, min(doc_id) over (partition by component) as root_doc_id from members
             """
         ).to_arrow_table()
     finally:
-        connection.unregister("lsh_roots")
+        connection.unregister("lsh_components")
+        connection.unregister("first_copies")
 
 
 @contextmanager

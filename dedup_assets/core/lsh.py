@@ -3,7 +3,7 @@ pairs of documents that share a band.
 
 A bucket is one band key of one band; a pair of documents in the same bucket is a candidate.
 Documents with shingles and one normalized text form a copy group (``sql/copy_groups.sql``).
-Only its first copy (the smallest doc_id) enters the self-join; every other copy is paired with
+Only its first copy (the first in input order) enters the self-join; every other copy is paired with
 the first directly (``found_by`` ``content_hash``) and with each of its LSH partners
 (``lsh_via_copy``). So a page copied a million times costs a million rows and no pair slots, not
 5e11 join rows. The pairs within a copy group of n documents are a star (n - 1 of the n(n-1)/2),

@@ -15,7 +15,8 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 # The version of the tables' columns, recorded in every table's lineage: raised when a table gains,
 # loses or changes a column, so that a database an older version built is rebuilt, not misread.
 # 2: candidate_pairs, scored_pairs and duplicate_pairs have found_by.
-TABLE_LAYOUT = 2
+# 3: a copy group's first copy is its first document in input order (was: the smallest doc_id).
+TABLE_LAYOUT = 3
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",

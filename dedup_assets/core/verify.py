@@ -199,9 +199,18 @@ def build_scored_pairs(
     build = TableBuild(
         sql=sql("scored_pairs", tables),
         params=[thresholds.jaccard, thresholds.signature_overlap],
-        arrow_inputs={"pair_scores": candidate_scores(connection, tables, params)},
+        arrow_inputs={
+            "pair_scores": candidate_scores(connection, tables, params),
+            "first_copies": first_copies(connection, tables),
+        },
     )
     return build, documents
+
+
+def first_copies(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
+    """Each exact copy (other than its group's first copy) and its first copy
+    (``sql/first_copies.sql``)."""
+    return connection.sql(sql("first_copies", tables)).to_arrow_table()
 
 
 def build_duplicate_pairs(tables: Tables) -> TableBuild:

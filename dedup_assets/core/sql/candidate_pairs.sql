@@ -1,11 +1,10 @@
 -- Global LSH candidates: every pair of documents sharing at least one band key, across all
 -- domains, with left_doc_id < right_doc_id (no self pairs, no mirrored duplicates).
 -- Exact copies form copy groups (copy_groups: content hash and first band key, first copy =
--- the smallest doc_id). Only first copies and documents without copies are self-joined
--- (found_by 'lsh'); every other copy is paired with its first copy, which is therefore always the
--- left side (found_by 'content_hash'), and with each LSH partner of its first copy (found_by
--- 'lsh_via_copy'). Identical texts have identical band keys, so shared_bands is exact for every
--- row. shared_buckets (band_index, lsh_band of every bucket with two distinct texts or more)
+-- the first in input order). Only first copies and documents without copies are self-joined
+-- (found_by 'lsh'); every other copy is paired with its first copy (found_by 'content_hash') and
+-- with each LSH partner of its first copy (found_by 'lsh_via_copy'). Identical texts have
+-- identical band keys, so shared_bands is exact for every row. shared_buckets (band_index, lsh_band of every bucket with two distinct texts or more)
 -- keeps the self-join to the band rows that can pair at all. No parameters.
 with copies as (
   select f.doc_id, g.first_copy_doc_id, len(f.lsh_bands)::integer as bands
@@ -31,7 +30,8 @@ joined as (
 pairs as (
   select left_doc_id, right_doc_id, shared_bands, 'lsh' as found_by from joined
   union all
-  select first_copy_doc_id, doc_id, bands, 'content_hash' from copies
+  select least(first_copy_doc_id, doc_id), greatest(first_copy_doc_id, doc_id), bands, 'content_hash'
+  from copies
   union all
   select least(c.doc_id, j.right_doc_id), greatest(c.doc_id, j.right_doc_id), j.shared_bands, 'lsh_via_copy'
   from joined j

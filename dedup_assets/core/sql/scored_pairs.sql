@@ -2,21 +2,16 @@
 -- Both, and whether the contents are identical, come from pair_scores, computed for the pairs
 -- LSH found (found_by 'lsh'). A 'content_hash' pair is two copies of one text: Jaccard and
 -- overlap 1. An 'lsh_via_copy' pair takes the scores of its documents' first copies, which are
--- the same texts; a copy's first copy is the left side of its 'content_hash' pair.
+-- the same texts; first_copies (sql/first_copies.sql) names each copy's first copy.
 -- $1 = jaccard_threshold, $2 = signature_overlap_threshold.
-with copies as (
-  select right_doc_id as doc_id, left_doc_id as first_copy_doc_id
-  from {candidate_pairs}
-  where found_by = 'content_hash'
-),
-with_first_copies as (
+with with_first_copies as (
   select
     c.*,
     coalesce(lc.first_copy_doc_id, c.left_doc_id) as left_first_copy,
     coalesce(rc.first_copy_doc_id, c.right_doc_id) as right_first_copy
   from {candidate_pairs} c
-  left join copies lc on lc.doc_id = c.left_doc_id and c.found_by = 'lsh_via_copy'
-  left join copies rc on rc.doc_id = c.right_doc_id and c.found_by = 'lsh_via_copy'
+  left join first_copies lc on lc.doc_id = c.left_doc_id and c.found_by = 'lsh_via_copy'
+  left join first_copies rc on rc.doc_id = c.right_doc_id and c.found_by = 'lsh_via_copy'
 ),
 scored as (
   select
