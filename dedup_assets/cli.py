@@ -2,11 +2,13 @@
 
 - ``dedup run [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
 - ``dedup verify-release DIR``: checks a release folder against its ``manifest.json``.
+- ``dedup forget-batches KEY``: takes batch KEY and every later batch out of the incremental index.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -35,14 +37,47 @@ def verify_release_command(argv: list[str]) -> int:
     return 0
 
 
+def forget_batches_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="dedup forget-batches",
+        description="Take batch KEY and every later batch out of the incremental index (in "
+        "DEDUP_DATABASE), in one transaction, so they can be added again in key order. Their "
+        "release folders are left as they are until the batches are added again.",
+    )
+    parser.add_argument("key", help="the first batch to take out (every later one goes too)")
+    parser.add_argument("--database", default=os.environ.get("DEDUP_DATABASE"), help="default: env DEDUP_DATABASE")
+    arguments = parser.parse_args(argv)
+    from .core.incremental import IndexTables, forget_batches
+    from .core.settings import DEFAULT_DUCKDB_MEMORY
+    from .core.store import DuckDBUnavailable, open_database
+
+    if not arguments.database:
+        print("Error: no database: set DEDUP_DATABASE or pass --database.", file=sys.stderr)
+        return 2
+    tables = IndexTables.in_schema()
+    try:
+        with open_database(arguments.database, os.environ.get("DEDUP_DUCKDB_MEMORY") or DEFAULT_DUCKDB_MEMORY) as connection:
+            removed = forget_batches(connection, tables, arguments.key)
+    except DuckDBUnavailable as error:
+        print(f"Error: {error}", file=sys.stderr)
+        return 2
+    if not removed:
+        print(f"{arguments.database}: no batch from {arguments.key} on is in the incremental index; nothing to do.")
+        return 0
+    print(f"{arguments.database}: took {len(removed)} batch(es) out of the incremental index: {', '.join(removed)}.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    commands = ("run", "verify-release")
+    commands = ("run", "verify-release", "forget-batches")
     if not argv or argv[0] not in commands:
         print(f"usage: dedup {{{','.join(commands)}}} ...\n\n{__doc__}", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     if argv[0] == "verify-release":
         return verify_release_command(argv[1:])
+    if argv[0] == "forget-batches":
+        return forget_batches_command(argv[1:])
     from .run import main as run
 
     return run(argv[1:], prog="dedup run")

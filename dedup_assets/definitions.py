@@ -1,20 +1,28 @@
-"""Wires the assets, their checks, the named jobs, the dead-run sensor and the two resources
-together; nothing else happens here."""
+"""Wires the one-shot and incremental assets, their checks, the named jobs, the sensors and the
+two resources together, and registers the batch folder's files as partitions; nothing else
+happens here."""
+
+import sys
 
 from dagster import Definitions, EnvVar, in_process_executor
 
 from .assets import PIPELINE_ASSETS
+from .assets.incremental import INCREMENTAL_ASSETS
+from .batch_partitions import register_folder_batches, warn_if_partition_missing
+from .batch_sensor import new_batches
 from .checks import PIPELINE_CHECKS
 from .jobs import PIPELINE_JOBS
 from .run_health import dead_runs
 from .settings import DedupSettings
 from .warehouse import DuckDBWarehouse
 
+register_folder_batches()
+
 defs = Definitions(
-    assets=PIPELINE_ASSETS,
+    assets=[*PIPELINE_ASSETS, *INCREMENTAL_ASSETS],
     asset_checks=PIPELINE_CHECKS,
     jobs=PIPELINE_JOBS,
-    sensors=[dead_runs],
+    sensors=[dead_runs, new_batches],
     resources={
         "dedup": DedupSettings(),
         "warehouse": DuckDBWarehouse(
@@ -23,3 +31,5 @@ defs = Definitions(
     },
     executor=in_process_executor,
 )
+
+warn_if_partition_missing(sys.argv, defs)

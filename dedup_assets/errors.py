@@ -7,6 +7,8 @@ from contextlib import contextmanager
 
 from dagster import Failure
 
+from .core.batches import BatchError
+from .core.incremental import BatchOrderError
 from .core.lsh import PairBudgetExceeded
 from .core.publish import ReleaseError
 from .core.readers import InputError
@@ -23,6 +25,8 @@ USER_ERRORS = (
     StaleUpstream,
     DuckDBUnavailable,
     ReleaseError,
+    BatchError,
+    BatchOrderError,
 )
 
 

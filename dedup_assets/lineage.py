@@ -13,14 +13,8 @@ import json
 import shlex
 from collections.abc import Mapping
 
-from .core.settings import Settings
+from .core.settings import STAGE_SETTINGS, Settings
 
-# Settings whose change alters an asset's content, keyed by the first asset they affect.
-STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
-    "documents": ("table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
-    "fingerprinted": ("hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band"),
-    "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
-}
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
 
 

@@ -72,5 +72,10 @@ class DuckDBWarehouse(ConfigurableResource):
 
     def write(self, name: str, build: TableBuild, lineage: Mapping | Callable[[], Mapping]) -> int:
         """Replace table ``name`` and its lineage in one transaction; its row count."""
+        return self.write_table(self.qualified(name), build, lineage)
+
+    def write_table(self, table: str, build: TableBuild, lineage: Mapping | Callable[[], Mapping] | None = None) -> int:
+        """Replace ``table`` (schema-qualified, in any schema) and its lineage in one
+        transaction; its row count."""
         with self.cursor() as cursor, user_errors():
-            return write_table(cursor, self.qualified(name), build, lineage)
+            return write_table(cursor, table, build, lineage)

@@ -42,7 +42,7 @@ def materialize(env: dict, *args: str, cwd: Path = PROJECT_ROOT) -> subprocess.C
 
 
 def test_full_run_then_single_asset_rerun(cli_env):
-    full = materialize(cli_env, *MODULE, "--select", "*")
+    full = materialize(cli_env, *MODULE, "--select", "group:deduplication")
     assert full.returncode == 0, full.stderr[-3000:]
     manifest = json.loads((Path(cli_env["DEDUP_OUTPUT_DIR"]) / "manifest.json").read_text())
     counts = manifest["counts"]
@@ -157,7 +157,7 @@ def test_warm_up_leaves_every_kernel_a_run_needs_cached(tmp_path):
 
 def test_a_bad_setting_fails_before_any_step_runs(cli_env):
     bad = '{"resources": {"dedup": {"config": {"jaccard_threshold": 1.5}}}}'
-    result = materialize(cli_env, *MODULE, "--select", "*", "--config-json", bad)
+    result = materialize(cli_env, *MODULE, "--select", "group:deduplication", "--config-json", bad)
     assert result.returncode != 0
     assert "jaccard_threshold must be in (0, 1], got 1.5" in result.stderr
     assert "Started execution of step" not in result.stderr

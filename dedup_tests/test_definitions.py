@@ -21,15 +21,29 @@ ASSETS = {
 }
 
 
+BATCH_ASSETS = {
+    "batch_documents",
+    "batch_rejected_documents",
+    "batch_fingerprints",
+    "batch_pairs",
+    "batch_clusters",
+    "batch_release",
+}
+
+
 def test_definitions_load_with_the_documented_assets():
     Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     specs = {key.path[-1]: node for key, node in ((n.key, n) for n in graph.asset_nodes)}
-    assert set(specs) == ASSETS
+    assert set(specs) == ASSETS | BATCH_ASSETS
     for name, node in specs.items():
-        assert node.group_name == "deduplication", name
+        one_shot = name in ASSETS
+        assert node.group_name == ("deduplication" if one_shot else "incremental"), name
+        # the one-shot graph runs whole; each batch asset runs one batch (partition) at a time
+        assert (node.partitions_def is None) == one_shot, name
         assert node.description and len(node.description) > 40, name
         assert node.kinds, name
+    assert {sensor.name for sensor in defs.sensors} == {"dead_runs", "new_batches"}
 
 
 def test_checks_are_registered_and_the_key_ones_block():

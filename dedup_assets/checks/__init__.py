@@ -12,11 +12,14 @@ from dagster import (
     multi_asset_check,
 )
 
+from ..core.incremental import IndexTables, index_settings, indexed_batches, settings_problems
 from ..core.readers import count_input_records
 from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from . import rules
+
+INDEX_TABLES = IndexTables.in_schema()
 
 
 @asset_check(asset="documents", blocking=True, description="Every document has its own doc_id.")
@@ -129,6 +132,45 @@ def fixture_contract(context: AssetCheckExecutionContext, dedup: DedupSettings, 
         )
 
 
+@multi_asset_check(
+    specs=[
+        AssetCheckSpec(
+            "same_as_incremental",
+            asset="clusters",
+            description="When the incremental index holds exactly this run's documents (the batches "
+            "of DEDUP_BATCHES, run one-shot over that folder) with the same settings, its edges "
+            "and clusters are this run's. Otherwise it is not evaluated (shown as skipped), and "
+            "the run's log says why.",
+            additional_deps=["fingerprinted", "duplicate_pairs"],
+        )
+    ],
+    can_subset=True,  # nothing to compare: no result rather than a pass
+)
+def same_as_incremental(context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
+    with user_errors():
+        current = index_settings(dedup.settings())
+    with warehouse.cursor() as cursor:
+        indexed = indexed_batches(cursor, INDEX_TABLES)
+        if not indexed:
+            context.log.info("same_as_incremental not evaluated: the incremental index holds no batch")
+            return
+        changed = settings_problems(indexed, current)
+        if changed:
+            context.log.info(
+                "same_as_incremental not evaluated: the index was built with other settings ("
+                + ", ".join(f"{name}={built!r}" for name, built, _ in changed) + ")"
+            )
+            return
+        result = rules.same_as_incremental(cursor, warehouse.tables, INDEX_TABLES)
+    if result is None:
+        context.log.info(
+            "same_as_incremental not evaluated: this run's documents are not the incremental "
+            "index's (run the one-shot graph with DEDUP_INPUT set to the batch folder to compare)"
+        )
+        return
+    yield result
+
+
 PIPELINE_CHECKS = [
     doc_id_unique,
     input_records_accounted,
@@ -139,4 +181,5 @@ PIPELINE_CHECKS = [
     one_representative_per_cluster,
     representatives_account_for_input,
     fixture_contract,
+    same_as_incremental,
 ]

@@ -6,6 +6,8 @@ from pathlib import Path
 import duckdb
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
+from ..core.incremental import IndexTables, one_shot_differences
+from ..core.tables import Tables
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
 from ..core.summary import duplicate_clusters, reason_counts
 
@@ -204,3 +206,22 @@ def fixture_contract(
         contract, counts, reason_counts(connection, scored_pairs), duplicate_clusters(connection, clusters)
     )
     return _result(failures, f"run matches {contract_file}", contract=contract_file)
+
+
+def same_as_incremental(
+    connection: duckdb.DuckDBPyConnection, one_shot: Tables, index: IndexTables
+) -> AssetCheckResult | None:
+    """The one-shot run's duplicate edges and clusters equal those the incremental batches found
+    together; None when the two hold different documents, which makes them not comparable."""
+    differences = one_shot_differences(connection, one_shot, index)
+    if differences is None:
+        return None
+    edges = _rows(connection, f"select count(*) from {one_shot.duplicate_pairs}")[0][0]
+    batches = _rows(connection, f"select count(*) from {index.batches}")[0][0]
+    return _result(
+        differences,
+        f"The incremental index's batches ({batches}) found the same {_count(edges, 'edge')} "
+        "and the same clusters as this one-shot run.",
+        batches=MetadataValue.int(batches),
+        duplicate_edges=MetadataValue.int(edges),
+    )

@@ -12,16 +12,27 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import incremental
+from .batches import BatchFolder
 from .cluster import build_clusters, build_deduped_documents
 from .ingest import build_documents, build_rejected_documents, input_identity
 from .lsh import build_band_memberships, build_candidate_pairs
-from .publish import publish_release
+from .publish import publish_batch_release, publish_release
+from .release import library_versions
 from .settings import DEFAULT_DUCKDB_MEMORY, Settings
 from .sketch import build_fingerprinted
 from .store import open_database, write_table
 from .summary import run_counts
 from .tables import SCHEMA, Tables
 from .verify import build_duplicate_pairs, build_scored_pairs
+
+
+@contextmanager
+def _timed(stages: dict[str, float], name: str) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    stages[name] = stages.get(name, 0.0) + time.perf_counter() - started
+
 
 def run_library(
     input_path: str,
@@ -38,11 +49,8 @@ def run_library(
     params = settings.sketch_params()
     stages: dict[str, float] = {}
 
-    @contextmanager
-    def stage(name: str) -> Iterator[None]:
-        started = time.perf_counter()
-        yield
-        stages[name] = stages.get(name, 0.0) + time.perf_counter() - started
+    def stage(name: str):
+        return _timed(stages, name)
 
     with open_database(database_path, duckdb_memory, SCHEMA) as connection:
         with stage("documents"), input_identity(Path(input_path), settings.source_format) as identity:
@@ -82,3 +90,60 @@ def run_library(
         "duplicates": counts["duplicate_pair_rows"],
         "counts": counts,
     }
+
+
+def run_batch(
+    folder: BatchFolder,
+    key: str,
+    database_path: str,
+    output_dir: str | None,
+    settings: Settings = Settings(),
+    *,
+    duckdb_memory: str = DEFAULT_DUCKDB_MEMORY,
+    log: Callable[[str], None] = lambda message: None,
+) -> dict:
+    """Add batch ``key`` of ``folder`` to the incremental index in ``database_path`` (schema
+    ``incremental``), with the same steps as the ``incremental`` assets, and with ``output_dir``
+    write its release to ``output_dir/batches/KEY``. Returns per-step seconds and the batch's
+    counts."""
+    tables = incremental.IndexTables.in_schema()
+    path = folder.batch(key).path
+    params = settings.sketch_params()
+    stages: dict[str, float] = {}
+    with open_database(database_path, duckdb_memory, tables.schema) as connection:
+        indexed = incremental.indexed_batches(connection, tables)
+        incremental.refuse_out_of_order(indexed, folder.earlier(key), key)
+        incremental.refuse_other_settings(indexed, incremental.index_settings(settings), key)
+        start = incremental.batch_start(indexed, key)
+        with _timed(stages, "documents"), input_identity(path, settings.source_format) as identity:
+            build, stats = build_documents(path, settings.batch_size, settings.input_policy(), log)
+            write_table(connection, tables.staged_documents, build)
+            incremental.screen_indexed_doc_ids(connection, tables, start, stats)
+            write_table(connection, tables.staged_rejected, build_rejected_documents(stats))
+            input_file = identity.result()
+        with _timed(stages, "fingerprint"), connection.cursor() as reader:
+            build = build_fingerprinted(reader, tables.staged(), params, settings.batch_size, log)
+            write_table(connection, tables.staged_fingerprints, build)
+        with _timed(stages, "pairs"):
+            pairs = incremental.build_batch_pairs(
+                connection, tables, start, params, settings.thresholds(), settings.pair_limits(),
+                settings.memory_budget_mb,
+            )
+            write_table(connection, tables.staged_pairs, pairs.build)
+        with _timed(stages, "cluster"):
+            decided = incremental.build_batch_clusters(connection, tables, key, start)
+            write_table(connection, tables.staged_clusters, decided.clusters)
+            write_table(connection, tables.staged_members, decided.members)
+            write_table(connection, tables.staged_moves, decided.moves)
+            write_table(connection, tables.staged_bridges, decided.bridges)
+        with _timed(stages, "add"):
+            batch_input = incremental.BatchInput(input_file.path, input_file.sha256, input_file.byte_size)
+            incremental.add_batch(connection, tables, key, batch_input, incremental.index_settings(settings))
+        manifest = incremental.batch_manifest(connection, tables, key, settings.as_dict(), library_versions())
+        if output_dir is not None:
+            with _timed(stages, "release"):
+                manifest = publish_batch_release(
+                    connection, Path(output_dir), key, incremental.batch_release_queries(connection, tables, key),
+                    manifest, database=database_path, log=log,
+                )
+    return {"stages": stages, "counts": manifest["counts"], "totals": manifest["totals"]}

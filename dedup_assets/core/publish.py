@@ -33,7 +33,7 @@ import duckdb
 
 from .lsh import BucketPressure
 from .readers import InputFile
-from .release import MANIFEST_FILE, is_release, write_release
+from .release import BATCHES_FOLDER, MANIFEST_FILE, is_release, write_files_and_manifest, write_release
 from .settings import Settings
 from .tables import Tables
 
@@ -182,6 +182,10 @@ def _clean_remains(output_dir: Path, log: Callable[[str], None]) -> None:
         previous[0].rename(output_dir)
         log(f"put back the release {previous[0].name} that a killed run had moved aside")
         left.remove(previous[0])
+    for path in left:  # a kill after the batch releases were moved into the new release
+        if (path / BATCHES_FOLDER).is_dir() and output_dir.is_dir() and not (output_dir / BATCHES_FOLDER).exists():
+            (path / BATCHES_FOLDER).rename(output_dir / BATCHES_FOLDER)
+            log(f"put back the batch releases that a killed run had moved into {path.name}")
     for path in left:
         shutil.rmtree(path)
     if left:
@@ -207,7 +211,12 @@ def _sync(path: Path) -> None:
 def _switch(staging: Path, output_dir: Path) -> None:
     if not output_dir.exists():
         staging.rename(output_dir)
-    elif _exchange(staging, output_dir):
+        _sync(output_dir.parent)
+        return
+    # the batch releases live inside the one-shot release folder and stay when it is replaced
+    if (output_dir / BATCHES_FOLDER).is_dir():
+        (output_dir / BATCHES_FOLDER).rename(staging / BATCHES_FOLDER)
+    if _exchange(staging, output_dir):
         shutil.rmtree(staging)  # now holds the replaced release
     else:
         previous = _sibling(output_dir, f"previous-{os.getpid()}")
@@ -248,3 +257,33 @@ def publish_release(
         database,
         log,
     )
+
+
+def publish_batch_release(
+    connection: duckdb.DuckDBPyConnection,
+    output_root: Path,
+    key: str,
+    queries: dict[str, str],
+    manifest: dict,
+    *,
+    database: str,
+    log: Callable[[str], None],
+) -> dict:
+    """A batch's release files (each query binds the key) into ``output_root/batches/KEY``
+    through :func:`publish`, holding the output root's lock too: a one-shot release, which
+    carries the batch releases over when it replaces the root, never switches meanwhile."""
+    output_root = output_root.expanduser().resolve()
+    try:
+        output_root.parent.mkdir(parents=True, exist_ok=True)
+        with release_lock(output_root, holder_for(database)):
+            return publish(
+                output_root / BATCHES_FOLDER / key,
+                lambda folder: write_files_and_manifest(connection, queries, [key], folder, manifest),
+                database,
+                log,
+            )
+    except OSError as error:
+        problem = place_error(error, output_root)
+        if problem is None:
+            raise
+        raise problem from None

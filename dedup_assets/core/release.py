@@ -29,6 +29,9 @@ from .tables import Tables, sql
 ROW_GROUP_ROWS = 49_152
 SUMMARY_FILE = "candidate_summary.csv"
 MANIFEST_FILE = "manifest.json"
+# the folder of the incremental batches' releases, inside the one-shot release folder; it is
+# not part of the one-shot release and is kept when that release is replaced
+BATCHES_FOLDER = "batches"
 LARGE_FILES = ("deduped_documents.parquet", "fingerprinted.parquet")
 LIBRARIES = (
     "dagster",
@@ -219,9 +222,14 @@ def manifest_outputs(folder: Path) -> list[dict] | None:
 
 def is_release(folder: Path) -> bool:
     """Whether a folder may be replaced by a release: empty, or exactly what its manifest lists."""
-    present = {path.name for path in folder.iterdir()}
+    present = _release_entries(folder)
     outputs = manifest_outputs(folder)
     return not present or (outputs is not None and present <= {MANIFEST_FILE, *(o["file"] for o in outputs)})
+
+
+def _release_entries(folder: Path) -> set[str]:
+    """The names in a release folder, the batch releases' folder aside."""
+    return {path.name for path in folder.iterdir() if not (path.name == BATCHES_FOLDER and path.is_dir())}
 
 
 def verify_release(folder: Path) -> list[str]:
@@ -247,7 +255,7 @@ def verify_release(folder: Path) -> list[str]:
         if rows != output["rows"]:
             problems.append(f"{output['file']}: {rows:,} rows, the manifest says {output['rows']:,}")
     listed = {MANIFEST_FILE, *(output["file"] for output in outputs)}
-    present = {path.name for path in folder.iterdir()}
+    present = _release_entries(folder)
     problems += [f"{name}: not listed in {MANIFEST_FILE}" for name in sorted(present - listed)]
     return problems
 
@@ -264,14 +272,19 @@ def _file_rows(path: Path) -> int:
 
 
 def _write_file(
-    cursor: duckdb.DuckDBPyConnection, query: str, path: Path, arrow_inputs: dict[str, pa.Table]
+    cursor: duckdb.DuckDBPyConnection,
+    query: str,
+    path: Path,
+    arrow_inputs: dict[str, pa.Table],
+    params: list | None = None,
 ) -> dict:
-    """One release file from ``query`` on ``cursor`` (which it closes); its rows and sha256.
-    Cursors are made by the calling thread: making them concurrently is not safe."""
+    """One release file from ``query`` (with ``params`` bound) on ``cursor`` (which it closes);
+    its rows and sha256. Cursors are made by the calling thread: making them concurrently is not
+    safe."""
     with cursor:
         for name, table in arrow_inputs.items():
             cursor.register(name, table)
-        relation = cursor.sql(query)
+        relation = cursor.sql(query, params=params)
         if path.suffix == ".parquet":
             sink = BackgroundFile(path)
             try:
@@ -280,9 +293,23 @@ def _write_file(
                 sha256 = sink.finish()
         else:
             spreadsheet_safe(relation).write_csv(str(path))
-            rows = cursor.sql(f"select count(*) from ({query})").fetchall()[0][0]
+            rows = cursor.sql(f"select count(*) from ({query})", params=params).fetchall()[0][0]
             sha256 = file_sha256(path)
     return {"rows": int(rows), "sha256": sha256}
+
+
+def write_files_and_manifest(
+    connection: duckdb.DuckDBPyConnection, queries: dict[str, str], params: list, output_dir: Path, manifest: dict
+) -> dict:
+    """Write each file of ``queries`` (every query binding ``params``) into ``output_dir``, then
+    ``manifest.json``: ``manifest`` with the files' rows and sha256. Returns the manifest."""
+    outputs = [
+        {"file": name, **_write_file(connection.cursor(), query, output_dir / name, {}, params)}
+        for name, query in queries.items()
+    ]
+    written = {**manifest, "outputs": outputs}
+    (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
+    return written
 
 
 def spreadsheet_safe(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:

@@ -35,6 +35,15 @@ MAX_BATCH_SIZE = 1_000_000
 PAIR_SLOT_BYTES = 640
 
 
+# Settings whose change alters an asset's content, keyed by the first asset they affect (the
+# lineage of every table records them; ``table_layout`` and ``input_path`` are the run's).
+STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "documents": ("table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
+    "fingerprinted": ("hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band"),
+    "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
+}
+
+
 class SettingsError(ValueError):
     """A setting is out of range or inconsistent with another."""
 

@@ -53,6 +53,15 @@ class InputStats:
     rejected: list[dict] = field(default_factory=list)
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
 
+    def reject_document(self, source_file: str, row: int, doc_id: str, reason: str, detail: str) -> None:
+        """Turn a record read as a document into a rejected one (a check that needs more than
+        the record itself, such as a doc_id an earlier batch holds)."""
+        self.documents -= 1
+        self.rejected.append(
+            {"source_file": source_file, "input_row": row, "doc_id": doc_id, "reason": reason, "detail": detail}
+        )
+        self.rejected_by_reason[reason] = self.rejected_by_reason.get(reason, 0) + 1
+
     def rejected_table(self) -> pa.Table:
         return pa.Table.from_pylist(self.rejected, schema=REJECTED_SCHEMA)
 

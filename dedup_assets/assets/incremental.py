@@ -1,0 +1,294 @@
+"""The incremental graph: one partition per batch of the batch folder (``DEDUP_BATCHES``), each
+deduplicated against every document of the earlier batches. Each step stages the batch in a table
+of the ``incremental`` schema; ``batch_release`` adds it to the index in one transaction and
+writes its release, so a batch that fails half way leaves the index as it was."""
+
+from dagster import AssetExecutionContext, AssetSpec, Failure, MaterializeResult, MetadataValue, asset, multi_asset
+
+from ..batch_partitions import BATCHES, folder_batches
+from ..core import incremental
+from ..core.batches import Batch
+from ..core.incremental import IndexTables
+from ..core.ingest import build_documents, build_rejected_documents, input_identity
+from ..core.lsh import FOUND_BY
+from ..core.publish import publish_batch_release
+from ..core.release import library_versions
+from ..core.sketch import build_fingerprinted
+from ..core.store import read_lineage, table_exists
+from ..core.summary import reason_counts
+from ..errors import user_errors
+from ..settings import DedupSettings
+from ..warehouse import DuckDBWarehouse
+from .metadata import markdown_table, preview, scalar, table_metadata
+
+GROUP = "incremental"
+KINDS = {"duckdb", "arrow"}
+TABLES = IndexTables.in_schema()
+
+
+def _batch(context: AssetExecutionContext) -> Batch:
+    with user_errors():
+        return folder_batches().batch(context.partition_key)
+
+
+def _staged_lineage(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, table: str) -> dict:
+    """The lineage of the staged table this step reads: it must hold this batch, staged with
+    this run's settings; else the step fails with the command that stages it again."""
+    key = context.partition_key
+    with warehouse.cursor() as cursor:
+        lineage = read_lineage(cursor, table) if table_exists(cursor, table) else {}
+    rebuild = incremental.BATCH_COMMAND.format(key=key)
+    if lineage.get("batch_key") != key:
+        held = f"batch {lineage['batch_key']}" if "batch_key" in lineage else "no batch"
+        raise Failure(
+            description=f"{table} holds {held}, not batch {key}: stage batch {key} from its first "
+            f"step: {rebuild}"
+        )
+    with user_errors():
+        current = incremental.index_settings(dedup.settings())
+    changed = [name for name in current if lineage.get(name) != current[name]]
+    if changed:
+        raise Failure(
+            description=f"{table} was staged with other settings than this run's ({', '.join(changed)}): "
+            f"stage batch {key} again from its first step with this run's settings: {rebuild}"
+        )
+    return lineage
+
+
+DOCUMENTS_DESCRIPTION = """The batch's input, validated as in the one-shot `documents`, staged in
+`incremental.staged_documents`. Refuses, before reading, a batch whose earlier batches are not in
+the index yet, one that later batches already depend on, and settings other than the index's. A
+doc_id an earlier batch holds is rejected (`duplicate_doc_id`), as a one-shot run over every batch
+would."""
+
+REJECTED_DESCRIPTION = """The batch's input rows that did not become documents, with their reason
+(`incremental.staged_rejected`)."""
+
+
+@multi_asset(
+    specs=[
+        AssetSpec("batch_documents", group_name=GROUP, kinds=KINDS, description=DOCUMENTS_DESCRIPTION),
+        AssetSpec("batch_rejected_documents", group_name=GROUP, kinds=KINDS, description=REJECTED_DESCRIPTION),
+    ],
+    partitions_def=BATCHES,
+)
+def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
+    key = context.partition_key
+    batch = _batch(context)
+    with user_errors():
+        settings = dedup.settings()
+        current = incremental.index_settings(settings)
+        with warehouse.cursor() as cursor:
+            cursor.execute(f"create schema if not exists {TABLES.schema}")
+            indexed = incremental.indexed_batches(cursor, TABLES)
+        incremental.refuse_out_of_order(indexed, folder_batches().earlier(key), key)
+        incremental.refuse_other_settings(indexed, current, key)
+    start = incremental.batch_start(indexed, key)
+    build, stats = build_documents(batch.path, settings.batch_size, settings.input_policy(), context.log.info)
+    with input_identity(batch.path, settings.source_format) as identity:
+
+        def with_identity() -> dict:
+            found = identity.result()
+            return {
+                "batch_key": key, **current,
+                "input_path": found.path, "input_sha256": found.sha256, "input_byte_size": found.byte_size,
+            }
+
+        warehouse.write_table(TABLES.staged_documents, build, with_identity)
+    lineage = with_identity()
+    with warehouse.cursor() as cursor, user_errors():
+        earlier_ids = incremental.screen_indexed_doc_ids(cursor, TABLES, start, stats)
+    rejected = warehouse.write_table(TABLES.staged_rejected, build_rejected_documents(stats), lineage)
+    if stats.rejected:
+        context.log.warning(
+            f"batch {key}: {len(stats.rejected):,} of {stats.rows:,} input rows rejected: "
+            + ", ".join(f"{reason} {rows:,}" for reason, rows in sorted(stats.rejected_by_reason.items()))
+        )
+    with warehouse.cursor() as cursor:
+        yield MaterializeResult(
+            asset_key="batch_documents",
+            metadata={
+                **table_metadata(cursor, TABLES.staged_documents, stats.documents),
+                "documents": MetadataValue.int(stats.documents),
+                "input_path": MetadataValue.path(lineage["input_path"]),
+                "input_sha256": lineage["input_sha256"],
+                "first_position": MetadataValue.int(start),
+                "doc_ids_in_earlier_batches": MetadataValue.int(earlier_ids),
+                "preview": preview(cursor, f"select doc_id, domain, crawled_at, title, input_row from {TABLES.staged_documents}"),
+            },
+        )
+        yield MaterializeResult(
+            asset_key="batch_rejected_documents",
+            metadata={
+                **table_metadata(cursor, TABLES.staged_rejected, rejected),
+                "rejected_by_reason": markdown_table(["reason", "rows"], sorted(stats.rejected_by_reason.items())),
+                "preview": preview(cursor, f"select * from {TABLES.staged_rejected}"),
+            },
+        )
+
+
+@asset(group_name=GROUP, kinds=KINDS | {"numba"}, partitions_def=BATCHES, deps=["batch_documents"])
+def batch_fingerprints(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+) -> MaterializeResult:
+    """The batch's fingerprints, as the one-shot `fingerprinted` makes them
+    (`incremental.staged_fingerprints`)."""
+    lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_documents)
+    settings = dedup.settings()
+    with warehouse.cursor() as reader:
+        build = build_fingerprinted(reader, TABLES.staged(), settings.sketch_params(), settings.batch_size, context.log.info)
+        rows = warehouse.write_table(TABLES.staged_fingerprints, build, lineage)
+    with warehouse.cursor() as cursor:
+        return MaterializeResult(
+            metadata={
+                **table_metadata(cursor, TABLES.staged_fingerprints, rows),
+                "documents_without_shingles": MetadataValue.int(
+                    scalar(cursor, f"select count(*) from {TABLES.staged_fingerprints} where shingle_count = 0")
+                ),
+            }
+        )
+
+
+@asset(group_name=GROUP, kinds=KINDS | {"sql"}, partitions_def=BATCHES, deps=["batch_fingerprints"])
+def batch_pairs(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
+    """Scored pairs of the batch's documents, with each other and with every document of the
+    earlier batches, kept or removed (`incremental.staged_pairs`, columns as `scored_pairs`).
+
+    The earlier documents that share a band key with the batch are found in the index's
+    `band_index`; the one-shot candidate and scoring queries then run on them and the batch
+    (the `universe_*` tables), and the pairs with a batch document are kept. So the pairs of all
+    batches together are those of one run over all of them."""
+    lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_fingerprints)
+    settings = dedup.settings()
+    with warehouse.cursor() as cursor:
+        indexed = incremental.indexed_batches(cursor, TABLES)
+        with user_errors():
+            pairs = incremental.build_batch_pairs(
+                cursor, TABLES, incremental.batch_start(indexed, context.partition_key),
+                settings.sketch_params(), settings.thresholds(), settings.pair_limits(), settings.memory_budget_mb,
+            )
+    rows = warehouse.write_table(TABLES.staged_pairs, pairs.build, lineage)
+    table = TABLES.staged_pairs
+    with warehouse.cursor() as cursor:
+        within, with_earlier, accepted = cursor.execute(
+            f"""
+            with new as (select doc_id from {TABLES.staged_fingerprints}),
+            pairs as (
+              select is_duplicate,
+                     left_doc_id in (select doc_id from new) and right_doc_id in (select doc_id from new) as within
+              from {table}
+            )
+            select count(*) filter (where within), count(*) filter (where not within),
+                   count(*) filter (where is_duplicate)
+            from pairs
+            """
+        ).fetchall()[0]
+        found_by = dict(cursor.execute(f"select found_by, count(*) from {table} group by found_by").fetchall())
+        return MaterializeResult(
+            metadata={
+                **table_metadata(cursor, table, rows),
+                "candidates_within_batch": MetadataValue.int(int(within)),
+                "candidates_with_earlier_batches": MetadataValue.int(int(with_earlier)),
+                "accepted_pairs": MetadataValue.int(int(accepted)),
+                "earlier_documents_compared": MetadataValue.int(
+                    pairs.universe_documents - scalar(cursor, f"select count(*) from {TABLES.staged_fingerprints}")
+                ),
+                "reshingled_documents": MetadataValue.int(pairs.reshingled),
+                "pair_slots": MetadataValue.int(pairs.pressure.pair_slots),
+                "pairs_found_by": markdown_table(
+                    ["found_by", "pairs"], [(name, found_by.get(name, 0)) for name in FOUND_BY]
+                ),
+                "reasons": markdown_table(["reason", "pairs"], reason_counts(cursor, table).items()),
+                "preview": preview(
+                    cursor,
+                    f"select left_doc_id, right_doc_id, round(jaccard, 4) as jaccard, found_by, reason from {table}",
+                ),
+            }
+        )
+
+
+@asset(group_name=GROUP, kinds=KINDS | {"networkx"}, partitions_def=BATCHES, deps=["batch_pairs"])
+def batch_clusters(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+) -> MaterializeResult:
+    """Decisions for the batch's documents (`incremental.staged_clusters`: the one-shot
+    `clusters` columns plus `representative_batch`). A document kept in an earlier batch stays
+    kept; a new document in a cluster with a kept document is `removed_duplicate` in favour of it
+    (`representative_doc_id`, `representative_batch`); a cluster of new documents only keeps one
+    by the one-shot rule (newest `crawled_at`, most tokens, smallest doc_id). Where the batch
+    joins clusters that each have a kept document, all stay kept and a bridge names them
+    (`incremental.staged_bridges`)."""
+    lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_pairs)
+    key = context.partition_key
+    with warehouse.cursor() as cursor:
+        start = incremental.batch_start(incremental.indexed_batches(cursor, TABLES), key)
+        decided = incremental.build_batch_clusters(cursor, TABLES, key, start)
+    rows = warehouse.write_table(TABLES.staged_clusters, decided.clusters, lineage)
+    warehouse.write_table(TABLES.staged_members, decided.members, lineage)
+    moved = warehouse.write_table(TABLES.staged_moves, decided.moves, lineage)
+    bridges = warehouse.write_table(TABLES.staged_bridges, decided.bridges, lineage)
+    table = TABLES.staged_clusters
+    with warehouse.cursor() as cursor:
+        kept, removed, against_earlier = cursor.execute(
+            f"""
+            select count(*) filter (where decision like 'kept%'), count(*) filter (where decision like 'removed%'),
+                   count(*) filter (where decision like 'removed%' and representative_batch <> ?)
+            from {table}
+            """,
+            [key],
+        ).fetchall()[0]
+        return MaterializeResult(
+            metadata={
+                **table_metadata(cursor, table, rows),
+                "kept_documents": MetadataValue.int(int(kept)),
+                "removed_documents": MetadataValue.int(int(removed)),
+                "removed_against_earlier_batches": MetadataValue.int(int(against_earlier)),
+                "bridges": MetadataValue.int(bridges),
+                "earlier_documents_renamed": MetadataValue.int(moved),
+                "bridges_preview": preview(cursor, f"select * from {TABLES.staged_bridges}"),
+                "preview": preview(
+                    cursor,
+                    f"select doc_id, cluster_id, decision, representative_doc_id, representative_batch from {table} "
+                    "where cluster_size > 1 order by cluster_id, representative_rank",
+                ),
+            }
+        )
+
+
+@asset(
+    group_name=GROUP,
+    kinds=KINDS | {"parquet", "json"},
+    partitions_def=BATCHES,
+    deps=["batch_clusters", "batch_rejected_documents"],
+)
+def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
+    """Adds the staged batch to the index in one transaction (replacing it when it is the latest
+    batch and is built again), then writes its release to `DEDUP_OUTPUT_DIR/batches/KEY/`, switched
+    in whole: `deduped_documents.parquet` (the batch's kept documents), `duplicate_pairs.csv` (the
+    edges found for it), `clusters.csv`, `bridges.csv`, `rejected_documents.csv` and
+    `manifest.json` (the batch's counts and the running totals)."""
+    lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_clusters)
+    key = context.partition_key
+    settings = dedup.settings()
+    batch_input = incremental.BatchInput(lineage["input_path"], lineage["input_sha256"], lineage["input_byte_size"])
+    with warehouse.cursor() as cursor, user_errors():
+        incremental.add_batch(cursor, TABLES, key, batch_input, incremental.index_settings(settings))
+        manifest = incremental.batch_manifest(cursor, TABLES, key, settings.as_dict(), library_versions())
+        written = publish_batch_release(
+            cursor, dedup.output_folder(), key, incremental.batch_release_queries(cursor, TABLES, key), manifest,
+            database=warehouse.database, log=context.log.info,
+        )
+    counts, totals = written["counts"], written["totals"]
+    return MaterializeResult(
+        metadata={
+            "output_dir": MetadataValue.path(str(dedup.output_folder() / "batches" / key)),
+            "files": markdown_table(
+                ["file", "rows", "sha256"], ((o["file"], o["rows"], o["sha256"][:12] + "…") for o in written["outputs"])
+            ),
+            **{name: MetadataValue.int(value) for name, value in counts.items()},
+            **{f"total_{name}": MetadataValue.int(value) for name, value in totals.items()},
+        }
+    )
+
+
+INCREMENTAL_ASSETS = [batch_documents, batch_fingerprints, batch_pairs, batch_clusters, batch_release]
