@@ -54,6 +54,9 @@ def forget_batches_command(argv: list[str]) -> int:
     if not arguments.database:
         print("Error: no database: set DEDUP_DATABASE or pass --database.", file=sys.stderr)
         return 2
+    if not Path(arguments.database).expanduser().is_file():
+        print(f"Error: {arguments.database}: no such database file. Check DEDUP_DATABASE.", file=sys.stderr)
+        return 2
     tables = IndexTables.in_schema()
     try:
         with open_database(arguments.database, os.environ.get("DEDUP_DUCKDB_MEMORY") or DEFAULT_DUCKDB_MEMORY) as connection:

@@ -45,6 +45,10 @@ STOPPED = (
 )
 
 
+# checks that compare the run with something else, and pass only when they could compare
+COMPARISONS = ("fixture_contract", "same_as_incremental")
+
+
 class _Console(logging.Handler):
     """Prints a line per finished asset, the assets' own messages and failed checks; keeps each
     step's error for the end."""
@@ -68,6 +72,8 @@ class _Console(logging.Handler):
         elif kind == "ASSET_CHECK_EVALUATION":
             if data.passed:
                 self.checks_passed += 1
+                if data.check_name in COMPARISONS:  # what it compared with is news to the user
+                    _say(f"{data.check_name}: {data.description}")
             else:
                 asset = data.asset_key.path[-1]
                 self.errors.append(f"check {data.check_name} on {asset} failed: {data.description}")
@@ -78,7 +84,10 @@ class _Console(logging.Handler):
             elif data.error.cls_name != "DagsterAssetCheckFailedError":
                 self.errors.append(user_message(data.error))
         elif kind is None and record.levelno >= logging.INFO and step in self.started:
-            _say(meta.get("orig_message", record.getMessage()))
+            message = meta.get("orig_message", record.getMessage())
+            # a check with nothing to compare records no result, which Dagster remarks on
+            if "did not yield or return expected outputs" not in message:
+                _say(message)
 
 
 def _interrupted(error) -> bool:

@@ -12,7 +12,7 @@ it was before the batch (positions below the batch's first position), so the lat
 staged again while it is in the index: adding it replaces it.
 
 Pairs: the one-shot candidate and scoring queries run on the batch's *universe*
-(``sql/universe_fingerprints.sql``) and the pairs with a document of the batch are kept. A copy
+(``sql/universe_earlier.sql``) and the pairs with a document of the batch are kept. A copy
 group's first copy is the first document in input order, which a later batch never changes, so
 the union of every batch's pairs is the pair set of one run over all batches.
 
@@ -25,16 +25,22 @@ clusters that each have a kept document records a bridge and keeps both.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import duckdb
 import networkx as nx
+import numpy as np
 import pyarrow as pa
+
+from . import payloads
 
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
 from .readers import InputStats
 from .settings import STAGE_SETTINGS, PairLimits, Settings, SketchParams, Thresholds
-from .store import TableBuild, table_exists, write_table
+from .store import TableBuild, database_path, table_exists, write_table
 from .tables import PIPELINE_TABLES, TABLE_LAYOUT, Tables, sql
 from .verify import build_scored_pairs
 
@@ -141,11 +147,23 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
     return [(name, built[name], current[name]) for name in sorted(built) if name in current and current[name] != built[name]]
 
 
-def _copy_rejects(
+@contextmanager
+def _transaction(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    connection.execute("begin transaction")
+    try:
+        yield
+        connection.execute("commit")
+    except BaseException:
+        connection.execute("rollback")
+        raise
+
+
+def screen_indexed_doc_ids(
     connection: duckdb.DuckDBPyConnection, tables: IndexTables, start: int, stats: InputStats
 ) -> int:
-    """Moves the staged documents whose doc_id an earlier batch holds to ``stats.rejected``
-    (``duplicate_doc_id``, as a one-shot run over all batches would: the first one is kept)."""
+    """Move the staged documents whose doc_id an earlier batch holds to ``stats.rejected``
+    (``duplicate_doc_id``, as a one-shot run over all batches would: the first one is kept);
+    how many there were."""
     if not table_exists(connection, tables.fingerprints):
         return 0
     repeated = connection.execute(
@@ -174,20 +192,6 @@ def _copy_rejects(
     return len(repeated)
 
 
-def screen_indexed_doc_ids(
-    connection: duckdb.DuckDBPyConnection, tables: IndexTables, start: int, stats: InputStats
-) -> int:
-    """Reject the staged documents whose doc_id is in an earlier batch; how many there were."""
-    connection.execute("begin transaction")
-    try:
-        moved = _copy_rejects(connection, tables, start, stats)
-        connection.execute("commit")
-    except BaseException:
-        connection.execute("rollback")
-        raise
-    return moved
-
-
 @dataclass(frozen=True)
 class BatchPairs:
     build: TableBuild
@@ -209,31 +213,31 @@ def build_batch_pairs(
     document. Writes the universe's tables (``universe_*``: fingerprints, documents, candidate
     and scored pairs) on the way, so each can be looked at."""
     universe = tables.universe()
+    new = connection.sql(
+        f"""
+        select $1 + f.rowid as position, true as is_new, f.doc_id, f.token_count, f.shingle_count,
+               f.content_hash, f.signature, f.lsh_bands, d.domain, d.body
+        from {tables.staged_fingerprints} f join {tables.staged_documents} d on d.doc_id = f.doc_id
+        order by position
+        """,
+        params=[start],
+    ).to_arrow_table()
+    rows = pa.concat_tables([_earlier_rows(connection, tables, start, new.schema), new])
     write_table(
         connection,
         universe.fingerprinted,
-        TableBuild(sql=sql("universe_fingerprints", _before_first_batch(connection, tables)), params=[start]),
+        TableBuild(sql="select * exclude (domain, body) from universe_rows", arrow_inputs={"universe_rows": rows}),
     )
     write_table(
         connection,
         universe.documents,
-        TableBuild(
-            sql=f"""
-            select d.doc_id, d.domain, d.body
-            from {_indexed_documents(connection, tables)} d
-            semi join {universe.fingerprinted} u on u.doc_id = d.doc_id and not u.is_new
-            union all
-            select doc_id, domain, body from {tables.staged_documents}
-            """,
-            view=True,
-        ),
+        TableBuild(sql="select doc_id, domain, body from universe_rows", arrow_inputs={"universe_rows": rows}),
     )
     write_table(connection, universe.band_memberships, build_band_memberships(universe))
     candidates, pressure = build_candidate_pairs(connection, universe, limits)
     write_table(connection, universe.candidate_pairs, candidates)
     scored, reshingled = build_scored_pairs(connection, universe, params, thresholds, memory_budget_mb)
     write_table(connection, universe.scored_pairs, scored)
-    documents = connection.execute(f"select count(*) from {universe.fingerprinted}").fetchall()[0][0]
     build = TableBuild(
         sql=f"""
         with new as (select doc_id from {universe.fingerprinted} where is_new)
@@ -243,26 +247,35 @@ def build_batch_pairs(
         order by left_doc_id, right_doc_id
         """
     )
-    return BatchPairs(build, pressure, int(documents), reshingled)
+    return BatchPairs(build, pressure, rows.num_rows, reshingled)
 
 
-def _before_first_batch(connection: duckdb.DuckDBPyConnection, tables: IndexTables) -> IndexTables:
-    """The tables, with empty stand-ins for the index's fingerprints and band keys until the
-    first batch creates them."""
-    if table_exists(connection, tables.fingerprints):
-        return tables
-    return replace(
-        tables,
-        fingerprints=f"(select 0::bigint as position, * from {tables.staged_fingerprints} limit 0)",
-        band_index="(select 0::smallint as band_index, 0::ubigint as lsh_band, 0::bigint as position limit 0)",
+def _earlier_rows(
+    connection: duckdb.DuckDBPyConnection, tables: IndexTables, start: int, schema: pa.Schema
+) -> pa.Table:
+    """The universe's earlier documents (``sql/universe_earlier.sql``) with their signatures,
+    band keys, domains and bodies from the payload files."""
+    if not table_exists(connection, tables.fingerprints):
+        return schema.empty_table()
+    earlier = connection.sql(sql("universe_earlier", tables), params=[start]).to_arrow_table()
+    if not earlier.num_rows:
+        return schema.empty_table()
+    spans = [
+        payloads.Span(batch.key, batch.first_position, batch.documents)
+        for batch in indexed_batches(connection, tables)
+        if batch.first_position < start
+    ]
+    payload = payloads.take(
+        payload_folder(connection), spans, earlier.column("position").to_numpy(), earlier.column("doc_id")
     )
+    columns = {name: earlier.column(name) for name in earlier.column_names}
+    columns["is_new"] = pa.array(np.zeros(earlier.num_rows, dtype=bool))
+    columns.update({name: payload.column(name) for name in ("signature", "lsh_bands", "domain", "body")})
+    return pa.table({field.name: columns[field.name] for field in schema}).cast(schema)
 
 
-def _indexed_documents(connection: duckdb.DuckDBPyConnection, tables: IndexTables) -> str:
-    """The index's documents, or an empty stand-in before the first batch is added."""
-    if table_exists(connection, tables.documents):
-        return tables.documents
-    return f"(select * from {tables.staged_documents} limit 0)"
+def payload_folder(connection: duckdb.DuckDBPyConnection) -> Path:
+    return payloads.payload_folder(database_path(connection))
 
 
 def _members_before(tables: IndexTables) -> str:
@@ -466,7 +479,11 @@ def _old_clusters(
 
 # index table -> the staged table its first version takes its columns from, and what each row gains
 _FROM_STAGED = {
-    "fingerprints": ("staged_fingerprints", "0::bigint as position, ''::varchar as batch_key, *"),
+    "fingerprints": (
+        "staged_fingerprints",
+        "0::bigint as position, ''::varchar as batch_key, doc_id, token_count, shingle_count, content_hash, "
+        "lsh_bands[1] as first_band_key",
+    ),
     "pairs": ("staged_pairs", "''::varchar as batch_key, *"),
     "clusters": ("staged_clusters", "''::varchar as batch_key, *"),
     "members": ("staged_members", "*"),
@@ -541,8 +558,20 @@ def add_batch(
     then the latest: staging refuses anything else)."""
     indexed = indexed_batches(connection, tables)
     start = batch_start(indexed, key)
-    connection.execute("begin transaction")
-    try:
+    # the payload first: a batch in the index always has one (a failed commit leaves the file of
+    # a batch not in the index, or of the same batch staged again, which the next add replaces)
+    payloads.write_payload(
+        payload_folder(connection),
+        key,
+        connection.sql(
+            f"""
+            select f.doc_id, d.domain, d.body, f.signature, f.lsh_bands
+            from {tables.staged_fingerprints} f join {tables.staged_documents} d on d.doc_id = f.doc_id
+            order by f.rowid
+            """
+        ).to_arrow_table(),
+    )
+    with _transaction(connection):
         _create_index(connection, tables)
         for batch in indexed:
             if batch.key == key:
@@ -562,7 +591,11 @@ def add_batch(
         )
         connection.execute(f"insert into {tables.documents} by name select * from {tables.staged_documents}")
         connection.execute(
-            f"insert into {tables.fingerprints} select ? + rowid, ?, * from {tables.staged_fingerprints}",
+            f"""
+            insert into {tables.fingerprints}
+            select ? + rowid, ?, doc_id, token_count, shingle_count, content_hash, lsh_bands[1]
+            from {tables.staged_fingerprints}
+            """,
             [start, key],
         )
         connection.execute(sql("band_index_rows", tables), [start])
@@ -580,24 +613,16 @@ def add_batch(
             f"insert into {tables.moves} select ?, doc_id, previous_cluster_id from {tables.staged_moves}", [key]
         )
         connection.execute(f"insert into {tables.members} select * from {tables.staged_members}")
-        connection.execute("commit")
-    except BaseException:
-        connection.execute("rollback")
-        raise
 
 
 def forget_batches(connection: duckdb.DuckDBPyConnection, tables: IndexTables, first_key: str) -> list[str]:
     """Remove ``first_key`` and every later batch from the index, latest first, in one
     transaction; the keys removed."""
     removed = [batch for batch in indexed_batches(connection, tables) if batch.key >= first_key]
-    connection.execute("begin transaction")
-    try:
+    with _transaction(connection):
         for batch in reversed(removed):
             _remove(connection, tables, batch)
-        connection.execute("commit")
-    except BaseException:
-        connection.execute("rollback")
-        raise
+    payloads.remove_payloads(payload_folder(connection), (batch.key for batch in removed))
     return [batch.key for batch in removed]
 
 

@@ -190,7 +190,7 @@ def write_table(
             pass
         if isinstance(error, duckdb.Error) and "No space left on device" in str(error):
             raise DuckDBUnavailable(
-                f"Cannot write {table} to {_database_path(connection)}: no space is left on its disk. "
+                f"Cannot write {table} to {database_path(connection)}: no space is left on its disk. "
                 "Free space, or set DEDUP_DATABASE to a file on a disk with room (DuckDB spills "
                 "to a .tmp folder beside it)."
             ) from None
@@ -198,7 +198,7 @@ def write_table(
     return int(rows)
 
 
-def _database_path(connection: duckdb.DuckDBPyConnection) -> str:
+def database_path(connection: duckdb.DuckDBPyConnection) -> str:
     return connection.execute(
         "select path from duckdb_databases() where database_name = current_database()"
     ).fetchall()[0][0]

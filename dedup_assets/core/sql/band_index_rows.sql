@@ -11,7 +11,7 @@ with staged as (
   qualify row_number() over (partition by content_hash, lsh_bands[1] order by rowid) = 1
 ),
 earlier as (
-  select content_hash, lsh_bands[1] as first_band_key
+  select content_hash, first_band_key
   from {fingerprints}
   where position < $1 and shingle_count > 0
 ),

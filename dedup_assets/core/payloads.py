@@ -1,0 +1,103 @@
+"""What verifying a pair with an earlier document needs, kept per batch beside the database.
+
+For each batch in the index, an uncompressed Arrow IPC file holds, in position order, every
+document's ``doc_id``, ``domain``, ``body``, ``signature`` and ``lsh_bands``. A new batch pairs
+with a few thousand earlier documents scattered over the whole index; DuckDB reads a column's
+every block to fetch scattered rows, while a memory-mapped file reads only the pages of the rows
+taken. Each file's rows are checked against the doc_ids the index expects at those positions,
+so a file that does not belong to the index is refused, not trusted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+PAYLOAD_COLUMNS = ("doc_id", "domain", "body", "signature", "lsh_bands")
+SUFFIX = ".arrow"
+
+
+class PayloadError(RuntimeError):
+    """A batch's payload file is missing or does not match the index."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """One batch's positions in the index: ``first`` to ``first + documents - 1``."""
+
+    key: str
+    first: int
+    documents: int
+
+
+def payload_folder(database: str) -> Path:
+    """The folder beside the database file that holds its payload files."""
+    if not database or database == ":memory:":
+        raise PayloadError(
+            "Incremental batches need a database file: set DEDUP_DATABASE to a file path, not :memory:."
+        )
+    return Path(f"{database}.payloads")
+
+
+def _path(folder: Path, key: str) -> Path:
+    return folder / f"{key}{SUFFIX}"
+
+
+def write_payload(folder: Path, key: str, table: pa.Table) -> None:
+    """Write a batch's payload whole: into a temporary file, flushed, then renamed over any
+    earlier one, so a reader finds an old file or a new one, never half of one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    final = _path(folder, key)
+    partial = final.with_name(f".{final.name}.{os.getpid()}")
+    with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table.select(list(PAYLOAD_COLUMNS)))
+    with open(partial, "rb+") as handle:
+        os.fsync(handle.fileno())
+    os.replace(partial, final)
+
+
+def remove_payloads(folder: Path, keys: Iterable[str]) -> None:
+    for key in keys:
+        _path(folder, key).unlink(missing_ok=True)
+
+
+def take(folder: Path, spans: list[Span], positions: np.ndarray, doc_ids: pa.Array) -> pa.Table:
+    """The payload rows at ``positions`` (ascending), whose doc_ids the index says are
+    ``doc_ids``; refuses a missing file or one whose rows are other documents."""
+    pieces = []
+    starts = np.array([span.first for span in spans], dtype=np.int64)
+    owner = np.searchsorted(starts, positions, side="right") - 1
+    for index in np.unique(owner):
+        span = spans[index]
+        path = _path(folder, span.key)
+        try:
+            table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+        except (OSError, pa.ArrowInvalid) as error:
+            raise PayloadError(_broken(path, span, f"it cannot be read ({error})")) from None
+        if table.num_rows != span.documents:
+            raise PayloadError(_broken(path, span, f"it holds {table.num_rows:,} rows, the index {span.documents:,}"))
+        pieces.append(table.take(pa.array(positions[owner == index] - span.first)))
+    taken = pa.concat_tables(pieces) if pieces else None
+    if taken is None:
+        return pa.table({name: pa.array([], pa.string()) for name in PAYLOAD_COLUMNS[:3]})
+    if not pc.all(pc.equal(taken.column("doc_id"), doc_ids)).as_py():
+        raise PayloadError(
+            f"The payload files in {folder} hold other documents than the index at the same "
+            "positions. Take the batches out of the index and add them again (dedup "
+            "forget-batches KEY, from the first batch whose file changed)."
+        )
+    return taken
+
+
+def _broken(path: Path, span: Span, what: str) -> str:
+    return (
+        f"{path}: the payload of batch {span.key} does not match the index: {what}. Add batch "
+        f"{span.key} again if it is the latest, or take it and every later batch out of the index "
+        f"(dedup forget-batches {span.key}) and add them again in key order."
+    )
