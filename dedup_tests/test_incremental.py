@@ -21,6 +21,7 @@ from dedup_assets.core.incremental import (
     indexed_batches,
     one_shot_differences,
 )
+from dedup_assets.core.payloads import payload_folder
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.readers.protocol import InputError
 from dedup_assets.core.release import verify_release
@@ -91,10 +92,14 @@ def _query(database: Path, query: str) -> list[tuple]:
         return connection.execute(query).fetchall()
 
 
-def _index(database: Path) -> dict[str, list[tuple]]:
-    return {
-        name: _query(database, f"select * from {getattr(INDEX, name)} order by all") for name in INDEX_TABLES
-    }
+def _sha256s(folder: Path) -> dict[str, str]:
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in folder.iterdir()}
+
+
+def _index(database: Path) -> dict:
+    """Every row of the index's tables, and every file of its payload folder."""
+    rows = {name: _query(database, f"select * from {getattr(INDEX, name)} order by all") for name in INDEX_TABLES}
+    return {**rows, "payloads": _sha256s(payload_folder(str(database)))}
 
 
 def _indexed_keys(database: Path) -> list[str]:
@@ -110,7 +115,7 @@ def _differences(database: Path) -> list[str] | None:
 def _releases(output_dir: Path) -> dict[str, dict[str, str]]:
     """Batch key -> file name -> sha256, for every batch release under ``output_dir``."""
     return {
-        release.name: {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in release.iterdir()}
+        release.name: _sha256s(release)
         for release in (output_dir / "batches").iterdir()
         if release.is_dir()  # not the releases' lock files beside them
     }

@@ -170,6 +170,18 @@ def build_group(
     return group.select(np.argsort(group.doc_ids, kind="stable"))
 
 
+def corpus_writer(out: Path) -> pq.ParquetWriter:
+    """A writer of corpus rows to ``out``: dictionaries only where values repeat, and no body or
+    title statistics, which would be page-sized."""
+    return pq.ParquetWriter(
+        out,
+        SCHEMA,
+        compression="snappy",
+        use_dictionary=["source", "domain"],
+        write_statistics=["doc_id", "source", "domain", "crawled_at"],
+    )
+
+
 def generate(documents: int, out: Path, seed: int = DEFAULT_SEED) -> dict:
     """Write the corpus and its truth sidecar; return a few figures about them."""
     if documents < 1:
@@ -185,14 +197,7 @@ def generate(documents: int, out: Path, seed: int = DEFAULT_SEED) -> dict:
     # the planned lengths of the documents copies read are an estimate of their tokens
     store = TokenStore(documents, int(plan.length[plan.referenced].sum()))
     body_bytes = 0
-    # dictionaries only where values repeat; body and title statistics would be page-sized
-    with pq.ParquetWriter(
-        out,
-        SCHEMA,
-        compression="snappy",
-        use_dictionary=["source", "domain"],
-        write_statistics=["doc_id", "source", "domain", "crawled_at"],
-    ) as writer:
+    with corpus_writer(out) as writer:
         for start in range(0, documents, ROW_GROUP_DOCS):
             ids = np.arange(start, min(start + ROW_GROUP_DOCS, documents))
             body = render(build_group(rng, zipf, plan, store, ids))

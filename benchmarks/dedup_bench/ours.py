@@ -11,12 +11,15 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .common import (
     INSTALL_HINT,
     ROWS_PER_BAND,
     BenchmarkError,
+    ProcessRun,
     progress,
     require_success,
     run_json_child,
@@ -27,6 +30,7 @@ CORE_STAGES = ("fingerprint", "candidates", "verify", "cluster")
 DUCKDB_MEMORY = "2GB"
 WARMUP_ROWS = 500
 STEP_SUCCESS = re.compile(r'Finished execution of step "([^"]+)" in ([0-9.hms ]+)')
+STEPS_IN_PROCESS = re.compile(r"Finished steps in process \(pid: \d+\) in ([0-9.hms ]+)")
 DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -45,17 +49,25 @@ def dagster_config(perm: int, scheme: str) -> dict:
     }
 
 
-def parse_step_seconds(log: str) -> dict[str, float]:
-    """Seconds per step from lines like ``Finished execution of step "fingerprinted" in 1.2s``.
+def duration_seconds(duration: str) -> float:
+    """Seconds of a duration as Dagster formats them: 0.83ms, 533ms, 5.6s, 4m52s or 1h4m."""
+    return sum(
+        float(value) * UNIT_SECONDS[unit] for value, unit in DURATION_PART.findall(duration)
+    )
 
-    Dagster formats durations as 0.83ms, 533ms, 5.6s, 4m52s or 1h4m.
-    """
-    steps = {}
-    for step, duration in STEP_SUCCESS.findall(log):
-        steps[step] = sum(
-            float(value) * UNIT_SECONDS[unit] for value, unit in DURATION_PART.findall(duration)
-        )
-    return steps
+
+def parse_step_seconds(log: str) -> dict[str, float]:
+    """Seconds per step from lines like ``Finished execution of step "fingerprinted" in 1.2s``."""
+    return {step: duration_seconds(duration) for step, duration in STEP_SUCCESS.findall(log)}
+
+
+def parse_in_process_seconds(log: str) -> float | None:
+    """The run's time inside Dagster's executor, from ``Finished steps in process (pid: N) in
+    4.1s``: the steps plus resource start-up and Dagster's bookkeeping between them, without the
+    CLI's imports and definitions load (the log's RUN_START and RUN_SUCCESS have whole seconds
+    only)."""
+    found = STEPS_IN_PROCESS.search(log)
+    return duration_seconds(found.group(1)) if found else None
 
 
 def fresh_dir(path: Path) -> Path:
@@ -64,43 +76,66 @@ def fresh_dir(path: Path) -> Path:
     return path
 
 
-def run_dagster(corpus: Path, workdir: Path, perm: int, scheme: str) -> dict:
-    """Materialize every asset with the real CLI into a fresh database, with a throwaway
-    DAGSTER_HOME that has telemetry off."""
+@contextmanager
+def dagster_home() -> Iterator[str]:
+    """A throwaway DAGSTER_HOME with telemetry off."""
+    with tempfile.TemporaryDirectory(prefix="bench-dagster-home-") as home:
+        Path(home, "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+        yield home
+
+
+def materialize(
+    what: str, env: dict[str, str], perm: int, scheme: str, *selection: str
+) -> ProcessRun:
+    """Run ``dagster asset materialize`` on ``selection`` (its ``--select`` and ``--partition``
+    arguments) as a measured child. ``env`` names DAGSTER_HOME, the database, the output folder
+    and the input: the resources read them from the environment, and none may fall back to a
+    default."""
     dagster = Path(sys.executable).parent / "dagster"
     if not dagster.exists():
         raise BenchmarkError(f"{dagster} not found: {INSTALL_HINT}")
-    run_dir = fresh_dir(workdir / "run")
-    database, output_dir = run_dir / "pipeline.duckdb", run_dir / "out"
     command = [
         str(dagster),
         "asset",
         "materialize",
         "-m",
         "dedup_assets.definitions",
-        "--select",
-        "group:deduplication",
+        *selection,
         "--config-json",
         json.dumps(dagster_config(perm, scheme)),
     ]
-    with tempfile.TemporaryDirectory(prefix="bench-dagster-home-") as home:
-        Path(home, "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
-        # the resources read all four from the environment; none may fall back to a default
+    progress(f"{what}: dagster asset materialize {' '.join(selection)}")
+    run = run_measured(command, {**env, "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY})
+    require_success(run, what)
+    return run
+
+
+def dagster_times(run: ProcessRun) -> dict:
+    """A CLI run's whole-process wall time and peak RSS, and Dagster's own times from its log."""
+    return {
+        "wall_s": run.wall_s,
+        "peak_rss_mb": run.peak_rss_mb,
+        "steps": parse_step_seconds(run.stderr),
+        "in_process_s": parse_in_process_seconds(run.stderr),
+    }
+
+
+def run_dagster(corpus: Path, workdir: Path, perm: int, scheme: str) -> dict:
+    """Materialize the one-shot graph of ``corpus`` (a file or a folder) with the real CLI into a
+    fresh database."""
+    run_dir = fresh_dir(workdir / "run")
+    database, output_dir = run_dir / "pipeline.duckdb", run_dir / "out"
+    with dagster_home() as home:
         env = {
             "DAGSTER_HOME": home,
             "DEDUP_INPUT": str(corpus),
             "DEDUP_DATABASE": str(database),
             "DEDUP_OUTPUT_DIR": str(output_dir),
-            "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY,
         }
-        progress("Dagster: dagster asset materialize --select 'group:deduplication'")
-        run = run_measured(command, env)
-    require_success(run, "Dagster run")
+        run = materialize("Dagster run", env, perm, scheme, "--select", "group:deduplication")
     counts = json.loads((output_dir / "manifest.json").read_text(encoding="utf-8"))["counts"]
     return {
-        "wall_s": run.wall_s,
-        "peak_rss_mb": run.peak_rss_mb,
-        "steps": parse_step_seconds(run.stderr),
+        **dagster_times(run),
         "counts": counts,
         "candidates": counts["candidate_pair_rows"],
         "accepted": counts["duplicate_pair_rows"],

@@ -12,7 +12,9 @@ from dagster import (
     multi_asset_check,
 )
 
+from ..batch_partitions import folder_batches
 from ..core.incremental import IndexTables, index_settings, indexed_batches, settings_problems
+from ..core.store import read_lineage
 from ..core.readers import count_input_records
 from ..errors import user_errors
 from ..settings import DedupSettings
@@ -20,6 +22,11 @@ from ..warehouse import DuckDBWarehouse
 from . import rules
 
 INDEX_TABLES = IndexTables.in_schema()
+
+
+def staged_lineage(warehouse: DuckDBWarehouse, table: str) -> dict:
+    with warehouse.cursor() as cursor:
+        return read_lineage(cursor, table)
 
 
 @asset_check(asset="documents", blocking=True, description="Every document has its own doc_id.")
@@ -171,6 +178,40 @@ def same_as_incremental(context: AssetCheckExecutionContext, dedup: DedupSetting
     yield result
 
 
+@asset_check(
+    asset="batch_documents",
+    blocking=True,
+    description="The batch's input rows = its documents + its rejected rows, counted again from its file.",
+    additional_deps=["batch_rejected_documents"],
+)
+def batch_records_accounted(context: AssetCheckExecutionContext, warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with user_errors():
+        batch = folder_batches().batch(context.partition_key)
+    lineage = staged_lineage(warehouse, INDEX_TABLES.staged_documents)
+    records = count_input_records(batch.path, lineage.get("source_format"))
+    with warehouse.cursor() as cursor:
+        return rules.input_records_accounted(
+            cursor, records, INDEX_TABLES.staged_documents, INDEX_TABLES.staged_rejected
+        )
+
+
+@asset_check(asset="batch_pairs", blocking=True, description="Each pair appears once, with left_doc_id < right_doc_id.")
+def batch_pairs_ordered_and_unique(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with warehouse.cursor() as cursor:
+        return rules.pairs_ordered_and_unique(cursor, INDEX_TABLES.staged_pairs)
+
+
+@asset_check(
+    asset="batch_clusters",
+    blocking=True,
+    description="Every document of the batch has exactly one decision.",
+    additional_deps=["batch_documents"],
+)
+def batch_documents_decided(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with warehouse.cursor() as cursor:
+        return rules.every_document_in_one_cluster(cursor, INDEX_TABLES.staged_documents, INDEX_TABLES.staged_clusters)
+
+
 PIPELINE_CHECKS = [
     doc_id_unique,
     input_records_accounted,
@@ -182,4 +223,7 @@ PIPELINE_CHECKS = [
     representatives_account_for_input,
     fixture_contract,
     same_as_incremental,
+    batch_records_accounted,
+    batch_pairs_ordered_and_unique,
+    batch_documents_decided,
 ]
