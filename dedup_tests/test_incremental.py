@@ -98,7 +98,7 @@ def _sha256s(folder: Path) -> dict[str, str]:
 
 def _index(database: Path) -> dict:
     """Every row of the index's tables, and every file of its payload folder."""
-    rows = {name: _query(database, f"select * from {getattr(INDEX, name)} order by all") for name in INDEX_TABLES}
+    rows = {name: _query(database, f"select * from incremental.{name} order by all") for name in INDEX_TABLES}
     return {**rows, "payloads": _sha256s(payload_folder(str(database)))}
 
 
@@ -270,7 +270,7 @@ def test_a_one_shot_run_over_the_batch_folder_matches_when_file_names_sort_other
 # --- adding again, order, settings -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make_batches", [_fixture_in_three_batches, _bridge_batches], ids=["fixture", "bridge"])
+@pytest.mark.parametrize("make_batches", [_fixture_in_three_batches, _bridge_batches], ids=["fixture", "bridges"])
 def test_adding_the_latest_batch_again_changes_no_release_file_and_no_index_row(tmp_path, make_batches):
     batches, settings = make_batches(tmp_path / "batches")
     database, output = tmp_path / "index.duckdb", tmp_path / "out"
@@ -305,7 +305,8 @@ def test_an_earlier_batch_added_again_is_refused_naming_the_later_ones_and_how_t
     _add_batches(batches, database)
     index = _index(database)
 
-    with pytest.raises(BatchOrderError, match=re.escape(f"in the index already ({SECOND}, {THIRD})")) as refused:
+    later = re.escape(f"in the index already ({SECOND}, {THIRD})")
+    with pytest.raises(BatchOrderError, match=later) as refused:
         run_batch(batches, FIRST, str(database), None)
     assert f"`dedup forget-batches {FIRST}`" in str(refused.value)
     with pytest.raises(BatchOrderError, match=re.escape(f"in the index already ({THIRD})")) as refused:
@@ -351,9 +352,8 @@ def test_a_batch_with_other_algorithm_settings_is_refused_naming_both_values(tmp
 
 
 def test_a_batch_that_joins_two_kept_documents_records_a_bridge_and_keeps_both(tmp_path):
-    page_a, page_b, page_c = (pa.array([page["body"]]) for page in _bridge_pages())
-    assert exact_jaccard(page_a, page_b)[0] >= 0.7 and exact_jaccard(page_b, page_c)[0] >= 0.7
-    assert exact_jaccard(page_a, page_c)[0] < 0.7
+    a, b, c = (pa.array([page["body"]]) for page in _bridge_pages())
+    assert exact_jaccard(a, b)[0] >= 0.7 and exact_jaccard(b, c)[0] >= 0.7 and exact_jaccard(a, c)[0] < 0.7
     batches, settings = _bridge_batches(tmp_path / "batches")
     database, output = tmp_path / "index.duckdb", tmp_path / "out"
     _add_batches(batches, database, output, settings)
@@ -435,9 +435,8 @@ def test_a_doc_id_of_an_earlier_batch_is_rejected_naming_that_batch(tmp_path):
 
 def test_with_fail_on_reject_a_doc_id_of_an_earlier_batch_fails_the_batch_as_one_run_would(tmp_path):
     strict = Settings(fail_on_reject=True)
-    batches = _batch_files(
-        tmp_path / "batches", [[document("shared-id", "the first page")], [document("shared-id", "another page")]]
-    )
+    first, again = document("shared-id", "the first page"), document("shared-id", "another page")
+    batches = _batch_files(tmp_path / "batches", [[first], [again]])
     with pytest.raises(InputError, match="repeats 'shared-id'"):
         run_library(str(batches.folder), str(tmp_path / "one_shot.duckdb"), None, strict)
     database = tmp_path / "index.duckdb"

@@ -97,7 +97,7 @@ def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, wareho
         warehouse.write_table(TABLES.staged_documents, build, with_identity)
     lineage = with_identity()
     with warehouse.cursor() as cursor, user_errors():
-        earlier_ids = incremental.screen_indexed_doc_ids(cursor, TABLES, start, stats)
+        earlier_ids = incremental.screen_indexed_doc_ids(cursor, TABLES, start, stats, settings.fail_on_reject)
     rejected = warehouse.write_table(TABLES.staged_rejected, build_rejected_documents(stats), lineage)
     if stats.rejected:
         context.log.warning(

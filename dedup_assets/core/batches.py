@@ -5,14 +5,10 @@ subfolder. A batch's key is its name without the format's extensions (``2026-11-
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .readers.registry import matching_reader
-
-# the extensions a reader's file names end with, longest first, so .warc.gz is cut whole
-_FORMAT_SUFFIX = re.compile(r"\.(jsonl\.gz|json\.gz|warc\.gz|jsonl|warc|csv|parquet)$", re.IGNORECASE)
+from .readers.registry import format_stem, matching_reader
 
 
 class BatchError(ValueError):
@@ -66,7 +62,7 @@ def batch_key(path: Path) -> str | None:
         return path.name
     if matching_reader(path) is None:
         return None
-    return _FORMAT_SUFFIX.sub("", path.name) or None
+    return format_stem(path.name) or None
 
 
 def collision_message(key: str, names: tuple[str, ...], folder: Path) -> str:

@@ -38,7 +38,7 @@ import pyarrow as pa
 from . import payloads
 
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
-from .readers import InputStats
+from .readers import InputError, InputStats
 from .settings import STAGE_SETTINGS, PairLimits, Settings, SketchParams, Thresholds
 from .store import TableBuild, database_path, table_exists, write_table
 from .tables import PIPELINE_TABLES, TABLE_LAYOUT, Tables, sql
@@ -159,11 +159,15 @@ def _transaction(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 def screen_indexed_doc_ids(
-    connection: duckdb.DuckDBPyConnection, tables: IndexTables, start: int, stats: InputStats
+    connection: duckdb.DuckDBPyConnection,
+    tables: IndexTables,
+    start: int,
+    stats: InputStats,
+    fail_on_reject: bool = False,
 ) -> int:
     """Move the staged documents whose doc_id an earlier batch holds to ``stats.rejected``
     (``duplicate_doc_id``, as a one-shot run over all batches would: the first one is kept);
-    how many there were."""
+    how many there were. With ``fail_on_reject`` the first one fails the batch instead."""
     if not table_exists(connection, tables.fingerprints):
         return 0
     repeated = connection.execute(
@@ -177,10 +181,13 @@ def screen_indexed_doc_ids(
         [start],
     ).fetchall()
     for source_file, input_row, doc_id, batch, first_file, first_row in repeated:
-        stats.reject_document(
-            source_file, input_row, doc_id, "duplicate_doc_id",
-            f"doc_id first seen in batch {batch} ({first_file} row {first_row})",
-        )
+        detail = f"doc_id first seen in batch {batch} ({first_file} row {first_row})"
+        if fail_on_reject:
+            raise InputError(
+                f"{source_file}: row {input_row}: column doc_id repeats '{doc_id}' ({detail}). Give "
+                "each document a unique doc_id."
+            )
+        stats.reject_document(source_file, input_row, doc_id, "duplicate_doc_id", detail)
     if repeated:
         connection.execute(
             f"""

@@ -118,7 +118,7 @@ def run_batch(
         with _timed(stages, "documents"), input_identity(path, settings.source_format) as identity:
             build, stats = build_documents(path, settings.batch_size, settings.input_policy(), log)
             write_table(connection, tables.staged_documents, build)
-            incremental.screen_indexed_doc_ids(connection, tables, start, stats)
+            incremental.screen_indexed_doc_ids(connection, tables, start, stats, settings.fail_on_reject)
             write_table(connection, tables.staged_rejected, build_rejected_documents(stats))
             input_file = identity.result()
         with _timed(stages, "fingerprint"), connection.cursor() as reader:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .encoding import refuse_wide_encoding
 from .protocol import REQUIRED_COLUMNS, InputError
-from .registry import SUPPORTED_NAMES, matching_reader, reader_for
+from .registry import SUPPORTED_NAMES, format_stem, matching_reader, reader_for
 
 _GLOB_MAGIC = re.compile(r"[*?[]")
 _TEXT_FORMATS = ("csv", "jsonl")
@@ -90,7 +90,7 @@ def _walk(root: Path, pattern: tuple[str, ...] | None = None) -> Iterator[Path]:
             if (identity.st_dev, identity.st_ino, states) in entered:
                 continue
             entered.add((identity.st_dev, identity.st_ino, states))
-            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+            entries = sorted(os.scandir(folder), key=lambda entry: _name_order(entry.name))
         except PermissionError:
             raise unreadable(folder) from None
         except (FileNotFoundError, NotADirectoryError):  # gone meanwhile: nothing of the input is in it
@@ -138,11 +138,17 @@ def _skip_globstars(pattern: tuple[str, ...], states: set[int]) -> frozenset[int
     return frozenset(skipped)
 
 
+def _name_order(name: str) -> tuple[str, str]:
+    """Names sort by their stem first (``a.csv`` before ``a-1.csv``), so a folder of batch files
+    is read in the batches' key order."""
+    return format_stem(name), name
+
+
 def _each_once(paths: Iterable[Path]) -> list[Path]:
     """``paths`` in sorted order, each file (by device and inode) once, under its first path."""
     seen: set[tuple[int, int]] = set()
     unique = []
-    for path in sorted(paths):
+    for path in sorted(paths, key=lambda path: tuple(map(_name_order, path.parts))):
         identity = path.stat()
         if (identity.st_dev, identity.st_ino) not in seen:
             seen.add((identity.st_dev, identity.st_ino))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..settings import SOURCE_FORMATS
@@ -13,6 +14,15 @@ READERS: dict[str, Reader] = {
     reader.name: reader for reader in (csv.READER, parquet.READER, jsonl.READER, warc.READER)
 }
 SUPPORTED_NAMES = ".csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz"
+# the extensions the readers' file names end with, longest first, so .warc.gz is cut whole
+_FORMAT_SUFFIX = re.compile(r"\.(jsonl\.gz|json\.gz|warc\.gz|jsonl|warc|csv|parquet)$", re.IGNORECASE)
+
+
+def format_stem(name: str) -> str:
+    """A file name without the format's extensions (``2026-11-29.warc.gz`` -> ``2026-11-29``);
+    other names as they are. Input files are read in the order of their stems, which is the
+    order of the incremental batches they would be."""
+    return _FORMAT_SUFFIX.sub("", name)
 
 
 def matching_reader(path: Path, source_format: str | None = None) -> Reader | None:
