@@ -4,11 +4,14 @@
     python benchmarks/benchmark.py (--docs N | --corpus PATH.parquet | --smoke)
         [--perm 128|64] [--scheme fss|blake2b] [--peers rensa,fastsketch-pre,...]
         [--recall-seeds N] [--skip-dagster] [--skip-library] [--workdir DIR] [--json-out FILE]
+    python benchmarks/benchmark.py (--docs N | --smoke) --incremental K
+        [--perm 128|64] [--scheme fss|blake2b] [--workdir DIR] [--json-out FILE]
 
 The work is done by the ``dedup_bench`` package beside this script: ``corpus`` generates the
 corpus, ``ours`` runs the Dagster CLI and the library core, ``peers`` runs one peer engine, each
-in its own process, and ``report`` prints the tables. The machine is shared and noisy, so compare
-the engines of one run as ratios.
+in its own process, and ``report`` prints the tables. ``--incremental K`` runs ``incremental``
+instead: the one-shot Dagster run, the same documents as K batches, and one small batch after
+them. The machine is shared and noisy, so compare the runs of one invocation as ratios.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import sys
 from pathlib import Path
 
 from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
+from dedup_bench.incremental import measure_incremental
 from dedup_bench.measure import Options, measure
 from dedup_bench.peer_engines import ENGINES
-from dedup_bench.report import precision_errors, print_report
+from dedup_bench.report import precision_errors, print_incremental_report, print_report
 
 DEFAULT_WORKDIR = REPO_ROOT / "var" / "bench"
 SMOKE_DOCS = 2000
@@ -44,7 +48,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--smoke",
         action="store_true",
         help=f"CI smoke run: --docs {SMOKE_DOCS}, both of our runs, no peers, recall over "
-        f"{SMOKE_RECALL_SEEDS} seeds",
+        f"{SMOKE_RECALL_SEEDS} seeds (with --incremental: that benchmark on {SMOKE_DOCS} docs)",
     )
     parser.add_argument(
         "--perm",
@@ -69,6 +73,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "and every installed peer's sketch on the same shingle hashes (one run's recall is one "
         "draw)",
     )
+    parser.add_argument(
+        "--incremental",
+        type=int,
+        metavar="K",
+        default=0,
+        help="the incremental benchmark instead: the one-shot Dagster run over the --docs N "
+        "documents, the same N as K batches through the Dagster CLI, then one batch of N/100 "
+        "more, and whether the K batches' edges and clusters are the one-shot run's",
+    )
     parser.add_argument("--skip-dagster", action="store_true", help="do not run the Dagster CLI")
     parser.add_argument("--skip-library", action="store_true", help="do not run the library core")
     parser.add_argument(
@@ -81,7 +94,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--json-out", type=Path, help="append one JSON record of the whole run to this file"
     )
     args = parser.parse_args(argv)
-    if args.smoke:
+    if args.incremental:
+        check_incremental(parser, args)
+    elif args.smoke:
         if args.peers or args.skip_dagster or args.skip_library:
             parser.error("--smoke runs both of our runs and no peers; drop --peers/--skip-*")
         args.docs = SMOKE_DOCS
@@ -91,6 +106,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.docs is not None and args.docs < 2:
         parser.error("--docs must be at least 2")
     return args
+
+
+def check_incremental(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The incremental benchmark generates its corpus and runs only our Dagster CLI, so it takes
+    none of the engine options."""
+    if args.corpus or args.peers or args.recall_seeds or args.skip_dagster or args.skip_library:
+        parser.error(
+            "--incremental generates its corpus and runs the Dagster CLI only: use --docs N or "
+            "--smoke, without --corpus, --peers, --recall-seeds or --skip-*"
+        )
+    if args.smoke:
+        args.docs = SMOKE_DOCS
+    if not 1 <= args.incremental <= args.docs:
+        parser.error("--incremental K needs 1 ≤ K ≤ the --docs N documents")
 
 
 def main(argv: list[str]) -> int:
@@ -105,17 +134,23 @@ def main(argv: list[str]) -> int:
         recall_seeds=args.recall_seeds,
         skip_dagster=args.skip_dagster,
         skip_library=args.skip_library,
+        incremental=args.incremental,
     )
     try:
-        record = measure(options, argv)
+        record = (measure_incremental if options.incremental else measure)(options, argv)
     except BenchmarkError as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 1
-    print_report(record)
+    (print_incremental_report if options.incremental else print_report)(record)
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         with args.json_out.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+    if options.incremental:
+        if not record["targets"]["equivalent"]:
+            print("\nERROR: the batches' edges or clusters are not the one-shot run's (above).")
+            return 1
+        return 0
     errors = precision_errors(record)
     if errors:
         print(f"\nERROR: {errors} accepted edge(s) with exact Jaccard < {THRESHOLD}: not precise.")

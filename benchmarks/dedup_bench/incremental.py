@@ -21,12 +21,19 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .common import ROWS_PER_BAND, module_command, progress, require_success, run_json_child, run_measured
+from .common import (
+    ROWS_PER_BAND,
+    module_command,
+    progress,
+    require_success,
+    run_json_child,
+    run_measured,
+)
 from .measure import Options, prepare_corpus
 from .ours import dagster_home, dagster_times, fresh_dir, materialize, run_dagster, warm_kernels
 from .report import incremental_rows, incremental_targets
 
-SMALL_BATCH_SHARE = 100  # the small batch is 1/100 of the N documents
+SMALL_BATCH_DIVISOR = 100  # the small batch has N / 100 documents
 ONE_SHOT_FOLDER, BATCH_FOLDER = "one-shot", "batches"
 INDEX_DATABASE = "index.duckdb"
 
@@ -35,7 +42,7 @@ def batch_sizes(documents: int, batches: int) -> list[int]:
     """The documents of each batch, in order: ``batches`` shares of ``documents`` that differ by
     at most one, then the small batch's hundredth of them."""
     share, extra = divmod(documents, batches)
-    small = max(1, documents // SMALL_BATCH_SHARE)
+    small = max(1, documents // SMALL_BATCH_DIVISOR)
     return [share + (index < extra) for index in range(batches)] + [small]
 
 
@@ -95,12 +102,15 @@ def prepare_batches(options: Options) -> tuple[Path, BatchFiles]:
     folder = corpus.with_name(f"{corpus.stem}.batches-{options.incremental}")
     if not folder.is_dir():
         progress(f"splitting {corpus.name} into {len(sizes)} batch files in {folder}")
-        command = module_command("incremental", "split", str(corpus), str(folder), json.dumps(sizes))
-        require_success(run_measured(command), "batch split")
-    return corpus, BatchFiles(folder / ONE_SHOT_FOLDER, folder / BATCH_FOLDER, batch_keys(len(sizes)))
+        split = ("split", str(corpus), str(folder), json.dumps(sizes))
+        require_success(run_measured(module_command("incremental", *split)), "batch split")
+    keys = batch_keys(len(sizes))
+    return corpus, BatchFiles(folder / ONE_SHOT_FOLDER, folder / BATCH_FOLDER, keys)
 
 
-def run_batch(files: BatchFiles, key: str, index: Path, home: str, perm: int, scheme: str) -> dict:
+def run_batch(
+    files: BatchFiles, key: str, index: Path, home: str, perm: int, scheme: str
+) -> dict:
     """Add batch ``key`` to the index in ``index`` with the real CLI: its whole-process and
     Dagster times, and the counts and running totals of its manifest."""
     output_dir = index / "out"
@@ -112,8 +122,14 @@ def run_batch(files: BatchFiles, key: str, index: Path, home: str, perm: int, sc
     }
     selection = ("--select", "group:incremental", "--partition", key)
     run = materialize(f"batch {key}", env, perm, scheme, *selection)
-    manifest = json.loads((output_dir / "batches" / key / "manifest.json").read_text(encoding="utf-8"))
-    return {"key": key, **dagster_times(run), "counts": manifest["counts"], "totals": manifest["totals"]}
+    manifest = output_dir / "batches" / key / "manifest.json"
+    figures = json.loads(manifest.read_text(encoding="utf-8"))
+    return {
+        "key": key,
+        **dagster_times(run),
+        "counts": figures["counts"],
+        "totals": figures["totals"],
+    }
 
 
 def compare(index_db: Path, one_shot_db: Path) -> dict:
@@ -126,8 +142,8 @@ def compare(index_db: Path, one_shot_db: Path) -> dict:
 def compare_child(index_db: Path, one_shot_db: Path) -> dict:
     """``one_shot_differences`` of the index and the one-shot run's tables (None: they hold other
     documents; [] equal), with both sides' edges and multi-document clusters. The one-shot
-    database is attached, read-only like the index's, and found through the search path, since
-    the project's table names are two-part (``dedup.clusters``)."""
+    database is attached, read-only like the index's; the project's table names have two parts
+    (``dedup.clusters``), so its schema goes on the search path after the index's own."""
     # imported here, not above: the measuring parent imports this module and stays small
     import duckdb
 
@@ -138,15 +154,17 @@ def compare_child(index_db: Path, one_shot_db: Path) -> dict:
     quoted = str(one_shot_db).replace("'", "''")
     with duckdb.connect(str(index_db), read_only=True) as connection:
         connection.execute(f"attach '{quoted}' as one_shot (read_only)")
-        connection.execute(f"set search_path = 'one_shot.{SCHEMA}'")
+        connection.execute(f"set search_path = 'main,one_shot.{SCHEMA}'")
         differences = one_shot_differences(connection, one_shot, index)
         counts = connection.execute(
             f"""
             select (select count(*) from {one_shot.duplicate_pairs}),
                    (select count(*) from {index.pairs} where is_duplicate),
-                   (select count(distinct cluster_id) from {one_shot.clusters} where cluster_size > 1),
+                   (select count(distinct cluster_id) from {one_shot.clusters}
+                    where cluster_size > 1),
                    (select count(*) from (
-                      select cluster_id from {index.members} group by cluster_id having count(*) > 1))
+                      select cluster_id from {index.members}
+                      group by cluster_id having count(*) > 1))
             """
         ).fetchall()[0]
     names = ("one_shot_edges", "batch_edges", "one_shot_clusters", "batch_clusters")
@@ -201,8 +219,11 @@ def main(argv: list[str]) -> int:
     if command == "split":
         corpus, folder, sizes = args
         write_batches(Path(corpus), Path(folder), json.loads(sizes))
+    elif command == "compare":
+        index_db, one_shot_db = args
+        print(json.dumps(compare_child(Path(index_db), Path(one_shot_db))))
     else:
-        print(json.dumps(compare_child(Path(args[0]), Path(args[1]))))
+        sys.exit(f"unknown command {command!r}; usage:\n{__doc__}")
     return 0
 
 

@@ -30,7 +30,8 @@ from .theirs import check_peers, run_peer
 
 @dataclass
 class Options:
-    """What to run; ``benchmark.py`` parses them from its command line."""
+    """What to run; ``benchmark.py`` parses them from its command line. With ``incremental``
+    (K batches), ``dedup_bench.incremental`` runs instead of the engines."""
 
     workdir: Path
     docs: int | None = None
@@ -41,6 +42,7 @@ class Options:
     recall_seeds: int = 0
     skip_dagster: bool = False
     skip_library: bool = False
+    incremental: int = 0
 
 
 def prepare_corpus(options: Options) -> Path:
