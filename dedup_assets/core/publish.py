@@ -142,6 +142,7 @@ def publish(
                 _sync_tree(staging)
                 _switch(staging, output_dir)
             except BaseException:
+                _put_back_batches(staging, output_dir)
                 shutil.rmtree(staging, ignore_errors=True)  # a kill skips this; the next run cleans up
                 raise
             return result
@@ -183,13 +184,22 @@ def _clean_remains(output_dir: Path, log: Callable[[str], None]) -> None:
         log(f"put back the release {previous[0].name} that a killed run had moved aside")
         left.remove(previous[0])
     for path in left:  # a kill after the batch releases were moved into the new release
-        if (path / BATCHES_FOLDER).is_dir() and output_dir.is_dir() and not (output_dir / BATCHES_FOLDER).exists():
-            (path / BATCHES_FOLDER).rename(output_dir / BATCHES_FOLDER)
+        if _put_back_batches(path, output_dir):
             log(f"put back the batch releases that a killed run had moved into {path.name}")
     for path in left:
         shutil.rmtree(path)
     if left:
         log(f"removed what a killed run left beside {output_dir}: {', '.join(path.name for path in left)}")
+
+
+def _put_back_batches(folder: Path, output_dir: Path) -> bool:
+    """Move the batch releases that a switch which did not happen had moved into ``folder``
+    back into the output folder; whether there were any."""
+    moved = folder / BATCHES_FOLDER
+    if not (moved.is_dir() and output_dir.is_dir() and not (output_dir / BATCHES_FOLDER).exists()):
+        return False
+    moved.rename(output_dir / BATCHES_FOLDER)
+    return True
 
 
 def _sync_tree(folder: Path) -> None:
@@ -221,7 +231,11 @@ def _switch(staging: Path, output_dir: Path) -> None:
     else:
         previous = _sibling(output_dir, f"previous-{os.getpid()}")
         output_dir.rename(previous)
-        staging.rename(output_dir)
+        try:
+            staging.rename(output_dir)
+        except BaseException:
+            previous.rename(output_dir)
+            raise
         shutil.rmtree(previous)
     _sync(output_dir.parent)
 
