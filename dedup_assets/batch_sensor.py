@@ -3,6 +3,9 @@ partitions, and the batches not yet in the index are run one at a time, in key o
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import duckdb
 from dagster import (
     AddDynamicPartitionsRequest,
@@ -20,9 +23,12 @@ from dagster import (
 from .assets.incremental import GROUP, TABLES
 from .batch_partitions import BATCHES, folder_batches, new_keys
 from .core.batches import Batch, BatchError, collision_message
-from .core.incremental import BATCH_COMMAND, indexed_batches
+from .core.incremental import batch_command, forget_command, indexed_batches
+from .core.release import BATCHES_FOLDER, MANIFEST_FILE
+from .settings import DedupSettings
 from .warehouse import DuckDBWarehouse
 
+VERSION_TAG = "dedup/batch_file"
 _UNFINISHED = [
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -39,15 +45,26 @@ def _fingerprint(batch: Batch) -> str:
     return ",".join(f"{name}:{stat.st_size}:{stat.st_mtime_ns}" for name, stat in stats)
 
 
-def _indexed_keys(database: str) -> set[str] | None:
-    """The keys in the index; None while another process holds the database for writing."""
+def _indexed(database: str) -> dict[str, str] | None:
+    """Each indexed batch's input sha256, in key order; None while another process holds the
+    database for writing."""
+    if not Path(database).expanduser().is_file():
+        return {}
     try:
         with duckdb.connect(database, read_only=True) as connection:
-            return {batch.key for batch in indexed_batches(connection, TABLES)}
-    except duckdb.IOException as error:
-        if "No such file" in str(error) or "does not exist" in str(error):
-            return set()
+            return {batch.key: batch.input_sha256 for batch in indexed_batches(connection, TABLES)}
+    except duckdb.IOException:
         return None
+
+
+def _released(output_dir: Path, key: str, input_sha256: str) -> bool:
+    """Whether batch ``key``'s release is written, for the input the index holds: the run adds a
+    batch to the index first and then writes its release."""
+    try:
+        manifest = json.loads((output_dir / BATCHES_FOLDER / key / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return manifest.get("input", {}).get("sha256") == input_sha256
 
 
 @sensor(
@@ -55,46 +72,59 @@ def _indexed_keys(database: str) -> set[str] | None:
     minimum_interval_seconds=30,
     default_status=DefaultSensorStatus.RUNNING,
     description="Adds each new file of the batch folder (DEDUP_BATCHES) as a partition, and runs the "
-    "first batch not yet in the index, one run at a time, in key order.",
+    "first batch not yet in the index (or the latest, if its release was not written), one run "
+    "at a time, in key order.",
 )
-def new_batches(context: SensorEvaluationContext, warehouse: DuckDBWarehouse):
+def new_batches(context: SensorEvaluationContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
     try:
         folder = folder_batches()
     except BatchError as error:
         return SkipReason(str(error))
+    ignored = f" (not batches: {', '.join(folder.ignored)})" if folder.ignored else ""
+    keys = sorted({*folder.keys(), *folder.collisions})
+    if not keys:
+        return SkipReason(f"{folder.folder} holds no batch{ignored}")
     added = new_keys(context.instance, folder)
     partitions = [AddDynamicPartitionsRequest(BATCHES.name, added)] if added else []
 
     def skip(reason: str) -> SensorResult:
         return SensorResult(dynamic_partitions_requests=partitions, skip_reason=reason)
 
-    keys = {*folder.keys(), *folder.collisions}
     unfinished = [
         run for run in context.instance.get_runs(RunsFilter(statuses=_UNFINISHED), limit=50)
         if run.tags.get("dagster/partition") in keys
     ]
     if unfinished:
         return skip(f"waiting for run {unfinished[0].run_id} (batch {unfinished[0].tags.get('dagster/partition')})")
-    indexed = _indexed_keys(str(warehouse.database))
+    indexed = _indexed(str(warehouse.database))
     if indexed is None:
         return skip(f"{warehouse.database} is open for writing in another process; trying again later")
-    waiting = sorted(key for key in keys if key not in indexed)
-    if not waiting:
-        return skip(f"every batch of {folder.folder} is in the index")
-    key = waiting[0]
+    latest = max(indexed, default=None)
+    waiting = [key for key in keys if key not in indexed]
+    if latest in keys and not _released(dedup.output_folder(), latest, indexed[latest]):
+        key = latest  # added, but its run failed before its release was written
+    elif not waiting:
+        return skip(f"every batch of {folder.folder} is in the index{ignored}")
+    else:
+        key = waiting[0]
+    if latest is not None and key < latest:
+        return skip(
+            f"batch {key} sorts before batches already in the index (up to {latest}), so it cannot be "
+            f"added after them. Take them out with `{forget_command(key)}` to add them all again in "
+            f"key order, or move batch {key} out of {folder.folder}."
+        )
     if key in folder.collisions:
         return skip(collision_message(key, folder.collisions[key], folder.folder) + " Later batches wait for it.")
-    run_key = f"{key}@{_fingerprint(folder.batch(key))}"
-    failed = context.instance.get_runs(
-        RunsFilter(statuses=[DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED], tags={"dagster/run_key": run_key}),
-        limit=1,
-    )
-    if failed:
+    # the index decides what is done; this tag lets a failed run hold its batch back until the
+    # file changes (and a batch taken out with forget-batches runs again)
+    version = f"{key}@{_fingerprint(folder.batch(key))}"
+    last = context.instance.get_runs(RunsFilter(tags={VERSION_TAG: version}), limit=1)
+    if last and last[0].status in (DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED):
         return skip(
-            f"batch {key}'s run {failed[0].run_id} did not succeed; later batches wait for it. Fix the "
-            f"batch (a changed file is run again) or run it by hand: {BATCH_COMMAND.format(key=key)}"
+            f"batch {key}'s run {last[0].run_id} did not succeed; later batches wait for it. Fix the "
+            f"batch (a changed file is run again) or run it by hand: {batch_command(key)}"
         )
     return SensorResult(
-        run_requests=[RunRequest(run_key=run_key, partition_key=key)],
+        run_requests=[RunRequest(partition_key=key, tags={VERSION_TAG: version})],
         dynamic_partitions_requests=partitions,
     )

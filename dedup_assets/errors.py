@@ -10,6 +10,7 @@ from dagster import Failure
 from .core.batches import BatchError
 from .core.incremental import BatchOrderError
 from .core.lsh import PairBudgetExceeded
+from .core.payloads import PayloadError
 from .core.publish import ReleaseError
 from .core.readers import InputError
 from .core.settings import SettingsError
@@ -27,6 +28,7 @@ USER_ERRORS = (
     ReleaseError,
     BatchError,
     BatchOrderError,
+    PayloadError,
 )
 
 

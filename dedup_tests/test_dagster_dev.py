@@ -1,5 +1,6 @@
 """A real `dagster dev`, started by the test: the UI's GraphQL API shows the ten assets, launches
-a run of the whole graph, and serves the candidate reduction from the materialization metadata."""
+a run of the whole graph, and serves the candidate reduction from the materialization metadata;
+and its daemon runs the batch files put in the batch folder, one at a time, in key order."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from .conftest import FIXTURE, PROJECT_ROOT
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 STARTUP_SECONDS = 120
 RUN_SECONDS = 180
+# the new_batches sensor ticks every 30 s and starts one batch per tick
+SENSOR_SECONDS = 240
 
 
 def _free_port() -> int:
@@ -60,7 +63,9 @@ def dagster_dev(tmp_path):
         "DEDUP_DATABASE": str(tmp_path / "var" / "ui.duckdb"),
         "DEDUP_OUTPUT_DIR": str(tmp_path / "out"),
         "DEDUP_DUCKDB_MEMORY": "1GB",
+        "DEDUP_BATCHES": str(tmp_path / "batches"),  # empty until a test puts a batch in it
     }
+    (tmp_path / "batches").mkdir()
     log = (tmp_path / "dagster_dev.log").open("w")
     process = subprocess.Popen(
         [DAGSTER, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
@@ -114,14 +119,19 @@ METADATA = """
 
 def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
     port, tmp_path = dagster_dev
-    nodes = _graphql(port, METADATA)["assetNodes"]
+    every_node = _graphql(port, METADATA)["assetNodes"]
+    nodes = [n for n in every_node if n["groupName"] == "deduplication"]
+    assert {n["assetKey"]["path"][-1] for n in every_node if n["groupName"] == "incremental"} == {
+        "batch_documents", "batch_rejected_documents", "batch_fingerprints", "batch_pairs", "batch_clusters",
+        "batch_release",
+    }
     assert sorted(n["assetKey"]["path"][-1] for n in nodes) == sorted(
         [
             "documents", "rejected_documents", "fingerprinted", "band_memberships", "candidate_pairs", "scored_pairs",
             "duplicate_pairs", "clusters", "deduped_documents", "manifest",
         ]
     )
-    assert all(n["groupName"] == "deduplication" and n["description"] for n in nodes)
+    assert all(n["description"] for n in every_node)
 
     location = _graphql(
         port, "{ workspaceOrError { ... on Workspace { locationEntries { name } } } }"
@@ -160,3 +170,30 @@ def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
     }
     assert entries["pair_reduction"] == "276 → 18, 93.48% fewer"
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["counts"]["cluster_count"] == 12
+
+
+RUNS = """
+{ runsOrError { ... on Runs { results { runId status startTime tags { key value } } } } }
+"""
+
+
+def test_the_sensor_runs_new_batch_files_one_at_a_time_in_key_order(dagster_dev):
+    port, tmp_path = dagster_dev
+    header, *rows = FIXTURE.read_text(encoding="utf-8").splitlines(keepends=True)
+    # written in the reverse of key order: the sensor must still start with the first key
+    for key, part in (("2026-11-02", rows[12:]), ("2026-11-01", rows[:12])):
+        (tmp_path / "batches" / f"{key}.csv").write_text(header + "".join(part), encoding="utf-8")
+    deadline = time.monotonic() + SENSOR_SECONDS
+    while True:
+        runs = [
+            ({tag["key"]: tag["value"] for tag in run["tags"]}.get("dagster/partition"), run["status"], run["startTime"])
+            for run in _graphql(port, RUNS)["runsOrError"]["results"]
+        ]
+        batch_runs = sorted((run for run in runs if run[0]), key=lambda run: run[2])
+        if len(batch_runs) == 2 and all(status in ("SUCCESS", "FAILURE") for _, status, _ in batch_runs):
+            break
+        assert time.monotonic() < deadline, (runs, (tmp_path / "dagster_dev.log").read_text()[-3000:])
+        time.sleep(2)
+    assert [(key, status) for key, status, _ in batch_runs] == [("2026-11-01", "SUCCESS"), ("2026-11-02", "SUCCESS")]
+    totals = json.loads((tmp_path / "out" / "batches" / "2026-11-02" / "manifest.json").read_text())["totals"]
+    assert (totals["batches"], totals["document_rows"]) == (2, 24)

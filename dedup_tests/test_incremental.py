@@ -17,6 +17,7 @@ from dedup_assets.core.batches import BatchError, BatchFolder, find_batches
 from dedup_assets.core.incremental import (
     BatchOrderError,
     IndexTables,
+    add_batch,
     forget_batches,
     indexed_batches,
     one_shot_differences,
@@ -26,6 +27,7 @@ from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.readers.protocol import InputError
 from dedup_assets.core.release import verify_release
 from dedup_assets.core.settings import Settings
+from dedup_assets.core.store import read_lineage, write_lineage
 from dedup_assets.core.tables import SCHEMA, Tables
 from dedup_assets.core.verify import exact_jaccard
 
@@ -428,9 +430,11 @@ def test_a_doc_id_of_an_earlier_batch_is_rejected_naming_that_batch(tmp_path):
     ]
     assert [row["doc_id"] for row in _csv_rows(output / "batches" / SECOND / "clusters.csv")] == ["fresh"]
     assert (added[1]["counts"]["document_rows"], added[1]["counts"]["rejected_document_rows"]) == (1, 1)
-    assert _query(database, "select body from incremental.documents where doc_id = 'shared-id'") == [
-        ("the first page with this id",)
-    ]
+    # the index keeps the first document with the id: its body is in batch 1's payload file
+    (payload,) = Path(f"{database}.payloads").glob(f"{FIRST}.*.arrow")
+    kept = pa.ipc.open_file(pa.memory_map(str(payload))).read_all().to_pylist()
+    assert [row["body"] for row in kept if row["doc_id"] == "shared-id"] == ["the first page with this id"]
+    assert _query(database, "select count(*) from incremental.documents where doc_id = 'shared-id'") == [(1,)]
 
 
 def test_with_fail_on_reject_a_doc_id_of_an_earlier_batch_fails_the_batch_as_one_run_would(tmp_path):
@@ -515,3 +519,47 @@ def test_a_one_shot_release_replacing_the_output_folder_keeps_the_batch_releases
         assert _releases(output) == releases
         assert verify_release(output) == []
         assert verify_release(output / "batches" / FIRST) == []
+
+
+def test_a_staged_batch_is_added_only_to_the_index_it_was_staged_against(tmp_path):
+    batches, _ = _fixture_in_three_batches(tmp_path / "batches")
+    database = tmp_path / "index.duckdb"
+    _add_batches(batches, database)
+    last = batches.keys()[-1]
+    with duckdb.connect(str(database)) as connection:
+        # the staging tables still hold the last batch, staged when the earlier two were indexed
+        forget_batches(connection, INDEX, batches.keys()[0])
+        with pytest.raises(BatchOrderError, match=f"The batches before {last} in the index changed since"):
+            add_batch(connection, INDEX, last)
+        assert indexed_batches(connection, INDEX) == []
+
+
+def test_staging_tables_of_two_different_runs_are_never_added_together(tmp_path):
+    batches, _ = _fixture_in_three_batches(tmp_path / "batches")
+    database = tmp_path / "index.duckdb"
+    _add_batches(batches, database)
+    last = batches.keys()[-1]
+    with duckdb.connect(str(database)) as connection:
+        lineage = read_lineage(connection, INDEX.staged_documents)
+        # as if batch_documents had been run again on a changed file, and nothing after it
+        write_lineage(connection, INDEX.staged_documents, {**lineage, "input_sha256": "0" * 64})
+        with pytest.raises(BatchOrderError, match=f"The staging tables of batch {last} come from different runs"):
+            add_batch(connection, INDEX, last)
+
+
+def test_a_batch_added_again_from_a_changed_file_gets_a_payload_file_of_its_own(tmp_path):
+    batches, _ = _fixture_in_three_batches(tmp_path / "batches")
+    database = tmp_path / "index.duckdb"
+    _add_batches(batches, database)
+    last = batches.batch(batches.keys()[-1])
+    (before,) = payload_folder(str(database)).glob(f"{last.key}.*.arrow")
+    rows = _csv_rows(last.path)
+    rows[0]["body"] += " and one more sentence at the end"
+    write_csv(last.path, rows)
+    run_batch(batches, last.key, str(database), None)
+    (after,) = payload_folder(str(database)).glob(f"{last.key}.*.arrow")
+    # a new name, so the file the index named until the commit was never overwritten
+    assert after.name != before.name
+    assert _query(database, f"select payload_file from incremental.batches where batch_key = '{last.key}'") == [
+        (after.name,)
+    ]

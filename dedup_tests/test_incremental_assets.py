@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.assets.incremental import INCREMENTAL_ASSETS
 from dedup_assets.batch_sensor import new_batches
 from dedup_assets.checks import PIPELINE_CHECKS, same_as_incremental
+from dedup_assets.core.incremental import IndexTables, forget_batches
 from dedup_assets.settings import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
 
@@ -271,7 +273,7 @@ def test_two_files_with_one_key_fail_their_partition_and_the_sensor_names_both(t
     message = error_text(result)
     assert f"Batch key 'a' names more than one entry in {folder}: a.csv and a.jsonl" in message, message
 
-    with build_sensor_context(instance=instance, resources={"warehouse": runner.warehouse()}) as context:
+    with build_sensor_context(instance=instance, resources=runner.resources()) as context:
         sensed = new_batches(context)
     assert isinstance(sensed, SensorResult)
     assert not sensed.run_requests
@@ -283,7 +285,7 @@ def test_the_sensor_adds_new_files_as_partitions_and_runs_one_batch_at_a_time_in
     runner = Batches(tmp_path, folder, instance)
 
     def sense() -> SensorResult:
-        with build_sensor_context(instance=instance, resources={"warehouse": runner.warehouse()}) as context:
+        with build_sensor_context(instance=instance, resources=runner.resources()) as context:
             return new_batches(context)
 
     first = sense()
@@ -313,6 +315,24 @@ def test_the_sensor_adds_new_files_as_partitions_and_runs_one_batch_at_a_time_in
     done = sense()
     assert not done.run_requests
     assert done.skip_reason.skip_message == f"every batch of {folder} is in the index"
+
+    # the latest batch is in the index but its release is not (its run failed after adding it)
+    shutil.rmtree(runner.output_dir / "batches" / KEYS[-1])
+    assert [request.partition_key for request in sense().run_requests] == [KEYS[-1]]
+    assert runner.run(KEYS[-1]).success
+
+    # taken out with forget-batches, a batch runs again though its file did not change
+    with duckdb.connect(str(runner.database)) as connection:
+        forget_batches(connection, IndexTables.in_schema(), KEYS[-1])
+    assert [request.partition_key for request in sense().run_requests] == [KEYS[-1]]
+    assert runner.run(KEYS[-1]).success
+
+    # a file that sorts before batches already in the index holds the later ones back, saying why
+    write_batches(folder, keys=["2026-10-31"])
+    late = sense()
+    assert not late.run_requests
+    assert "batch 2026-10-31 sorts before batches already in the index" in late.skip_reason.skip_message
+    assert "dedup forget-batches 2026-10-31" in late.skip_reason.skip_message
 
 
 def test_a_batch_without_a_body_column_fails_naming_file_and_column_and_leaves_the_index_as_it_was(batches):

@@ -37,7 +37,7 @@ def _staged_lineage(context: AssetExecutionContext, dedup: DedupSettings, wareho
     key = context.partition_key
     with warehouse.cursor() as cursor:
         lineage = read_lineage(cursor, table) if table_exists(cursor, table) else {}
-    rebuild = incremental.BATCH_COMMAND.format(key=key)
+    rebuild = incremental.batch_command(key)
     if lineage.get("batch_key") != key:
         held = f"batch {lineage['batch_key']}" if "batch_key" in lineage else "no batch"
         raise Failure(
@@ -79,25 +79,17 @@ def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, wareho
         settings = dedup.settings()
         current = incremental.index_settings(settings)
         with warehouse.cursor() as cursor:
+            incremental.payload_folder(cursor)  # refuses a database the payloads cannot sit beside
             cursor.execute(f"create schema if not exists {TABLES.schema}")
             indexed = incremental.indexed_batches(cursor, TABLES)
         incremental.refuse_out_of_order(indexed, folder_batches().earlier(key), key)
         incremental.refuse_other_settings(indexed, current, key)
-    start = incremental.batch_start(indexed, key)
     build, stats = build_documents(batch.path, settings.batch_size, settings.input_policy(), context.log.info)
     with input_identity(batch.path, settings.source_format) as identity:
-
-        def with_identity() -> dict:
-            found = identity.result()
-            return {
-                "batch_key": key, **current,
-                "input_path": found.path, "input_sha256": found.sha256, "input_byte_size": found.byte_size,
-            }
-
-        warehouse.write_table(TABLES.staged_documents, build, with_identity)
-    lineage = with_identity()
+        warehouse.write_table(TABLES.staged_documents, build, incremental.UNSCREENED)
+    lineage = incremental.staged_lineage(indexed, key, current, identity.result())
     with warehouse.cursor() as cursor, user_errors():
-        earlier_ids = incremental.screen_indexed_doc_ids(cursor, TABLES, start, stats, settings.fail_on_reject)
+        earlier_ids = incremental.screen_indexed_doc_ids(cursor, TABLES, lineage, stats, settings.fail_on_reject)
     rejected = warehouse.write_table(TABLES.staged_rejected, build_rejected_documents(stats), lineage)
     if stats.rejected:
         context.log.warning(
@@ -112,7 +104,7 @@ def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, wareho
                 "documents": MetadataValue.int(stats.documents),
                 "input_path": MetadataValue.path(lineage["input_path"]),
                 "input_sha256": lineage["input_sha256"],
-                "first_position": MetadataValue.int(start),
+                "first_position": MetadataValue.int(lineage["first_position"]),
                 "doc_ids_in_earlier_batches": MetadataValue.int(earlier_ids),
                 "preview": preview(cursor, f"select doc_id, domain, crawled_at, title, input_row from {TABLES.staged_documents}"),
             },
@@ -160,13 +152,11 @@ def batch_pairs(context: AssetExecutionContext, dedup: DedupSettings, warehouse:
     batches together are those of one run over all of them."""
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_fingerprints)
     settings = dedup.settings()
-    with warehouse.cursor() as cursor:
-        indexed = incremental.indexed_batches(cursor, TABLES)
-        with user_errors():
-            pairs = incremental.build_batch_pairs(
-                cursor, TABLES, incremental.batch_start(indexed, context.partition_key),
-                settings.sketch_params(), settings.thresholds(), settings.pair_limits(), settings.memory_budget_mb,
-            )
+    with warehouse.cursor() as cursor, user_errors():
+        pairs = incremental.build_batch_pairs(
+            cursor, TABLES, lineage["first_position"],
+            settings.sketch_params(), settings.thresholds(), settings.pair_limits(), settings.memory_budget_mb,
+        )
     rows = warehouse.write_table(TABLES.staged_pairs, pairs.build, lineage)
     table = TABLES.staged_pairs
     with warehouse.cursor() as cursor:
@@ -221,12 +211,9 @@ def batch_clusters(
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_pairs)
     key = context.partition_key
     with warehouse.cursor() as cursor:
-        start = incremental.batch_start(incremental.indexed_batches(cursor, TABLES), key)
-        decided = incremental.build_batch_clusters(cursor, TABLES, key, start)
-    rows = warehouse.write_table(TABLES.staged_clusters, decided.clusters, lineage)
-    warehouse.write_table(TABLES.staged_members, decided.members, lineage)
-    moved = warehouse.write_table(TABLES.staged_moves, decided.moves, lineage)
-    bridges = warehouse.write_table(TABLES.staged_bridges, decided.bridges, lineage)
+        decided = incremental.build_batch_clusters(cursor, TABLES, key, lineage["first_position"])
+    written = {table: warehouse.write_table(table, build, lineage) for table, build in decided.builds(TABLES).items()}
+    rows, moved, bridges = (written[t] for t in (TABLES.staged_clusters, TABLES.staged_moves, TABLES.staged_bridges))
     table = TABLES.staged_clusters
     with warehouse.cursor() as cursor:
         kept, removed, against_earlier = cursor.execute(
@@ -267,12 +254,11 @@ def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehous
     in whole: `deduped_documents.parquet` (the batch's kept documents), `duplicate_pairs.csv` (the
     edges found for it), `clusters.csv`, `bridges.csv`, `rejected_documents.csv` and
     `manifest.json` (the batch's counts and the running totals)."""
-    lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_clusters)
+    _staged_lineage(context, dedup, warehouse, TABLES.staged_clusters)
     key = context.partition_key
     settings = dedup.settings()
-    batch_input = incremental.BatchInput(lineage["input_path"], lineage["input_sha256"], lineage["input_byte_size"])
     with warehouse.cursor() as cursor, user_errors():
-        incremental.add_batch(cursor, TABLES, key, batch_input, incremental.index_settings(settings))
+        incremental.add_batch(cursor, TABLES, key)
         manifest = incremental.batch_manifest(cursor, TABLES, key, settings.as_dict(), library_versions())
         written = publish_batch_release(
             cursor, dedup.output_folder(), key, incremental.batch_release_queries(cursor, TABLES, key), manifest,

@@ -24,9 +24,9 @@ clusters that each have a kept document records a bridge and keeps both.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -40,11 +40,12 @@ from . import payloads
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
 from .readers import InputError, InputStats
 from .settings import STAGE_SETTINGS, PairLimits, Settings, SketchParams, Thresholds
-from .store import TableBuild, database_path, table_exists, write_table
+from .store import TableBuild, database_path, read_lineage, table_exists, transaction, write_lineage, write_table
 from .tables import PIPELINE_TABLES, TABLE_LAYOUT, Tables, sql
 from .verify import build_scored_pairs
 
 INDEX_SCHEMA = "incremental"
+INDEX_SETTINGS = tuple(name for names in STAGE_SETTINGS.values() for name in names if name != "input_path")
 KEPT, REMOVED = "kept_representative", "removed_duplicate"
 # the one-shot scored_pairs columns, which every pair table and file of a batch keeps
 PAIR_COLUMNS = (
@@ -58,7 +59,8 @@ CLUSTER_COLUMNS = (
 
 
 class BatchOrderError(RuntimeError):
-    """A batch cannot be added now: an earlier one is missing, or later ones depend on it."""
+    """A batch cannot be added now: an earlier one is missing, later ones depend on it, its
+    settings are not the index's, or it was staged against another index."""
 
 
 @dataclass(frozen=True)
@@ -103,10 +105,15 @@ class IndexTables:
 
 @dataclass(frozen=True)
 class IndexedBatch:
+    """A batch in the index: its positions are ``first_position`` to ``first_position +
+    documents - 1``; ``settings`` are the index's."""
+
     key: str
     seq: int
     first_position: int
     documents: int
+    input_sha256: str
+    payload_file: str
     settings: dict
 
 
@@ -115,9 +122,33 @@ def indexed_batches(connection: duckdb.DuckDBPyConnection, tables: IndexTables) 
     if not table_exists(connection, tables.batches):
         return []
     rows = connection.execute(
-        f"select batch_key, seq, first_position, documents, settings from {tables.batches} order by batch_key"
+        f"""
+        select batch_key, seq, first_position, documents, input_sha256, payload_file, settings
+        from {tables.batches} order by batch_key
+        """
     ).fetchall()
-    return [IndexedBatch(key, seq, first, documents, json.loads(settings)) for key, seq, first, documents, settings in rows]
+    return [IndexedBatch(*row[:-1], json.loads(row[-1])) for row in rows]
+
+
+def index_state(indexed: list[IndexedBatch], key: str) -> str:
+    """A digest of the batches before ``key`` as they are in the index: a batch staged against
+    one state of the index is added only to that state."""
+    earlier = [(b.key, b.first_position, b.documents, b.input_sha256) for b in indexed if b.key < key]
+    return hashlib.sha256(json.dumps(earlier).encode()).hexdigest()
+
+
+def staged_lineage(indexed: list[IndexedBatch], key: str, settings: dict, input_file) -> dict:
+    """What every staging table of batch ``key`` records: the batch, the index's settings, the
+    input's identity, and the index state it was staged against."""
+    return {
+        "batch_key": key,
+        **settings,
+        "input_path": input_file.path,
+        "input_sha256": input_file.sha256,
+        "input_byte_size": input_file.byte_size,
+        "first_position": batch_start(indexed, key),
+        "index_state": index_state(indexed, key),
+    }
 
 
 def batch_start(indexed: list[IndexedBatch], key: str) -> int:
@@ -147,30 +178,43 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
     return [(name, built[name], current[name]) for name in sorted(built) if name in current and current[name] != built[name]]
 
 
-@contextmanager
-def _transaction(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    connection.execute("begin transaction")
-    try:
-        yield
-        connection.execute("commit")
-    except BaseException:
-        connection.execute("rollback")
-        raise
-
-
 def screen_indexed_doc_ids(
     connection: duckdb.DuckDBPyConnection,
     tables: IndexTables,
-    start: int,
+    lineage: dict,
     stats: InputStats,
     fail_on_reject: bool = False,
 ) -> int:
     """Move the staged documents whose doc_id an earlier batch holds to ``stats.rejected``
-    (``duplicate_doc_id``, as a one-shot run over all batches would: the first one is kept);
-    how many there were. With ``fail_on_reject`` the first one fails the batch instead."""
+    (``duplicate_doc_id``, as a one-shot run over all batches would: the first one is kept), and
+    record ``lineage`` for the staged documents in the same transaction: until then they are no
+    batch's. How many there were; with ``fail_on_reject`` the first one fails the batch instead."""
+    with transaction(connection, tables.staged_documents):
+        repeated = _repeated_doc_ids(connection, tables, lineage["first_position"])
+        for source_file, input_row, doc_id, batch, first_file, first_row in repeated:
+            detail = f"doc_id first seen in batch {batch} ({first_file} row {first_row})"
+            if fail_on_reject:
+                raise InputError(
+                    f"{source_file}: row {input_row}: column doc_id repeats '{doc_id}' ({detail}). Give "
+                    "each document a unique doc_id."
+                )
+            stats.reject_document(source_file, input_row, doc_id, "duplicate_doc_id", detail)
+        if repeated:
+            connection.execute(
+                f"""
+                delete from {tables.staged_documents}
+                where doc_id in (select doc_id from {tables.fingerprints} where position < ?)
+                """,
+                [lineage["first_position"]],
+            )
+        write_lineage(connection, tables.staged_documents, lineage)
+    return len(repeated)
+
+
+def _repeated_doc_ids(connection: duckdb.DuckDBPyConnection, tables: IndexTables, start: int) -> list[tuple]:
     if not table_exists(connection, tables.fingerprints):
-        return 0
-    repeated = connection.execute(
+        return []
+    return connection.execute(
         f"""
         select s.source_file, s.input_row, s.doc_id, f.batch_key, d.source_file, d.input_row
         from {tables.staged_documents} s
@@ -180,23 +224,6 @@ def screen_indexed_doc_ids(
         """,
         [start],
     ).fetchall()
-    for source_file, input_row, doc_id, batch, first_file, first_row in repeated:
-        detail = f"doc_id first seen in batch {batch} ({first_file} row {first_row})"
-        if fail_on_reject:
-            raise InputError(
-                f"{source_file}: row {input_row}: column doc_id repeats '{doc_id}' ({detail}). Give "
-                "each document a unique doc_id."
-            )
-        stats.reject_document(source_file, input_row, doc_id, "duplicate_doc_id", detail)
-    if repeated:
-        connection.execute(
-            f"""
-            delete from {tables.staged_documents}
-            where doc_id in (select doc_id from {tables.fingerprints} where position < ?)
-            """,
-            [start],
-        )
-    return len(repeated)
 
 
 @dataclass(frozen=True)
@@ -268,7 +295,7 @@ def _earlier_rows(
     if not earlier.num_rows:
         return schema.empty_table()
     spans = [
-        payloads.Span(batch.key, batch.first_position, batch.documents)
+        payloads.Span(batch.key, batch.first_position, batch.documents, batch.payload_file)
         for batch in indexed_batches(connection, tables)
         if batch.first_position < start
     ]
@@ -314,6 +341,15 @@ class BatchClusters:
     members: TableBuild  # the batch's documents and their clusters
     moves: TableBuild  # earlier documents whose cluster is renamed (merged, or a smaller member joined)
     bridges: TableBuild
+
+    def builds(self, tables: IndexTables) -> dict[str, TableBuild]:
+        """Staging table -> its build, in the order they are written (members reads clusters)."""
+        return {
+            tables.staged_clusters: self.clusters,
+            tables.staged_members: self.members,
+            tables.staged_moves: self.moves,
+            tables.staged_bridges: self.bridges,
+        }
 
 
 def build_batch_clusters(
@@ -497,7 +533,8 @@ _FROM_STAGED = {
     "moves": ("staged_moves", "''::varchar as batch_key, doc_id, previous_cluster_id"),
     "bridges": ("staged_bridges", "''::varchar as batch_key, *"),
     "rejected": ("staged_rejected", "''::varchar as batch_key, *"),
-    "documents": ("staged_documents", "*"),
+    # the bodies are in the payload files only
+    "documents": ("staged_documents", "* exclude (body)"),
 }
 
 
@@ -507,7 +544,7 @@ def _create_index(connection: duckdb.DuckDBPyConnection, tables: IndexTables) ->
         create table if not exists {tables.batches} (
           batch_key varchar primary key, seq integer, first_position bigint, documents bigint,
           rejected bigint, input_path varchar, input_sha256 varchar, input_byte_size bigint,
-          columns varchar, settings varchar
+          columns varchar, settings varchar, payload_file varchar
         )
         """
     )
@@ -521,8 +558,8 @@ def _create_index(connection: duckdb.DuckDBPyConnection, tables: IndexTables) ->
     # a batch may bring columns the earlier ones did not have (WARC lineage, extra CSV columns)
     have = {row[0].lower() for row in connection.execute(f"describe {tables.documents}").fetchall()}
     for column, kind, *_ in connection.execute(f"describe {tables.staged_documents}").fetchall():
-        if column.lower() not in have:
-            connection.execute(f'alter table {tables.documents} add column "{column}" {kind}')
+        if column.lower() not in have | {"body"}:
+            connection.execute(f"alter table {tables.documents} add column {_quoted(column)} {kind}")
 
 
 def _remove(connection: duckdb.DuckDBPyConnection, tables: IndexTables, batch: IndexedBatch) -> None:
@@ -545,31 +582,54 @@ def _remove(connection: duckdb.DuckDBPyConnection, tables: IndexTables, batch: I
         connection.execute(f"delete from {getattr(tables, name)} where batch_key = ?", [key])
 
 
-@dataclass(frozen=True)
-class BatchInput:
-    """What the batch's manifest and the index say about the batch's input."""
+# the lineage of staged documents not yet screened against the index: no batch's yet
+UNSCREENED = {"batch_key": None}
+# the staging tables of one batch, written by its steps in this order
+STAGED = (
+    "staged_documents", "staged_rejected", "staged_fingerprints", "staged_pairs", "staged_clusters",
+    "staged_members", "staged_moves", "staged_bridges",
+)
 
-    path: str
-    sha256: str
-    byte_size: int
 
-
-def add_batch(
-    connection: duckdb.DuckDBPyConnection,
-    tables: IndexTables,
-    key: str,
-    batch_input: BatchInput,
-    settings: dict,
-) -> None:
-    """Add the staged batch to the index in one transaction, replacing it if it is there (it is
-    then the latest: staging refuses anything else)."""
+def refuse_stale_staging(connection: duckdb.DuckDBPyConnection, tables: IndexTables, key: str) -> dict:
+    """The staged batch's lineage, once every staging table is of batch ``key``, of one staging
+    (the same input and settings) and of the index as it is now; else a :class:`BatchOrderError`
+    saying to stage the batch again."""
     indexed = indexed_batches(connection, tables)
-    start = batch_start(indexed, key)
-    # the payload first: a batch in the index always has one (a failed commit leaves the file of
-    # a batch not in the index, or of the same batch staged again, which the next add replaces)
-    payloads.write_payload(
-        payload_folder(connection),
+    lineages = {name: read_lineage(connection, getattr(tables, name)) for name in STAGED}
+    lineage = lineages["staged_documents"]
+    again = f"Stage batch {key} again from its first step: {batch_command(key)}"
+    if lineage.get("batch_key") != key:
+        raise BatchOrderError(f"The staging tables do not hold batch {key}. {again}")
+    mixed = [name for name, other in lineages.items() if other != lineage]
+    if mixed:
+        raise BatchOrderError(
+            f"The staging tables of batch {key} come from different runs ({', '.join(mixed)} differ from "
+            f"staged_documents: another input file or other settings). {again}"
+        )
+    refuse_out_of_order(indexed, [], key)
+    if lineage["index_state"] != index_state(indexed, key):
+        raise BatchOrderError(
+            f"The batches before {key} in the index changed since batch {key} was staged (taken out "
+            f"or added again), so its pairs were found against another index. {again}"
+        )
+    refuse_other_settings(indexed, lineage, key)
+    return lineage
+
+
+def add_batch(connection: duckdb.DuckDBPyConnection, tables: IndexTables, key: str) -> None:
+    """Add the staged batch to the index in one transaction, replacing it if it is there (it is
+    then the latest: anything else is refused)."""
+    lineage = refuse_stale_staging(connection, tables, key)
+    indexed = indexed_batches(connection, tables)
+    start = lineage["first_position"]
+    # the payload is written first under a name of its own input, and the index names the file
+    # it uses: a failed commit leaves the index and the file it names as they were
+    folder = payload_folder(connection)
+    payload_file = payloads.write_payload(
+        folder,
         key,
+        lineage["input_sha256"],
         connection.sql(
             f"""
             select f.doc_id, d.domain, d.body, f.signature, f.lsh_bands
@@ -578,7 +638,7 @@ def add_batch(
             """
         ).to_arrow_table(),
     )
-    with _transaction(connection):
+    with transaction(connection, f"batch {key} into the index"):
         _create_index(connection, tables)
         for batch in indexed:
             if batch.key == key:
@@ -590,13 +650,17 @@ def add_batch(
         )
         seq = 1 + sum(1 for batch in indexed if batch.key < key)
         connection.execute(
-            f"insert into {tables.batches} values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"insert into {tables.batches} values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                key, seq, start, documents, rejected, batch_input.path, batch_input.sha256,
-                batch_input.byte_size, json.dumps(columns), json.dumps(settings, sort_keys=True),
+                key, seq, start, documents, rejected, lineage["input_path"], lineage["input_sha256"],
+                lineage["input_byte_size"], json.dumps(columns),
+                json.dumps({name: lineage[name] for name in INDEX_SETTINGS}, sort_keys=True),
+                payload_file,
             ],
         )
-        connection.execute(f"insert into {tables.documents} by name select * from {tables.staged_documents}")
+        connection.execute(
+            f"insert into {tables.documents} by name select * exclude (body) from {tables.staged_documents}"
+        )
         connection.execute(
             f"""
             insert into {tables.fingerprints}
@@ -620,16 +684,17 @@ def add_batch(
             f"insert into {tables.moves} select ?, doc_id, previous_cluster_id from {tables.staged_moves}", [key]
         )
         connection.execute(f"insert into {tables.members} select * from {tables.staged_members}")
+    payloads.remove_other_versions(folder, key, keep=payload_file)
 
 
 def forget_batches(connection: duckdb.DuckDBPyConnection, tables: IndexTables, first_key: str) -> list[str]:
     """Remove ``first_key`` and every later batch from the index, latest first, in one
     transaction; the keys removed."""
     removed = [batch for batch in indexed_batches(connection, tables) if batch.key >= first_key]
-    with _transaction(connection):
+    with transaction(connection, "the incremental index"):
         for batch in reversed(removed):
             _remove(connection, tables, batch)
-    payloads.remove_payloads(payload_folder(connection), (batch.key for batch in removed))
+    payloads.remove_payloads(payload_folder(connection), [batch.key for batch in removed])
     return [batch.key for batch in removed]
 
 
@@ -647,7 +712,7 @@ def batch_release_queries(connection: duckdb.DuckDBPyConnection, tables: IndexTa
         "deduped_documents.parquet": f"""
             select {", ".join("d." + _quoted(name) for name in columns)}, c.cluster_id, c.cluster_size
             from {tables.clusters} c
-            join {tables.documents} d on d.doc_id = c.doc_id
+            join {tables.staged_documents} d on d.doc_id = c.doc_id
             where c.batch_key = $1 and c.decision like 'kept%'
             order by c.position""",
         "duplicate_pairs.csv": f"""
@@ -779,8 +844,17 @@ def one_shot_differences(
     return problems
 
 
-BATCH_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select 'group:incremental' --partition {key}"
-FORGET_COMMAND = "dedup forget-batches {key}"
+def batch_command(key: str) -> str:
+    """The command that adds batch ``key``."""
+    return (
+        "dagster asset materialize -m dedup_assets.definitions --select 'group:incremental' "
+        f"--partition {shlex.quote(key)}"
+    )
+
+
+def forget_command(key: str) -> str:
+    """The command that takes batch ``key`` and every later batch out of the index."""
+    return f"dedup forget-batches {shlex.quote(key)}"
 
 
 def refuse_out_of_order(indexed: list[IndexedBatch], earlier_in_folder: list[str], key: str) -> None:
@@ -795,13 +869,13 @@ def refuse_out_of_order(indexed: list[IndexedBatch], earlier_in_folder: list[str
             f"Batch {key} cannot be added before batch {keys[0]}, which is earlier in key order and "
             f"not in the index yet ({len(keys)} earlier batch{'es' if len(keys) > 1 else ''} missing: "
             f"{', '.join(keys)}). Batches are added in key order; add it first: "
-            + BATCH_COMMAND.format(key=keys[0])
+            + batch_command(keys[0])
         )
     raise BatchOrderError(
         f"Batch {key} cannot be added again: later batches are in the index already ({', '.join(keys)}), "
         f"and each of them was deduplicated against batch {key} as it is. To rebuild from batch {key}, "
-        f"take it and every later batch out of the index with `{FORGET_COMMAND.format(key=key)}`, "
-        f"then add them again in key order, starting with: {BATCH_COMMAND.format(key=key)}"
+        f"take it and every later batch out of the index with `{forget_command(key)}`, "
+        f"then add them again in key order, starting with: {batch_command(key)}"
     )
 
 
@@ -816,7 +890,7 @@ def refuse_other_settings(indexed: list[IndexedBatch], current: dict, key: str) 
         f"Cannot add batch {key} with other settings than the batches already in the index ({changed}): "
         "every batch of an index is deduplicated with one set of settings, as one run over all of them "
         f"would be. Run it with the index's settings (--config-json '{config}'), or start a new index: "
-        f"`{FORGET_COMMAND.format(key=indexed[0].key)}` takes every batch out (or set DEDUP_DATABASE "
+        f"`{forget_command(indexed[0].key)}` takes every batch out (or set DEDUP_DATABASE "
         "to a new file)."
     )
 
@@ -844,4 +918,4 @@ def index_settings(settings: Settings) -> dict:
     """The settings every batch of one index shares: those that change any table (the input's
     path aside, which is each batch's own)."""
     values = {**settings.as_dict(), "table_layout": TABLE_LAYOUT}
-    return {name: values[name] for names in STAGE_SETTINGS.values() for name in names if name != "input_path"}
+    return {name: values[name] for name in INDEX_SETTINGS}

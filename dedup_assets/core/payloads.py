@@ -11,7 +11,7 @@ so a file that does not belong to the index is refused, not trusted.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,11 +29,13 @@ class PayloadError(RuntimeError):
 
 @dataclass(frozen=True)
 class Span:
-    """One batch's positions in the index: ``first`` to ``first + documents - 1``."""
+    """One batch's positions in the index, ``first`` to ``first + documents - 1``, and the
+    payload file the index names for it."""
 
     key: str
     first: int
     documents: int
+    file: str
 
 
 def payload_folder(database: str) -> Path:
@@ -45,37 +47,53 @@ def payload_folder(database: str) -> Path:
     return Path(f"{database}.payloads")
 
 
-def _path(folder: Path, key: str) -> Path:
-    return folder / f"{key}{SUFFIX}"
+def _versions(folder: Path, key: str) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    name = re.compile(rf"{re.escape(key)}\.[0-9a-f]{{16}}{re.escape(SUFFIX)}")
+    return [path for path in folder.iterdir() if name.fullmatch(path.name)]
 
 
-def write_payload(folder: Path, key: str, table: pa.Table) -> None:
-    """Write a batch's payload whole: into a temporary file, flushed, then renamed over any
-    earlier one, so a reader finds an old file or a new one, never half of one."""
+def write_payload(folder: Path, key: str, input_sha256: str, table: pa.Table) -> str:
+    """Write a batch's payload whole, under a name of its own input (another input of the same
+    batch gets another file, so the file the index names is never overwritten): a temporary
+    file, flushed, renamed, and the folder flushed. Returns the file's name."""
     folder.mkdir(parents=True, exist_ok=True)
-    final = _path(folder, key)
-    partial = final.with_name(f".{final.name}.{os.getpid()}")
+    final = folder / f"{key}.{input_sha256[:16]}{SUFFIX}"
+    partial = folder / f".{final.name}.{os.getpid()}"
     with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table.select(list(PAYLOAD_COLUMNS)))
-    with open(partial, "rb+") as handle:
-        os.fsync(handle.fileno())
+    for path in (partial, folder):
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
     os.replace(partial, final)
+    return final.name
 
 
-def remove_payloads(folder: Path, keys: Iterable[str]) -> None:
+def remove_other_versions(folder: Path, key: str, keep: str) -> None:
+    for path in _versions(folder, key):
+        if path.name != keep:
+            path.unlink(missing_ok=True)
+
+
+def remove_payloads(folder: Path, keys: list[str]) -> None:
     for key in keys:
-        _path(folder, key).unlink(missing_ok=True)
+        for path in _versions(folder, key):
+            path.unlink(missing_ok=True)
 
 
 def take(folder: Path, spans: list[Span], positions: np.ndarray, doc_ids: pa.Array) -> pa.Table:
-    """The payload rows at ``positions`` (ascending), whose doc_ids the index says are
-    ``doc_ids``; refuses a missing file or one whose rows are other documents."""
+    """The payload rows at ``positions`` (ascending, at least one), whose doc_ids the index
+    says are ``doc_ids``; refuses a missing file or one whose rows are other documents."""
     pieces = []
     starts = np.array([span.first for span in spans], dtype=np.int64)
     owner = np.searchsorted(starts, positions, side="right") - 1
     for index in np.unique(owner):
         span = spans[index]
-        path = _path(folder, span.key)
+        path = folder / span.file
         try:
             table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
         except (OSError, pa.ArrowInvalid) as error:
@@ -83,9 +101,7 @@ def take(folder: Path, spans: list[Span], positions: np.ndarray, doc_ids: pa.Arr
         if table.num_rows != span.documents:
             raise PayloadError(_broken(path, span, f"it holds {table.num_rows:,} rows, the index {span.documents:,}"))
         pieces.append(table.take(pa.array(positions[owner == index] - span.first)))
-    taken = pa.concat_tables(pieces) if pieces else None
-    if taken is None:
-        return pa.table({name: pa.array([], pa.string()) for name in PAYLOAD_COLUMNS[:3]})
+    taken = pa.concat_tables(pieces)
     if not pc.all(pc.equal(taken.column("doc_id"), doc_ids)).as_py():
         raise PayloadError(
             f"The payload files in {folder} hold other documents than the index at the same "

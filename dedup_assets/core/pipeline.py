@@ -113,32 +113,30 @@ def run_batch(
     with open_database(database_path, duckdb_memory, tables.schema) as connection:
         indexed = incremental.indexed_batches(connection, tables)
         incremental.refuse_out_of_order(indexed, folder.earlier(key), key)
-        incremental.refuse_other_settings(indexed, incremental.index_settings(settings), key)
+        current = incremental.index_settings(settings)
+        incremental.refuse_other_settings(indexed, current, key)
         start = incremental.batch_start(indexed, key)
         with _timed(stages, "documents"), input_identity(path, settings.source_format) as identity:
             build, stats = build_documents(path, settings.batch_size, settings.input_policy(), log)
-            write_table(connection, tables.staged_documents, build)
-            incremental.screen_indexed_doc_ids(connection, tables, start, stats, settings.fail_on_reject)
-            write_table(connection, tables.staged_rejected, build_rejected_documents(stats))
-            input_file = identity.result()
+            write_table(connection, tables.staged_documents, build, incremental.UNSCREENED)
+            lineage = incremental.staged_lineage(indexed, key, current, identity.result())
+            incremental.screen_indexed_doc_ids(connection, tables, lineage, stats, settings.fail_on_reject)
+            write_table(connection, tables.staged_rejected, build_rejected_documents(stats), lineage)
         with _timed(stages, "fingerprint"), connection.cursor() as reader:
             build = build_fingerprinted(reader, tables.staged(), params, settings.batch_size, log)
-            write_table(connection, tables.staged_fingerprints, build)
+            write_table(connection, tables.staged_fingerprints, build, lineage)
         with _timed(stages, "pairs"):
             pairs = incremental.build_batch_pairs(
                 connection, tables, start, params, settings.thresholds(), settings.pair_limits(),
                 settings.memory_budget_mb,
             )
-            write_table(connection, tables.staged_pairs, pairs.build)
+            write_table(connection, tables.staged_pairs, pairs.build, lineage)
         with _timed(stages, "cluster"):
             decided = incremental.build_batch_clusters(connection, tables, key, start)
-            write_table(connection, tables.staged_clusters, decided.clusters)
-            write_table(connection, tables.staged_members, decided.members)
-            write_table(connection, tables.staged_moves, decided.moves)
-            write_table(connection, tables.staged_bridges, decided.bridges)
+            for table, build in decided.builds(tables).items():
+                write_table(connection, table, build, lineage)
         with _timed(stages, "add"):
-            batch_input = incremental.BatchInput(input_file.path, input_file.sha256, input_file.byte_size)
-            incremental.add_batch(connection, tables, key, batch_input, incremental.index_settings(settings))
+            incremental.add_batch(connection, tables, key)
         manifest = incremental.batch_manifest(connection, tables, key, settings.as_dict(), library_versions())
         if output_dir is not None:
             with _timed(stages, "release"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,12 +177,21 @@ def write_table(
     """Replace ``table`` with the build's rows, and its lineage (a mapping, or a function giving
     it once the rows are in, for facts a stream learns as it is read), in one transaction.
     Returns the row count."""
-    connection.execute("begin transaction")
-    try:
+    with transaction(connection, table):
         _create(connection, table, build)
         rows = connection.execute(f"select count(*) from {table}").fetchall()[0][0]
         if lineage is not None:
-            _write_lineage(connection, table, lineage() if callable(lineage) else lineage)
+            write_lineage(connection, table, lineage() if callable(lineage) else lineage)
+    return int(rows)
+
+
+@contextmanager
+def transaction(connection: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
+    """One DuckDB transaction: committed when the block ends, rolled back when it raises. A
+    full disk is said in one sentence naming ``what`` was being written."""
+    connection.execute("begin transaction")
+    try:
+        yield
         connection.execute("commit")
     except BaseException as error:
         try:
@@ -190,12 +200,11 @@ def write_table(
             pass
         if isinstance(error, duckdb.Error) and "No space left on device" in str(error):
             raise DuckDBUnavailable(
-                f"Cannot write {table} to {database_path(connection)}: no space is left on its disk. "
+                f"Cannot write {what} to {database_path(connection)}: no space is left on its disk. "
                 "Free space, or set DEDUP_DATABASE to a file on a disk with room (DuckDB spills "
                 "to a .tmp folder beside it)."
             ) from None
         raise
-    return int(rows)
 
 
 def database_path(connection: duckdb.DuckDBPyConnection) -> str:
@@ -209,7 +218,8 @@ def _lineage_table(table: str) -> tuple[str, str]:
     return f"{schema}.{LINEAGE_TABLE}", name
 
 
-def _write_lineage(connection: duckdb.DuckDBPyConnection, table: str, lineage: Mapping) -> None:
+def write_lineage(connection: duckdb.DuckDBPyConnection, table: str, lineage: Mapping) -> None:
+    """Record ``table``'s lineage (inside the caller's transaction, when there is one)."""
     lineage_table, name = _lineage_table(table)
     connection.execute(
         f"create table if not exists {lineage_table} (table_name varchar primary key, lineage varchar)"
