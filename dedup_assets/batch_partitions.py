@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from pathlib import Path
 
-from dagster import AssetSelection, DagsterInstance, Definitions, DynamicPartitionsDefinition
+from dagster import AssetsDefinition, DagsterInstance, DynamicPartitionsDefinition
 
 from .core.batches import BatchError, BatchFolder, find_batches
 
@@ -67,9 +66,11 @@ def register_folder_batches() -> None:
         _log.warning(f"could not register the batches of {folder.folder} as partitions: {error}")
 
 
-def warn_if_partition_missing(argv: list[str], defs: Definitions) -> None:
+def warn_if_partition_missing(argv: list[str], batch_assets: list[AssetsDefinition]) -> None:
     """Dagster's CLI refuses, with a traceback, a selection that takes in a batch asset without
-    `--partition` (such as `--select '*'`); say first what to select instead."""
+    `--partition` (such as `--select '*'`); say first what to select instead. Nothing upstream
+    or downstream of a one-shot asset is a batch asset, so only `*` alone, the group or a batch
+    asset's name can take one in."""
     if len(argv) < 3 or Path(argv[0]).name != "dagster" or argv[1:3] != ["asset", "materialize"]:
         return
     if any(arg.startswith("--partition") for arg in argv):
@@ -77,14 +78,9 @@ def warn_if_partition_missing(argv: list[str], defs: Definitions) -> None:
     selection = next((argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--select"), None)
     if selection is None:
         return
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            graph = defs.resolve_asset_graph()
-            selected = AssetSelection.from_string(selection).resolve(graph)
-    except Exception:  # a selection Dagster cannot read is Dagster's to report
-        return
-    if any(graph.get(key).partitions_def is not None for key in selected):
+    names = {part.strip().strip("*+") for part in selection.split(",")}
+    batch_names = {key.to_user_string() for asset in batch_assets for key in asset.keys}
+    if selection.strip() == "*" or "group:incremental" in names or names & batch_names:
         _log.warning(
             f"--select {selection!r} takes in the incremental assets, which run one batch at a time "
             "and need --partition KEY. For the one-shot graph use --select 'group:deduplication'; "

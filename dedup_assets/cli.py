@@ -67,7 +67,10 @@ def forget_batches_command(argv: list[str]) -> int:
     if not removed:
         print(f"{arguments.database}: no batch from {arguments.key} on is in the incremental index; nothing to do.")
         return 0
-    print(f"{arguments.database}: took {len(removed)} batch(es) out of the incremental index: {', '.join(removed)}.")
+    print(
+        f"{arguments.database}: took {len(removed)} batch(es) out of the incremental index: {', '.join(removed)}. "
+        "Their release folders (DEDUP_OUTPUT_DIR/batches/KEY) stay as they are until the batches are added again."
+    )
     return 0
 
 

@@ -16,6 +16,7 @@ from .run_health import dead_runs
 from .settings import DedupSettings
 from .warehouse import DuckDBWarehouse
 
+# the batch folder's files become partitions, in the instance of DAGSTER_HOME
 register_folder_batches()
 
 defs = Definitions(
@@ -32,4 +33,5 @@ defs = Definitions(
     executor=in_process_executor,
 )
 
-warn_if_partition_missing(sys.argv, defs)
+# a CLI command that needs a partition and names none is told what to select first
+warn_if_partition_missing(sys.argv, INCREMENTAL_ASSETS)

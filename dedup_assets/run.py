@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
         print(f"\nError: the settings are not valid: {problems}", file=sys.stderr)
         return 1
     if not result.success:
-        message = console.errors[0] if console.errors else "the run failed"
+        # a stop can also fail a step that was still writing in another thread, in its own words
+        message = STOPPED if STOPPED in console.errors else (console.errors[0] if console.errors else "the run failed")
         print(
             f"\nError: {message}\n(Run {result.run_id}: its full log, with any stack trace, is in "
             "the UI's run history: make dev.)",

@@ -189,7 +189,7 @@ def test_the_sensor_runs_new_batch_files_one_at_a_time_in_key_order(dagster_dev)
             ({tag["key"]: tag["value"] for tag in run["tags"]}.get("dagster/partition"), run["status"], run["startTime"])
             for run in _graphql(port, RUNS)["runsOrError"]["results"]
         ]
-        batch_runs = sorted((run for run in runs if run[0]), key=lambda run: run[2])
+        batch_runs = sorted((run for run in runs if run[0]), key=lambda run: run[2] or float("inf"))  # queued: none yet
         if len(batch_runs) == 2 and all(status in ("SUCCESS", "FAILURE") for _, status, _ in batch_runs):
             break
         assert time.monotonic() < deadline, (runs, (tmp_path / "dagster_dev.log").read_text()[-3000:])

@@ -22,14 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .common import (
-    ROWS_PER_BAND,
     module_command,
     progress,
     require_success,
     run_json_child,
     run_measured,
 )
-from .measure import Options, prepare_corpus
+from .measure import Options, prepare_corpus, run_record
 from .ours import dagster_home, dagster_times, fresh_dir, materialize, run_dagster, warm_kernels
 from .report import incremental_rows, incremental_targets
 
@@ -191,19 +190,8 @@ def measure_incremental(options: Options, argv: list[str]) -> dict:
     lines, targets = incremental_targets(one_shot, batches, small, equivalence)
     return {
         "mode": "incremental",
-        "started": started.isoformat(),
-        "argv": argv,
-        "corpus": str(corpus),
-        "documents": one_shot["counts"]["document_rows"],
+        **run_record(started, argv, corpus, one_shot["counts"]["document_rows"], options, load_start, warmup_s),
         "batches": len(batches),
-        "perm": options.perm,
-        "bands": options.perm // ROWS_PER_BAND,
-        "rows_per_band": ROWS_PER_BAND,
-        "hash_scheme": options.scheme,
-        "cpus": os.cpu_count(),
-        "loadavg_start": load_start,
-        "loadavg_end": os.getloadavg(),
-        "kernel_warmup_s": warmup_s,
         "dagster": one_shot,
         "batch_runs": batches,
         "small_batch": small,

@@ -102,10 +102,25 @@ def measure(options: Options, argv: list[str]) -> dict:
     if spread:
         lines.append(spread["comparison"])
     return {
+        **run_record(started, argv, corpus, n_docs, options, load_start, warmup_s),
+        "dagster": ours,
+        "library": library,
+        "peers": peers,
+        "recall_spread": spread,
+        "table": engine_rows(n_docs, ours, library, peers),
+        "target_lines": lines,
+        "targets": targets,
+    }
+
+
+def run_record(started, argv: list[str], corpus: Path, documents: int, options, load_start, warmup_s: float) -> dict:
+    """What every benchmark record says about its run: when, how it was called, the corpus,
+    the sketch settings and the machine's load."""
+    return {
         "started": started.isoformat(),
         "argv": argv,
         "corpus": str(corpus),
-        "documents": n_docs,
+        "documents": documents,
         "perm": options.perm,
         "bands": options.perm // ROWS_PER_BAND,
         "rows_per_band": ROWS_PER_BAND,
@@ -114,11 +129,4 @@ def measure(options: Options, argv: list[str]) -> dict:
         "loadavg_start": load_start,
         "loadavg_end": os.getloadavg(),
         "kernel_warmup_s": warmup_s,
-        "dagster": ours,
-        "library": library,
-        "peers": peers,
-        "recall_spread": spread,
-        "table": engine_rows(n_docs, ours, library, peers),
-        "target_lines": lines,
-        "targets": targets,
     }

@@ -1,10 +1,12 @@
 """Incremental batches: each batch is deduplicated against every document of the earlier batches,
 kept or removed, with decisions that are never taken back.
 
-The index (schema ``incremental``) holds what every earlier batch added: its documents (bodies,
-so verification never re-reads old input files), fingerprints with their position in the order
-batches were added, the band keys of each distinct text (``band_index``: what a new batch joins
-against), the scored pairs, each document's decision, its current cluster, and the bridges.
+The index (schema ``incremental``) holds what every earlier batch added: its documents (without
+bodies), fingerprints with their position in the order batches were added, the band keys of each
+distinct text (``band_index``: what a new batch joins against), the scored pairs, each document's
+decision, its current cluster, and the bridges. Bodies, signatures and band keys, which verifying a
+pair with an earlier document needs, are in per-batch payload files (``payloads.py``), so
+verification never re-reads old input files.
 
 A batch is staged first (``staged_*`` tables, one step each) and added to the index in one
 transaction at the end, so a batch that fails half way adds nothing. Staging reads the index as
@@ -355,18 +357,23 @@ class BatchClusters:
 def build_batch_clusters(
     connection: duckdb.DuckDBPyConnection, tables: IndexTables, key: str, start: int
 ) -> BatchClusters:
+    edges = connection.execute(
+        f"select left_doc_id, right_doc_id from {tables.staged_pairs} where is_duplicate"
+    ).fetchall()
+    # the batch's documents with an edge; the others are singletons, decided in SQL below
     new = {
         row["doc_id"]: row
         for row in connection.sql(
             f"""
             select f.doc_id, f.token_count, d.crawled_at
             from {tables.staged_fingerprints} f join {tables.staged_documents} d on d.doc_id = f.doc_id
+            semi join (
+              select left_doc_id as doc_id from {tables.staged_pairs} where is_duplicate
+              union select right_doc_id from {tables.staged_pairs} where is_duplicate
+            ) e on e.doc_id = f.doc_id
             """
         ).to_arrow_table().to_pylist()
     }
-    edges = connection.execute(
-        f"select left_doc_id, right_doc_id from {tables.staged_pairs} where is_duplicate"
-    ).fetchall()
     old_docs = sorted({doc for edge in edges for doc in edge if doc not in new})
     indexed = table_exists(connection, tables.members)
     old_cluster: dict[str, str] = {}
@@ -802,6 +809,11 @@ def one_shot_differences(
     batch's) and its clusters as sets of doc_ids. None when they hold different documents (doc_id
     and content hash), which makes them not comparable."""
     if not (table_exists(connection, tables.fingerprints) and table_exists(connection, one_shot.fingerprinted)):
+        return None
+    counts = connection.execute(
+        f"select (select count(*) from {one_shot.fingerprinted}), (select count(*) from {tables.fingerprints})"
+    ).fetchall()[0]
+    if counts[0] != counts[1]:
         return None
     same_documents = connection.execute(
         f"""
