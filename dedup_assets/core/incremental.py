@@ -58,6 +58,7 @@ CLUSTER_COLUMNS = (
     "doc_id, source_file, input_row, cluster_id, cluster_size, crawled_at, token_count, "
     "representative_rank, representative_doc_id, decision, representative_batch"
 )
+BRIDGE_COLUMNS = ("cluster_id", "kept_doc_id", "kept_batch", "other_kept_doc_id", "other_kept_batch", "via_doc_ids")
 
 
 class BatchOrderError(RuntimeError):
@@ -311,6 +312,7 @@ def _earlier_rows(
 
 
 def payload_folder(connection: duckdb.DuckDBPyConnection) -> Path:
+    """The payload files' folder, beside the connection's database file (refuses :memory:)."""
     return payloads.payload_folder(database_path(connection))
 
 
@@ -489,9 +491,6 @@ def build_batch_clusters(
             },
         ),
     )
-
-
-BRIDGE_COLUMNS = ("cluster_id", "kept_doc_id", "kept_batch", "other_kept_doc_id", "other_kept_batch", "via_doc_ids")
 
 
 def _old_clusters(
