@@ -158,8 +158,8 @@ def same_as_incremental(context: AssetCheckExecutionContext, dedup: DedupSetting
         current = index_settings(dedup.settings())
     with warehouse.cursor() as cursor:
         indexed = indexed_batches(cursor, INDEX_TABLES)
-        if not indexed:
-            context.log.info("same_as_incremental not evaluated: the incremental index holds no batch")
+        if not indexed:  # the usual case, which dedup run need not remark on
+            context.log.debug("same_as_incremental not evaluated: the incremental index holds no batch")
             return
         changed = settings_problems(indexed, current)
         if changed:
