@@ -1,0 +1,119 @@
+"""Recall you can measure: every pair, with a sampled document on one side, whose exact shingle
+Jaccard is at least the threshold, found without LSH.
+
+A pair with Jaccard ``J(x, y) >= t`` shares at least ``t·|x|`` of x's shingles, so y holds at
+least one of any ``floor((1 - t)·|x|) + 1`` shingles of x (the *probes* of x; prefix filtering).
+Every document is shingled once, streamed batch by batch; a document holding a probe of a
+sampled document is a candidate of it, and each candidate pair is verified with exact Jaccard.
+So the pairs found are exactly the true pairs of the sampled documents: none is missed, none
+is made up. Comparing them with the pairs the pipeline accepted measures its recall.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from . import kernels
+from .sketch import kernel_blocks
+from .verify import shingle_sets
+
+
+@dataclass(frozen=True)
+class TruePairs:
+    """Pairs of document rows (``left < right``, rows in input order) and their exact Jaccard."""
+
+    left: np.ndarray
+    right: np.ndarray
+    jaccard: np.ndarray
+
+
+def sample_rows(documents: int, size: int, seed: int) -> np.ndarray:
+    """``size`` document rows drawn without replacement, sorted; every row when ``size`` is 0 or
+    at least ``documents``."""
+    if size == 0 or size >= documents:
+        return np.arange(documents, dtype=np.int64)
+    return np.sort(np.random.default_rng(seed).choice(documents, size, replace=False)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _Probes:
+    """Each sampled document's probe shingles: the distinct hashes (sorted) and, per hash, the
+    sampled documents (indexes into the sample) that probe with it, as CSR."""
+
+    hashes: np.ndarray
+    owner_offsets: np.ndarray
+    owners: np.ndarray
+
+
+def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> _Probes:
+    owners, hashes = [], []
+    for index in range(len(offsets) - 1):
+        shingles = np.sort(values[offsets[index] : offsets[index + 1]])
+        count = int(np.floor((1.0 - threshold) * len(shingles) + 1e-9)) + 1 if len(shingles) else 0
+        hashes.append(shingles[:count])
+        owners.append(np.full(min(count, len(shingles)), index, dtype=np.int64))
+    hashes_all = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    owners_all = np.concatenate(owners) if owners else np.zeros(0, np.int64)
+    order = np.argsort(hashes_all, kind="stable")
+    hashes_all, owners_all = hashes_all[order], owners_all[order]
+    unique, starts = np.unique(hashes_all, return_index=True)
+    return _Probes(unique, np.append(starts, len(hashes_all)).astype(np.int64), owners_all)
+
+
+def _candidates(values: np.ndarray, offsets: np.ndarray, probes: _Probes) -> tuple[np.ndarray, np.ndarray]:
+    """(document row in the batch, sampled document) for every document of the batch that holds
+    a probe of that sampled document, each pair once."""
+    if not len(probes.hashes) or not len(values):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    at = np.minimum(np.searchsorted(probes.hashes, values), len(probes.hashes) - 1)
+    hit = probes.hashes[at] == values
+    rows = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))[hit]
+    keys = at[hit]
+    counts = probes.owner_offsets[keys + 1] - probes.owner_offsets[keys]
+    starts = np.repeat(probes.owner_offsets[keys], counts)
+    within = np.arange(counts.sum(), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    owners = probes.owners[starts + within]
+    pairs = np.unique(np.stack([np.repeat(rows, counts), owners], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def exact_pairs(
+    bodies: Iterable[pa.Array],
+    sample_bodies: pa.Array,
+    sample: np.ndarray,
+    shingle_size: int,
+    threshold: float,
+) -> TruePairs:
+    """Every pair with a document of ``sample`` (rows into the input, whose bodies are
+    ``sample_bodies``) on one side and Jaccard at least ``threshold``, over all documents,
+    whose bodies arrive in input order as ``bodies`` batches. Each pair once."""
+    sample_values, sample_offsets = shingle_sets(sample_bodies, shingle_size)
+    probes = _probes(sample_values, sample_offsets, threshold)
+    found_left, found_right, found_jaccard = [], [], []
+    first = 0
+    for batch in bodies:
+        values, offsets = shingle_sets(batch, shingle_size)
+        rows, owners = _candidates(values, offsets, probes)
+        if len(rows):
+            # one set table: the sample's sets, then the batch's
+            table = np.concatenate([sample_values, values])
+            table_offsets = np.concatenate([sample_offsets[:-1], offsets + sample_offsets[-1]])
+            jaccard = kernels.pair_jaccard_kernel(
+                table, table_offsets, owners, rows + len(sample), kernel_blocks()
+            )
+            keep = (jaccard >= threshold) & (sample[owners] != rows + first)
+            found_left.append(sample[owners][keep])
+            found_right.append(rows[keep] + first)
+            found_jaccard.append(jaccard[keep])
+        first += len(offsets) - 1
+    if not found_left:
+        return TruePairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+    left, right, jaccard = (np.concatenate(parts) for parts in (found_left, found_right, found_jaccard))
+    # a pair of two sampled documents is found from both sides: keep it once
+    low, high = np.minimum(left, right), np.maximum(left, right)
+    pairs, index = np.unique(np.stack([low, high], axis=1), axis=0, return_index=True)
+    return TruePairs(pairs[:, 0], pairs[:, 1], jaccard[index])
