@@ -21,6 +21,7 @@ CACHED_KERNELS = (
     kernels.fingerprint_kernel,
     kernels.needs_reference_kernel,
     kernels.shingle_sets_kernel,
+    kernels.probe_hits_kernel,
     kernels.pair_jaccard_kernel,
     kernels.bucket_pressure_kernel,
     kernels.pair_overlap_kernel,

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from . import kernels
 from .sketch import kernel_blocks
+from .text import kernel_text
 from .verify import shingle_sets
 
 
@@ -64,6 +65,22 @@ def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> _Probe
     return _Probes(unique, np.append(starts, len(hashes_all)).astype(np.int64), owners_all)
 
 
+# bits of the probe filter per probe: few enough to stay in cache, enough that an unrelated
+# shingle rarely passes
+_FILTER_BITS_PER_PROBE = 16
+
+
+def _probe_filter(hashes: np.ndarray) -> np.ndarray:
+    """A bitmap (uint64 words, a power-of-two number of bits) of the probes' top hash bits."""
+    bits = 64
+    while bits < len(hashes) * _FILTER_BITS_PER_PROBE:
+        bits *= 2
+    words = np.zeros(bits // 64, dtype=np.uint64)
+    top = hashes >> np.uint64(64 - int(np.log2(bits)))
+    np.bitwise_or.at(words, (top >> np.uint64(6)).astype(np.int64), np.uint64(1) << (top & np.uint64(63)))
+    return words
+
+
 def _candidates(values: np.ndarray, offsets: np.ndarray, probes: _Probes) -> tuple[np.ndarray, np.ndarray]:
     """(document row in the batch, sampled document) for every document of the batch that holds
     a probe of that sampled document, each pair once."""
@@ -93,10 +110,16 @@ def exact_pairs(
     whose bodies arrive in input order as ``bodies`` batches. Each pair once."""
     sample_values, sample_offsets = shingle_sets(sample_bodies, shingle_size)
     probes = _probes(sample_values, sample_offsets, threshold)
+    bits = _probe_filter(probes.hashes)
     found_left, found_right, found_jaccard = [], [], []
     first = 0
     for batch in bodies:
-        values, offsets = shingle_sets(batch, shingle_size)
+        batch_size = len(batch)
+        # only the documents holding a probe are shingled into sets
+        held = np.flatnonzero(
+            kernels.probe_hits_kernel(kernel_text(batch), shingle_size, probes.hashes, bits, kernel_blocks())
+        )
+        values, offsets = shingle_sets(batch.take(pa.array(held)), shingle_size)
         rows, owners = _candidates(values, offsets, probes)
         if len(rows):
             # one set table: the sample's sets, then the batch's
@@ -105,11 +128,12 @@ def exact_pairs(
             jaccard = kernels.pair_jaccard_kernel(
                 table, table_offsets, owners, rows + len(sample), kernel_blocks()
             )
-            keep = (jaccard >= threshold) & (sample[owners] != rows + first)
+            documents = held[rows] + first
+            keep = (jaccard >= threshold) & (sample[owners] != documents)
             found_left.append(sample[owners][keep])
-            found_right.append(rows[keep] + first)
+            found_right.append(documents[keep])
             found_jaccard.append(jaccard[keep])
-        first += len(offsets) - 1
+        first += batch_size
     if not found_left:
         return TruePairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
     left, right, jaccard = (np.concatenate(parts) for parts in (found_left, found_right, found_jaccard))

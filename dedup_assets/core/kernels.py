@@ -427,6 +427,33 @@ def shingle_sets_kernel(text, shingle_size, row_offsets, values, block_count):
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
+def probe_hits_kernel(text, shingle_size, probes, filter_bits, block_count):
+    """Whether each document holds at least one of the ``probes`` (sorted distinct shingle
+    hashes). A bitmap of the probes' top hash bits (``filter_bits``, a power-of-two number of
+    bits) turns away almost every shingle with one cached read; the rest are looked up in
+    ``probes``. The sets themselves are not kept: only the few documents that hit are shingled
+    again, by the caller."""
+    documents = text.offsets.shape[0] - 1
+    hits = np.zeros(documents, dtype=np.bool_)
+    shift = np.uint64(64 - int(np.log2(filter_bits.shape[0] * 64)))
+    bounds = _blocks(documents, block_count)
+    for block in nb.prange(block_count):
+        scratch = _scratch(text, bounds[block], bounds[block + 1])
+        for doc in range(bounds[block], bounds[block + 1]):
+            distinct = _document_shingles(text, doc, shingle_size, scratch)[1]
+            for index in range(distinct):
+                shingle = scratch.shingles[index]
+                bit = shingle >> shift
+                if not (filter_bits[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1):
+                    continue
+                at = np.searchsorted(probes, shingle)
+                if at < probes.shape[0] and probes[at] == shingle:
+                    hits[doc] = True
+                    break
+    return hits
+
+
+@nb.njit(cache=True, parallel=True, nogil=True)
 def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count):
     """Exact Jaccard of two distinct sets per (left, right) row pair: the smaller set goes into
     a hash table and the larger probes it."""
