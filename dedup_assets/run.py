@@ -22,7 +22,7 @@ from pathlib import Path
 # Dagster is imported, since some are raised at import
 warnings.filterwarnings("ignore", category=Warning, module=r"dagster(\.|$)")
 
-from dagster import DagsterInstance, DagsterInvalidConfigError, logger  # noqa: E402
+from dagster import AssetCheckSeverity, DagsterInstance, DagsterInvalidConfigError, logger  # noqa: E402
 from dotenv import load_dotenv  # noqa: E402
 
 from .assets.metadata import percent_fewer  # noqa: E402
@@ -74,6 +74,8 @@ class _Console(logging.Handler):
                 self.checks_passed += 1
                 if data.check_name in COMPARISONS:  # what it compared with is news to the user
                     _say(f"{data.check_name}: {data.description}")
+            elif data.severity == AssetCheckSeverity.WARN:  # a warning, said now; the run goes on
+                _say(f"warning: check {data.check_name} on {data.asset_key.path[-1]}: {data.description}")
             else:
                 asset = data.asset_key.path[-1]
                 self.errors.append(f"check {data.check_name} on {asset} failed: {data.description}")

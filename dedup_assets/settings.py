@@ -95,6 +95,15 @@ class DedupSettings(ConfigurableResource):
     jsonl_fields: dict[str, str] = Field(
         default_factory=dict, description="Deprecated: the former name of fields (fields wins)."
     )
+    audit_sample_size: int = Field(
+        default=DEFAULTS.audit_sample_size,
+        description="Documents the recall audit samples (seeded by minhash_seed); it finds every "
+        "pair of them with Jaccard at or above the threshold exactly, without LSH. 0: every document.",
+    )
+    min_recall: float = Field(
+        default=DEFAULTS.min_recall,
+        description="The recall audit's check warns when the upper end of its 95% interval is below this.",
+    )
     input_path: str | None = Field(
         default=None,
         description="Input file, folder or glob (CSV, Parquet, JSONL or WARC). Unset: env "

@@ -30,6 +30,7 @@ ALL_CHECKS = {
     "one_representative_per_cluster",
     "representatives_account_for_input",
     "fixture_contract",
+    "recall_reaches_min_recall",
 }
 
 
@@ -142,7 +143,7 @@ def test_threshold_change_rematerializes_downstream_without_fingerprinting(runne
     result = runner.run(FIXTURE, selection="scored_pairs*", jaccard_threshold=0.95)
     assert result.success
     assert _materialized(result) == {
-        "scored_pairs", "duplicate_pairs", "clusters", "deduped_documents", "manifest"
+        "scored_pairs", "duplicate_pairs", "clusters", "deduped_documents", "manifest", "recall_audit"
     }
     assert runner.table("fingerprinted").equals(fingerprints_before)
     assert runner.table("asset_lineage").set_index("table_name").loc["clusters", "lineage"].count("0.95") == 1

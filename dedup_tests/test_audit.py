@@ -10,7 +10,7 @@ import pytest
 
 from dedup_assets.core.audit import exact_pairs, sample_rows
 from dedup_assets.core.readers import read_documents
-from dedup_assets.core.text import document_shingles
+from dedup_assets.core.text import document_shingles, normalize_text, tokenize
 
 from .conftest import FIXTURE, HARD_FIXTURE
 
@@ -88,3 +88,62 @@ def test_the_sample_is_seeded_sorted_and_whole_when_asked_for_everything():
     assert len(set(drawn.tolist())) == 20 and (np.diff(drawn) > 0).all()
     assert drawn.tolist() == sample_rows(1000, 20, seed=4).tolist()
     assert drawn.tolist() != sample_rows(1000, 20, seed=5).tolist()
+
+
+def _check(result, name: str):
+    return next((e for e in result.get_asset_check_evaluations() if e.check_name == name), None)
+
+
+def test_the_exhaustive_audit_asset_counts_the_all_pairs_true_pairs_and_what_lsh_found(runner):
+    result = runner.run(HARD_FIXTURE, audit_sample_size=0)
+    assert result.success
+    audit = runner.table("recall_audit")
+    documents = read_documents(HARD_FIXTURE)
+    # one document per distinct text, the first in input order: exact copies are left out
+    first_of_text = {}
+    for doc_id, body in zip(documents.column("doc_id").to_pylist(), documents.column("body").to_pylist()):
+        first_of_text.setdefault(tuple(tokenize(normalize_text(body))), (doc_id, body))
+    texts = [pair for tokens, pair in first_of_text.items() if tokens]
+    expected = {
+        tuple(sorted((texts[left][0], texts[right][0])))
+        for left, right in _all_pairs([body for _, body in texts], 0.7)
+    }
+    assert {tuple(pair) for pair in audit[["left_doc_id", "right_doc_id"]].values.tolist()} == expected
+    assert len(texts) < documents.num_rows  # the hard fixture has exact copies, left out here
+    # every accepted edge between two distinct texts is a found true pair, and no other is
+    kept = {doc_id for doc_id, _ in texts}
+    edges = {
+        (left, right)
+        for left, right in runner.table("duplicate_pairs")[["left_doc_id", "right_doc_id"]].values.tolist()
+        if left in kept and right in kept
+    }
+    found = {tuple(pair) for pair in audit[audit["found"]][["left_doc_id", "right_doc_id"]].values.tolist()}
+    assert found == edges
+    metadata = result.asset_materializations_for_node("recall_audit")[-1].metadata
+    assert (metadata["true_pairs"].value, metadata["found_pairs"].value) == (len(audit), len(found))
+    check = _check(result, "recall_reaches_min_recall")
+    assert check.passed and check.description.startswith(f"recall 1.0 ({len(found)} of {len(audit)} true pairs")
+
+
+def test_the_recall_check_warns_naming_the_settings_when_lsh_misses_pairs(runner):
+    # 2 bands of 32 rows: a pair at Jaccard 0.8 shares a band with probability 1 - (1 - 0.8^32)^2
+    result = runner.run(HARD_FIXTURE, audit_sample_size=0, num_perm=64, rows_per_band=32)
+    assert result.success  # the check warns, it does not stop the run
+    audit = runner.table("recall_audit")
+    missed = audit[~audit["found"]]
+    assert len(missed) > 0 and (missed["shared_bands"] == 0).all()
+    check = _check(result, "recall_reaches_min_recall")
+    assert not check.passed and check.severity.value == "WARN"
+    assert "below min_recall=0.9: LSH misses pairs that are duplicates. Fewer rows_per_band (now 32)" in check.description
+    assert "or more num_perm (now 64, more bands)" in check.description
+
+
+def test_a_sample_without_a_true_pair_records_no_recall_result(runner, tmp_path):
+    pages = tmp_path / "pages.csv"
+    rows = read_documents(FIXTURE).to_pandas().head(3)
+    rows["body"] = ["one page about apples and pears in autumn", "a second page on trains and timetables",
+                    "a third page about the weather at sea"]
+    rows[["doc_id", "source", "domain", "crawled_at", "title", "body"]].to_csv(pages, index=False)
+    result = runner.run(pages, audit_sample_size=0)
+    assert result.success and runner.table("recall_audit").empty
+    assert _check(result, "recall_reaches_min_recall") is None

@@ -176,8 +176,18 @@ def test_the_quiet_run_prints_a_line_per_asset_and_the_counts(cli_env):
     assert any(line.startswith("  fingerprinted (") for line in lines)
     assert "  candidate pairs        18 of 276 possible (93.48% fewer)" in lines
     assert "  duplicate edges        18 (6 exact, 12 near)" in lines
-    assert "  checks passed: 9" in lines
+    assert "  checks passed: 10" in lines
     assert not [line for line in lines if "DEBUG" in line or "Warning" in line]
+
+
+def test_a_check_that_warns_is_said_and_the_quiet_run_still_succeeds(cli_env):
+    # 2 bands of 32 rows miss most near duplicates: the recall audit's check warns
+    config = '{"resources": {"dedup": {"config": {"num_perm": 64, "rows_per_band": 32, "audit_sample_size": 0}}}}'
+    result = _quiet_run(cli_env, "--config-json", config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("  warning: check recall_reaches_min_recall")]
+    assert len(warnings) == 1 and "below min_recall=0.9" in warnings[0], result.stderr[-3000:]
+    assert "Release files in" in result.stdout
 
 
 def test_the_quiet_run_says_a_user_error_once_without_a_trace(cli_env, tmp_path):

@@ -1,4 +1,4 @@
-"""A real `dagster dev`, started by the test: the UI's GraphQL API shows the ten assets, launches
+"""A real `dagster dev`, started by the test: the UI's GraphQL API shows the eleven assets, launches
 a run of the whole graph, and serves the candidate reduction from the materialization metadata;
 and its daemon runs the batch files put in the batch folder, one at a time, in key order."""
 
@@ -128,7 +128,7 @@ def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
     assert sorted(n["assetKey"]["path"][-1] for n in nodes) == sorted(
         [
             "documents", "rejected_documents", "fingerprinted", "band_memberships", "candidate_pairs", "scored_pairs",
-            "duplicate_pairs", "clusters", "deduped_documents", "manifest",
+            "duplicate_pairs", "clusters", "deduped_documents", "manifest", "recall_audit",
         ]
     )
     assert all(n["description"] for n in every_node)

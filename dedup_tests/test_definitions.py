@@ -18,6 +18,7 @@ ASSETS = {
     "clusters",
     "deduped_documents",
     "manifest",
+    "recall_audit",
 }
 
 

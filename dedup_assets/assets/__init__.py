@@ -1,5 +1,6 @@
 """The pipeline's assets, in pipeline order."""
 
+from .audit import recall_audit
 from .candidates import candidate_pairs
 from .clustering import clusters, deduped_documents
 from .fingerprinting import band_memberships, fingerprinted
@@ -17,4 +18,5 @@ PIPELINE_ASSETS = [
     clusters,
     deduped_documents,
     manifest,
+    recall_audit,
 ]

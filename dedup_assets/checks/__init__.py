@@ -13,6 +13,7 @@ from dagster import (
 )
 
 from ..batch_partitions import folder_batches
+from ..core.audit import audit_summary
 from ..core.incremental import IndexTables, index_settings, indexed_batches, settings_problems
 from ..core.store import read_lineage
 from ..core.readers import count_input_records
@@ -212,6 +213,29 @@ def batch_documents_decided(warehouse: DuckDBWarehouse) -> AssetCheckResult:
         return rules.every_document_in_one_cluster(cursor, INDEX_TABLES.staged_documents, INDEX_TABLES.staged_clusters)
 
 
+@multi_asset_check(
+    specs=[
+        AssetCheckSpec(
+            "recall_reaches_min_recall",
+            asset="recall_audit",
+            description="Warns when the upper end of the audit's 95% recall interval is below "
+            "min_recall. Not evaluated (shown as skipped) when the sample has no true pair.",
+        )
+    ],
+    can_subset=True,  # no true pair: nothing measured, so no result rather than a pass
+)
+def recall_reaches_min_recall(context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
+    with user_errors():
+        settings = dedup.settings()
+    sampled = warehouse.upstream_lineage("recall_audit", "recall_audit")["audit_sampled_documents"]
+    with warehouse.cursor() as cursor:
+        summary = audit_summary(cursor, warehouse.qualified("recall_audit"), sampled)
+    if not summary["true_pairs"]:
+        context.log.info(f"recall_reaches_min_recall not evaluated: the {sampled:,} sampled documents have no true pair")
+        return
+    yield rules.recall_reaches_min_recall(summary, settings.min_recall, settings.rows_per_band, settings.num_perm)
+
+
 PIPELINE_CHECKS = [
     doc_id_unique,
     input_records_accounted,
@@ -226,4 +250,5 @@ PIPELINE_CHECKS = [
     batch_records_accounted,
     batch_pairs_ordered_and_unique,
     batch_documents_decided,
+    recall_reaches_min_recall,
 ]

@@ -225,3 +225,26 @@ def same_as_incremental(
         batches=MetadataValue.int(batches),
         duplicate_edges=MetadataValue.int(edges),
     )
+
+
+def recall_reaches_min_recall(summary: dict, min_recall: float, rows_per_band: int, num_perm: int) -> AssetCheckResult:
+    """The audit's recall could be ``min_recall``: the upper end of its 95% interval is not below it."""
+    failures = []
+    if summary["ci_high"] < min_recall:
+        failures.append(
+            f"recall of the audited true pairs is {summary['recall']} ({summary['found_pairs']} of "
+            f"{summary['true_pairs']}; 95% interval {summary['ci_low']}–{summary['ci_high']}), below "
+            f"min_recall={min_recall}: LSH misses pairs that are duplicates. Fewer rows_per_band "
+            f"(now {rows_per_band}) or more num_perm (now {num_perm}, more bands) make more of them "
+            "candidates; re-materialize fingerprinted and everything downstream. recall_audit lists "
+            "the missed pairs"
+        )
+    return AssetCheckResult(
+        passed=not failures,
+        severity=AssetCheckSeverity.WARN,
+        description=failures[0] if failures else (
+            f"recall {summary['recall']} ({summary['found_pairs']} of {summary['true_pairs']} true pairs; 95% "
+            f"interval {summary['ci_low']}–{summary['ci_high']}) can reach min_recall={min_recall}"
+        ),
+        metadata={"recall": MetadataValue.float(summary["recall"]), "ci_high": MetadataValue.float(summary["ci_high"])},
+    )

@@ -11,16 +11,21 @@ is made up. Comparing them with the pairs the pipeline accepted measures its rec
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import kernels
 from .sketch import kernel_blocks
+from .store import TableBuild
+from .tables import Tables, sql
 from .text import kernel_text
-from .verify import shingle_sets
+from .verify import first_copies, shingle_sets
 
 
 @dataclass(frozen=True)
@@ -104,10 +109,12 @@ def exact_pairs(
     sample: np.ndarray,
     shingle_size: int,
     threshold: float,
+    left_out: np.ndarray | None = None,
 ) -> TruePairs:
     """Every pair with a document of ``sample`` (rows into the input, whose bodies are
     ``sample_bodies``) on one side and Jaccard at least ``threshold``, over all documents,
-    whose bodies arrive in input order as ``bodies`` batches. Each pair once."""
+    whose bodies arrive in input order as ``bodies`` batches, except the rows ``left_out``
+    marks. Each pair once."""
     sample_values, sample_offsets = shingle_sets(sample_bodies, shingle_size)
     probes = _probes(sample_values, sample_offsets, threshold)
     bits = _probe_filter(probes.hashes)
@@ -119,6 +126,8 @@ def exact_pairs(
         held = np.flatnonzero(
             kernels.probe_hits_kernel(kernel_text(batch), shingle_size, probes.hashes, bits, kernel_blocks())
         )
+        if left_out is not None:
+            held = held[~left_out[first + held]]
         values, offsets = shingle_sets(batch.take(pa.array(held)), shingle_size)
         rows, owners = _candidates(values, offsets, probes)
         if len(rows):
@@ -141,3 +150,105 @@ def exact_pairs(
     low, high = np.minimum(left, right), np.maximum(left, right)
     pairs, index = np.unique(np.stack([low, high], axis=1), axis=0, return_index=True)
     return TruePairs(pairs[:, 0], pairs[:, 1], jaccard[index])
+
+
+# the Jaccard bands the audit reports recall in: [t, 0.8), [0.8, 0.9), [0.9, 1.0) and 1.0
+BAND_EDGES = (0.8, 0.9, 1.0)
+
+
+def jaccard_band(jaccard: float, threshold: float) -> str:
+    lower = threshold
+    for upper in BAND_EDGES:
+        if jaccard < upper:
+            return f"[{lower:g}, {upper:g})"
+        lower = upper
+    return "1.0"
+
+
+def wilson_interval(found: int, total: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion found/total (95% at z = 1.96); (0, 1) when
+    there is nothing to count."""
+    if total == 0:
+        return 0.0, 1.0
+    share = found / total
+    denominator = 1 + z * z / total
+    centre = (share + z * z / (2 * total)) / denominator
+    spread = z * math.sqrt(share * (1 - share) / total + z * z / (4 * total * total)) / denominator
+    return max(0.0, centre - spread), min(1.0, centre + spread)
+
+
+def build_recall_audit(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    shingle_size: int,
+    threshold: float,
+    sample_size: int,
+    seed: int,
+    batch_size: int,
+) -> tuple[TableBuild, int]:
+    """The ``recall_audit`` table: every true pair (Jaccard at least ``threshold``) of a seeded
+    sample of ``sample_size`` distinct texts (0: all), with its Jaccard band, how many LSH bands
+    the two documents share, and whether the pipeline found it (``sql/recall_audit.sql``). Also
+    returns how many documents were sampled.
+
+    Exact copies are left out: each text is audited through its first copy, as LSH sees it (the
+    pipeline pairs every copy through its copy group, whatever LSH finds), and a page copied n
+    times would otherwise add n·(n-1)/2 pairs that say nothing about LSH."""
+    doc_ids = connection.sql(f"select doc_id from {tables.documents}").to_arrow_table().column(0).combine_chunks()
+    # a content_hash pair has Jaccard 1, so every one is an edge: the edges name the first copies
+    edge_tables = replace(tables, candidate_pairs=tables.duplicate_pairs)
+    copies = first_copies(connection, edge_tables)
+    is_copy = pc.is_in(doc_ids, value_set=copies.column("doc_id").combine_chunks()).to_numpy(zero_copy_only=False)
+    texts = np.flatnonzero(~is_copy)
+    sample = texts[sample_rows(len(texts), sample_size, seed)]
+    connection.register("sample", pa.table({"row": sample}))
+    try:
+        sample_bodies = connection.sql(
+            f"select d.body from {tables.documents} d semi join sample s on s.row = d.rowid order by d.rowid"
+        ).to_arrow_table().column(0).combine_chunks()
+    finally:
+        connection.unregister("sample")
+    reader = connection.sql(f"select body from {tables.documents}").to_arrow_reader(batch_size)
+    pairs = exact_pairs(
+        (batch.column(0) for batch in reader), sample_bodies, sample, shingle_size, threshold, left_out=is_copy
+    )
+    left, right = doc_ids.take(pa.array(pairs.left)), doc_ids.take(pa.array(pairs.right))
+    swap = pc.greater(left, right)
+    true_pairs = pa.table(
+        {
+            "left_doc_id": pc.if_else(swap, right, left),
+            "right_doc_id": pc.if_else(swap, left, right),
+            "jaccard": pa.array(pairs.jaccard),
+            "jaccard_band": pa.array([jaccard_band(value, threshold) for value in pairs.jaccard.tolist()], pa.string()),
+        }
+    )
+    build = TableBuild(
+        sql=sql("recall_audit", tables),
+        arrow_inputs={"true_pairs": true_pairs, "first_copies": copies},
+    )
+    return build, len(sample)
+
+
+def audit_summary(connection: duckdb.DuckDBPyConnection, table: str, sampled: int) -> dict:
+    """The audit's figures: sampled documents, true and found pairs, recall with its 95% Wilson
+    interval, and the same per Jaccard band."""
+
+    def figures(true: int, found: int) -> dict:
+        low, high = wilson_interval(found, true)
+        return {
+            "true_pairs": true,
+            "found_pairs": found,
+            "recall": round(found / true, 4) if true else None,
+            "ci_low": round(low, 4),
+            "ci_high": round(high, 4),
+        }
+
+    rows = connection.execute(
+        f"select jaccard_band, count(*), count(*) filter (where found) from {table} group by all order by all"
+    ).fetchall()
+    true, found = sum(row[1] for row in rows), sum(row[2] for row in rows)
+    return {
+        "sampled_documents": sampled,
+        **figures(true, found),
+        "by_jaccard_band": {band: figures(int(t), int(f)) for band, t, f in rows},
+    }

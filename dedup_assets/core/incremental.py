@@ -47,7 +47,13 @@ from .tables import PIPELINE_TABLES, TABLE_LAYOUT, Tables, sql
 from .verify import build_scored_pairs
 
 INDEX_SCHEMA = "incremental"
-INDEX_SETTINGS = tuple(name for names in STAGE_SETTINGS.values() for name in names if name != "input_path")
+# what changes the tables a batch adds (the recall audit reads them and adds nothing)
+INDEX_SETTINGS = tuple(
+    name
+    for stage in ("documents", "fingerprinted", "scored_pairs")
+    for name in STAGE_SETTINGS[stage]
+    if name != "input_path"
+)
 KEPT, REMOVED = "kept_representative", "removed_duplicate"
 # the one-shot scored_pairs columns, which every pair table and file of a batch keeps
 PAIR_COLUMNS = (

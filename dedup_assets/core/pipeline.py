@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import incremental
+from .audit import build_recall_audit
 from .batches import BatchFolder
 from .cluster import build_clusters, build_deduped_documents
 from .ingest import build_documents, build_rejected_documents, input_identity
@@ -74,6 +75,12 @@ def run_library(
         with stage("cluster"):
             write_table(connection, tables.clusters, build_clusters(connection, tables))
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
+        with stage("audit"):
+            build, _ = build_recall_audit(
+                connection, tables, params.shingle_size, settings.jaccard_threshold,
+                settings.audit_sample_size, params.minhash_seed, settings.batch_size,
+            )
+            write_table(connection, f"{SCHEMA}.recall_audit", build)
         if output_dir is None:
             counts = run_counts(connection, tables, pressure.pair_slots)
         else:

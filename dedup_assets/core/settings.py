@@ -41,6 +41,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     "documents": ("table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
     "fingerprinted": ("hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
+    "recall_audit": ("audit_sample_size",),
 }
 
 
@@ -142,6 +143,8 @@ class Settings:
     jsonl_fields: dict = field(default_factory=dict)  # the former, JSONL-only name of ``fields``
     source_format: str | None = None
     fields: dict = field(default_factory=dict)
+    audit_sample_size: int = 1_000  # 0: every document
+    min_recall: float = 0.9
 
     def __post_init__(self) -> None:
         # each value object checks itself; make them all now, so nothing runs on a bad setting
@@ -152,11 +155,14 @@ class Settings:
             "memory_budget_mb": 1,
             "batch_size": 1,
             "max_body_bytes": 1,
+            "audit_sample_size": 0,
         }
         for name, minimum in minimums.items():
             value = getattr(self, name)
             if value is not None and value < minimum:
                 raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+        if not 0.0 <= self.min_recall <= 1.0:
+            raise SettingsError(f"min_recall must be between 0 and 1, got {self.min_recall}")
         if self.batch_size > MAX_BATCH_SIZE:
             raise SettingsError(f"batch_size must be at most {MAX_BATCH_SIZE:,}, got {self.batch_size:,}")
 
