@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.audit import exact_pairs, sample_rows
+from dedup_assets.core.audit import exact_pairs, jaccard_band, sample_rows, wilson_interval
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.text import document_shingles, normalize_text, tokenize
 
@@ -147,3 +147,15 @@ def test_a_sample_without_a_true_pair_records_no_recall_result(runner, tmp_path)
     result = runner.run(pages, audit_sample_size=0)
     assert result.success and runner.table("recall_audit").empty
     assert _check(result, "recall_reaches_min_recall") is None
+
+
+def test_jaccard_bands_and_the_wilson_interval():
+    assert [jaccard_band(value, 0.7) for value in (0.7, 0.79, 0.8, 0.95, 1.0)] == [
+        "[0.7, 0.8)", "[0.7, 0.8)", "[0.8, 0.9)", "[0.9, 1.0)", "1.0"
+    ]
+    assert jaccard_band(0.76, 0.75) == "[0.75, 0.8)"
+    # the textbook case: 81 of 263, interval 0.2553-0.3662 (Wilson 1927, as in Newcombe 1998)
+    low, high = wilson_interval(81, 263)
+    assert (round(low, 4), round(high, 4)) == (0.2553, 0.3662)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(0, 10)[0] == 0.0

@@ -160,9 +160,15 @@ def jaccard_band(jaccard: float, threshold: float) -> str:
     lower = threshold
     for upper in BAND_EDGES:
         if jaccard < upper:
-            return f"[{lower:g}, {upper:g})"
+            return f"[{_decimal(lower)}, {_decimal(upper)})"
         lower = upper
     return "1.0"
+
+
+def _decimal(value: float) -> str:
+    """0.7 -> 0.7, 1 -> 1.0, 0.75 -> 0.75."""
+    text = f"{value:g}"
+    return text if "." in text else f"{text}.0"
 
 
 def wilson_interval(found: int, total: int, z: float = 1.96) -> tuple[float, float]:
