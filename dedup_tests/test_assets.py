@@ -243,7 +243,7 @@ def test_same_input_gives_byte_identical_release_files(tmp_path):
     first.run(HARD_FIXTURE)
     second.run(HARD_FIXTURE)
     files = sorted(p.name for p in first.output_dir.iterdir())
-    assert len(files) == 9
+    assert len(files) == 11
     for name in files:
         assert (first.output_dir / name).read_bytes() == (second.output_dir / name).read_bytes(), name
     for output in first.manifest()["outputs"]:

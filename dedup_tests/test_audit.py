@@ -1,15 +1,18 @@
 """The audit's true pairs: prefix filtering over shingle hashes must find exactly the pairs a
 plain all-pairs computation finds, on the fixtures and on a generated corpus."""
 
+import json
 import random
 from itertools import combinations
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
 from dedup_assets.core.audit import exact_pairs, jaccard_band, sample_rows, wilson_interval
 from dedup_assets.core.readers import read_documents
+from dedup_assets.core.release import verify_release
 from dedup_assets.core.text import document_shingles, normalize_text, tokenize
 
 from .conftest import FIXTURE, HARD_FIXTURE
@@ -132,6 +135,16 @@ def test_the_recall_check_warns_naming_the_settings_when_lsh_misses_pairs(runner
     audit = runner.table("recall_audit")
     missed = audit[~audit["found"]]
     assert len(missed) > 0 and (missed["shared_bands"] == 0).all()
+    # the release says the same: recall_audit.json is manifest.json's recall_audit, and
+    # missed_pairs.csv lists the pairs not found
+    manifest = runner.manifest()
+    assert json.loads((runner.output_dir / "recall_audit.json").read_text()) == manifest["recall_audit"]
+    assert manifest["recall_audit"]["found_pairs"] == int(audit["found"].sum())
+    missed_file = pd.read_csv(runner.output_dir / "missed_pairs.csv")
+    assert sorted(missed_file["left_doc_id"] + "~" + missed_file["right_doc_id"]) == sorted(
+        missed["left_doc_id"] + "~" + missed["right_doc_id"]
+    )
+    assert verify_release(runner.output_dir) == []
     check = _check(result, "recall_reaches_min_recall")
     assert not check.passed and check.severity.value == "WARN"
     assert "below min_recall=0.9: LSH misses pairs that are duplicates. Fewer rows_per_band (now 32)" in check.description

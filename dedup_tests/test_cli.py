@@ -66,6 +66,8 @@ def test_full_run_then_single_asset_rerun(cli_env):
         "cluster_inspection.csv",
         "deduped_documents.parquet",
         "rejected_documents.csv",
+        "missed_pairs.csv",
+        "recall_audit.json",
     }
     with duckdb.connect(cli_env["DEDUP_DATABASE"], read_only=True) as connection:
         assert connection.execute("select count(*) from dedup.deduped_documents").fetchone()[0] == 12

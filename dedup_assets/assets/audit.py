@@ -1,6 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.audit import audit_summary, build_recall_audit
+from ..core.audit import AUDIT_SAMPLED, audit_summary, build_recall_audit
 from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
@@ -23,8 +23,8 @@ def recall_audit(context: AssetExecutionContext, dedup: DedupSettings, warehouse
             cursor, warehouse.tables, params.shingle_size, settings.jaccard_threshold,
             settings.audit_sample_size, params.minhash_seed, settings.batch_size,
         )
-    table = warehouse.qualified("recall_audit")
-    rows = warehouse.write("recall_audit", build, {**lineage, "audit_sampled_documents": sampled})
+    table = warehouse.tables.recall_audit
+    rows = warehouse.write("recall_audit", build, {**lineage, AUDIT_SAMPLED: sampled})
     with warehouse.cursor() as cursor:
         summary = audit_summary(cursor, table, sampled)
         return MaterializeResult(

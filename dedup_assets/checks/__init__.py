@@ -13,7 +13,7 @@ from dagster import (
 )
 
 from ..batch_partitions import folder_batches
-from ..core.audit import audit_summary
+from ..core.audit import stored_audit_summary
 from ..core.incremental import IndexTables, index_settings, indexed_batches, settings_problems
 from ..core.store import read_lineage
 from ..core.readers import count_input_records
@@ -227,11 +227,13 @@ def batch_documents_decided(warehouse: DuckDBWarehouse) -> AssetCheckResult:
 def recall_reaches_min_recall(context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
     with user_errors():
         settings = dedup.settings()
-    sampled = warehouse.upstream_lineage("recall_audit", "recall_audit")["audit_sampled_documents"]
     with warehouse.cursor() as cursor:
-        summary = audit_summary(cursor, warehouse.qualified("recall_audit"), sampled)
+        summary = stored_audit_summary(cursor, warehouse.tables.recall_audit)
     if not summary["true_pairs"]:
-        context.log.info(f"recall_reaches_min_recall not evaluated: the {sampled:,} sampled documents have no true pair")
+        context.log.info(
+            f"recall_reaches_min_recall not evaluated: the {summary['sampled_documents']:,} sampled "
+            "documents have no true pair"
+        )
         return
     yield rules.recall_reaches_min_recall(summary, settings.min_recall, settings.rows_per_band, settings.num_perm)
 

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from . import kernels
 from .sketch import kernel_blocks
-from .store import TableBuild
+from .store import TableBuild, read_lineage
 from .tables import Tables, sql
 from .text import kernel_text
 from .verify import first_copies, shingle_sets
@@ -152,6 +152,8 @@ def exact_pairs(
     return TruePairs(pairs[:, 0], pairs[:, 1], jaccard[index])
 
 
+# the lineage entry of the recall_audit table that records how many documents were sampled
+AUDIT_SAMPLED = "audit_sampled_documents"
 # the Jaccard bands the audit reports recall in: [t, 0.8), [0.8, 0.9), [0.9, 1.0) and 1.0
 BAND_EDGES = (0.8, 0.9, 1.0)
 
@@ -258,3 +260,9 @@ def audit_summary(connection: duckdb.DuckDBPyConnection, table: str, sampled: in
         **figures(true, found),
         "by_jaccard_band": {band: figures(int(t), int(f)) for band, t, f in rows},
     }
+
+
+def stored_audit_summary(connection: duckdb.DuckDBPyConnection, table: str) -> dict:
+    """:func:`audit_summary` of a stored ``recall_audit`` table (its lineage says how many
+    documents were sampled)."""
+    return audit_summary(connection, table, read_lineage(connection, table)[AUDIT_SAMPLED])

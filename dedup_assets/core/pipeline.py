@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import incremental
-from .audit import build_recall_audit
+from .audit import AUDIT_SAMPLED, build_recall_audit
 from .batches import BatchFolder
 from .cluster import build_clusters, build_deduped_documents
 from .ingest import build_documents, build_rejected_documents, input_identity
@@ -76,11 +76,11 @@ def run_library(
             write_table(connection, tables.clusters, build_clusters(connection, tables))
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
         with stage("audit"):
-            build, _ = build_recall_audit(
+            build, sampled = build_recall_audit(
                 connection, tables, params.shingle_size, settings.jaccard_threshold,
                 settings.audit_sample_size, params.minhash_seed, settings.batch_size,
             )
-            write_table(connection, f"{SCHEMA}.recall_audit", build)
+            write_table(connection, tables.recall_audit, build, {AUDIT_SAMPLED: sampled})
         if output_dir is None:
             counts = run_counts(connection, tables, pressure.pair_slots)
         else:

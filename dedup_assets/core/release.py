@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .audit import stored_audit_summary
 from .lsh import BucketPressure, lsh_probability
 from .readers import InputFile, file_sha256
 from .settings import DEFAULT_BATCH_SIZE, Settings
@@ -29,6 +30,7 @@ from .tables import Tables, sql
 ROW_GROUP_ROWS = 49_152
 SUMMARY_FILE = "candidate_summary.csv"
 MANIFEST_FILE = "manifest.json"
+AUDIT_FILE = "recall_audit.json"  # the recall audit's figures, as in manifest.json
 # the folder of the incremental batches' releases, inside the one-shot release folder; it is
 # not part of the one-shot release and is kept when that release is replaced
 BATCHES_FOLDER = "batches"
@@ -62,6 +64,10 @@ def release_queries(tables: Tables) -> dict[str, str]:
         "cluster_inspection.csv": sql("cluster_inspection", tables),
         "deduped_documents.parquet": f"select * from {tables.deduped_documents}",
         "rejected_documents.csv": f"select * from {tables.rejected_documents}",
+        "missed_pairs.csv": (
+            f"select left_doc_id, right_doc_id, jaccard, jaccard_band, shared_bands from {tables.recall_audit} "
+            "where not found order by jaccard desc, left_doc_id, right_doc_id"
+        ),
     }
 
 
@@ -156,6 +162,7 @@ def manifest_entries(
         "counts": counts,
         "pair_reasons": reason_counts(cursor, tables.scored_pairs),
         "rejected_by_reason": rejected_by_reason(cursor, tables.rejected_documents),
+        "recall_audit": stored_audit_summary(cursor, tables.recall_audit),
     }
 
 
@@ -193,7 +200,10 @@ def write_release(
             {"candidate_summary": pa.Table.from_pylist([candidate_summary(manifest["counts"], pressure, settings)])},
         )
         outputs = [{"file": name, **files[name].result()} for name in queries]
-    unlisted = sorted({path.name for path in output_dir.iterdir()} - set(queries))
+    audit_file = output_dir / AUDIT_FILE
+    audit_file.write_text(json.dumps(manifest["recall_audit"], indent=2) + "\n", encoding="utf-8")
+    outputs.append({"file": AUDIT_FILE, "rows": 1, "sha256": file_sha256(audit_file)})
+    unlisted = sorted({path.name for path in output_dir.iterdir()} - {output["file"] for output in outputs})
     if unlisted:  # a file the manifest would not vouch for must not reach a release
         raise RuntimeError(f"{output_dir}: files left beside the release files: {', '.join(unlisted)}")
     written = {**manifest, "outputs": outputs}
@@ -263,6 +273,9 @@ def verify_release(folder: Path) -> list[str]:
 def _file_rows(path: Path) -> int:
     if path.suffix == ".parquet":
         return pq.ParquetFile(path).metadata.num_rows
+    if path.suffix == ".json":  # one object
+        json.loads(path.read_text(encoding="utf-8"))
+        return 1
     with duckdb.connect() as connection:
         # a cell may be as long as the file (cluster_inspection lists a cluster's members in one)
         return connection.execute(

@@ -27,6 +27,7 @@ PIPELINE_TABLES = (
     "duplicate_pairs",
     "clusters",
     "deduped_documents",
+    "recall_audit",
 )
 
 
@@ -43,6 +44,7 @@ class Tables:
     duplicate_pairs: str
     clusters: str
     deduped_documents: str
+    recall_audit: str
 
     @classmethod
     def in_schema(cls, schema: str) -> Tables:
