@@ -130,7 +130,7 @@ def publish(
     # a link's target is the folder swapped, so the link keeps pointing at the release, and two
     # spellings of one folder share one lock
     output_dir = output_dir.expanduser().resolve()
-    try:
+    with _said_of_the_place(output_dir):
         output_dir.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_dir, holder_for(database)):
             _clean_remains(output_dir, log)
@@ -146,8 +146,16 @@ def publish(
                 shutil.rmtree(staging, ignore_errors=True)  # a kill skips this; the next run cleans up
                 raise
             return result
+
+
+@contextmanager
+def _said_of_the_place(path: Path) -> Iterator[None]:
+    """An error about the place written to (full, read-only, not allowed) as one sentence naming
+    ``path``; any other error as it is."""
+    try:
+        yield
     except (OSError, duckdb.IOException) as error:
-        problem = place_error(error, output_dir)
+        problem = place_error(error, path)
         if problem is None:
             raise
         raise problem from None
@@ -287,7 +295,7 @@ def publish_batch_release(
     through :func:`publish`, holding the output root's lock too: a one-shot release, which
     carries the batch releases over when it replaces the root, never switches meanwhile."""
     output_root = output_root.expanduser().resolve()
-    try:
+    with _said_of_the_place(output_root):
         output_root.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_root, holder_for(database)):
             return publish(
@@ -296,8 +304,3 @@ def publish_batch_release(
                 database,
                 log,
             )
-    except OSError as error:
-        problem = place_error(error, output_root)
-        if problem is None:
-            raise
-        raise problem from None
