@@ -93,10 +93,16 @@ class _Console(logging.Handler):
 
 
 def _interrupted(error) -> bool:
-    while error is not None:
+    """Whether the stop is anywhere in the error's chain: in its causes, or in what it was raised
+    while handling (a cursor closed during the stop, mid-query, raises an error of its own)."""
+    pending = [error]
+    while pending:
+        error = pending.pop()
+        if error is None:
+            continue
         if error.cls_name in INTERRUPTED or error.message.strip().endswith(INTERRUPTED_QUERY):
             return True
-        error = error.cause
+        pending += [error.cause, error.context]
     return False
 
 
