@@ -3,9 +3,14 @@ share of planted (origin, copy) pairs with exact 5-shingle Jaccard >= 0.7 that e
 edges (and as candidates), and the accepted edges below the threshold (0 when precision holds).
 
 Exact copies are stored as a spanning set: each copy paired with its copy group's first copy
-(``found_by = 'content_hash'``, the first copy on the left) and with the first copy's LSH
-partners. A pair is therefore found when its documents' first copies are one document or a stored
-pair: their texts are the same, and so are their scores.
+(``found_by = 'content_hash'``; the first copy is the earlier in input order, on either side) and
+with the first copy's LSH partners. A pair is therefore found when its documents' first copies are
+one document or a stored pair: their texts are the same, and so are their scores.
+
+The recall audit (``recall_audit``) measures recall over pairs of *distinct* texts, leaving exact
+copies out. So, beside the recall of every planted pair, the report gives the recall of the
+planted pairs of two distinct texts (one per pair of first copies), the figure the audit's
+interval estimates, and the audit's own figures.
 """
 
 from __future__ import annotations
@@ -88,13 +93,28 @@ def stored_pairs(database: Path, table: str) -> tuple[np.ndarray, np.ndarray] | 
 
 
 def first_copies(database: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(copies, their first copies), sorted by copy."""
+    """(copies, their first copies), sorted by copy, as the pipeline names them."""
+    from dedup_assets.core.tables import Tables
+    from dedup_assets.core.verify import first_copies as pipeline_first_copies
+
     with duckdb.connect(str(database), read_only=True) as connection:
-        columns = connection.execute(
-            "select cast(right_doc_id as bigint) as copy_id, cast(left_doc_id as bigint) as first_id "
-            "from dedup.candidate_pairs where found_by = 'content_hash' order by copy_id"
-        ).fetchnumpy()
-    return np.asarray(columns["copy_id"], np.int64), np.asarray(columns["first_id"], np.int64)
+        table = pipeline_first_copies(connection, Tables.in_schema("dedup"))
+    copies = pc.cast(table["doc_id"], pa.int64()).to_numpy()
+    firsts = pc.cast(table["first_copy_doc_id"], pa.int64()).to_numpy()
+    order = np.argsort(copies, kind="stable")
+    return copies[order], firsts[order]
+
+
+def audit_figures(database: Path) -> dict:
+    """The stored recall audit's recall and 95% interval; empty without an audit."""
+    from dedup_assets.core.audit import stored_audit_summary
+
+    with duckdb.connect(str(database), read_only=True) as connection:
+        try:
+            summary = stored_audit_summary(connection, "dedup.recall_audit")
+        except (duckdb.CatalogException, KeyError):
+            return {}
+    return {f"audit_{name}": summary[name] for name in ("true_pairs", "recall", "ci_low", "ci_high")}
 
 
 def first_copy_of(ids: np.ndarray, copies: np.ndarray, firsts: np.ndarray) -> np.ndarray:
@@ -127,10 +147,16 @@ def recall_report(database: Path, planted: PlantedPairs, bodies: CorpusBodies) -
         keys = bodies.pair_keys(*pairs)
         return (left == right) | np.isin(implied, keys)
 
+    accepted_found = found(accepted)
+    # one per pair of distinct texts: two planted copies of one origin are one pair of texts
+    _, distinct = np.unique(implied[left != right], return_index=True)
     return {
         "planted_pairs": int(len(planted.keys)),
         "planted_positive": int(positive.sum()),
-        "recall": share(found(accepted)),
+        "recall": share(accepted_found),
+        "planted_distinct_text_pairs": int(len(distinct)),
+        "recall_distinct_texts": share(accepted_found[left != right][distinct]),
+        **audit_figures(database),
         "candidate_recall": None if candidates is None else share(found(candidates)),
         "accepted_below_threshold": int((bodies.jaccard(*accepted) < THRESHOLD).sum()),
     }
