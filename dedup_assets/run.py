@@ -110,7 +110,9 @@ def _say(line: str) -> None:
     print(f"  {line}", file=sys.stderr, flush=True)
 
 
-def _summary(counts: dict, rejected: dict, output_dir: str) -> str:
+def _summary(manifest: dict, output_dir: str) -> str:
+    counts, rejected = manifest["counts"], manifest["rejected_by_reason"]
+    audit, evaluation = manifest["recall_audit"], manifest["evaluation"]
     rows = [
         ("documents", f"{counts['document_rows']:,}"),
         (
@@ -132,6 +134,15 @@ def _summary(counts: dict, rejected: dict, output_dir: str) -> str:
             + (" (" + ", ".join(f"{reason} {rows:,}" for reason, rows in rejected.items()) + ")" if rejected else ""),
         ),
     ]
+    if audit["true_pairs"]:
+        rows.append((
+            "recall, audited",
+            f"{audit['recall']} ({audit['found_pairs']:,} of {audit['true_pairs']:,} true pairs of "
+            f"{audit['sampled_documents']:,} sampled documents; 95% interval {audit['ci_low']}–{audit['ci_high']})",
+        ))
+    if evaluation["evaluated"]:
+        figures = {name: evaluation[name] for name in ("precision", "recall", "f1", "adjusted_rand_index")}
+        rows.append(("against your labels", ", ".join(f"{k} {v}" for k, v in figures.items() if v is not None)))
     width = max(len(name) for name, _ in rows)
     lines = [f"  {name.ljust(width)}  {value}" for name, value in rows]
     return "\n".join(["", *lines, "", f"Release files in {output_dir}/ (manifest.json lists them)."])
@@ -205,7 +216,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
     with open(Path(output_dir) / MANIFEST_FILE, encoding="utf-8") as handle:
         manifest = json.load(handle)
     _say(f"checks passed: {console.checks_passed}")
-    print(_summary(manifest["counts"], manifest["rejected_by_reason"], output_dir))
+    print(_summary(manifest, output_dir))
     return 0
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from dagster import ConfigurableResource
 from pydantic import Field, model_validator
 
-from .core.settings import HASH_SCHEMES, SOURCE_FORMATS, Settings
+from .core.settings import CLUSTER_MODES, HASH_SCHEMES, SOURCE_FORMATS, Settings
 from .core.tables import TABLE_LAYOUT
 
 DEFAULTS = Settings()
@@ -27,6 +27,7 @@ DEFAULT_OUTPUT_DIR = "output"
 # Dagster config takes enums, not Literal: these are the library's choices as enums.
 HashScheme = Enum("HashScheme", {name: name for name in HASH_SCHEMES}, type=str)
 SourceFormat = Enum("SourceFormat", {name: name for name in SOURCE_FORMATS}, type=str)
+ClusterMode = Enum("ClusterMode", {name: name for name in CLUSTER_MODES}, type=str)
 
 
 def _from_environment(variable: str, default: str) -> Path:
@@ -104,10 +105,28 @@ class DedupSettings(ConfigurableResource):
         default=DEFAULTS.min_recall,
         description="The recall audit's check warns when the upper end of its 95% interval is below this.",
     )
+    cluster_mode: ClusterMode = Field(
+        default=ClusterMode(DEFAULTS.cluster_mode),
+        description="components: every document connected by accepted edges is one cluster, so a "
+        "chain A~B~C removes C even when J(A, C) is below the threshold. star: the best-ranked "
+        "document of a component keeps only the documents at or above the threshold with it; "
+        "the rest are clustered again the same way.",
+    )
+    max_cluster_size: int = Field(
+        default=DEFAULTS.max_cluster_size,
+        description="The clusters check warns when a cluster has more documents (a sign of chaining "
+        "through shared boilerplate).",
+    )
     input_path: str | None = Field(
         default=None,
         description="Input file, folder or glob (CSV, Parquet, JSONL or WARC). Unset: env "
         f"DEDUP_INPUT, else {DEFAULT_INPUT}.",
+    )
+    labels_path: str | None = Field(
+        default=None,
+        description="Labels to evaluate the clusters against: a CSV with the header "
+        "left_doc_id,right_doc_id,label (1: duplicates, 0: not) or doc_id,cluster_label, or a folder "
+        "of such files. Unset: env DEDUP_LABELS, else no evaluation.",
     )
     output_dir: str | None = Field(
         default=None,
@@ -129,6 +148,11 @@ class DedupSettings(ConfigurableResource):
     def input_file(self) -> Path:
         return Path(self.input_path) if self.input_path else _from_environment("DEDUP_INPUT", DEFAULT_INPUT)
 
+    def labels(self) -> Path | None:
+        if self.labels_path:
+            return Path(self.labels_path)
+        return _from_environment("DEDUP_LABELS", "") if os.environ.get("DEDUP_LABELS") else None
+
     def output_folder(self) -> Path:
         return (
             Path(self.output_dir)
@@ -141,5 +165,6 @@ class DedupSettings(ConfigurableResource):
         return {
             **self.settings().as_dict(),
             "input_path": str(self.input_file()),
+            "labels_path": str(self.labels()) if self.labels() else None,
             "table_layout": TABLE_LAYOUT,
         }

@@ -68,6 +68,11 @@ def test_full_run_then_single_asset_rerun(cli_env):
         "rejected_documents.csv",
         "missed_pairs.csv",
         "recall_audit.json",
+        "collision_buckets.csv",
+        "domain_summary.csv",
+        "duplicate_summary.csv",
+        "evaluation.json",
+        "evaluation_errors.csv",
     }
     with duckdb.connect(cli_env["DEDUP_DATABASE"], read_only=True) as connection:
         assert connection.execute("select count(*) from dedup.deduped_documents").fetchone()[0] == 12
@@ -178,7 +183,10 @@ def test_the_quiet_run_prints_a_line_per_asset_and_the_counts(cli_env):
     assert any(line.startswith("  fingerprinted (") for line in lines)
     assert "  candidate pairs        18 of 276 possible (93.48% fewer)" in lines
     assert "  duplicate edges        18 (6 exact, 12 near)" in lines
-    assert "  checks passed: 10" in lines
+    assert "  checks passed: 12" in lines
+    # the default sample holds all 18 distinct texts of the fixture (24 documents, 6 of them exact copies)
+    assert "  recall, audited        1.0 (6 of 6 true pairs of 18 sampled documents; 95% interval 0.6097–1.0)" in lines
+    assert not [line for line in lines if line.startswith("  against your labels")]  # no labels given
     assert not [line for line in lines if "DEBUG" in line or "Warning" in line]
 
 

@@ -128,7 +128,7 @@ def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
     assert sorted(n["assetKey"]["path"][-1] for n in nodes) == sorted(
         [
             "documents", "rejected_documents", "fingerprinted", "band_memberships", "candidate_pairs", "scored_pairs",
-            "duplicate_pairs", "clusters", "deduped_documents", "manifest", "recall_audit",
+            "duplicate_pairs", "clusters", "deduped_documents", "manifest", "recall_audit", "evaluation",
         ]
     )
     assert all(n["description"] for n in every_node)

@@ -19,6 +19,7 @@ ASSETS = {
     "deduped_documents",
     "manifest",
     "recall_audit",
+    "evaluation",
 }
 
 

@@ -30,22 +30,32 @@ def _release(folder: Path) -> dict[str, bytes]:
         ("default", {}),
         ("hard", {}),
         # settings other than the defaults, so that every one of them has to reach both runs
-        ("generated", {"num_perm": 128, "rows_per_band": 8, "jaccard_threshold": 0.6, "minhash_seed": 7}),
+        (
+            "generated",
+            {"num_perm": 128, "rows_per_band": 8, "jaccard_threshold": 0.6, "minhash_seed": 7, "cluster_mode": "star"},
+        ),
     ],
 )
 def test_library_runner_writes_the_asset_graphs_release(runner, tmp_path, source, settings):
+    labels = None
     if source == "generated":
         path = tmp_path / "corpus.parquet"
         generate(GENERATED_DOCUMENTS, path)
     else:
         path = {"default": FIXTURE, "hard": HARD_FIXTURE}[source]
-    assert runner.run(path, **settings).success
+    if source == "default":  # the evaluation's files too
+        labels = tmp_path / "labels.csv"
+        labels.write_text("doc_id,cluster_label\nbilling-canonical,a\nbilling-mirror,a\nbilling-revision,b\n")
+    assert runner.run(path, **settings, labels_path=labels and str(labels)).success
     library_release = tmp_path / "library-release"
-    result = run_library(str(path), str(tmp_path / "library.duckdb"), str(library_release), Settings(**settings))
+    result = run_library(
+        str(path), str(tmp_path / "library.duckdb"), str(library_release), Settings(**settings),
+        labels_path=labels and str(labels),
+    )
 
     graph, library = _release(runner.output_dir), _release(library_release)
     assert set(library) == set(graph)
-    assert "manifest.json" in graph and len(graph) == 11  # the audit's two files included
+    assert "manifest.json" in graph and len(graph) == 16  # the audit's, the evaluation's and the diagnostics' files included
     different = [name for name in graph if graph[name] != library[name]]
     assert not different, different
     assert result["duplicates"] == runner.manifest()["counts"]["duplicate_pair_rows"] > 0

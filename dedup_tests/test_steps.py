@@ -239,20 +239,40 @@ def test_reasons_follow_exact_jaccard_only(connection):
         build_scored_pairs(connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 0)
 
 
-def test_clusters_join_transitively_and_rank_representatives(connection):
+def _words(first: int, last: int) -> str:
+    return " ".join(f"w{n}" for n in range(first, last))
+
+
+# a 100-word text; b replaces its last 10 words, c replaces b's first 10: with 5-word shingles
+# J(a, b) = J(b, c) = 86/106 (0.81) and J(a, c) = 76/116 (0.66), a chain at threshold 0.7
+CHAIN = {
+    "chain-a": _words(0, 100),
+    "chain-b": _words(0, 90) + " " + _words(500, 510),
+    "chain-c": _words(600, 610) + " " + _words(10, 90) + " " + _words(500, 510),
+}
+
+
+def _cluster_tables(connection) -> list[str]:
+    """documents, fingerprinted and duplicate_pairs of a chain (chain-c newest), a tie broken by
+    token count, two copies and a document alone; returns the doc_ids in input order."""
     documents = [
-        ("chain-a", "2026-01-01", 10), ("chain-b", "2026-01-02", 10), ("chain-c", "2026-01-03", 10),
-        ("tie-long", "2026-01-05", 12), ("tie-short", "2026-01-05", 11),
-        ("same-b", "2026-01-04", 10), ("same-a", "2026-01-04", 10),
-        ("alone", "2026-01-01", 3),
+        ("chain-a", "2026-01-01", 10, CHAIN["chain-a"]),
+        ("chain-b", "2026-01-02", 10, CHAIN["chain-b"]),
+        ("chain-c", "2026-01-03", 10, CHAIN["chain-c"]),
+        ("tie-long", "2026-01-05", 12, _words(0, 40)),
+        ("tie-short", "2026-01-05", 11, _words(0, 39)),
+        ("same-b", "2026-01-04", 10, _words(100, 120)),
+        ("same-a", "2026-01-04", 10, _words(100, 120)),
+        ("alone", "2026-01-01", 3, "one two three"),
     ]
     connection.execute(
-        "create table documents (doc_id varchar, crawled_at timestamp, source_file varchar, input_row bigint)"
+        "create table documents (doc_id varchar, crawled_at timestamp, source_file varchar, input_row bigint, body varchar)"
     )
-    connection.execute("create table fingerprinted (doc_id varchar, token_count integer)")
-    for row, (doc_id, crawled_at, tokens) in enumerate(documents, start=1):
-        connection.execute("insert into documents values (?, ?, ?, ?)", [doc_id, crawled_at, "in.csv", row])
-        connection.execute("insert into fingerprinted values (?, ?)", [doc_id, tokens])
+    connection.execute("create table fingerprinted (doc_id varchar, token_count integer, shingle_count integer)")
+    for row, (doc_id, crawled_at, tokens, body) in enumerate(documents, start=1):
+        shingles = len(set(zip(*(body.split()[i:] for i in range(5))))) or 1
+        connection.execute("insert into documents values (?, ?, ?, ?, ?)", [doc_id, crawled_at, "in.csv", row, body])
+        connection.execute("insert into fingerprinted values (?, ?, ?)", [doc_id, tokens, shingles])
     _load(
         connection,
         "duplicate_pairs",
@@ -266,23 +286,45 @@ def test_clusters_join_transitively_and_rank_representatives(connection):
             )
         ],
     )
-    write_table(connection, "clusters", build_clusters(connection, TABLES))
-    rows = connection.execute(
-        "select doc_id, cluster_id, cluster_size, representative_rank, representative_doc_id, decision "
-        "from clusters order by cluster_id, representative_rank"
+    return [d[0] for d in documents]
+
+
+def _clusters(connection, mode: str) -> list[tuple]:
+    write_table(connection, "clusters", build_clusters(connection, TABLES, mode, 5, 0.7, 100))
+    return connection.execute(
+        "select doc_id, cluster_id, cluster_size, representative_rank, representative_doc_id, decision, "
+        "round(jaccard_to_representative, 4), chained from clusters order by cluster_id, representative_rank"
     ).fetchall()
-    assert rows == [
-        ("alone", "cluster-alone", 1, 1, "alone", "kept_representative"),
-        ("chain-c", "cluster-chain-a", 3, 1, "chain-c", "kept_representative"),
-        ("chain-b", "cluster-chain-a", 3, 2, "chain-c", "removed_duplicate"),
-        ("chain-a", "cluster-chain-a", 3, 3, "chain-c", "removed_duplicate"),
-        ("same-a", "cluster-same-a", 2, 1, "same-a", "kept_representative"),
-        ("same-b", "cluster-same-a", 2, 2, "same-a", "removed_duplicate"),
-        ("tie-long", "cluster-tie-long", 2, 1, "tie-long", "kept_representative"),
-        ("tie-short", "cluster-tie-long", 2, 2, "tie-long", "removed_duplicate"),
+
+
+def test_components_join_transitively_rank_representatives_and_flag_chained_members(connection):
+    order = _cluster_tables(connection)
+    assert _clusters(connection, "components") == [
+        ("alone", "cluster-alone", 1, 1, "alone", "kept_representative", None, False),
+        ("chain-c", "cluster-chain-a", 3, 1, "chain-c", "kept_representative", 1.0, False),
+        ("chain-b", "cluster-chain-a", 3, 2, "chain-c", "removed_duplicate", round(86 / 106, 4), False),
+        ("chain-a", "cluster-chain-a", 3, 3, "chain-c", "removed_duplicate", round(76 / 116, 4), True),
+        ("same-a", "cluster-same-a", 2, 1, "same-a", "kept_representative", 1.0, False),
+        ("same-b", "cluster-same-a", 2, 2, "same-a", "removed_duplicate", 1.0, False),
+        ("tie-long", "cluster-tie-long", 2, 1, "tie-long", "kept_representative", 1.0, False),
+        ("tie-short", "cluster-tie-long", 2, 2, "tie-long", "removed_duplicate", round(35 / 36, 4), False),
     ]
     # stored in input order, so it lines up with documents row by row
-    assert [r[0] for r in connection.execute("select doc_id from clusters").fetchall()] == [d[0] for d in documents]
+    assert [r[0] for r in connection.execute("select doc_id from clusters").fetchall()] == order
+
+
+def test_star_mode_keeps_a_chained_member_apart(connection):
+    _cluster_tables(connection)
+    assert _clusters(connection, "star") == [
+        ("alone", "cluster-alone", 1, 1, "alone", "kept_representative", None, False),
+        ("chain-a", "cluster-chain-a", 1, 1, "chain-a", "kept_representative", 1.0, False),
+        ("chain-c", "cluster-chain-b", 2, 1, "chain-c", "kept_representative", 1.0, False),
+        ("chain-b", "cluster-chain-b", 2, 2, "chain-c", "removed_duplicate", round(86 / 106, 4), False),
+        ("same-a", "cluster-same-a", 2, 1, "same-a", "kept_representative", 1.0, False),
+        ("same-b", "cluster-same-a", 2, 2, "same-a", "removed_duplicate", 1.0, False),
+        ("tie-long", "cluster-tie-long", 2, 1, "tie-long", "kept_representative", 1.0, False),
+        ("tie-short", "cluster-tie-long", 2, 2, "tie-long", "removed_duplicate", round(35 / 36, 4), False),
+    ]
 
 
 def test_a_failed_stream_leaves_the_previous_table(connection):

@@ -3,6 +3,7 @@
 from .audit import recall_audit
 from .candidates import candidate_pairs
 from .clustering import clusters, deduped_documents
+from .evaluation import evaluation
 from .fingerprinting import band_memberships, fingerprinted
 from .ingest import documents
 from .manifest import manifest
@@ -19,4 +20,5 @@ PIPELINE_ASSETS = [
     deduped_documents,
     manifest,
     recall_audit,
+    evaluation,
 ]

@@ -1,32 +1,41 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from ..core.cluster import build_clusters, build_deduped_documents
+from ..core.diagnostics import mirror_domain_pairs
+from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
-from .metadata import preview, table_metadata
+from .metadata import markdown_table, preview, table_metadata
+
+# pairs of domains the clusters metadata lists
+MIRROR_PAIRS_SHOWN = 10
 
 
-def _describe_clusters(cursor, table: str) -> dict:
-    clusters, duplicate, singleton, largest, removed = cursor.execute(
+def _describe_clusters(cursor, table: str, mode: str) -> dict:
+    clusters, duplicate, singleton, largest, removed, chained = cursor.execute(
         f"""
         select count(distinct cluster_id),
                count(distinct cluster_id) filter (where cluster_size > 1),
                count(*) filter (where cluster_size = 1),
                max(cluster_size),
-               count(*) filter (where representative_rank > 1)
+               count(*) filter (where representative_rank > 1),
+               count(*) filter (where chained)
         from {table}
         """
     ).fetchall()[0]
     return {
+        "cluster_mode": MetadataValue.text(mode),
         "clusters": MetadataValue.int(int(clusters)),
         "duplicate_clusters": MetadataValue.int(int(duplicate)),
         "singleton_clusters": MetadataValue.int(int(singleton)),
         "largest_cluster_size": MetadataValue.int(int(largest or 0)),
         "removed_documents": MetadataValue.int(int(removed)),
+        "chained_members": MetadataValue.int(int(chained)),
         "preview": preview(
             cursor,
-            f"select cluster_id, doc_id, crawled_at, token_count, decision from {table} "
+            f"select cluster_id, doc_id, crawled_at, token_count, decision, "
+            f"round(jaccard_to_representative, 4) as jaccard_to_representative, chained from {table} "
             "where cluster_size > 1 order by cluster_id, representative_rank",
         ),
     }
@@ -34,20 +43,37 @@ def _describe_clusters(cursor, table: str) -> dict:
 
 @asset(group_name=GROUP, kinds=KINDS | {"networkx", "sql"}, deps=["documents", "fingerprinted", "duplicate_pairs"])
 def clusters(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
-    """Connected components of the duplicate-edge graph (networkx), one row per input document.
+    """Clusters of the duplicate-edge graph, one row per input document.
 
-    `cluster_id` is `cluster-` + the smallest member `doc_id`. Within a cluster the representative
-    is the newest `crawled_at`, then the most tokens, then the smallest `doc_id`:
-    `representative_rank` 1 is kept (`decision = kept_representative`), the others are
-    `removed_duplicate` with `representative_doc_id` naming what replaced them.
+    `cluster_mode` components: the connected components (networkx). star: each component's
+    best-ranked document keeps only the members at or above `jaccard_threshold` with it, and the
+    rest are split again the same way. `cluster_id` is `cluster-` + the smallest member `doc_id`.
+    Within a cluster the representative is the newest `crawled_at`, then the most tokens, then the
+    smallest `doc_id`: `representative_rank` 1 is kept (`decision = kept_representative`), the
+    others are `removed_duplicate` with `representative_doc_id` naming what replaced them.
+    `jaccard_to_representative` is each member's exact Jaccard with it; `chained` marks a member
+    below the threshold, in a cluster only through other members.
     """
-    lineage, _ = checked_lineage(context, dedup, warehouse)
+    lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.clusters
-    with warehouse.cursor() as cursor:
-        build = build_clusters(cursor, warehouse.tables)
+    with user_errors(), warehouse.cursor() as cursor:
+        build = build_clusters(
+            cursor, warehouse.tables, settings.cluster_mode, settings.shingle_size, settings.jaccard_threshold,
+            settings.memory_budget_mb,
+        )
     rows = warehouse.write("clusters", build, lineage)
     with warehouse.cursor() as cursor:
-        return MaterializeResult(metadata={**table_metadata(cursor, table, rows), **_describe_clusters(cursor, table)})
+        mirrors = mirror_domain_pairs(cursor, warehouse.tables, MIRROR_PAIRS_SHOWN)
+        return MaterializeResult(
+            metadata={
+                **table_metadata(cursor, table, rows),
+                **_describe_clusters(cursor, table, settings.cluster_mode),
+                "mirror_domains": markdown_table(
+                    ["domain", "domain", "duplicate pairs"],
+                    ((m["domain_a"], m["domain_b"], m["pairs"]) for m in mirrors),
+                ) if mirrors else MetadataValue.md("_no duplicate pair joins two domains_"),
+            }
+        )
 
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "clusters"])

@@ -112,6 +112,58 @@ def representatives_account_for_input(warehouse: DuckDBWarehouse) -> AssetCheckR
         )
 
 
+@asset_check(
+    asset="clusters",
+    description="Warns when a cluster has more than max_cluster_size documents (usually a chain "
+    "through shared boilerplate); the metadata names the largest clusters.",
+)
+def largest_cluster_within_max_cluster_size(dedup: DedupSettings, warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    with user_errors():
+        settings = dedup.settings()
+    with warehouse.cursor() as cursor:
+        return rules.largest_cluster_within(cursor, warehouse.tables.clusters, settings.max_cluster_size)
+
+
+@asset_check(
+    asset="clusters",
+    description="Warns when documents are removed with Jaccard below the threshold with their "
+    "representative, chained to it through other members; the metadata names the worst clusters.",
+)
+def no_chained_members(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    threshold = warehouse.upstream_lineage("clusters", "clusters")["jaccard_threshold"]
+    with warehouse.cursor() as cursor:
+        return rules.no_chained_members(cursor, warehouse.tables.clusters, float(threshold))
+
+
+@multi_asset_check(
+    specs=[
+        AssetCheckSpec(
+            "star_removals_reach_threshold",
+            asset="clusters",
+            blocking=True,
+            description="With cluster_mode star, every removed document's exact Jaccard with its "
+            "representative, computed again from the two bodies, is at least the threshold. Not "
+            "evaluated (shown as skipped) for connected components, which chain by design.",
+            additional_deps=["documents"],
+        )
+    ],
+    can_subset=True,  # components: no promise to check, so no result rather than a pass
+)
+def star_removals_reach_threshold(context: AssetCheckExecutionContext, warehouse: DuckDBWarehouse):
+    lineage = warehouse.upstream_lineage("clusters", "clusters")
+    if lineage["cluster_mode"] != "star":
+        context.log.info(
+            f"star_removals_reach_threshold not evaluated: the clusters are {lineage['cluster_mode']} "
+            "clusters; no_chained_members reports their chains"
+        )
+        return
+    with warehouse.cursor() as cursor:
+        yield rules.star_removals_reach_threshold(
+            cursor, warehouse.tables, int(lineage["shingle_size"]), lineage["hash_scheme"],
+            float(lineage["jaccard_threshold"]),
+        )
+
+
 @multi_asset_check(
     specs=[
         AssetCheckSpec(
@@ -156,7 +208,14 @@ def fixture_contract(context: AssetCheckExecutionContext, dedup: DedupSettings, 
 )
 def same_as_incremental(context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
     with user_errors():
-        current = index_settings(dedup.settings())
+        settings = dedup.settings()
+    if settings.cluster_mode != "components":
+        context.log.info(
+            f"same_as_incremental not evaluated: this run's clusters are {settings.cluster_mode} "
+            "clusters, the incremental index's are connected components"
+        )
+        return
+    current = index_settings(settings)
     with warehouse.cursor() as cursor:
         indexed = indexed_batches(cursor, INDEX_TABLES)
         if not indexed:  # the usual case, which dedup run need not remark on
@@ -246,6 +305,9 @@ PIPELINE_CHECKS = [
     duplicate_edges_meet_threshold,
     every_document_in_one_cluster,
     one_representative_per_cluster,
+    largest_cluster_within_max_cluster_size,
+    no_chained_members,
+    star_removals_reach_threshold,
     representatives_account_for_input,
     fixture_contract,
     same_as_incremental,

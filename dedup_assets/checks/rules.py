@@ -4,12 +4,16 @@ returning its result with a message that names what is wrong. Tested by direct c
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from ..core.incremental import IndexTables, one_shot_differences
 from ..core.tables import Tables
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
 from ..core.summary import duplicate_clusters, reason_counts
+from ..core.verify import pair_jaccard
 
 _SHOWN = 5
 
@@ -198,8 +202,8 @@ def fixture_contract(
     clusters: str,
 ) -> AssetCheckResult:
     """Compare the run's counts, pair reasons and duplicate clusters with ``contract``."""
-    counts = {
-        metric: (value if metric == "candidate_reduction_ratio" else int(value))
+    counts = {  # stored as doubles: counts back to integers, ratios as they are
+        metric: int(value) if float(value).is_integer() else value
         for metric, value in _rows(connection, f"select metric, value from {manifest}")
     }
     failures = contract_mismatches(
@@ -247,4 +251,129 @@ def recall_reaches_min_recall(summary: dict, min_recall: float, rows_per_band: i
             f"interval {summary['ci_low']}–{summary['ci_high']}) can reach min_recall={min_recall}"
         ),
         metadata={"recall": MetadataValue.float(summary["recall"]), "ci_high": MetadataValue.float(summary["ci_high"])},
+    )
+
+
+def _warning(failure: str | None, passed_text: str, **metadata) -> AssetCheckResult:
+    return AssetCheckResult(
+        passed=failure is None,
+        severity=AssetCheckSeverity.WARN,
+        description=failure or passed_text,
+        metadata=metadata,
+    )
+
+
+def largest_cluster_within(connection: duckdb.DuckDBPyConnection, clusters: str, max_cluster_size: int) -> AssetCheckResult:
+    """No cluster has more than ``max_cluster_size`` documents: a giant cluster is usually a
+    chain through shared boilerplate, not one page copied."""
+    largest = _rows(
+        connection,
+        f"""
+        select cluster_id, any_value(cluster_size) as size, any_value(representative_doc_id)
+        from {clusters} where cluster_size > 1 group by cluster_id order by size desc, cluster_id limit {_SHOWN}
+        """,
+    )
+    size = largest[0][1] if largest else 1
+    over = [f"{cluster_id} has {size:,} documents" for cluster_id, size, _ in largest if size > max_cluster_size]
+    failure = None
+    if over:
+        failure = (
+            f"{'; '.join(over)}: more than max_cluster_size={max_cluster_size:,}. A cluster this large is "
+            "usually documents chained through shared boilerplate; cluster_inspection.csv shows its "
+            "chained members. cluster_mode 'star' removes only documents at or above the threshold "
+            "with the representative; re-materialize clusters and everything downstream"
+        )
+    return _warning(
+        failure,
+        f"the largest cluster has {_count(size, 'document')}, within max_cluster_size={max_cluster_size:,}",
+        largest_cluster_size=MetadataValue.int(int(size)),
+        largest_clusters=MetadataValue.md(
+            "\n".join(f"- {cluster_id}: {size:,} documents, keeps {kept}" for cluster_id, size, kept in largest)
+            or "no multi-member cluster"
+        ),
+    )
+
+
+def no_chained_members(connection: duckdb.DuckDBPyConnection, clusters: str, threshold: float) -> AssetCheckResult:
+    """No document is removed as a duplicate of a representative it is below the threshold
+    with (it joined the cluster through other members)."""
+    worst = _rows(
+        connection,
+        f"""
+        select cluster_id, any_value(cluster_size), count(*) filter (where chained) as chained,
+               min(jaccard_to_representative) as weakest
+        from {clusters} where cluster_size > 1 group by cluster_id having chained > 0
+        order by chained desc, weakest, cluster_id
+        """,
+    )
+    total = sum(row[2] for row in worst)
+    failure = None
+    if total:
+        failure = (
+            f"{_count(total, 'document')} in {_count(len(worst), 'cluster')} "
+            f"{'is' if total == 1 else 'are'} removed with Jaccard below {threshold} with the kept "
+            f"representative, chained to it through other members (worst: {worst[0][0]}, "
+            f"{worst[0][2]} of {worst[0][1]}, down to {worst[0][3]:.4f}). cluster_mode 'star' keeps them "
+            "apart; re-materialize clusters and everything downstream"
+        )
+    return _warning(
+        failure,
+        f"every removed document is at or above Jaccard {threshold} with its representative",
+        chained_members=MetadataValue.int(int(total)),
+        worst_clusters=MetadataValue.md(
+            "\n".join(
+                f"- {cluster_id}: {chained} of {size} chained, down to Jaccard {weakest:.4f}"
+                for cluster_id, size, chained, weakest in worst[:_SHOWN]
+            )
+            or "none"
+        ),
+    )
+
+
+def star_removals_reach_threshold(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, shingle_size: int, hash_scheme: str, threshold: float
+) -> AssetCheckResult:
+    """Every removed document's exact Jaccard with its representative, computed again from the
+    two bodies, is at least ``threshold``: what cluster_mode star promises. Two copies of one
+    text (one content hash) count as 1, as in scored_pairs."""
+    removed = connection.sql(
+        f"""
+        select c.doc_id, c.representative_doc_id, l.content_hash = r.content_hash as same_text
+        from {tables.clusters} c
+        join {tables.fingerprinted} l on l.doc_id = c.doc_id
+        join {tables.fingerprinted} r on r.doc_id = c.representative_doc_id
+        where c.decision = 'removed_duplicate'
+        order by c.doc_id
+        """
+    ).to_arrow_table()
+    involved = pc.unique(pa.concat_arrays([removed.column(0).combine_chunks(), removed.column(1).combine_chunks()]))
+    connection.register("involved", pa.table({"doc_id": involved}))
+    try:  # each body once, however many documents a representative kept out
+        bodies = connection.sql(f"select doc_id, body from {tables.documents} semi join involved using (doc_id)").to_arrow_table()
+    finally:
+        connection.unregister("involved")
+    doc_ids = bodies.column(0).combine_chunks()
+    jaccard = np.ones(removed.num_rows)
+    scored = ~removed.column(2).to_numpy(zero_copy_only=False).astype(bool)
+    if scored.any():
+        jaccard[scored] = pair_jaccard(
+            bodies.column(1),
+            pc.index_in(removed.column(0), value_set=doc_ids).to_numpy()[scored],
+            pc.index_in(removed.column(1), value_set=doc_ids).to_numpy()[scored],
+            shingle_size,
+            hash_scheme,
+        )
+    failures = [
+        f"{removed.column(0)[i]} is removed for {removed.column(1)[i]} at Jaccard {jaccard[i]:.4f} < {threshold}"
+        for i in np.flatnonzero(jaccard < threshold)
+    ]
+    if failures:  # a broken promise of the clustering, not a fault of the data
+        failures[0] = (
+            "star clusters never remove a document below the threshold: re-materialize clusters, and "
+            f"report it if it recurs. {failures[0]}"
+        )
+    return _result(
+        failures,
+        f"{_count(removed.num_rows, 'removed document')}, each at or above Jaccard {threshold} with its representative",
+        weakest_jaccard=MetadataValue.float(float(jaccard.min())) if len(jaccard) else "nothing removed",
     )

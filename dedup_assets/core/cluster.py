@@ -3,6 +3,11 @@
 ``cluster_id`` is ``cluster-`` + the smallest member doc_id. The representative is the newest
 ``crawled_at``, then the most tokens, then the smallest doc_id (``sql/clusters.sql``); the
 deduplicated corpus is the representatives' rows (``sql/deduped_documents.sql``).
+
+Components are transitive: A ~ B and B ~ C put C with A even when J(A, C) is low, so every
+member's exact Jaccard with its representative is measured, and a member below the threshold is
+*chained*. In ``star`` mode a component is split instead: its best-ranked document keeps the
+members at or above the threshold with it, and the rest are split again the same way.
 """
 
 from __future__ import annotations
@@ -14,15 +19,19 @@ from contextlib import contextmanager
 
 import duckdb
 import networkx as nx
+import numpy as np
 import pyarrow as pa
 
+from . import kernels
+from .sketch import kernel_blocks
 from .store import TableBuild
-from .verify import first_copies
+from .verify import ensure_memory, first_copies, shingle_sets
 from .tables import Tables, sql
 
 
 def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
-    """Each member of a duplicate component and the component's smallest doc_id. networkx finds
+    """Each member of a duplicate component, the component's smallest doc_id, and the document
+    whose text it has (its first copy, or itself). networkx finds
     the components of the accepted edges LSH found; an exact copy then joins the component of its
     first copy (``first_copies``), so the graph holds one node per distinct text and the other
     edges with copies, which connect nothing more, are never read. Documents without an edge are
@@ -47,17 +56,18 @@ def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa
         return connection.sql(
             """
             with members as (
-              select doc_id, component from lsh_components
+              select l.doc_id, l.component, l.doc_id as text_doc_id from lsh_components l
               union all
-              select c.doc_id, coalesce(l.component, c.first_copy_doc_id)
+              select c.doc_id, coalesce(l.component, c.first_copy_doc_id), c.first_copy_doc_id
               from first_copies c
               left join lsh_components l on l.doc_id = c.first_copy_doc_id
               union all
-              select distinct c.first_copy_doc_id, c.first_copy_doc_id
+              select distinct c.first_copy_doc_id, c.first_copy_doc_id, c.first_copy_doc_id
               from first_copies c
               anti join lsh_components l on l.doc_id = c.first_copy_doc_id
             )
-            select doc_id, min(doc_id) over (partition by component) as root_doc_id from members
+            select doc_id, min(doc_id) over (partition by component) as root_doc_id, text_doc_id
+            from members
             """
         ).to_arrow_table()
     finally:
@@ -78,11 +88,82 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def build_clusters(connection: duckdb.DuckDBPyConnection, tables: Tables) -> TableBuild:
-    """One row per document: its cluster, the cluster's size and representative, its decision."""
+def star_members(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    roots: pa.Table,
+    mode: str,
+    shingle_size: int,
+    threshold: float,
+    memory_budget_mb: int,
+) -> pa.Table:
+    """Each member of a duplicate component (``roots``, from :func:`component_roots`), its
+    cluster's representative and its exact Jaccard with it.
+
+    ``components``: the representative is the component's best-ranked document (the keep rule
+    of ``sql/clusters.sql``). ``star``: the best-ranked document of what is left of a component
+    takes the members at or above ``threshold`` with it; rounds go on until none is left. Every
+    round is one kernel call over all components at once; a component of n members that splits
+    into s clusters costs up to n·s comparisons, fewer where the sizes alone rule a pair out
+    (J <= smaller / larger set). Jaccard is over the 64-bit shingle hashes, as the audit's (it
+    equals the string Jaccard unless two shingles collide); two copies of one text score 1."""
+    connection.register("component_roots", roots)
+    try:
+        members = connection.sql(sql("component_members", tables)).to_arrow_table()
+        texts = connection.sql(sql("component_texts", tables)).to_arrow_table()
+    finally:
+        connection.unregister("component_roots")
+    shingle_counts = texts.column("shingle_count").to_numpy().astype(np.int64)
+    ensure_memory(texts.nbytes + int(shingle_counts.sum()) * 8, memory_budget_mb, "Clustering the duplicate components")
+    values, offsets = shingle_sets(texts.column("body"), shingle_size, shingle_counts)
+    sizes = np.diff(offsets)
+    text = members.column("text_index").to_numpy().astype(np.int64)
+    component = members.column("component_index").to_numpy().astype(np.int64)
+    representative = np.full(len(text), -1, dtype=np.int64)
+    jaccard = np.zeros(len(text), dtype=np.float64)
+    left = np.arange(len(text), dtype=np.int64)  # members are in keep-rule order within components
+    while len(left):
+        starts = np.r_[True, component[left][1:] != component[left][:-1]]
+        best = left[starts][np.cumsum(starts) - 1]
+        same = text[left] == text[best]
+        scored = ~same
+        if mode == "star":  # only pairs whose sizes allow the threshold
+            small, large = np.sort(np.stack([sizes[text[left]], sizes[text[best]]]), axis=0)
+            scored &= small >= threshold * large
+        scores = same.astype(np.float64)
+        scores[scored] = kernels.pair_jaccard_kernel(
+            values, offsets, text[left][scored], text[best][scored], kernel_blocks()
+        )
+        taken = scores >= threshold if mode == "star" else np.ones(len(left), dtype=bool)
+        representative[left[taken]] = best[taken]
+        jaccard[left[taken]] = scores[taken]
+        left = left[~taken]
+    doc_ids = members.column("doc_id")
+    return pa.table(
+        {
+            "doc_id": doc_ids,
+            "representative_doc_id": doc_ids.take(pa.array(representative)),
+            "jaccard_to_representative": pa.array(jaccard),
+        }
+    )
+
+
+def build_clusters(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    mode: str,
+    shingle_size: int,
+    threshold: float,
+    memory_budget_mb: int,
+) -> TableBuild:
+    """One row per document: its cluster, the cluster's size and representative, its exact
+    Jaccard with the representative and whether it is below ``threshold`` (chained), its
+    decision."""
+    roots = component_roots(connection, tables)
     return TableBuild(
         sql=sql("clusters", tables),
-        arrow_inputs={"component_roots": component_roots(connection, tables)},
+        arrow_inputs={"star_members": star_members(connection, tables, roots, mode, shingle_size, threshold, memory_budget_mb)},
+        params=[threshold],
     )
 
 

@@ -41,12 +41,15 @@ from . import payloads
 
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
 from .readers import InputError, InputStats
-from .settings import STAGE_SETTINGS, PairLimits, Settings, SketchParams, Thresholds
+from .settings import STAGE_SETTINGS, PairLimits, Settings, SettingsError, SketchParams, Thresholds
 from .store import TableBuild, database_path, read_lineage, table_exists, transaction, write_lineage, write_table
-from .tables import PIPELINE_TABLES, TABLE_LAYOUT, Tables, sql
+from .tables import PIPELINE_TABLES, Tables, sql
 from .verify import build_scored_pairs
 
 INDEX_SCHEMA = "incremental"
+# The version of the index tables' columns, the index's own ``table_layout``: raised when an index
+# table changes, not with the one-shot tables' TABLE_LAYOUT (3: first copies in input order).
+INDEX_LAYOUT = 3
 # what changes the tables a batch adds (the recall audit reads them and adds nothing)
 INDEX_SETTINGS = tuple(
     name
@@ -933,6 +936,14 @@ def batch_manifest(
 
 def index_settings(settings: Settings) -> dict:
     """The settings every batch of one index shares: those that change any table (the input's
-    path aside, which is each batch's own)."""
-    values = {**settings.as_dict(), "table_layout": TABLE_LAYOUT}
+    path aside, which is each batch's own). Refuses ``cluster_mode`` star: a batch's decisions
+    are final, and a star split of a component could move a document another batch kept."""
+    if settings.cluster_mode != "components":
+        raise SettingsError(
+            f"cluster_mode {settings.cluster_mode!r} applies to the one-shot graph only: the "
+            "incremental index clusters batches by connected components. Run the batches with "
+            "cluster_mode 'components', or run the one-shot graph over the batch folder (DEDUP_INPUT) "
+            "for star clusters."
+        )
+    values = {**settings.as_dict(), "table_layout": INDEX_LAYOUT}
     return {name: values[name] for name in INDEX_SETTINGS}

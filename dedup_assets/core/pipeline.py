@@ -16,6 +16,7 @@ from . import incremental
 from .audit import AUDIT_SAMPLED, build_recall_audit
 from .batches import BatchFolder
 from .cluster import build_clusters, build_deduped_documents
+from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
 from .ingest import build_documents, build_rejected_documents, input_identity
 from .lsh import build_band_memberships, build_candidate_pairs
 from .publish import publish_batch_release, publish_release
@@ -43,9 +44,11 @@ def run_library(
     *,
     duckdb_memory: str = DEFAULT_DUCKDB_MEMORY,
     log: Callable[[str], None] = lambda message: None,
+    labels_path: str | None = None,
 ) -> dict:
     """Run every step into ``database_path`` and, with ``output_dir``, write the release files.
-    Returns per-step seconds and the main counts."""
+    ``labels_path`` names labels to evaluate the clusters against. Returns per-step seconds and
+    the main counts."""
     tables = Tables.in_schema(SCHEMA)
     params = settings.sketch_params()
     stages: dict[str, float] = {}
@@ -73,7 +76,11 @@ def run_library(
             write_table(connection, tables.scored_pairs, build)
             write_table(connection, tables.duplicate_pairs, build_duplicate_pairs(tables))
         with stage("cluster"):
-            write_table(connection, tables.clusters, build_clusters(connection, tables))
+            build = build_clusters(
+                connection, tables, settings.cluster_mode, params.shingle_size, settings.jaccard_threshold,
+                settings.memory_budget_mb,
+            )
+            write_table(connection, tables.clusters, build)
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
         with stage("audit"):
             build, sampled = build_recall_audit(
@@ -81,6 +88,11 @@ def run_library(
                 settings.audit_sample_size, params.minhash_seed, settings.batch_size,
             )
             write_table(connection, tables.recall_audit, build, {AUDIT_SAMPLED: sampled})
+        with stage("evaluation"):
+            build, summary = build_evaluation_table(
+                connection, tables, Path(labels_path) if labels_path else None, params.shingle_size, params.hash_scheme
+            )
+            write_table(connection, tables.evaluation, build, {EVALUATION_SUMMARY: summary})
         if output_dir is None:
             counts = run_counts(connection, tables, pressure.pair_slots)
         else:

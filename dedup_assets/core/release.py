@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .audit import stored_audit_summary
+from .diagnostics import CAPS, diagnostic_queries
+from .evaluation import stored_evaluation_summary
 from .lsh import BucketPressure, lsh_probability
 from .readers import InputFile, file_sha256
 from .settings import DEFAULT_BATCH_SIZE, Settings
@@ -30,7 +32,8 @@ from .tables import Tables, sql
 ROW_GROUP_ROWS = 49_152
 SUMMARY_FILE = "candidate_summary.csv"
 MANIFEST_FILE = "manifest.json"
-AUDIT_FILE = "recall_audit.json"  # the recall audit's figures, as in manifest.json
+# files of figures that manifest.json also holds, under these keys
+SUMMARY_FILES = {"recall_audit.json": "recall_audit", "evaluation.json": "evaluation"}
 # the folder of the incremental batches' releases, inside the one-shot release folder; it is
 # not part of the one-shot release and is kept when that release is replaced
 BATCHES_FOLDER = "batches"
@@ -54,7 +57,8 @@ def library_versions() -> dict[str, str]:
 
 def release_queries(tables: Tables) -> dict[str, str]:
     """File name -> the query that fills it. Per-document files keep input order (the order the
-    tables are stored in, so the corpus text is never sorted); pair files are sorted by pair."""
+    tables are stored in, so the corpus text is never sorted); pair files are sorted by pair; the
+    diagnostic files (``diagnostics.py``) as their queries say."""
     return {
         "fingerprinted.parquet": f"select * from {tables.fingerprinted}",
         SUMMARY_FILE: "select * from candidate_summary",
@@ -68,6 +72,8 @@ def release_queries(tables: Tables) -> dict[str, str]:
             f"select left_doc_id, right_doc_id, jaccard, jaccard_band, shared_bands from {tables.recall_audit} "
             "where not found order by jaccard desc, left_doc_id, right_doc_id"
         ),
+        "evaluation_errors.csv": f"select * from {tables.evaluation}",
+        **diagnostic_queries(tables),
     }
 
 
@@ -162,7 +168,10 @@ def manifest_entries(
         "counts": counts,
         "pair_reasons": reason_counts(cursor, tables.scored_pairs),
         "rejected_by_reason": rejected_by_reason(cursor, tables.rejected_documents),
+        # how much the diagnostic files list at most, per file
+        "diagnostic_caps": CAPS,
         "recall_audit": stored_audit_summary(cursor, tables.recall_audit),
+        "evaluation": stored_evaluation_summary(cursor, tables.evaluation),
     }
 
 
@@ -187,7 +196,9 @@ def write_release(
     )
     with ThreadPoolExecutor(max_workers=2) as writers:
         files = {
-            name: writers.submit(_write_file, connection.cursor(), queries[name], output_dir / name, {})
+            name: writers.submit(
+                _write_file, connection.cursor(), queries[name], output_dir / name, {}, CAPS.get(name)
+            )
             for name in largest_first
         }
         with connection.cursor() as cursor:
@@ -200,9 +211,9 @@ def write_release(
             {"candidate_summary": pa.Table.from_pylist([candidate_summary(manifest["counts"], pressure, settings)])},
         )
         outputs = [{"file": name, **files[name].result()} for name in queries]
-    audit_file = output_dir / AUDIT_FILE
-    audit_file.write_text(json.dumps(manifest["recall_audit"], indent=2) + "\n", encoding="utf-8")
-    outputs.append({"file": AUDIT_FILE, "rows": 1, "sha256": file_sha256(audit_file)})
+    for name, key in SUMMARY_FILES.items():
+        (output_dir / name).write_text(json.dumps(manifest[key], indent=2) + "\n", encoding="utf-8")
+        outputs.append({"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)})
     unlisted = sorted({path.name for path in output_dir.iterdir()} - {output["file"] for output in outputs})
     if unlisted:  # a file the manifest would not vouch for must not reach a release
         raise RuntimeError(f"{output_dir}: files left beside the release files: {', '.join(unlisted)}")
@@ -289,7 +300,7 @@ def _write_file(
     query: str,
     path: Path,
     arrow_inputs: dict[str, pa.Table],
-    params: list | None = None,
+    params: list | dict | None = None,
 ) -> dict:
     """One release file from ``query`` (with ``params`` bound) on ``cursor`` (which it closes);
     its rows and sha256. Cursors are made by the calling thread: making them concurrently is not

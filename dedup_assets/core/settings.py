@@ -12,8 +12,10 @@ from typing import Literal, get_args
 
 HashScheme = Literal["fss", "blake2b"]
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc"]
+ClusterMode = Literal["components", "star"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
+CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
 
 # The fast sketch's 2 * num_perm rounds must fit in its 10 round bits (kernels.py).
 MAX_SKETCH_SIZE = 1 << 9
@@ -41,7 +43,9 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     "documents": ("table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
     "fingerprinted": ("hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
+    "clusters": ("cluster_mode",),
     "recall_audit": ("audit_sample_size",),
+    "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'
 }
 
 
@@ -145,6 +149,8 @@ class Settings:
     fields: dict = field(default_factory=dict)
     audit_sample_size: int = 1_000  # 0: every document
     min_recall: float = 0.9
+    cluster_mode: str = "components"
+    max_cluster_size: int = 1_000
 
     def __post_init__(self) -> None:
         # each value object checks itself; make them all now, so nothing runs on a bad setting
@@ -156,6 +162,7 @@ class Settings:
             "batch_size": 1,
             "max_body_bytes": 1,
             "audit_sample_size": 0,
+            "max_cluster_size": 1,
         }
         for name, minimum in minimums.items():
             value = getattr(self, name)
@@ -163,6 +170,10 @@ class Settings:
                 raise SettingsError(f"{name} must be at least {minimum}, got {value}")
         if not 0.0 <= self.min_recall <= 1.0:
             raise SettingsError(f"min_recall must be between 0 and 1, got {self.min_recall}")
+        if self.cluster_mode not in CLUSTER_MODES:
+            raise SettingsError(
+                f"cluster_mode must be one of {', '.join(CLUSTER_MODES)}, got {self.cluster_mode!r}"
+            )
         if self.batch_size > MAX_BATCH_SIZE:
             raise SettingsError(f"batch_size must be at most {MAX_BATCH_SIZE:,}, got {self.batch_size:,}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
+from .diagnostics import max_collision_bucket_size
 from .tables import Tables, sql
 from .verify import REASONS
 
@@ -21,22 +22,36 @@ def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pair_slots
     cursor = connection.execute(sql("run_counts", tables))
     counts = dict(zip([column[0] for column in cursor.description], map(int, cursor.fetchall()[0])))
     possible = possible_pairs(counts["document_rows"])
+    documents, candidates = counts["document_rows"], counts["candidate_pair_rows"]
+    duplicates = counts["duplicate_pair_rows"]
     return {
-        "input_record_rows": counts["document_rows"] + counts["rejected_document_rows"],
+        "input_record_rows": documents + counts["rejected_document_rows"],
         "rejected_document_rows": counts["rejected_document_rows"],
-        "document_rows": counts["document_rows"],
+        "document_rows": documents,
         "possible_pair_rows": possible,
-        "candidate_pair_rows": counts["candidate_pair_rows"],
+        "candidate_pair_rows": candidates,
         "candidate_pair_slots": int(pair_slots),
-        "candidate_reduction_ratio": reduction_ratio(possible, counts["candidate_pair_rows"]),
-        "duplicate_pair_rows": counts["duplicate_pair_rows"],
+        "candidate_reduction_ratio": reduction_ratio(possible, candidates),
+        "same_domain_candidate_pair_rows": counts["same_domain_candidate_pair_rows"],
+        "cross_domain_candidate_pair_rows": candidates - counts["same_domain_candidate_pair_rows"],
+        "max_collision_bucket_size": max_collision_bucket_size(connection, tables),
+        "duplicate_pair_rows": duplicates,
         "exact_duplicate_pair_rows": counts["exact_duplicate_pair_rows"],
-        "near_duplicate_pair_rows": counts["duplicate_pair_rows"] - counts["exact_duplicate_pair_rows"],
+        "near_duplicate_pair_rows": duplicates - counts["exact_duplicate_pair_rows"],
+        "same_domain_duplicate_pair_rows": counts["same_domain_duplicate_pair_rows"],
+        "cross_domain_duplicate_pair_rows": duplicates - counts["same_domain_duplicate_pair_rows"],
+        # WARC file: warc_filename where the input has it, else the input file (run_counts.sql)
+        "within_warc_duplicate_pair_rows": counts["within_warc_duplicate_pair_rows"],
+        "cross_warc_duplicate_pair_rows": duplicates - counts["within_warc_duplicate_pair_rows"],
         "cluster_count": counts["cluster_count"],
         "duplicate_cluster_rows": counts["duplicate_cluster_rows"],
         "singleton_cluster_rows": counts["singleton_cluster_rows"],
+        "max_cluster_size": counts["max_cluster_size"],
+        # removed with Jaccard below the threshold with their representative (cluster_mode components)
+        "chained_member_rows": counts["chained_member_rows"],
         "representative_rows": counts["representative_rows"],
-        "removed_document_rows": counts["document_rows"] - counts["representative_rows"],
+        "removed_document_rows": documents - counts["representative_rows"],
+        "retained_ratio": round(counts["representative_rows"] / documents, 4) if documents else 0.0,
     }
 
 

@@ -16,7 +16,8 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 # loses or changes a column, so that a database an older version built is rebuilt, not misread.
 # 2: candidate_pairs, scored_pairs and duplicate_pairs have found_by.
 # 3: a copy group's first copy is its first document in input order (was: the smallest doc_id).
-TABLE_LAYOUT = 3
+# 4: clusters has jaccard_to_representative and chained.
+TABLE_LAYOUT = 4
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",
@@ -28,6 +29,7 @@ PIPELINE_TABLES = (
     "clusters",
     "deduped_documents",
     "recall_audit",
+    "evaluation",
 )
 
 
@@ -45,6 +47,7 @@ class Tables:
     clusters: str
     deduped_documents: str
     recall_audit: str
+    evaluation: str
 
     @classmethod
     def in_schema(cls, schema: str) -> Tables:

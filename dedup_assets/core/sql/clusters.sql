@@ -1,20 +1,33 @@
--- Every document in exactly one cluster: members of a duplicate component take its root (the
--- smallest doc_id); everything else is its own cluster. Within a cluster the representative is
--- the newest crawled_at, then the most tokens, then the smallest doc_id.
+-- Every document in exactly one cluster: members of a duplicate component take the cluster
+-- star_members gives them (doc_id, representative_doc_id, jaccard_to_representative), named by
+-- its smallest doc_id; everything else is its own cluster. Within a cluster the representative
+-- is the newest crawled_at, then the most tokens, then the smallest doc_id: star_members chose
+-- the clusters by the same rule, so its representative is the one ranked first here.
+-- A member is chained when its Jaccard with the representative is below the threshold: only
+-- connected components (cluster_mode components) put it there.
 -- Rows are stored in the documents table's own row order (its rowid: input files in order, rows
 -- in file order), so the two line up position by position.
-with membership as (
+-- $1 = jaccard_threshold.
+with stars as (
+  select
+    doc_id,
+    min(doc_id) over (partition by representative_doc_id) as root_doc_id,
+    jaccard_to_representative
+  from star_members
+),
+membership as (
   select
     d.doc_id,
     d.rowid as document_position,
     d.source_file,
     d.input_row,
-    'cluster-' || coalesce(m.root_doc_id, d.doc_id) as cluster_id,
+    'cluster-' || coalesce(s.root_doc_id, d.doc_id) as cluster_id,
     d.crawled_at,
-    f.token_count
+    f.token_count,
+    s.jaccard_to_representative
   from {documents} d
   join {fingerprinted} f on f.doc_id = d.doc_id
-  left join component_roots m on m.doc_id = d.doc_id
+  left join stars s on s.doc_id = d.doc_id
 ),
 ranked as (
   select
@@ -38,6 +51,8 @@ select
     partition by cluster_id order by representative_rank
   ) as representative_doc_id,
   case when representative_rank = 1 then 'kept_representative' else 'removed_duplicate' end
-    as decision
+    as decision,
+  jaccard_to_representative,
+  coalesce(jaccard_to_representative < $1, false) as chained
 from ranked
 order by document_position

@@ -1,0 +1,173 @@
+"""Cluster guards and the two cluster modes: the chained-member and cluster-size warnings, the
+star mode's blocking check, and star and components clusters against a plain Python
+re-implementation on generated chains."""
+
+import csv
+import random
+from pathlib import Path
+
+import duckdb
+import networkx as nx
+import pandas as pd
+import pytest
+
+from dedup_assets.checks import rules
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.settings import Settings
+from dedup_assets.core.tables import Tables
+from dedup_assets.core.text import document_shingles
+
+from .conftest import PROJECT_ROOT
+
+CLUSTER_CASES = PROJECT_ROOT / "data" / "cluster_cases.csv"
+TABLES = Tables.in_schema("dedup")
+
+
+def _checks(result) -> dict:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def _kept(runner) -> set[str]:
+    clusters = runner.table("clusters")
+    return set(clusters.loc[clusters["decision"] == "kept_representative", "doc_id"])
+
+
+def test_components_chain_a_member_and_the_check_warns_naming_the_cluster(runner):
+    result = runner.run(CLUSTER_CASES, audit_sample_size=0)
+    checks = _checks(result)
+    chained = checks["no_chained_members"]
+    assert not chained.passed and chained.severity.value == "WARN"
+    assert "1 document in 1 cluster is removed with Jaccard below 0.7" in chained.description
+    assert "worst: cluster-chain-a, 1 of 3, down to 0.6386" in chained.description
+    assert "cluster_mode 'star'" in chained.description
+    assert chained.metadata["chained_members"].value == 1
+    assert checks["largest_cluster_within_max_cluster_size"].passed
+    assert checks["fixture_contract"].passed
+    assert "star_removals_reach_threshold" not in checks  # components chain by design: nothing to check
+    inspection = pd.read_csv(runner.output_dir / "cluster_inspection.csv").set_index("cluster_id")
+    assert inspection.loc["cluster-chain-a", "chained_members"] == 1
+    assert inspection.loc["cluster-chain-a", "min_jaccard_to_representative"] == pytest.approx(0.6386, abs=1e-4)
+    assert len(_kept(runner)) == 9
+    # the planted pair LSH misses at 8 x 8 is a true pair the exhaustive audit finds, not found
+    audit = runner.table("recall_audit").set_index(["left_doc_id", "right_doc_id"])
+    assert not audit.loc[("planted-p", "planted-q"), "found"]
+    assert audit.loc[("planted-p", "planted-q"), "shared_bands"] == 0
+
+
+def test_star_mode_keeps_both_ends_of_the_chain_and_checks_every_removal(runner):
+    result = runner.run(CLUSTER_CASES, cluster_mode="star")
+    checks = _checks(result)
+    assert checks["star_removals_reach_threshold"].passed
+    assert checks["star_removals_reach_threshold"].description == (
+        "1 removed document, each at or above Jaccard 0.7 with its representative"
+    )
+    assert checks["no_chained_members"].passed
+    assert "fixture_contract" not in checks  # its contract is written for components
+    kept = _kept(runner)
+    assert len(kept) == 10 and {"chain-a", "chain-c"} <= kept and "chain-b" not in kept
+    assert runner.lineage("clusters")["cluster_mode"] == "star"
+
+
+def test_a_cluster_above_max_cluster_size_warns(runner):
+    checks = _checks(runner.run(CLUSTER_CASES, max_cluster_size=2))
+    largest = checks["largest_cluster_within_max_cluster_size"]
+    assert not largest.passed and largest.severity.value == "WARN"
+    assert largest.description.startswith("cluster-chain-a has 3 documents: more than max_cluster_size=2")
+    assert largest.metadata["largest_cluster_size"].value == 3
+
+
+def test_star_check_fails_on_a_removal_below_the_threshold(tmp_path):
+    database = tmp_path / "db.duckdb"
+    run_library(str(CLUSTER_CASES), str(database), None, Settings(cluster_mode="star"))
+    with duckdb.connect(str(database)) as connection:
+        passed = rules.star_removals_reach_threshold(connection, TABLES, 5, "fss", 0.7)
+        assert passed.passed
+        # what components mode decides: chain-c removed for chain-a, 0.64 apart
+        connection.execute(
+            "update dedup.clusters set decision = 'removed_duplicate', representative_doc_id = 'chain-a' "
+            "where doc_id = 'chain-c'"
+        )
+        failed = rules.star_removals_reach_threshold(connection, TABLES, 5, "fss", 0.7)
+    assert not failed.passed and failed.severity.value == "ERROR"
+    assert failed.description == (
+        "star clusters never remove a document below the threshold: re-materialize clusters, and report "
+        "it if it recurs. chain-c is removed for chain-a at Jaccard 0.6386 < 0.7"
+    )
+
+
+def _chains(path: Path, seed: int) -> dict[str, dict]:
+    """A CSV of chains: each document is the previous one with a few words changed, so its
+    neighbours are duplicates and the chain's ends are not; some are exact copies of the previous
+    one; crawl dates from a few days, so that ties fall to token counts and doc_ids."""
+    rng = random.Random(seed)
+    words = [f"word{n}" for n in range(400)]
+    rows = {}
+    for chain in range(6):
+        text = [rng.choice(words) for _ in range(rng.randint(60, 120))]
+        for link in range(rng.randint(2, 7)):
+            copy = link > 0 and (rng.random() < 0.2 or (chain, link) == (0, 1))
+            if not copy:  # else an exact copy of the previous link
+                for _ in range(rng.randint(1, 3)):
+                    text[rng.randrange(len(text))] = rng.choice(words)
+            rows[f"c{chain}-{link}"] = {
+                "doc_id": f"c{chain}-{link}",
+                "source": "test",
+                "domain": f"site{rng.randint(0, 3)}.example",
+                "crawled_at": f"2026-01-1{rng.randint(0, 3)}",
+                "title": "",
+                "body": " ".join(text),
+            }
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["doc_id", "source", "domain", "crawled_at", "title", "body"])
+        writer.writeheader()
+        writer.writerows(rows.values())
+    return rows
+
+
+def _plain_clusters(rows: dict, edges: list[tuple[str, str]], tokens: dict, mode: str) -> list[set[str]]:
+    """The clusters as the README describes them, in plain Python."""
+    sets = {doc_id: document_shingles(row["body"], 5) for doc_id, row in rows.items()}
+
+    def jaccard(a: str, b: str) -> float:
+        return len(sets[a] & sets[b]) / len(sets[a] | sets[b])
+
+    graph = nx.Graph(edges)
+    graph.add_nodes_from(rows)
+    clusters = []
+    for component in nx.connected_components(graph):
+        # the keep rule: newest crawl, then most tokens, then the smallest doc_id
+        left = sorted(component, key=lambda d: (_negated(rows[d]["crawled_at"]), -tokens[d], d))
+        while left:
+            best = left[0]
+            taken = [d for d in left if mode == "components" or d == best or jaccard(d, best) >= 0.7]
+            clusters.append(set(taken))
+            left = [d for d in left if d not in taken]
+    return clusters
+
+
+def _negated(date: str) -> tuple:
+    return tuple(-int(part) for part in date.split("-"))
+
+
+@pytest.mark.parametrize("mode", ["components", "star"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_clusters_equal_a_plain_python_clustering_of_generated_chains(tmp_path, mode, seed):
+    rows = _chains(tmp_path / "chains.csv", seed)
+    database = tmp_path / "db.duckdb"
+    run_library(str(tmp_path / "chains.csv"), str(database), None, Settings(cluster_mode=mode))
+    with duckdb.connect(str(database), read_only=True) as connection:
+        edges = connection.execute("select left_doc_id, right_doc_id from dedup.duplicate_pairs").fetchall()
+        tokens = dict(connection.execute("select doc_id, token_count from dedup.fingerprinted").fetchall())
+        stored = connection.execute(
+            "select list(doc_id order by doc_id) from dedup.clusters group by cluster_id"
+        ).fetchall()
+        chained = connection.execute("select count(*) filter (where chained) from dedup.clusters").fetchall()[0][0]
+    expected = _plain_clusters(rows, edges, tokens, mode)
+    assert sorted(sorted(members) for (members,) in stored) == sorted(sorted(c) for c in expected)
+    if mode == "star":
+        assert chained == 0
+    else:
+        assert chained > 0  # the corpus chains
+    assert any(len(c) > 1 for c in expected)  # the corpus has clusters to get wrong
+    copies = [doc for doc, row in rows.items() if sum(r["body"] == row["body"] for r in rows.values()) > 1]
+    assert copies
