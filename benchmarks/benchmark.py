@@ -61,6 +61,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--scheme", choices=["fss", "blake2b"], default="fss", help="hash scheme (default fss)"
     )
     parser.add_argument(
+        "--auto-bands",
+        type=float,
+        metavar="WEIGHT",
+        help="our runs choose their bands for the threshold (auto_bands) with this "
+        "false_negative_weight, e.g. 0.9; the peers keep perm / 8 bands of 8 rows",
+    )
+    parser.add_argument(
         "--peers",
         default="",
         help=f"comma-separated peer engines, of {', '.join(ENGINES)}; e.g. rensa,fastsketch-pre",
@@ -105,6 +112,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--recall-seeds must be 0 (off) or at least 2")
     if args.docs is not None and args.docs < 2:
         parser.error("--docs must be at least 2")
+    if args.auto_bands is not None and not 0.0 <= args.auto_bands <= 1.0:
+        parser.error("--auto-bands takes a false_negative_weight between 0 and 1")
     return args
 
 
@@ -130,6 +139,7 @@ def main(argv: list[str]) -> int:
         corpus=args.corpus,
         perm=args.perm,
         scheme=args.scheme,
+        false_negative_weight=args.auto_bands,
         peers=[engine.strip() for engine in args.peers.split(",") if engine.strip()],
         recall_seeds=args.recall_seeds,
         skip_dagster=args.skip_dagster,

@@ -1,6 +1,6 @@
-"""Wires the one-shot and incremental assets, their checks, the named jobs, the sensors and the
-two resources together, and registers the batch folder's files as partitions; nothing else
-happens here."""
+"""Wires the one-shot, incremental and tuning assets, their checks, the named jobs, the sensors
+and the two resources together, and registers the batch folder's files as partitions; nothing
+else happens here."""
 
 import sys
 
@@ -8,6 +8,7 @@ from dagster import Definitions, EnvVar, in_process_executor
 
 from .assets import PIPELINE_ASSETS
 from .assets.incremental import INCREMENTAL_ASSETS
+from .assets.tuning import TUNING_ASSETS
 from .batch_partitions import register_folder_batches, warn_if_partition_missing
 from .batch_sensor import new_batches
 from .checks import PIPELINE_CHECKS
@@ -20,7 +21,7 @@ from .warehouse import DuckDBWarehouse
 register_folder_batches()
 
 defs = Definitions(
-    assets=[*PIPELINE_ASSETS, *INCREMENTAL_ASSETS],
+    assets=[*PIPELINE_ASSETS, *INCREMENTAL_ASSETS, *TUNING_ASSETS],
     asset_checks=PIPELINE_CHECKS,
     jobs=PIPELINE_JOBS,
     sensors=[dead_runs, new_batches],

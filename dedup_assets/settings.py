@@ -9,17 +9,18 @@ field is set in the launchpad or with ``--config-json '{"resources": {"dedup": {
 from __future__ import annotations
 
 import os
-from dataclasses import fields
+from dataclasses import asdict, fields
 from enum import Enum
 from pathlib import Path
 
-from dagster import ConfigurableResource
+from dagster import Config, ConfigurableResource
 from pydantic import Field, model_validator
 
-from .core.settings import CLUSTER_MODES, HASH_SCHEMES, SOURCE_FORMATS, Settings
+from .core.settings import CLUSTER_MODES, HASH_SCHEMES, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings
 from .core.tables import TABLE_LAYOUT
 
 DEFAULTS = Settings()
+SWEEP_DEFAULTS = SweepSettings()
 DEFAULT_INPUT = "data/documents.csv"
 DEFAULT_OUTPUT_DIR = "output"
 
@@ -34,6 +35,25 @@ def _from_environment(variable: str, default: str) -> Path:
     """A path from the environment of the run, else ``default``; relative paths resolve
     against the run's working directory."""
     return Path(os.environ.get(variable) or default).expanduser().resolve()
+
+
+class SweepCombinationConfig(Config):
+    """One combination of the parameter sweep; a field left out takes the library's default."""
+
+    num_perm: int = Field(default=SweepCombination.num_perm, description="MinHash values per signature.")
+    rows_per_band: int = Field(
+        default=SweepCombination.rows_per_band, description="Signature values per LSH band (unused with auto_bands)."
+    )
+    auto_bands: bool = Field(
+        default=SweepCombination.auto_bands, description="Bands and rows chosen for jaccard_threshold."
+    )
+    false_negative_weight: float = Field(
+        default=SweepCombination.false_negative_weight, description="With auto_bands: the weight of missed duplicates."
+    )
+    jaccard_threshold: float = Field(
+        default=SweepCombination.jaccard_threshold, description="Exact shingle Jaccard of a duplicate."
+    )
+    shingle_size: int = Field(default=SweepCombination.shingle_size, description="Tokens per shingle.")
 
 
 class DedupSettings(ConfigurableResource):
@@ -105,6 +125,18 @@ class DedupSettings(ConfigurableResource):
         default=DEFAULTS.min_recall,
         description="The recall audit's check warns when the upper end of its 95% interval is below this.",
     )
+    auto_bands: bool = Field(
+        default=DEFAULTS.auto_bands,
+        description="Choose the LSH bands and rows (bands x rows <= num_perm) that minimize the weighted "
+        "false-positive and false-negative areas of the S-curve at jaccard_threshold; rows_per_band "
+        "is then unused. The choice is in lineage, manifest.json (derived_settings) and the "
+        "candidate_pairs metadata.",
+    )
+    false_negative_weight: float = Field(
+        default=DEFAULTS.false_negative_weight,
+        description="With auto_bands: the weight of missed duplicates (the false-positive weight, "
+        "extra candidates to verify, is 1 minus it). Higher: more recall, more candidates.",
+    )
     cluster_mode: ClusterMode = Field(
         default=ClusterMode(DEFAULTS.cluster_mode),
         description="components: every document connected by accepted edges is one cluster, so a "
@@ -116,6 +148,16 @@ class DedupSettings(ConfigurableResource):
         default=DEFAULTS.max_cluster_size,
         description="The clusters check warns when a cluster has more documents (a sign of chaining "
         "through shared boilerplate).",
+    )
+    sweep_combinations: list[SweepCombinationConfig] = Field(
+        default_factory=lambda: [SweepCombinationConfig(**asdict(c)) for c in SWEEP_DEFAULTS.combinations],
+        description="parameter_sweep (group tuning): the combinations of num_perm, rows_per_band or "
+        "auto_bands (with false_negative_weight), jaccard_threshold and shingle_size it runs on its "
+        "sample, each with this run's other settings.",
+    )
+    sweep_sample_size: int = Field(
+        default=SWEEP_DEFAULTS.sample_size,
+        description="Documents the parameter sweep samples (seeded by minhash_seed); 0: every document.",
     )
     input_path: str | None = Field(
         default=None,
@@ -137,13 +179,20 @@ class DedupSettings(ConfigurableResource):
     def _checked(self) -> DedupSettings:
         # the library checks every value and combination; asking it here refuses a bad setting
         # when the run is launched, before any asset runs
-        self.settings()
+        self.sweep().settings(self.settings())
         return self
 
     def settings(self) -> Settings:
         """The run's algorithm settings as the library takes them (raises SettingsError)."""
         values = {field.name: getattr(self, field.name) for field in fields(Settings)}
         return Settings(**{name: getattr(value, "value", value) for name, value in values.items()})
+
+    def sweep(self) -> SweepSettings:
+        """The parameter sweep's settings as the library takes them (raises SettingsError)."""
+        return SweepSettings(
+            tuple(SweepCombination(**combination.model_dump()) for combination in self.sweep_combinations),
+            self.sweep_sample_size,
+        )
 
     def input_file(self) -> Path:
         return Path(self.input_path) if self.input_path else _from_environment("DEDUP_INPUT", DEFAULT_INPUT)
@@ -164,6 +213,8 @@ class DedupSettings(ConfigurableResource):
         """Every setting that can appear in a table's lineage."""
         return {
             **self.settings().as_dict(),
+            **self.settings().derived(),
+            **self.sweep().as_dict(),
             "input_path": str(self.input_file()),
             "labels_path": str(self.labels()) if self.labels() else None,
             "table_layout": TABLE_LAYOUT,

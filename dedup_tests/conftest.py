@@ -29,10 +29,11 @@ class GraphRunner:
         self.database = tmp_path / "db" / "pipeline.duckdb"
         self.output_dir = tmp_path / "release"
 
-    def run(self, input_path: Path, selection: str | list[str] = "*", raise_on_error=True, **settings):
+    def run(self, input_path: Path, selection: str | list[str] = "*", raise_on_error=True, instance=None, **settings):
         return materialize(
             [*PIPELINE_ASSETS, *PIPELINE_CHECKS],
             selection=selection,
+            instance=instance,
             resources={
                 "warehouse": DuckDBWarehouse(database=str(self.database), memory_limit="1GB"),
                 "dedup": DedupSettings(

@@ -117,6 +117,34 @@ METADATA = """
 """
 
 
+def materialize_through_ui(port: int, tmp_path: Path, location: str, assets: list[str]) -> None:
+    """Launch a run of ``assets`` as the UI's Materialize button does, and wait for its success."""
+    launched = _graphql(
+        port,
+        LAUNCH,
+        {
+            "params": {
+                "selector": {
+                    "repositoryLocationName": location,
+                    "repositoryName": "__repository__",
+                    "jobName": "__ASSET_JOB",
+                    "assetSelection": [{"path": [name]} for name in assets],
+                },
+                "mode": "default",
+            }
+        },
+    )["launchPipelineExecution"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+    deadline = time.monotonic() + RUN_SECONDS
+    status = None
+    while status not in ("SUCCESS", "FAILURE", "CANCELED"):
+        assert time.monotonic() < deadline, f"run {run_id} still {status}"
+        time.sleep(0.5)
+        status = _graphql(port, STATUS, {"id": run_id})["runOrError"].get("status")
+    assert status == "SUCCESS", (tmp_path / "dagster_dev.log").read_text()[-3000:]
+
+
 def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
     port, tmp_path = dagster_dev
     every_node = _graphql(port, METADATA)["assetNodes"]
@@ -137,31 +165,7 @@ def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
         port, "{ workspaceOrError { ... on Workspace { locationEntries { name } } } }"
     )["workspaceOrError"]["locationEntries"][0]["name"]
     assert location == "dedup_assets"  # the name dg dev and a plain dagster dev give it too
-    launched = _graphql(
-        port,
-        LAUNCH,
-        {
-            "params": {
-                "selector": {
-                    "repositoryLocationName": location,
-                    "repositoryName": "__repository__",
-                    "jobName": "__ASSET_JOB",
-                    "assetSelection": [{"path": [n["assetKey"]["path"][-1]]} for n in nodes],
-                },
-                "mode": "default",
-            }
-        },
-    )["launchPipelineExecution"]
-    assert launched["__typename"] == "LaunchRunSuccess", launched
-    run_id = launched["run"]["runId"]
-
-    deadline = time.monotonic() + RUN_SECONDS
-    status = None
-    while status not in ("SUCCESS", "FAILURE", "CANCELED"):
-        assert time.monotonic() < deadline, f"run {run_id} still {status}"
-        time.sleep(1)
-        status = _graphql(port, STATUS, {"id": run_id})["runOrError"].get("status")
-    assert status == "SUCCESS", (tmp_path / "dagster_dev.log").read_text()[-3000:]
+    materialize_through_ui(port, tmp_path, location, [n["assetKey"]["path"][-1] for n in nodes])
 
     nodes = {n["assetKey"]["path"][-1]: n for n in _graphql(port, METADATA)["assetNodes"]}
     entries = {

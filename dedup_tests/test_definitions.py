@@ -31,18 +31,20 @@ BATCH_ASSETS = {
     "batch_clusters",
     "batch_release",
 }
+TUNING_ASSETS = {"parameter_sweep"}
 
 
 def test_definitions_load_with_the_documented_assets():
     Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     specs = {key.path[-1]: node for key, node in ((n.key, n) for n in graph.asset_nodes)}
-    assert set(specs) == ASSETS | BATCH_ASSETS
+    assert set(specs) == ASSETS | BATCH_ASSETS | TUNING_ASSETS
     for name, node in specs.items():
-        one_shot = name in ASSETS
-        assert node.group_name == ("deduplication" if one_shot else "incremental"), name
+        batch = name in BATCH_ASSETS
+        group = "incremental" if batch else "tuning" if name in TUNING_ASSETS else "deduplication"
+        assert node.group_name == group, name
         # the one-shot graph runs whole; each batch asset runs one batch (partition) at a time
-        assert (node.partitions_def is None) == one_shot, name
+        assert (node.partitions_def is not None) == batch, name
         assert node.description and len(node.description) > 40, name
         assert node.kinds, name
     assert {sensor.name for sensor in defs.sensors} == {"dead_runs", "new_batches"}

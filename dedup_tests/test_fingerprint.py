@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.lsh import lsh_probability
+from dedup_assets.core.scurve import lsh_probability
 from dedup_assets.core.minhash import hash_int, lsh_band_keys, minhash_signature
 from dedup_assets.core.settings import SettingsError, SketchParams
 from dedup_assets.core.sketch import fingerprint_batch

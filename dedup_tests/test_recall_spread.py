@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from dedup_assets.core.lsh import lsh_probability  # noqa: E402
+from dedup_assets.core.scurve import lsh_probability  # noqa: E402
 from dedup_bench import recall_spread  # noqa: E402
 
 

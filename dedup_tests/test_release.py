@@ -19,7 +19,7 @@ from dedup_assets.core import publish as publish_module
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.publish import ReleaseError, ReleaseLocked, place_error, publish, release_lock, remains
 from dedup_assets.core.readers import file_sha256
-from dedup_assets.core.release import MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
+from dedup_assets.core.release import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
 
 from .conftest import FIXTURE, PROJECT_ROOT
 
@@ -92,24 +92,25 @@ def test_a_release_moved_aside_by_a_killed_switch_is_put_back_first(tmp_path):
     assert messages[0] == "put back the release .out.previous-77 that a killed run had moved aside"
 
 
-def test_the_batch_releases_inside_a_release_survive_its_replacement_and_a_failed_switch(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept", KEPT_FOLDERS)  # the batch releases, the parameter sweep's files
+def test_a_kept_folder_inside_a_release_survives_its_replacement_and_a_failed_switch(tmp_path, monkeypatch, kept):
     out = tmp_path / "out"
     _fake_release(out, {"old.csv": "old"})
-    _fake_release(out / "batches" / "2026-11-01", {"clusters.csv": "batch"})
+    _fake_release(out / kept / "2026-11-01", {"clusters.csv": "batch"})
     publish(out, _writer({"new.csv": "new"}), "db.duckdb", print)
-    assert (out / "new.csv").exists() and (out / "batches" / "2026-11-01" / "clusters.csv").read_text() == "batch"
-    assert is_release(out)  # the batches folder is not part of the one-shot release
+    assert (out / "new.csv").exists() and (out / kept / "2026-11-01" / "clusters.csv").read_text() == "batch"
+    assert is_release(out)  # the kept folder is not part of the one-shot release
 
     def failed_exchange(first: Path, second: Path) -> bool:
-        # the batch releases are in the staging folder at this point; the switch fails
-        assert (first / "batches").is_dir()
+        # the kept folder is in the staging folder at this point; the switch fails
+        assert (first / kept).is_dir()
         raise OSError(errno.EIO, os.strerror(errno.EIO), str(second))
 
     monkeypatch.setattr(publish_module, "_exchange", failed_exchange)
     with pytest.raises(OSError):
         publish(out, _writer({"newer.csv": "newer"}), "db.duckdb", print)
     assert (out / "new.csv").exists() and not (out / "newer.csv").exists()
-    assert (out / "batches" / "2026-11-01" / "clusters.csv").read_text() == "batch"
+    assert (out / kept / "2026-11-01" / "clusters.csv").read_text() == "batch"
     assert remains(out) == []
 
 

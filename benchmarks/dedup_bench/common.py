@@ -24,6 +24,30 @@ ROWS_PER_BAND = 8
 STDERR_TAIL_LINES = 40
 
 
+@dataclass(frozen=True)
+class Sketch:
+    """The sketch settings our runs take: ``perm`` values in bands of ROWS_PER_BAND rows, or,
+    with ``false_negative_weight``, the bands ``auto_bands`` chooses for THRESHOLD."""
+
+    perm: int
+    scheme: str = "fss"
+    false_negative_weight: float | None = None
+
+    def settings(self) -> dict:
+        """The ``dedup`` resource's settings (and ``Settings``' fields) for these."""
+        chosen = {} if self.false_negative_weight is None else {
+            "auto_bands": True, "false_negative_weight": self.false_negative_weight
+        }
+        return {"num_perm": self.perm, "rows_per_band": ROWS_PER_BAND, "hash_scheme": self.scheme, **chosen}
+
+    def bands(self) -> tuple[int, int]:
+        """(bands, rows per band) in use."""
+        from dedup_assets.core.settings import Settings
+
+        params = Settings(**self.settings()).sketch_params()
+        return params.bands, params.rows_per_band
+
+
 class BenchmarkError(RuntimeError):
     """A run failed or an input is unusable; the message says which and why."""
 

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .common import (
+    Sketch,
     module_command,
     progress,
     require_success,
@@ -107,9 +108,7 @@ def prepare_batches(options: Options) -> tuple[Path, BatchFiles]:
     return corpus, BatchFiles(folder / ONE_SHOT_FOLDER, folder / BATCH_FOLDER, keys)
 
 
-def run_batch(
-    files: BatchFiles, key: str, index: Path, home: str, perm: int, scheme: str
-) -> dict:
+def run_batch(files: BatchFiles, key: str, index: Path, home: str, sketch: Sketch) -> dict:
     """Add batch ``key`` to the index in ``index`` with the real CLI: its whole-process and
     Dagster times, and the counts and running totals of its manifest."""
     output_dir = index / "out"
@@ -120,7 +119,7 @@ def run_batch(
         "DEDUP_OUTPUT_DIR": str(output_dir),
     }
     selection = ("--select", "group:incremental", "--partition", key)
-    run = materialize(f"batch {key}", env, perm, scheme, *selection)
+    run = materialize(f"batch {key}", env, sketch, *selection)
     manifest = output_dir / "batches" / key / "manifest.json"
     figures = json.loads(manifest.read_text(encoding="utf-8"))
     return {
@@ -178,15 +177,15 @@ def measure_incremental(options: Options, argv: list[str]) -> dict:
     # an earlier invocation's databases hold page cache that this invocation's runs need
     shutil.rmtree(options.workdir / "run", ignore_errors=True)
     index = fresh_dir(options.workdir / "index")
-    sketch = (options.perm, options.scheme)
-    warmup_s = warm_kernels(corpus, options.workdir, *sketch)
-    one_shot = run_dagster(files.one_shot, options.workdir, *sketch)
+    sketch = options.sketch()
+    warmup_s = warm_kernels(corpus, options.workdir, sketch)
+    one_shot = run_dagster(files.one_shot, options.workdir, sketch)
     *keys, small_key = files.keys
     # one Dagster instance for the whole index, as a user's would be
     with dagster_home() as home:
-        batches = [run_batch(files, key, index, home, *sketch) for key in keys]
+        batches = [run_batch(files, key, index, home, sketch) for key in keys]
         equivalence = compare(index / INDEX_DATABASE, Path(one_shot["database"]))
-        small = run_batch(files, small_key, index, home, *sketch)
+        small = run_batch(files, small_key, index, home, sketch)
     lines, targets = incremental_targets(one_shot, batches, small, equivalence)
     return {
         "mode": "incremental",

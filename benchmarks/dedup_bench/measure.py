@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .common import (
-    ROWS_PER_BAND,
     BenchmarkError,
+    Sketch,
     module_command,
     progress,
     require_success,
@@ -38,11 +38,15 @@ class Options:
     corpus: Path | None = None
     perm: int = 128
     scheme: str = "fss"
+    false_negative_weight: float | None = None  # set: our runs choose their bands (auto_bands)
     peers: list[str] = field(default_factory=list)
     recall_seeds: int = 0
     skip_dagster: bool = False
     skip_library: bool = False
     incremental: int = 0
+
+    def sketch(self) -> Sketch:
+        return Sketch(self.perm, self.scheme, self.false_negative_weight)
 
 
 def prepare_corpus(options: Options) -> Path:
@@ -78,13 +82,13 @@ def measure(options: Options, argv: list[str]) -> dict:
     # invocation's runs need
     for stale in ("run", "library"):
         shutil.rmtree(options.workdir / stale, ignore_errors=True)
-    sketch = (options.perm, options.scheme)
-    warmup_s = warm_kernels(corpus, options.workdir, *sketch)
-    ours = None if options.skip_dagster else run_dagster(corpus, options.workdir, *sketch)
+    sketch = options.sketch()
+    warmup_s = warm_kernels(corpus, options.workdir, sketch)
+    ours = None if options.skip_dagster else run_dagster(corpus, options.workdir, sketch)
     library = (
         None
         if options.skip_library
-        else run_library_core(corpus, options.workdir / "library", *sketch)
+        else run_library_core(corpus, options.workdir / "library", sketch)
     )
     peers = [run_peer(engine, corpus, options.perm) for engine in options.peers]
 
@@ -122,8 +126,8 @@ def run_record(started, argv: list[str], corpus: Path, documents: int, options, 
         "corpus": str(corpus),
         "documents": documents,
         "perm": options.perm,
-        "bands": options.perm // ROWS_PER_BAND,
-        "rows_per_band": ROWS_PER_BAND,
+        **dict(zip(("bands", "rows_per_band"), options.sketch().bands())),
+        "auto_bands_false_negative_weight": options.false_negative_weight,
         "hash_scheme": options.scheme,
         "cpus": os.cpu_count(),
         "loadavg_start": load_start,

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from .common import (
     INSTALL_HINT,
-    ROWS_PER_BAND,
     BenchmarkError,
     ProcessRun,
+    Sketch,
     progress,
     require_success,
     run_json_child,
@@ -35,18 +35,8 @@ DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def dagster_config(perm: int, scheme: str) -> dict:
-    return {
-        "resources": {
-            "dedup": {
-                "config": {
-                    "num_perm": perm,
-                    "rows_per_band": ROWS_PER_BAND,
-                    "hash_scheme": scheme,
-                }
-            }
-        }
-    }
+def dagster_config(sketch: Sketch) -> dict:
+    return {"resources": {"dedup": {"config": sketch.settings()}}}
 
 
 def duration_seconds(duration: str) -> float:
@@ -84,9 +74,7 @@ def dagster_home() -> Iterator[str]:
         yield home
 
 
-def materialize(
-    what: str, env: dict[str, str], perm: int, scheme: str, *selection: str
-) -> ProcessRun:
+def materialize(what: str, env: dict[str, str], sketch: Sketch, *selection: str) -> ProcessRun:
     """Run ``dagster asset materialize`` on ``selection`` (its ``--select`` and ``--partition``
     arguments) as a measured child. ``env`` names DAGSTER_HOME, the database, the output folder
     and the input: the resources read them from the environment, and none may fall back to a
@@ -102,7 +90,7 @@ def materialize(
         "dedup_assets.definitions",
         *selection,
         "--config-json",
-        json.dumps(dagster_config(perm, scheme)),
+        json.dumps(dagster_config(sketch)),
     ]
     progress(f"{what}: dagster asset materialize {' '.join(selection)}")
     run = run_measured(command, {**env, "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY})
@@ -120,7 +108,7 @@ def dagster_times(run: ProcessRun) -> dict:
     }
 
 
-def run_dagster(corpus: Path, workdir: Path, perm: int, scheme: str) -> dict:
+def run_dagster(corpus: Path, workdir: Path, sketch: Sketch) -> dict:
     """Materialize the one-shot graph of ``corpus`` (a file or a folder) with the real CLI into a
     fresh database."""
     run_dir = fresh_dir(workdir / "run")
@@ -132,7 +120,7 @@ def run_dagster(corpus: Path, workdir: Path, perm: int, scheme: str) -> dict:
             "DEDUP_DATABASE": str(database),
             "DEDUP_OUTPUT_DIR": str(output_dir),
         }
-        run = materialize("Dagster run", env, perm, scheme, "--select", "group:deduplication")
+        run = materialize("Dagster run", env, sketch, "--select", "group:deduplication")
     counts = json.loads((output_dir / "manifest.json").read_text(encoding="utf-8"))["counts"]
     return {
         **dagster_times(run),
@@ -143,9 +131,7 @@ def run_dagster(corpus: Path, workdir: Path, perm: int, scheme: str) -> dict:
     }
 
 
-def run_library_core(
-    corpus: Path, run_dir: Path, perm: int, scheme: str, head_rows: int | None = None
-) -> dict:
+def run_library_core(corpus: Path, run_dir: Path, sketch: Sketch, head_rows: int | None = None) -> dict:
     """Run the library core in a child process and time its core stages; with ``head_rows``,
     on a sample of the corpus's first rows that the child writes into ``run_dir``."""
     fresh_dir(run_dir)
@@ -154,8 +140,7 @@ def run_library_core(
         "input_path": str(corpus),
         "database_path": str(database),
         "output_dir": str(run_dir / "out"),
-        "num_perm": perm,
-        "hash_scheme": scheme,
+        "settings": sketch.settings(),
         "head_rows": head_rows,
     }
     sample = f" on the first {head_rows} documents" if head_rows else ""
@@ -182,10 +167,10 @@ def run_library_core(
     }
 
 
-def warm_kernels(corpus: Path, workdir: Path, perm: int, scheme: str) -> float:
+def warm_kernels(corpus: Path, workdir: Path, sketch: Sketch) -> float:
     """Run the library on the corpus's first rows so numba's on-disk cache holds every kernel
     before anything is timed; returns how long that took."""
-    return run_library_core(corpus, workdir / "warmup", perm, scheme, WARMUP_ROWS)["wall_s"]
+    return run_library_core(corpus, workdir / "warmup", sketch, WARMUP_ROWS)["wall_s"]
 
 
 def library_child(job: dict) -> dict:
@@ -205,11 +190,7 @@ def library_child(job: dict) -> dict:
         input_path,
         job["database_path"],
         job["output_dir"],
-        Settings(
-            num_perm=job["num_perm"],
-            rows_per_band=ROWS_PER_BAND,
-            hash_scheme=job["hash_scheme"],
-        ),
+        Settings(**job["settings"]),
         duckdb_memory=DUCKDB_MEMORY,
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )

@@ -244,7 +244,13 @@ def settings_line(record: dict) -> str:
     """The sketch settings, the machine and when the run started."""
     started = datetime.fromisoformat(record["started"])
     return (
-        f"perm {record['perm']} = {record['bands']} bands × {record['rows_per_band']} rows, "
+        f"perm {record['perm']}: {record['bands']} bands × {record['rows_per_band']} rows"
+        + (
+            f" (auto_bands, false_negative_weight {record['auto_bands_false_negative_weight']})"
+            if record.get("auto_bands_false_negative_weight") is not None
+            else ""
+        )
+        + ", "
         f"scheme {record['hash_scheme']}, {record['cpus']} CPUs, load average at start "
         f"{record['loadavg_start'][0]:.2f}, {started:%Y-%m-%d %H:%M} UTC"
     )

@@ -1,6 +1,8 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.lsh import FOUND_BY, build_candidate_pairs, lsh_probability
+from ..core.lsh import FOUND_BY, build_candidate_pairs
+from ..core.plots import markdown_image, scurve_png
+from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
 from ..errors import user_errors
 from ..settings import DedupSettings
@@ -52,8 +54,18 @@ def candidate_pairs(
                 "pairs_found_by": markdown_table(
                     ["found_by", "pairs"], [(name, found_by.get(name, 0)) for name in FOUND_BY]
                 ),
+                "lsh_bands_in_use": f"{params.bands} bands x {params.rows_per_band} rows"
+                + (" (chosen by auto_bands)" if settings.auto_bands else ""),
                 "lsh_probability_at_threshold": MetadataValue.float(
                     round(lsh_probability(settings.jaccard_threshold, params.bands, params.rows_per_band), 4)
+                ),
+                "scurve": MetadataValue.md(
+                    "The share of pairs of each Jaccard that these bands make candidates; a pair "
+                    "LSH misses is never verified.\n\n"
+                    + markdown_image(
+                        scurve_png(settings.jaccard_threshold, params.bands, params.rows_per_band, settings.auto_bands),
+                        "LSH S-curve",
+                    )
                 ),
                 "pair_reduction": f"{possible:,} → {rows:,}, {percent_fewer(possible, rows)} fewer",
                 "candidate_reduction_ratio": MetadataValue.float(reduction_ratio(possible, rows)),

@@ -2,6 +2,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.cluster import build_clusters, build_deduped_documents
 from ..core.diagnostics import mirror_domain_pairs
+from ..core.plots import cluster_sizes_png, markdown_image
 from ..errors import user_errors
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
@@ -68,6 +69,9 @@ def clusters(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
             metadata={
                 **table_metadata(cursor, table, rows),
                 **_describe_clusters(cursor, table, settings.cluster_mode),
+                "cluster_sizes": MetadataValue.md(
+                    markdown_image(cluster_sizes_png(cursor, warehouse.tables), "cluster sizes")
+                ),
                 "mirror_domains": markdown_table(
                     ["domain", "domain", "duplicate pairs"],
                     ((m["domain_a"], m["domain_b"], m["pairs"]) for m in mirrors),

@@ -164,6 +164,19 @@ def star_removals_reach_threshold(context: AssetCheckExecutionContext, warehouse
         )
 
 
+@asset_check(
+    asset="scored_pairs",
+    description="Warns when the LSH bands in use make fewer than half of the pairs exactly at "
+    "jaccard_threshold candidates (P(candidate | J = t) < 0.5), and says what to change.",
+)
+def bands_suit_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
+    lineage = warehouse.upstream_lineage("scored_pairs", "scored_pairs")
+    return rules.bands_suit_threshold(
+        float(lineage["jaccard_threshold"]), int(lineage["bands"]), int(lineage["rows_in_use"]),
+        int(lineage["num_perm"]), bool(lineage["auto_bands"]), float(lineage["false_negative_weight"]),
+    )
+
+
 @multi_asset_check(
     specs=[
         AssetCheckSpec(
@@ -303,6 +316,7 @@ PIPELINE_CHECKS = [
     candidate_pairs_ordered_and_unique,
     duplicate_pairs_ordered_and_unique,
     duplicate_edges_meet_threshold,
+    bands_suit_threshold,
     every_document_in_one_cluster,
     one_representative_per_cluster,
     largest_cluster_within_max_cluster_size,

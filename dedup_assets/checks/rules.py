@@ -12,6 +12,7 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 from ..core.incremental import IndexTables, one_shot_differences
 from ..core.tables import Tables
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
+from ..core.scurve import lsh_probability, weak_bands_warning
 from ..core.summary import duplicate_clusters, reason_counts
 from ..core.verify import pair_jaccard
 
@@ -376,4 +377,17 @@ def star_removals_reach_threshold(
         failures,
         f"{_count(removed.num_rows, 'removed document')}, each at or above Jaccard {threshold} with its representative",
         weakest_jaccard=MetadataValue.float(float(jaccard.min())) if len(jaccard) else "nothing removed",
+    )
+
+
+def bands_suit_threshold(
+    threshold: float, bands: int, rows_per_band: int, num_perm: int, auto_bands: bool, false_negative_weight: float
+) -> AssetCheckResult:
+    """LSH makes at least half of the pairs exactly at the threshold candidates."""
+    chance = lsh_probability(threshold, bands, rows_per_band)
+    return _warning(
+        weak_bands_warning(threshold, bands, rows_per_band, num_perm, auto_bands, false_negative_weight),
+        f"{bands} bands of {rows_per_band} rows make {chance:.0%} of the pairs at jaccard_threshold={threshold} "
+        "candidates, and more of those above it",
+        candidate_chance_at_threshold=MetadataValue.float(round(chance, 4)),
     )

@@ -945,5 +945,5 @@ def index_settings(settings: Settings) -> dict:
             "cluster_mode 'components', or run the one-shot graph over the batch folder (DEDUP_INPUT) "
             "for star clusters."
         )
-    values = {**settings.as_dict(), "table_layout": INDEX_LAYOUT}
+    values = {**settings.as_dict(), **settings.derived(), "table_layout": INDEX_LAYOUT}
     return {name: values[name] for name in INDEX_SETTINGS}

@@ -40,11 +40,6 @@ class PairBudgetExceeded(RuntimeError):
     configured limits allow."""
 
 
-def lsh_probability(similarity: float, bands: int, rows_per_band: int) -> float:
-    """Chance that a pair with Jaccard ``similarity`` shares at least one band: 1-(1-s^r)^b."""
-    return 1.0 - (1.0 - similarity**rows_per_band) ** bands
-
-
 @dataclass(frozen=True)
 class BucketPressure:
     pair_slots: int

@@ -67,7 +67,7 @@ def blake2b_columns(bodies: pa.Array, params: SketchParams):
         content[row] = int.from_bytes(digest, "little")
         signatures[row] = minhash_signature(shingles, params.num_perm, params.minhash_seed)
         if shingles:
-            keys = lsh_band_keys(signatures[row], params.rows_per_band)
+            keys = lsh_band_keys(signatures[row][: params.bands * params.rows_per_band], params.rows_per_band)
             bands[row] = [int(key[4:], 16) for key in keys]
     return token_counts, shingle_counts, content, signatures, bands
 

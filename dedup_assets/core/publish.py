@@ -33,7 +33,9 @@ import duckdb
 
 from .lsh import BucketPressure
 from .readers import InputFile
-from .release import BATCHES_FOLDER, MANIFEST_FILE, is_release, write_files_and_manifest, write_release
+from .release import (
+    BATCHES_FOLDER, KEPT_FOLDERS, MANIFEST_FILE, TUNING_FOLDER, is_release, write_files_and_manifest, write_release,
+)
 from .settings import Settings
 from .tables import Tables
 
@@ -142,7 +144,7 @@ def publish(
                 _sync_tree(staging)
                 _switch(staging, output_dir)
             except BaseException:
-                _put_back_batches(staging, output_dir)
+                _put_back_kept(staging, output_dir)
                 shutil.rmtree(staging, ignore_errors=True)  # a kill skips this; the next run cleans up
                 raise
             return result
@@ -191,23 +193,25 @@ def _clean_remains(output_dir: Path, log: Callable[[str], None]) -> None:
         previous[0].rename(output_dir)
         log(f"put back the release {previous[0].name} that a killed run had moved aside")
         left.remove(previous[0])
-    for path in left:  # a kill after the batch releases were moved into the new release
-        if _put_back_batches(path, output_dir):
-            log(f"put back the batch releases that a killed run had moved into {path.name}")
+    for path in left:  # a kill after the kept folders were moved into the new release
+        moved = _put_back_kept(path, output_dir)
+        if moved:
+            log(f"put back {', '.join(f'{name}/' for name in moved)} that a killed run had moved into {path.name}")
     for path in left:
         shutil.rmtree(path)
     if left:
         log(f"removed what a killed run left beside {output_dir}: {', '.join(path.name for path in left)}")
 
 
-def _put_back_batches(folder: Path, output_dir: Path) -> bool:
-    """Move the batch releases that a switch which did not happen had moved into ``folder``
-    back into the output folder; whether there were any."""
-    moved = folder / BATCHES_FOLDER
-    if not (moved.is_dir() and output_dir.is_dir() and not (output_dir / BATCHES_FOLDER).exists()):
-        return False
-    moved.rename(output_dir / BATCHES_FOLDER)
-    return True
+def _put_back_kept(folder: Path, output_dir: Path) -> list[str]:
+    """Move the kept folders that a switch which did not happen had moved into ``folder`` back
+    into the output folder; the names of those moved."""
+    moved = []
+    for name in KEPT_FOLDERS:
+        if (folder / name).is_dir() and output_dir.is_dir() and not (output_dir / name).exists():
+            (folder / name).rename(output_dir / name)
+            moved.append(name)
+    return moved
 
 
 def _sync_tree(folder: Path) -> None:
@@ -231,9 +235,10 @@ def _switch(staging: Path, output_dir: Path) -> None:
         staging.rename(output_dir)
         _sync(output_dir.parent)
         return
-    # the batch releases live inside the one-shot release folder and stay when it is replaced
-    if (output_dir / BATCHES_FOLDER).is_dir():
-        (output_dir / BATCHES_FOLDER).rename(staging / BATCHES_FOLDER)
+    # the kept folders live inside the one-shot release folder and stay when it is replaced
+    for name in KEPT_FOLDERS:
+        if (output_dir / name).is_dir():
+            (output_dir / name).rename(staging / name)
     if _exchange(staging, output_dir):
         shutil.rmtree(staging)  # now holds the replaced release
     else:
@@ -304,3 +309,38 @@ def publish_batch_release(
                 database,
                 log,
             )
+
+
+def publish_tuning_files(
+    output_root: Path,
+    files: dict[str, Callable[[Path], object]],
+    *,
+    database: str,
+    log: Callable[[str], None],
+) -> Path:
+    """Write each file of ``files`` into ``output_root/tuning`` with its function: to a temporary
+    name, flushed, then renamed into place, so a reader finds the old file or the new one. Holds
+    the output root's lock, so a one-shot release, which carries the folder over when it replaces
+    the root, never switches meanwhile. Returns the folder."""
+    output_root = output_root.expanduser().resolve()
+    folder = output_root / TUNING_FOLDER
+    with _said_of_the_place(output_root):
+        output_root.parent.mkdir(parents=True, exist_ok=True)
+        with release_lock(output_root, holder_for(database)):
+            _clean_remains(output_root, log)  # a release a killed switch moved aside comes back first
+            folder.mkdir(parents=True, exist_ok=True)
+            left = sorted(folder.glob(".*.tmp-*"))
+            for path in left:  # under the lock, only a killed run's
+                path.unlink()
+            if left:
+                log(f"removed what a killed run left in {folder}: {', '.join(path.name for path in left)}")
+            for name, write in files.items():
+                temporary = folder / f".{name}.tmp-{os.getpid()}"
+                try:
+                    write(temporary)
+                    _sync(temporary)
+                    os.replace(temporary, folder / name)
+                finally:
+                    temporary.unlink(missing_ok=True)
+            _sync(folder)
+    return folder

@@ -19,7 +19,9 @@ import pyarrow.parquet as pq
 from .audit import stored_audit_summary
 from .diagnostics import CAPS, diagnostic_queries
 from .evaluation import stored_evaluation_summary
-from .lsh import BucketPressure, lsh_probability
+from .lsh import BucketPressure
+from .plots import CLUSTER_SIZES_FILE, JACCARD_FILE, SCURVE_FILE, cluster_sizes_png, jaccard_histogram_png, scurve_png
+from .scurve import lsh_probability
 from .readers import InputFile, file_sha256
 from .settings import DEFAULT_BATCH_SIZE, Settings
 from .sinks import BackgroundFile
@@ -34,9 +36,12 @@ SUMMARY_FILE = "candidate_summary.csv"
 MANIFEST_FILE = "manifest.json"
 # files of figures that manifest.json also holds, under these keys
 SUMMARY_FILES = {"recall_audit.json": "recall_audit", "evaluation.json": "evaluation"}
-# the folder of the incremental batches' releases, inside the one-shot release folder; it is
-# not part of the one-shot release and is kept when that release is replaced
+# folders inside the one-shot release folder that are not part of the one-shot release and are
+# kept when that release is replaced: the incremental batches' releases, and the parameter sweep's
+# files
 BATCHES_FOLDER = "batches"
+TUNING_FOLDER = "tuning"
+KEPT_FOLDERS = (BATCHES_FOLDER, TUNING_FOLDER)
 LARGE_FILES = ("deduped_documents.parquet", "fingerprinted.parquet")
 LIBRARIES = (
     "dagster",
@@ -157,7 +162,7 @@ def manifest_entries(
         "product": "dedup-assets",
         "settings": settings.as_dict(),
         # what an unset setting came to in this run
-        "derived_settings": {"max_pair_slots": settings.pair_limits().max_pair_slots},
+        "derived_settings": settings.derived(),
         "input": {
             "path": input_file.path,
             "rows": counts["input_record_rows"],
@@ -214,12 +219,26 @@ def write_release(
     for name, key in SUMMARY_FILES.items():
         (output_dir / name).write_text(json.dumps(manifest[key], indent=2) + "\n", encoding="utf-8")
         outputs.append({"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)})
+    for name, png in release_images(connection, tables, settings).items():
+        (output_dir / name).write_bytes(png)
+        outputs.append({"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)})
     unlisted = sorted({path.name for path in output_dir.iterdir()} - {output["file"] for output in outputs})
     if unlisted:  # a file the manifest would not vouch for must not reach a release
         raise RuntimeError(f"{output_dir}: files left beside the release files: {', '.join(unlisted)}")
     written = {**manifest, "outputs": outputs}
     (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     return written
+
+
+def release_images(connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings) -> dict[str, bytes]:
+    """The pictures the assets show, as release files."""
+    params = settings.sketch_params()
+    with connection.cursor() as cursor:
+        return {
+            SCURVE_FILE: scurve_png(settings.jaccard_threshold, params.bands, params.rows_per_band, settings.auto_bands),
+            JACCARD_FILE: jaccard_histogram_png(cursor, tables, settings.jaccard_threshold),
+            CLUSTER_SIZES_FILE: cluster_sizes_png(cursor, tables),
+        }
 
 
 def manifest_outputs(folder: Path) -> list[dict] | None:
@@ -249,8 +268,8 @@ def is_release(folder: Path) -> bool:
 
 
 def _release_entries(folder: Path) -> set[str]:
-    """The names in a release folder, the batch releases' folder aside."""
-    return {path.name for path in folder.iterdir() if not (path.name == BATCHES_FOLDER and path.is_dir())}
+    """The names in a release folder, the kept folders aside."""
+    return {path.name for path in folder.iterdir() if not (path.name in KEPT_FOLDERS and path.is_dir())}
 
 
 def verify_release(folder: Path) -> list[str]:
@@ -286,6 +305,8 @@ def _file_rows(path: Path) -> int:
         return pq.ParquetFile(path).metadata.num_rows
     if path.suffix == ".json":  # one object
         json.loads(path.read_text(encoding="utf-8"))
+        return 1
+    if path.suffix == ".png":  # one picture
         return 1
     with duckdb.connect() as connection:
         # a cell may be as long as the file (cluster_inspection lists a cluster's members in one)

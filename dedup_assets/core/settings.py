@@ -7,8 +7,10 @@ Every value object checks itself when it is made, so a bad setting fails before 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal, get_args
+
+from .scurve import choose_bands
 
 HashScheme = Literal["fss", "blake2b"]
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc"]
@@ -41,11 +43,20 @@ PAIR_SLOT_BYTES = 640
 # lineage of every table records them; ``table_layout`` and ``input_path`` are the run's).
 STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     "documents": ("table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
-    "fingerprinted": ("hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band"),
+    # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
+    "fingerprinted": (
+        "hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
+        "false_negative_weight", "bands", "rows_in_use",
+    ),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
     "clusters": ("cluster_mode",),
     "recall_audit": ("audit_sample_size",),
     "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'
+    # the tuning group's leaf: besides its combinations, the run's settings that its rows depend on
+    "parameter_sweep": (
+        "hash_scheme", "minhash_seed", "max_pair_slots", "max_bucket_size", "memory_budget_mb",
+        "sweep_combinations", "sweep_sample_size",
+    ),
 }
 
 
@@ -62,6 +73,7 @@ class SketchParams:
     num_perm: int
     rows_per_band: int
     minhash_seed: int
+    band_count: int | None = None  # bands chosen for a threshold; None: num_perm / rows_per_band
 
     def __post_init__(self) -> None:
         if self.hash_scheme not in HASH_SCHEMES:
@@ -72,7 +84,13 @@ class SketchParams:
             raise SettingsError(
                 f"shingle_size must be between 1 and {MAX_SHINGLE_SIZE} words, got {self.shingle_size}"
             )
-        if self.num_perm < 1 or self.rows_per_band < 1 or self.num_perm % self.rows_per_band:
+        if self.band_count is not None:
+            if self.band_count < 1 or self.rows_per_band < 1 or self.band_count * self.rows_per_band > self.num_perm:
+                raise SettingsError(
+                    f"{self.band_count} bands of {self.rows_per_band} rows need more than num_perm "
+                    f"({self.num_perm}) signature values"
+                )
+        elif self.num_perm < 1 or self.rows_per_band < 1 or self.num_perm % self.rows_per_band:
             raise SettingsError(
                 f"num_perm ({self.num_perm}) must be a positive multiple of rows_per_band "
                 f"({self.rows_per_band})"
@@ -82,7 +100,7 @@ class SketchParams:
 
     @property
     def bands(self) -> int:
-        return self.num_perm // self.rows_per_band
+        return self.band_count if self.band_count is not None else self.num_perm // self.rows_per_band
 
 
 @dataclass(frozen=True)
@@ -151,6 +169,8 @@ class Settings:
     min_recall: float = 0.9
     cluster_mode: str = "components"
     max_cluster_size: int = 1_000
+    auto_bands: bool = False  # True: bands and rows chosen from jaccard_threshold (rows_per_band unused)
+    false_negative_weight: float = 0.5
 
     def __post_init__(self) -> None:
         # each value object checks itself; make them all now, so nothing runs on a bad setting
@@ -168,6 +188,8 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < minimum:
                 raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+        if not 0.0 <= self.false_negative_weight <= 1.0:
+            raise SettingsError(f"false_negative_weight must be between 0 and 1, got {self.false_negative_weight}")
         if not 0.0 <= self.min_recall <= 1.0:
             raise SettingsError(f"min_recall must be between 0 and 1, got {self.min_recall}")
         if self.cluster_mode not in CLUSTER_MODES:
@@ -178,6 +200,9 @@ class Settings:
             raise SettingsError(f"batch_size must be at most {MAX_BATCH_SIZE:,}, got {self.batch_size:,}")
 
     def sketch_params(self) -> SketchParams:
+        if self.auto_bands:
+            bands, rows = choose_bands(self.jaccard_threshold, self.num_perm, self.false_negative_weight)
+            return SketchParams(self.hash_scheme, self.shingle_size, self.num_perm, rows, self.minhash_seed, bands)
         return SketchParams(
             self.hash_scheme, self.shingle_size, self.num_perm, self.rows_per_band, self.minhash_seed
         )
@@ -203,3 +228,79 @@ class Settings:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def derived(self) -> dict:
+        """What the settings came to in this run: the LSH bands in use, and the pair-slot budget
+        when max_pair_slots is unset."""
+        params = self.sketch_params()
+        return {
+            "bands": params.bands,
+            "rows_in_use": params.rows_per_band,
+            "max_pair_slots": self.pair_limits().max_pair_slots,
+        }
+
+
+@dataclass(frozen=True)
+class SweepCombination:
+    """One point of the parameter sweep: the settings it sets; every other one is the run's."""
+
+    num_perm: int = Settings.num_perm
+    rows_per_band: int = Settings.rows_per_band
+    auto_bands: bool = Settings.auto_bands
+    false_negative_weight: float = Settings.false_negative_weight
+    jaccard_threshold: float = Settings.jaccard_threshold
+    shingle_size: int = Settings.shingle_size
+
+    def applied_to(self, run: Settings) -> Settings:
+        """The run's settings with this combination's in their place, checked as any settings are."""
+        return replace(run, **asdict(self))
+
+
+# At the default threshold and shingle size: fixed bands from loose to strict at 64, 128 and 256
+# signature values, and the bands auto_bands chooses at each, weighing missed duplicates evenly
+# (0.5) and heavily (0.9).
+DEFAULT_SWEEP_COMBINATIONS = (
+    *(
+        SweepCombination(num_perm=num_perm, rows_per_band=rows)
+        for num_perm, rows in ((64, 4), (64, 8), (128, 4), (128, 8), (128, 16), (256, 8), (256, 16))
+    ),
+    *(
+        SweepCombination(num_perm=num_perm, auto_bands=True, false_negative_weight=weight)
+        for num_perm in (64, 128, 256)
+        for weight in (0.5, 0.9)
+    ),
+)
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """What the ``parameter_sweep`` asset runs: its combinations, on a sample of ``sample_size``
+    documents (seeded by the run's minhash_seed; 0: every document)."""
+
+    combinations: tuple[SweepCombination, ...] = DEFAULT_SWEEP_COMBINATIONS
+    sample_size: int = 20_000
+
+    def __post_init__(self) -> None:
+        if not self.combinations:
+            raise SettingsError("sweep_combinations must name at least one combination")
+        if len(set(self.combinations)) < len(self.combinations):
+            raise SettingsError("sweep_combinations names a combination twice")
+        if self.sample_size < 0:
+            raise SettingsError(f"sweep_sample_size must be at least 0, got {self.sample_size}")
+
+    def settings(self, run: Settings) -> list[Settings]:
+        """Each combination applied to the run's settings; a bad one fails naming its place."""
+        applied = []
+        for index, combination in enumerate(self.combinations):
+            try:
+                applied.append(combination.applied_to(run))
+            except SettingsError as error:
+                raise SettingsError(f"sweep_combinations[{index}]: {error}") from None
+        return applied
+
+    def as_dict(self) -> dict:
+        """The sweep's settings under the resource's field names."""
+        return {
+            "sweep_combinations": [asdict(combination) for combination in self.combinations],
+            "sweep_sample_size": self.sample_size,
+        }

@@ -59,6 +59,7 @@ def fingerprint_batch(doc_ids: pa.Array, bodies: pa.Array, params: SketchParams)
     the band memberships leave them out, so they never share a bucket."""
     compute = _fss_columns if params.hash_scheme == "fss" else blake2b_columns
     token_counts, shingle_counts, content, signatures, bands = compute(bodies, params)
+    bands = np.ascontiguousarray(bands[:, : params.bands])  # chosen bands may use fewer values than num_perm
     return pa.RecordBatch.from_arrays(
         [
             doc_ids.cast(pa.string()),

@@ -1,0 +1,151 @@
+"""Tuning you can see: bands chosen from the threshold (against an independent integration), the
+warning when the bands in use miss the threshold, the chosen bands in every place the settings
+appear, and the pictures in metadata and in the release."""
+
+import base64
+import io
+import logging
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from dagster import DagsterInstance
+from PIL import Image
+from scipy.integrate import quad
+
+from dedup_assets.checks import rules
+from dedup_assets.core.scurve import choose_bands, lsh_probability, weak_bands_warning
+from dedup_assets.core.settings import Settings, SettingsError, SketchParams
+from dedup_assets.core import kernels
+from dedup_assets.core.minhash import lsh_band_keys
+from dedup_assets.core.sketch import fingerprint_batch
+from dedup_assets.core.text import kernel_text
+
+from .conftest import FIXTURE
+
+
+def _weighted_error(threshold: float, bands: int, rows: int, weight: float) -> float:
+    false_positive = quad(lambda s: lsh_probability(s, bands, rows), 0.0, threshold)[0]
+    false_negative = quad(lambda s: 1.0 - lsh_probability(s, bands, rows), threshold, 1.0)[0]
+    return (1.0 - weight) * false_positive + weight * false_negative
+
+
+@pytest.mark.parametrize("threshold, num_perm, weight", [(0.7, 128, 0.9), (0.7, 64, 0.5), (0.5, 128, 0.5), (0.85, 32, 0.7)])
+def test_chosen_bands_minimize_the_weighted_error_areas(threshold, num_perm, weight):
+    bands, rows = choose_bands(threshold, num_perm, weight)
+    assert bands * rows <= num_perm
+    every = [(b, r) for b in range(1, num_perm + 1) for r in range(1, num_perm // b + 1)]
+    best = min(_weighted_error(threshold, b, r, weight) for b, r in every)
+    assert _weighted_error(threshold, bands, rows, weight) == pytest.approx(best, rel=1e-4, abs=1e-7)
+
+
+def test_a_heavier_false_negative_weight_makes_more_of_the_threshold_pairs_candidates():
+    chances = [lsh_probability(0.7, *choose_bands(0.7, 128, weight)) for weight in (0.3, 0.5, 0.9)]
+    assert chances == sorted(chances) and chances[-1] > 0.9
+
+
+def test_auto_bands_replaces_rows_per_band_and_may_use_fewer_values_than_num_perm():
+    params = Settings(num_perm=128, auto_bands=True, false_negative_weight=0.9).sketch_params()
+    assert (params.bands, params.rows_per_band) == choose_bands(0.7, 128, 0.9)
+    derived = Settings(num_perm=128, auto_bands=True, false_negative_weight=0.9).derived()
+    assert (derived["bands"], derived["rows_in_use"]) == (params.bands, params.rows_per_band)
+    with pytest.raises(SettingsError, match="false_negative_weight must be between 0 and 1"):
+        Settings(auto_bands=True, false_negative_weight=1.5)
+    with pytest.raises(SettingsError, match="need more than num_perm"):
+        SketchParams("fss", 5, 64, 8, 42, band_count=9)
+
+
+@pytest.mark.parametrize("scheme", ["fss", "blake2b"])
+def test_chosen_bands_are_the_first_bands_of_the_signature(scheme):
+    bodies = pa.array(["the quick brown fox jumps over the lazy dog " * 3, "a b c d e f g h i j k"])
+    chosen = fingerprint_batch(pa.array(["x", "y"]), bodies, SketchParams(scheme, 5, 128, 6, 42, band_count=20))
+    assert chosen.column("lsh_bands").type.list_size == 20
+    signatures = np.array(chosen.column("signature").to_pylist(), dtype=np.uint64)
+    if scheme == "blake2b":  # the published band keys of the signature's first 20 x 6 values
+        first = [[int(key[4:], 16) for key in lsh_band_keys(row[:120], 6)] for row in signatures]
+    else:  # the kernel's 21 bands of 6 rows of the same signatures
+        first = kernels.fingerprint_kernel(kernel_text(bodies), 5, kernels.round_seeds(128, 42), 6, 1)[4][:, :20]
+    assert (np.array(chosen.column("lsh_bands").to_pylist(), dtype=np.uint64) == np.array(first, dtype=np.uint64)).all()
+
+
+def test_the_guard_fires_below_half_at_the_threshold_and_says_what_to_change():
+    assert weak_bands_warning(0.7, *choose_bands(0.7, 128, 0.9), 128, True, 0.9) is None
+    # even chosen bands can miss it when misses weigh little: the message then says what to raise
+    bands, rows = choose_bands(0.7, 128, 0.9)
+    chance = lsh_probability(0.7, bands, rows)
+    assert (
+        f"Raise false_negative_weight (now 0.5; 0.9 chooses {bands} x {rows}, which makes {chance:.0%} of them candidates)"
+        in weak_bands_warning(0.7, *choose_bands(0.7, 128, 0.5), 128, True, 0.5)
+    )
+    message = weak_bands_warning(0.3, 8, 8, 64, False, 0.5)
+    assert message.startswith("LSH makes fewer than 1% of the pairs at jaccard_threshold=0.3 candidates (8 bands of 8 rows")
+    bands, rows = choose_bands(0.3, 64, 0.9)
+    assert f"Set auto_bands: true with false_negative_weight: 0.9 (at num_perm=64 it chooses {bands} x {rows}" in message
+    assert "set fewer rows_per_band (now 8) or more num_perm (now 64)" in message
+    assert "--select 'fingerprinted*'" in message and "--select 'scored_pairs*'" in message
+    passed = rules.bands_suit_threshold(0.7, 20, 6, 128, True, 0.9)
+    warned = rules.bands_suit_threshold(0.7, 8, 8, 64, False, 0.5)
+    assert passed.passed and not warned.passed and warned.severity.value == "WARN"
+    assert warned.description == weak_bands_warning(0.7, 8, 8, 64, False, 0.5)
+    assert warned.metadata["candidate_chance_at_threshold"].value == 0.3781
+
+
+def _checks(result) -> dict:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def _metadata(result, asset: str) -> dict:
+    return next(
+        e.materialization.metadata for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset
+    )
+
+
+def _image(markdown: str) -> Image.Image:
+    encoded = markdown.split("data:image/png;base64,", 1)[1].rstrip(")")
+    return Image.open(io.BytesIO(base64.b64decode(encoded)))
+
+
+def test_rescoring_at_a_lower_threshold_warns_in_the_log_and_the_check(runner):
+    runner.run(FIXTURE)
+    with DagsterInstance.ephemeral() as instance:
+        # the README's re-scoring example, at 0.3
+        result = runner.run(FIXTURE, selection="scored_pairs*", instance=instance, jaccard_threshold=0.3)
+        logged = [entry for entry in instance.all_logs(result.run_id) if entry.level == logging.WARNING]
+    check = _checks(result)["bands_suit_threshold"]
+    assert not check.passed and "at jaccard_threshold=0.3" in check.description
+    warned = [entry.user_message for entry in logged if entry.user_message.startswith("LSH makes fewer than 1%")]
+    assert warned and "Re-scoring the stored candidates" in warned[0]
+
+
+def test_auto_bands_are_recorded_in_lineage_manifest_and_metadata_and_a_new_threshold_refingerprints(runner):
+    result = runner.run(FIXTURE, num_perm=128, auto_bands=True, false_negative_weight=0.9)
+    bands, rows = choose_bands(0.7, 128, 0.9)
+    assert (runner.lineage("fingerprinted")["bands"], runner.lineage("fingerprinted")["rows_in_use"]) == (bands, rows)
+    manifest = runner.manifest()
+    assert (manifest["derived_settings"]["bands"], manifest["derived_settings"]["rows_in_use"]) == (bands, rows)
+    assert _metadata(result, "candidate_pairs")["lsh_bands_in_use"].value == f"{bands} bands x {rows} rows (chosen by auto_bands)"
+    assert _checks(result)["bands_suit_threshold"].passed
+    # the bands follow the threshold, so a new one needs new fingerprints, and says so
+    rescored = runner.run(
+        FIXTURE, selection="scored_pairs*", raise_on_error=False,
+        num_perm=128, auto_bands=True, false_negative_weight=0.9, jaccard_threshold=0.8,
+    )
+    assert not rescored.success
+    failure = next(e for e in rescored.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "Re-materialize fingerprinted and everything downstream" in failure.step_failure_data.error.message
+
+
+def test_the_three_pictures_are_in_metadata_and_in_the_release(runner):
+    result = runner.run(FIXTURE)
+    pictures = {
+        "scurve.png": _metadata(result, "candidate_pairs")["scurve"].value,
+        "jaccard_histogram.png": _metadata(result, "scored_pairs")["jaccard_histogram"].value,
+        "cluster_sizes.png": _metadata(result, "clusters")["cluster_sizes"].value,
+    }
+    outputs = {o["file"]: o for o in runner.manifest()["outputs"]}
+    for name, markdown in pictures.items():
+        shown = _image(markdown)
+        assert shown.size[0] > 100 and shown.format == "PNG"
+        released = (runner.output_dir / name).read_bytes()
+        assert base64.b64encode(released).decode() in markdown, name  # the same picture
+        assert outputs[name]["rows"] == 1
