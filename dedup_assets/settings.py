@@ -67,7 +67,8 @@ class DedupSettings(ConfigurableResource):
     shingle_size: int = Field(default=DEFAULTS.shingle_size, description="Tokens per shingle.")
     num_perm: int = Field(default=DEFAULTS.num_perm, description="MinHash values per signature.")
     rows_per_band: int = Field(
-        default=DEFAULTS.rows_per_band, description="Signature values per LSH band; divides num_perm."
+        default=DEFAULTS.rows_per_band,
+        description="Signature values per LSH band; divides num_perm. Unused with auto_bands."
     )
     minhash_seed: int = Field(default=DEFAULTS.minhash_seed, description="Seed of MinHash coordinate 0.")
     jaccard_threshold: float = Field(

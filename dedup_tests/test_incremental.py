@@ -563,3 +563,14 @@ def test_a_batch_added_again_from_a_changed_file_gets_a_payload_file_of_its_own(
     assert _query(database, f"select payload_file from incremental.batches where batch_key = '{last.key}'") == [
         (after.name,)
     ]
+
+
+def test_an_index_from_before_bands_were_recorded_is_compared_by_the_bands_it_used():
+    from dedup_assets.core.incremental import IndexedBatch, index_settings, settings_problems
+
+    old = {k: v for k, v in index_settings(Settings()).items() if k not in ("bands", "rows_in_use", "auto_bands", "false_negative_weight")}
+    indexed = [IndexedBatch("2026-01-01", 1, 0, 10, "sha", "payload", old)]
+    assert settings_problems(indexed, index_settings(Settings())) == []
+    chosen = index_settings(Settings(auto_bands=True, false_negative_weight=0.9))
+    changed = {name: (built, now) for name, built, now in settings_problems(indexed, chosen)}
+    assert changed["auto_bands"] == (False, True) and changed["bands"] == (8, chosen["bands"])

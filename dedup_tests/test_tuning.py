@@ -53,6 +53,8 @@ def test_auto_bands_replaces_rows_per_band_and_may_use_fewer_values_than_num_per
         Settings(auto_bands=True, false_negative_weight=1.5)
     with pytest.raises(SettingsError, match="need more than num_perm"):
         SketchParams("fss", 5, 64, 8, 42, band_count=9)
+    with pytest.raises(SettingsError, match="with auto_bands, num_perm must be between 1 and 512, got 0"):
+        Settings(num_perm=0, auto_bands=True)
 
 
 @pytest.mark.parametrize("scheme", ["fss", "blake2b"])

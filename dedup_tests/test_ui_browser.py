@@ -4,8 +4,9 @@ asset graph, the pictures in the metadata (loaded images, not just their Markdow
 candidate reduction. Screenshots go to var/ui-screenshots/ (gitignored) for a look after a run.
 
 Needs Chromium (Debian's `chromium`, /usr/bin/chromium; `.ci/run` installs it) and the `playwright`
-package (the `dev` extra). Only a missing browser skips the test; `DEDUP_CHROMIUM` points it at
-another Chromium or Chrome binary."""
+package (the `dev` extra). Only a missing browser skips the test, and not under
+`DEDUP_REQUIRE_BROWSER` (which `.ci/run` sets); `DEDUP_CHROMIUM` points it at another Chromium or
+Chrome binary."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-dev-shm-usage",  # containers often give /dev/shm too little room for it
 ]
 UI_TIMEOUT_MS = 30_000
 GRAPH_ASSETS = [
@@ -54,7 +56,10 @@ def chromium():
     # requested before dagster_dev: no server is started for a test that is skipped
     executable = _chromium()
     if executable is None:
-        pytest.skip("no Chromium found (apt-get install chromium, or set DEDUP_CHROMIUM to a Chromium binary)")
+        reason = "no Chromium found (apt-get install chromium, or set DEDUP_CHROMIUM to a Chromium binary)"
+        if os.environ.get("DEDUP_REQUIRE_BROWSER"):  # CI installed it: a missing browser is a failure there
+            pytest.fail(reason)
+        pytest.skip(reason)
     return executable
 
 

@@ -38,7 +38,10 @@ class Sketch:
         chosen = {} if self.false_negative_weight is None else {
             "auto_bands": True, "false_negative_weight": self.false_negative_weight
         }
-        return {"num_perm": self.perm, "rows_per_band": ROWS_PER_BAND, "hash_scheme": self.scheme, **chosen}
+        return {
+            "num_perm": self.perm, "rows_per_band": ROWS_PER_BAND, "hash_scheme": self.scheme,
+            "jaccard_threshold": THRESHOLD, **chosen,
+        }
 
     def bands(self) -> tuple[int, int]:
         """(bands, rows per band) in use."""

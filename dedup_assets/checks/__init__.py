@@ -171,9 +171,10 @@ def star_removals_reach_threshold(context: AssetCheckExecutionContext, warehouse
 )
 def bands_suit_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     lineage = warehouse.upstream_lineage("scored_pairs", "scored_pairs")
+    rows = int(lineage.get("rows_in_use", lineage["rows_per_band"]))  # tables from before bands were chosen
     return rules.bands_suit_threshold(
-        float(lineage["jaccard_threshold"]), int(lineage["bands"]), int(lineage["rows_in_use"]),
-        int(lineage["num_perm"]), bool(lineage["auto_bands"]), float(lineage["false_negative_weight"]),
+        float(lineage["jaccard_threshold"]), int(lineage.get("bands", int(lineage["num_perm"]) // rows)), rows,
+        int(lineage["num_perm"]), bool(lineage.get("auto_bands", False)), float(lineage.get("false_negative_weight", 0.5)),
     )
 
 

@@ -186,8 +186,19 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
     (name, the index's value, this run's value)."""
     if not indexed:
         return []
-    built = indexed[0].settings
+    # an index built before bands could be chosen used rows_per_band's bands
+    implied = {"auto_bands": False, "bands": built_bands(indexed[0].settings), "rows_in_use": indexed[0].settings.get("rows_per_band")}
+    built = {**implied, **indexed[0].settings}
     return [(name, built[name], current[name]) for name in sorted(built) if name in current and current[name] != built[name]]
+
+
+def built_bands(settings: dict) -> int | None:
+    """The bands an index was built with; for one from before they were recorded, num_perm / rows_per_band."""
+    if "bands" in settings:
+        return settings["bands"]
+    if settings.get("num_perm") and settings.get("rows_per_band"):
+        return settings["num_perm"] // settings["rows_per_band"]
+    return None
 
 
 def screen_indexed_doc_ids(

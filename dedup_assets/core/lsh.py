@@ -113,7 +113,8 @@ def ensure_within_limits(pressure: BucketPressure, limits: PairLimits) -> None:
     are folded before buckets are sized, so what remains are near duplicates."""
     advice = (
         "Strip boilerplate (navigation, cookie notices, footers) before deduplicating, or raise "
-        "rows_per_band so that sharing a bucket takes more equal signature values"
+        "rows_per_band (with auto_bands: lower false_negative_weight) so that sharing a bucket takes "
+        "more equal signature values"
     )
     if pressure.largest_bucket_size > limits.max_bucket_size:
         raise PairBudgetExceeded(

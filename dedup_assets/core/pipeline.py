@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
+
+import duckdb
 
 from . import incremental
 from .audit import AUDIT_SAMPLED, build_recall_audit
@@ -18,7 +21,7 @@ from .batches import BatchFolder
 from .cluster import build_clusters, build_deduped_documents
 from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
 from .ingest import build_documents, build_rejected_documents, input_identity
-from .lsh import build_band_memberships, build_candidate_pairs
+from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
 from .publish import publish_batch_release, publish_release
 from .release import library_versions
 from .settings import DEFAULT_DUCKDB_MEMORY, Settings
@@ -34,6 +37,39 @@ def _timed(stages: dict[str, float], name: str) -> Iterator[None]:
     started = time.perf_counter()
     yield
     stages[name] = stages.get(name, 0.0) + time.perf_counter() - started
+
+
+@dataclass(frozen=True)
+class CoreRun:
+    """What the core steps came to: the buckets the join was admitted with, and the rows of
+    candidate_pairs and duplicate_pairs."""
+
+    pressure: BucketPressure
+    candidates: int
+    edges: int
+
+
+def run_core_steps(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    settings: Settings,
+    log: Callable[[str], None],
+    stage: Callable[[str], AbstractContextManager] = lambda name: nullcontext(),
+) -> CoreRun:
+    """From the documents table to duplicate_pairs: fingerprints and bands, candidates, exact
+    verification; each step inside ``stage(name)`` (fingerprint, candidates, verify)."""
+    params = settings.sketch_params()
+    with stage("fingerprint"), connection.cursor() as reader:
+        write_table(connection, tables.fingerprinted, build_fingerprinted(reader, tables, params, settings.batch_size, log))
+        write_table(connection, tables.band_memberships, build_band_memberships(tables))
+    with stage("candidates"):
+        build, pressure = build_candidate_pairs(connection, tables, settings.pair_limits())
+        candidates = write_table(connection, tables.candidate_pairs, build)
+    with stage("verify"):
+        build, _ = build_scored_pairs(connection, tables, params, settings.thresholds(), settings.memory_budget_mb)
+        write_table(connection, tables.scored_pairs, build)
+        edges = write_table(connection, tables.duplicate_pairs, build_duplicate_pairs(tables))
+    return CoreRun(pressure, candidates, edges)
 
 
 def run_library(
@@ -62,19 +98,7 @@ def run_library(
             write_table(connection, tables.documents, build)
             write_table(connection, tables.rejected_documents, build_rejected_documents(stats))
             input_file = identity.result()
-        with stage("fingerprint"), connection.cursor() as reader:
-            build = build_fingerprinted(reader, tables, params, settings.batch_size, log)
-            write_table(connection, tables.fingerprinted, build)
-            write_table(connection, tables.band_memberships, build_band_memberships(tables))
-        with stage("candidates"):
-            build, pressure = build_candidate_pairs(connection, tables, settings.pair_limits())
-            write_table(connection, tables.candidate_pairs, build)
-        with stage("verify"):
-            build, _ = build_scored_pairs(
-                connection, tables, params, settings.thresholds(), settings.memory_budget_mb
-            )
-            write_table(connection, tables.scored_pairs, build)
-            write_table(connection, tables.duplicate_pairs, build_duplicate_pairs(tables))
+        pressure = run_core_steps(connection, tables, settings, log, stage).pressure
         with stage("cluster"):
             build = build_clusters(
                 connection, tables, settings.cluster_mode, params.shingle_size, settings.jaccard_threshold,

@@ -325,6 +325,8 @@ def publish_tuning_files(
     output_root = output_root.expanduser().resolve()
     folder = output_root / TUNING_FOLDER
     with _said_of_the_place(output_root):
+        # the same folders as a release: a folder the next release could not replace is refused now
+        _refuse_unreplaceable(output_root)
         output_root.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_root, holder_for(database)):
             _clean_remains(output_root, log)  # a release a killed switch moved aside comes back first

@@ -53,6 +53,7 @@ LIBRARIES = (
     "numba",
     "warcio",
     "resiliparse",
+    "matplotlib",  # draws the release's pictures: their bytes follow its version
 )
 
 
@@ -162,7 +163,7 @@ def manifest_entries(
         "product": "dedup-assets",
         "settings": settings.as_dict(),
         # what an unset setting came to in this run
-        "derived_settings": settings.derived(),
+        "derived_settings": {**settings.derived(), "max_pair_slots": settings.pair_limits().max_pair_slots},
         "input": {
             "path": input_file.path,
             "rows": counts["input_record_rows"],

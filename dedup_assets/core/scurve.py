@@ -23,11 +23,16 @@ def lsh_probability(similarity: float | np.ndarray, bands: int, rows_per_band: i
     return 1.0 - (1.0 - similarity**rows_per_band) ** bands
 
 
+def _area(values: np.ndarray, points: np.ndarray) -> float:
+    """The trapezoid rule (numpy's own is named differently before numpy 2)."""
+    return float(np.sum((values[1:] + values[:-1]) * np.diff(points)) / 2.0)
+
+
 def error_areas(threshold: float, bands: int, rows_per_band: int) -> tuple[float, float]:
     """(false-positive area: under the curve over [0, t]; false-negative area: above it over [t, 1])."""
     below, above = _GRID[_GRID <= threshold], _GRID[_GRID >= threshold]
-    false_positive = float(np.trapezoid(lsh_probability(below, bands, rows_per_band), below)) if len(below) > 1 else 0.0
-    false_negative = float(np.trapezoid(1.0 - lsh_probability(above, bands, rows_per_band), above)) if len(above) > 1 else 0.0
+    false_positive = _area(lsh_probability(below, bands, rows_per_band), below)
+    false_negative = _area(1.0 - lsh_probability(above, bands, rows_per_band), above)
     return false_positive, false_negative
 
 
@@ -66,7 +71,9 @@ def weak_bands_warning(
     instead = (
         f"{suggested[0]} x {suggested[1]}, which makes {lsh_probability(threshold, *suggested):.0%} of them candidates"
     )
-    if auto_bands:
+    if auto_bands and false_negative_weight >= SUGGESTED_WEIGHT:
+        change = f"Raise num_perm (now {num_perm}): more signature values allow more bands. "
+    elif auto_bands:
         change = f"Raise false_negative_weight (now {false_negative_weight}; {weight} chooses {instead}) or num_perm (now {num_perm}). "
     else:
         change = (

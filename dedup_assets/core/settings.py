@@ -21,6 +21,8 @@ CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
 
 # The fast sketch's 2 * num_perm rounds must fit in its 10 round bits (kernels.py).
 MAX_SKETCH_SIZE = 1 << 9
+# auto_bands weighs every (bands, rows) pair that fits; past this the choice alone takes seconds
+MAX_AUTO_BANDS_PERM = 1 << 10
 # Shingles are word n-grams: beyond this, two pages share a shingle only if they share whole
 # paragraphs, and every shorter page has none.
 MAX_SHINGLE_SIZE = 64
@@ -201,6 +203,12 @@ class Settings:
 
     def sketch_params(self) -> SketchParams:
         if self.auto_bands:
+            # the choice searches every pair that fits num_perm: check it first
+            if not 1 <= self.num_perm <= (MAX_SKETCH_SIZE if self.hash_scheme == "fss" else MAX_AUTO_BANDS_PERM):
+                raise SettingsError(
+                    f"with auto_bands, num_perm must be between 1 and "
+                    f"{MAX_SKETCH_SIZE if self.hash_scheme == 'fss' else MAX_AUTO_BANDS_PERM}, got {self.num_perm}"
+                )
             bands, rows = choose_bands(self.jaccard_threshold, self.num_perm, self.false_negative_weight)
             return SketchParams(self.hash_scheme, self.shingle_size, self.num_perm, rows, self.minhash_seed, bands)
         return SketchParams(
@@ -230,14 +238,10 @@ class Settings:
         return asdict(self)
 
     def derived(self) -> dict:
-        """What the settings came to in this run: the LSH bands in use, and the pair-slot budget
-        when max_pair_slots is unset."""
+        """The LSH bands in use: what rows_per_band, or auto_bands with the threshold, came to.
+        Recorded in lineage beside the settings (never in place of one)."""
         params = self.sketch_params()
-        return {
-            "bands": params.bands,
-            "rows_in_use": params.rows_per_band,
-            "max_pair_slots": self.pair_limits().max_pair_slots,
-        }
+        return {"bands": params.bands, "rows_in_use": params.rows_per_band}
 
 
 @dataclass(frozen=True)

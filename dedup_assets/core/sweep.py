@@ -26,15 +26,15 @@ import numpy as np
 import pyarrow as pa
 
 from .audit import build_recall_audit, sample_rows
-from .lsh import PairBudgetExceeded, build_band_memberships, build_candidate_pairs
+from .lsh import PairBudgetExceeded
+from .pipeline import run_core_steps
 from .plots import FIGURE_SIZE, new_axes, png_bytes
 from .release import spreadsheet_safe
 from .settings import Settings, SweepSettings
-from .sketch import build_fingerprinted
 from .store import TableBuild, open_database, write_table
 from .streams import Progress
 from .tables import Tables, sql
-from .verify import MemoryBudgetExceeded, build_duplicate_pairs, build_scored_pairs, first_copies
+from .verify import MemoryBudgetExceeded, first_copies
 
 SWEEP_TABLE = "parameter_sweep"
 SWEEP_CSV = "sweep.csv"
@@ -176,17 +176,8 @@ def _measure(
     }
     started = time.perf_counter()
     try:
-        with connection.cursor() as reader:
-            write_table(
-                connection, tables.fingerprinted, build_fingerprinted(reader, tables, params, settings.batch_size, log)
-            )
-        write_table(connection, tables.band_memberships, build_band_memberships(tables))
-        build, pressure = build_candidate_pairs(connection, tables, settings.pair_limits())
-        row["pair_slots"] = pressure.pair_slots
-        row["candidates"] = write_table(connection, tables.candidate_pairs, build)
-        build, _ = build_scored_pairs(connection, tables, params, settings.thresholds(), settings.memory_budget_mb)
-        write_table(connection, tables.scored_pairs, build)
-        row["edges"] = write_table(connection, tables.duplicate_pairs, build_duplicate_pairs(tables))
+        steps = run_core_steps(connection, tables, settings, log)
+        row.update(pair_slots=steps.pressure.pair_slots, candidates=steps.candidates, edges=steps.edges)
     except (PairBudgetExceeded, MemoryBudgetExceeded) as error:
         return {**row, "refused": str(error), "seconds": round(time.perf_counter() - started, 3)}
     row["seconds"] = round(time.perf_counter() - started, 3)

@@ -17,7 +17,8 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 # 2: candidate_pairs, scored_pairs and duplicate_pairs have found_by.
 # 3: a copy group's first copy is its first document in input order (was: the smallest doc_id).
 # 4: clusters has jaccard_to_representative and chained.
-TABLE_LAYOUT = 4
+# 5: lineage records the bands in use (bands, rows_in_use) and auto_bands.
+TABLE_LAYOUT = 5
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",
