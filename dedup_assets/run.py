@@ -58,6 +58,7 @@ class _Console(logging.Handler):
         self.assets, self.started = assets, set()
         self.errors: list[str] = []
         self.checks_passed = 0
+        self.said: set[str] = set()  # steps' messages, so that a check saying the same is not repeated
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
@@ -75,7 +76,8 @@ class _Console(logging.Handler):
                 if data.check_name in COMPARISONS:  # what it compared with is news to the user
                     _say(f"{data.check_name}: {data.description}")
             elif data.severity == AssetCheckSeverity.WARN:  # a warning, said now; the run goes on
-                _say(f"warning: check {data.check_name} on {data.asset_key.path[-1]}: {data.description}")
+                said = " (said above)" if data.description in self.said else f": {data.description}"
+                _say(f"warning: check {data.check_name} on {data.asset_key.path[-1]}{said}")
             else:
                 asset = data.asset_key.path[-1]
                 self.errors.append(f"check {data.check_name} on {asset} failed: {data.description}")
@@ -89,6 +91,7 @@ class _Console(logging.Handler):
             message = meta.get("orig_message", record.getMessage())
             # a check with nothing to compare records no result, which Dagster remarks on
             if "did not yield or return expected outputs" not in message:
+                self.said.add(message)
                 _say(message)
 
 

@@ -31,6 +31,7 @@ ALL_CHECKS = {
     "one_representative_per_cluster",
     "largest_cluster_within_max_cluster_size",
     "no_chained_members",
+    "removals_meet_threshold",
     "representatives_account_for_input",
     "fixture_contract",
     "recall_reaches_min_recall",

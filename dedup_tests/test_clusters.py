@@ -43,7 +43,12 @@ def test_components_chain_a_member_and_the_check_warns_naming_the_cluster(runner
     assert chained.metadata["chained_members"].value == 1
     assert checks["largest_cluster_within_max_cluster_size"].passed
     assert checks["fixture_contract"].passed
-    assert "star_removals_reach_threshold" not in checks  # components chain by design: nothing to check
+    # components chain by design: the blocking check holds them to their chained mark instead
+    assert checks["removals_meet_threshold"].passed
+    assert checks["removals_meet_threshold"].description == (
+        "2 removed documents: 1 at or above Jaccard 0.7 with the representative, 1 below it and marked chained "
+        "(see no_chained_members)"
+    )
     inspection = pd.read_csv(runner.output_dir / "cluster_inspection.csv").set_index("cluster_id")
     assert inspection.loc["cluster-chain-a", "chained_members"] == 1
     assert inspection.loc["cluster-chain-a", "min_jaccard_to_representative"] == pytest.approx(0.6386, abs=1e-4)
@@ -57,8 +62,8 @@ def test_components_chain_a_member_and_the_check_warns_naming_the_cluster(runner
 def test_star_mode_keeps_both_ends_of_the_chain_and_checks_every_removal(runner):
     result = runner.run(CLUSTER_CASES, cluster_mode="star")
     checks = _checks(result)
-    assert checks["star_removals_reach_threshold"].passed
-    assert checks["star_removals_reach_threshold"].description == (
+    assert checks["removals_meet_threshold"].passed
+    assert checks["removals_meet_threshold"].description == (
         "1 removed document, each at or above Jaccard 0.7 with its representative"
     )
     assert checks["no_chained_members"].passed
@@ -80,18 +85,31 @@ def test_star_check_fails_on_a_removal_below_the_threshold(tmp_path):
     database = tmp_path / "db.duckdb"
     run_library(str(CLUSTER_CASES), str(database), None, Settings(cluster_mode="star"))
     with duckdb.connect(str(database)) as connection:
-        passed = rules.star_removals_reach_threshold(connection, TABLES, 5, "fss", 0.7)
+        passed = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "star")
         assert passed.passed
         # what components mode decides: chain-c removed for chain-a, 0.64 apart
         connection.execute(
             "update dedup.clusters set decision = 'removed_duplicate', representative_doc_id = 'chain-a' "
             "where doc_id = 'chain-c'"
         )
-        failed = rules.star_removals_reach_threshold(connection, TABLES, 5, "fss", 0.7)
+        failed = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "star")
+        # under components the same removal must carry its chained mark, and this one lacks it
+        unmarked = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "components")
+        connection.execute("update dedup.clusters set chained = true where doc_id = 'chain-c'")
+        marked = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "components")
+        connection.execute("update dedup.clusters set chained = true where doc_id = 'chain-b'")
+        wrongly_marked = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "components")
     assert not failed.passed and failed.severity.value == "ERROR"
     assert failed.description == (
-        "star clusters never remove a document below the threshold: re-materialize clusters, and report "
-        "it if it recurs. chain-c is removed for chain-a at Jaccard 0.6386 < 0.7"
+        "star clusters broke their rule: re-materialize clusters, and report it if it recurs. chain-c is "
+        "removed for chain-a at Jaccard 0.6386 < 0.7"
+    )
+    assert not unmarked.passed and unmarked.description.endswith(
+        "chain-c is removed for chain-a at Jaccard 0.6386 < 0.7 but not marked chained"
+    )
+    assert marked.passed
+    assert not wrongly_marked.passed and wrongly_marked.description.endswith(
+        "chain-b is marked chained but is at Jaccard 0.8013 with chain-a"
     )
 
 

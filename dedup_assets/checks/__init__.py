@@ -135,32 +135,20 @@ def no_chained_members(warehouse: DuckDBWarehouse) -> AssetCheckResult:
         return rules.no_chained_members(cursor, warehouse.tables.clusters, float(threshold))
 
 
-@multi_asset_check(
-    specs=[
-        AssetCheckSpec(
-            "star_removals_reach_threshold",
-            asset="clusters",
-            blocking=True,
-            description="With cluster_mode star, every removed document's exact Jaccard with its "
-            "representative, computed again from the two bodies, is at least the threshold. Not "
-            "evaluated (shown as skipped) for connected components, which chain by design.",
-            additional_deps=["documents"],
-        )
-    ],
-    can_subset=True,  # components: no promise to check, so no result rather than a pass
+@asset_check(
+    asset="clusters",
+    blocking=True,
+    description="Every removed document's exact Jaccard with its representative, computed again from "
+    "the two bodies, is at least the threshold; with cluster_mode components, a document below it is "
+    "marked chained (and only such a one). With star, none is below it.",
+    additional_deps=["documents", "fingerprinted"],
 )
-def star_removals_reach_threshold(context: AssetCheckExecutionContext, warehouse: DuckDBWarehouse):
+def removals_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     lineage = warehouse.upstream_lineage("clusters", "clusters")
-    if lineage["cluster_mode"] != "star":
-        context.log.info(
-            f"star_removals_reach_threshold not evaluated: the clusters are {lineage['cluster_mode']} "
-            "clusters; no_chained_members reports their chains"
-        )
-        return
     with warehouse.cursor() as cursor:
-        yield rules.star_removals_reach_threshold(
+        return rules.removals_meet_threshold(
             cursor, warehouse.tables, int(lineage["shingle_size"]), lineage["hash_scheme"],
-            float(lineage["jaccard_threshold"]),
+            float(lineage["jaccard_threshold"]), lineage["cluster_mode"],
         )
 
 
@@ -322,7 +310,7 @@ PIPELINE_CHECKS = [
     one_representative_per_cluster,
     largest_cluster_within_max_cluster_size,
     no_chained_members,
-    star_removals_reach_threshold,
+    removals_meet_threshold,
     representatives_account_for_input,
     fixture_contract,
     same_as_incremental,

@@ -331,15 +331,17 @@ def no_chained_members(connection: duckdb.DuckDBPyConnection, clusters: str, thr
     )
 
 
-def star_removals_reach_threshold(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, shingle_size: int, hash_scheme: str, threshold: float
+def removals_meet_threshold(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, shingle_size: int, hash_scheme: str, threshold: float,
+    cluster_mode: str,
 ) -> AssetCheckResult:
     """Every removed document's exact Jaccard with its representative, computed again from the
-    two bodies, is at least ``threshold``: what cluster_mode star promises. Two copies of one
-    text (one content hash) count as 1, as in scored_pairs."""
+    two bodies, is at least ``threshold``; with cluster_mode components a document below it
+    must be marked chained, and only such a one. Two copies of one text (one content hash) count
+    as 1, as in scored_pairs."""
     removed = connection.sql(
         f"""
-        select c.doc_id, c.representative_doc_id, l.content_hash = r.content_hash as same_text
+        select c.doc_id, c.representative_doc_id, l.content_hash = r.content_hash as same_text, c.chained
         from {tables.clusters} c
         join {tables.fingerprinted} l on l.doc_id = c.doc_id
         join {tables.fingerprinted} r on r.doc_id = c.representative_doc_id
@@ -364,18 +366,31 @@ def star_removals_reach_threshold(
             shingle_size,
             hash_scheme,
         )
-    failures = [
-        f"{removed.column(0)[i]} is removed for {removed.column(1)[i]} at Jaccard {jaccard[i]:.4f} < {threshold}"
-        for i in np.flatnonzero(jaccard < threshold)
-    ]
+    chained = removed.column(3).to_numpy(zero_copy_only=False).astype(bool)
+    below = jaccard < threshold
+    wrong = below if cluster_mode == "star" else below != chained
+    failures = []
+    for i in np.flatnonzero(wrong):
+        doc_id, kept = removed.column(0)[i], removed.column(1)[i]
+        if cluster_mode == "star":
+            failures.append(f"{doc_id} is removed for {kept} at Jaccard {jaccard[i]:.4f} < {threshold}")
+        elif below[i]:
+            failures.append(f"{doc_id} is removed for {kept} at Jaccard {jaccard[i]:.4f} < {threshold} but not marked chained")
+        else:
+            failures.append(f"{doc_id} is marked chained but is at Jaccard {jaccard[i]:.4f} with {kept}")
     if failures:  # a broken promise of the clustering, not a fault of the data
         failures[0] = (
-            "star clusters never remove a document below the threshold: re-materialize clusters, and "
-            f"report it if it recurs. {failures[0]}"
+            f"{cluster_mode} clusters broke their rule: re-materialize clusters, and report it if it recurs. {failures[0]}"
+        )
+    passed = f"{_count(removed.num_rows, 'removed document')}, each at or above Jaccard {threshold} with its representative"
+    if cluster_mode != "star" and below.any():
+        passed = (
+            f"{_count(removed.num_rows, 'removed document')}: {int((~below).sum())} at or above Jaccard {threshold} with "
+            f"the representative, {int(below.sum())} below it and marked chained (see no_chained_members)"
         )
     return _result(
         failures,
-        f"{_count(removed.num_rows, 'removed document')}, each at or above Jaccard {threshold} with its representative",
+        passed,
         weakest_jaccard=MetadataValue.float(float(jaccard.min())) if len(jaccard) else "nothing removed",
     )
 
