@@ -3,6 +3,8 @@
 - ``dedup run [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
 - ``dedup verify-release DIR``: checks a release folder against its ``manifest.json``.
 - ``dedup forget-batches KEY``: takes batch KEY and every later batch out of the incremental index.
+- ``dedup cdx-targets --crawl ID PATTERN... --out FILE``: a targets file of a crawl's HTML
+  captures of URL patterns, from a CDX API (Common Crawl's index by default).
 """
 
 from __future__ import annotations
@@ -74,9 +76,42 @@ def forget_batches_command(argv: list[str]) -> int:
     return 0
 
 
+def cdx_targets_command(argv: list[str]) -> int:
+    from .core.readers.protocol import InputError
+    from .core.readers.warc_ranges import refuse_unacknowledged_terms
+    from .core.settings import COMMON_CRAWL_CDX_API_URL
+
+    parser = argparse.ArgumentParser(
+        prog="dedup cdx-targets",
+        description="Write a targets file (CSV: url, filename, offset, length, digest, timestamp, "
+        "mime, status) of the captures of URL patterns in one crawl that answered 200 with "
+        "text/html, from a CDX API. Read it with source_format warc_ranges (or leave that unset).",
+    )
+    parser.add_argument("patterns", nargs="+", help="URL patterns, such as example.com/* or *.example.com")
+    parser.add_argument("--crawl", required=True, help="the crawl id, such as CC-MAIN-2024-10")
+    parser.add_argument("--out", required=True, type=Path, help="the targets CSV to write")
+    parser.add_argument("--cdx-api-url", default=COMMON_CRAWL_CDX_API_URL, help=f"default: {COMMON_CRAWL_CDX_API_URL}")
+    parser.add_argument("--acknowledge-common-crawl-terms", action="store_true")
+    parser.add_argument("--timeout-s", type=float, default=60.0)
+    arguments = parser.parse_args(argv)
+    from .core.cdx import write_targets
+
+    try:
+        refuse_unacknowledged_terms(
+            arguments.cdx_api_url, arguments.acknowledge_common_crawl_terms, "--cdx-api-url",
+            "pass --acknowledge-common-crawl-terms, or --cdx-api-url of another index",
+        )
+        rows = write_targets(arguments.cdx_api_url, arguments.crawl, arguments.patterns, arguments.out, arguments.timeout_s)
+    except InputError as error:
+        print(f"Error: {error}", file=sys.stderr)
+        return 2
+    print(f"{arguments.out}: {rows:,} targets.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    commands = ("run", "verify-release", "forget-batches")
+    commands = ("run", "verify-release", "forget-batches", "cdx-targets")
     if not argv or argv[0] not in commands:
         print(f"usage: dedup {{{','.join(commands)}}} ...\n\n{__doc__}", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
@@ -84,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return verify_release_command(argv[1:])
     if argv[0] == "forget-batches":
         return forget_batches_command(argv[1:])
+    if argv[0] == "cdx-targets":
+        return cdx_targets_command(argv[1:])
     from .run import main as run
 
     return run(argv[1:], prog="dedup run")

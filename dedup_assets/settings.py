@@ -105,7 +105,9 @@ class DedupSettings(ConfigurableResource):
     )
     source_format: SourceFormat | None = Field(
         default=None,
-        description="csv, parquet, jsonl or warc for every input file; unset: by file extension.",
+        description="csv, parquet, jsonl, warc or warc_ranges (a targets file of WARC byte ranges to "
+        "fetch) for every input file; unset: by file extension, and a CSV or Parquet file with a "
+        "targets file's columns is warc_ranges.",
     )
     fields: dict[str, str] = Field(
         default_factory=dict,
@@ -160,6 +162,28 @@ class DedupSettings(ConfigurableResource):
         default=SWEEP_DEFAULTS.sample_size,
         description="Documents the parameter sweep samples (seeded by minhash_seed); 0: every document.",
     )
+    warc_base_url: str = Field(
+        default=DEFAULTS.warc_base_url,
+        description="warc_ranges: the prefix a target's WARC filename is joined to: an http(s) URL, "
+        "or a local folder (file:// or a path). The default is Common Crawl's public endpoint.",
+    )
+    acknowledge_common_crawl_terms: bool = Field(
+        default=DEFAULTS.acknowledge_common_crawl_terms,
+        description="warc_ranges from Common Crawl's own endpoint: you accept its terms of use "
+        "(https://commoncrawl.org/terms-of-use); without it such a run fails before fetching.",
+    )
+    fetch_concurrency: int = Field(default=DEFAULTS.fetch_concurrency, description="warc_ranges: fetches at once.")
+    fetch_retries: int = Field(
+        default=DEFAULTS.fetch_retries,
+        description="warc_ranges: retries of a fetch after a connection error, timeout, 429 or 5xx "
+        "(exponential backoff with jitter).",
+    )
+    fetch_timeout_s: float = Field(default=DEFAULTS.fetch_timeout_s, description="warc_ranges: seconds per fetch.")
+    fetch_cache: str | None = Field(
+        default=DEFAULTS.fetch_cache,
+        description="warc_ranges: a folder keeping fetched records, so a re-run fetches none again. "
+        "Unset: env DEDUP_CACHE, else no cache.",
+    )
     input_path: str | None = Field(
         default=None,
         description="Input file, folder or glob (CSV, Parquet, JSONL or WARC). Unset: env "
@@ -186,6 +210,7 @@ class DedupSettings(ConfigurableResource):
     def settings(self) -> Settings:
         """The run's algorithm settings as the library takes them (raises SettingsError)."""
         values = {field.name: getattr(self, field.name) for field in fields(Settings)}
+        values["fetch_cache"] = self.fetch_cache or os.environ.get("DEDUP_CACHE") or None
         return Settings(**{name: getattr(value, "value", value) for name, value in values.items()})
 
     def sweep(self) -> SweepSettings:

@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 
 from dedup_assets.core.readers import READERS, InputError, InputPolicy, Reader, reader_for
-from dedup_assets.core.settings import SOURCE_FORMATS
+from dedup_assets.core.settings import SOURCE_FORMATS, FetchSettings
 
 from .conftest import document, write_csv
 from .test_sources import _jsonl_lines
+from .test_warc_ranges import TARGET_COLUMNS, target_rows
 from .warc_fixtures import write_crawl
 
 
@@ -26,7 +27,8 @@ def test_each_source_format_has_one_reader_that_keeps_the_protocol(tmp_path):
 
 
 def _sample(tmp_path, source_format):
-    """A small file of the format; the JSONL and WARC ones have records their readers reject."""
+    """A small file of the format; the JSONL, WARC and targets ones have records their readers
+    reject."""
     rows = [document(f"d{i}", 'multi\nline "quoted"') for i in range(7)]
     if source_format == "csv":
         return write_csv(tmp_path / "in.csv", rows)
@@ -37,6 +39,9 @@ def _sample(tmp_path, source_format):
         with gzip.open(tmp_path / "dump.jsonl.gz", "wt", encoding="utf-8") as handle:
             handle.write("\n".join(_jsonl_lines()) + "\n")
         return tmp_path / "dump.jsonl.gz"
+    if source_format == "warc_ranges":
+        rows = target_rows(write_crawl(tmp_path / "crawl.warc.gz", truncate_last=False), "crawl.warc.gz")
+        return write_csv(tmp_path / "targets.csv", rows, TARGET_COLUMNS)
     return write_crawl(tmp_path / "crawl.warc.gz")
 
 
@@ -44,10 +49,12 @@ def _sample(tmp_path, source_format):
 def test_count_agrees_with_the_rows_and_rejects_of_batches(tmp_path, source_format):
     path = _sample(tmp_path, source_format)
     reader = reader_for(path)
-    assert reader is READERS[source_format] and reader.matches(path)
+    assert reader is READERS[source_format]
+    assert reader.matches(path) == (source_format != "warc_ranges")  # a targets file: by its columns
     rejects = []
-    batches = list(reader.batches(path, 3, InputPolicy(), lambda *reject: rejects.append(reject)))
+    policy = InputPolicy(fetch=FetchSettings(base_url=str(tmp_path)))
+    batches = list(reader.batches(path, 3, policy, lambda *reject: rejects.append(reject)))
     assert all(batch.schema.names == reader.schema(path).names for batch in batches)
     rows = sum(batch.num_rows for batch in batches)
     assert rows + len(rejects) == reader.count(path)
-    assert bool(rejects) == (source_format in ("jsonl", "warc"))
+    assert bool(rejects) == (source_format in ("jsonl", "warc", "warc_ranges"))

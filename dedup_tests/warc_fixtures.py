@@ -1,7 +1,13 @@
-"""Small real WARC files, written with warcio's own writer, for the tests."""
+"""Small real WARC files, written with warcio's own writer, for the tests, and a real HTTP
+server on 127.0.0.1 that serves them by byte range."""
 
 from __future__ import annotations
 
+import socket
+import struct
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BytesIO
 from pathlib import Path
 
@@ -102,3 +108,68 @@ def write_pages(path: Path, count: int, gzip: bool = True) -> Path:
             _response(writer, f"https://pages.example.com/{number}", "200 OK", "text/html",
                       page(f"Page {number}", f"Page {number} of the crawl. {ARTICLE}"), "2026-03-01T00:00:00Z")
     return path
+
+
+class _RangeHandler(BaseHTTPRequestHandler):
+    """Serves the server's folder, honouring Range; a file named in ``faults`` misbehaves: "reset"
+    (the connection is reset), "503 twice" (then answers), "ignores range" (200, the whole file),
+    "truncated" (206 with 100 bytes too few)."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+    disable_nagle_algorithm = True  # else the body waits for the headers' delayed ACK (40 ms)
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        server = self.server
+        name = self.path.lstrip("/")
+        with server.lock:
+            server.requests[name] += 1
+            seen = server.requests[name]
+        fault = server.faults.get(name)
+        if fault == "reset":
+            # linger 0: closing sends a TCP reset instead of an orderly end
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
+        if fault == "503 twice" and seen <= 2:
+            self.send_error(503)
+            return
+        path = server.folder / name
+        if not path.is_file():
+            self.send_error(404)
+            return
+        if fault == "ignores range":
+            self._send(200, path.read_bytes())
+            return
+        first, last = (int(part) for part in self.headers["Range"].removeprefix("bytes=").split("-"))
+        with path.open("rb") as handle:
+            handle.seek(first)
+            body = handle.read(last + 1 - first)
+        content_range = f"bytes {first}-{last}/{path.stat().st_size}"
+        self._send(206, body[:-100] if fault == "truncated" else body, content_range)
+
+    def _send(self, status: int, body: bytes, content_range: str | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        if content_range:
+            self.send_header("Content-Range", content_range)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except (OSError, ValueError):  # the reset connection is gone
+            pass
+
+
+def range_server(folder: Path, faults: dict[str, str] | None = None) -> ThreadingHTTPServer:
+    """A running server of ``folder`` on a free loopback port; ``requests`` counts each path's
+    requests. Stop it with ``shutdown()`` and ``server_close()``."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RangeHandler)
+    httpd.folder, httpd.faults, httpd.requests, httpd.lock = folder, faults or {}, Counter(), threading.Lock()
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd

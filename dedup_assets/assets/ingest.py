@@ -14,7 +14,7 @@ title, body`, any extra columns (such as WARC lineage), `source_file` and `input
 1-based row, line or record it came from), in input order.
 
 Reads the input (`DEDUP_INPUT` or `input_path`: a CSV, Parquet, JSONL or WARC file, a folder or a
-glob) in batches. A row that cannot be a document goes to `rejected_documents` with its reason
+glob, or a targets file of WARC byte ranges, fetched from `warc_base_url`) in batches. A row that cannot be a document goes to `rejected_documents` with its reason
 instead (or fails the run with `fail_on_reject`); a problem with the whole input (missing file or
 column, unreadable file) fails the run with what to fix. `crawled_at` is stored in UTC. Empty
 bodies are kept; they become singletons."""

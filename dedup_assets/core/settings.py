@@ -13,7 +13,7 @@ from typing import Literal, get_args
 from .scurve import choose_bands
 
 HashScheme = Literal["fss", "blake2b"]
-SourceFormat = Literal["csv", "parquet", "jsonl", "warc"]
+SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
 ClusterMode = Literal["components", "star"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
@@ -27,6 +27,11 @@ MAX_AUTO_BANDS_PERM = 1 << 10
 # paragraphs, and every shorter page has none.
 MAX_SHINGLE_SIZE = 64
 DEFAULT_DUCKDB_MEMORY = "2GB"
+# Common Crawl's public HTTPS data endpoint, which a targets file's WARC filenames are joined to.
+COMMON_CRAWL_BASE_URL = "https://data.commoncrawl.org/"
+COMMON_CRAWL_TERMS = "https://commoncrawl.org/terms-of-use"
+# Common Crawl's index server (pywb), whose CDX API ``dedup cdx-targets`` asks for targets.
+COMMON_CRAWL_CDX_API_URL = "https://index.commoncrawl.org/"
 
 # Rows per streamed batch. At web-page sizes a batch's text stays under glibc's largest mmap
 # threshold (32 MB), so a freed batch's memory is reused by the next one instead of being mapped
@@ -44,7 +49,9 @@ PAIR_SLOT_BYTES = 640
 # Settings whose change alters an asset's content, keyed by the first asset they affect (the
 # lineage of every table records them; ``table_layout`` and ``input_path`` are the run's).
 STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
-    "documents": ("table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields"),
+    "documents": (
+        "table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields", "warc_base_url",
+    ),
     # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
     "fingerprinted": (
         "hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
@@ -129,6 +136,29 @@ class PairLimits:
 
 
 @dataclass(frozen=True)
+class FetchSettings:
+    """Where a targets file's WARC records are fetched from, and how hard to try. ``cache`` is a
+    folder keeping fetched records (None: none)."""
+
+    base_url: str = COMMON_CRAWL_BASE_URL
+    acknowledge_common_crawl_terms: bool = False
+    concurrency: int = 8
+    retries: int = 5
+    timeout_s: float = 60.0
+    cache: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise SettingsError(f"fetch_concurrency must be at least 1, got {self.concurrency}")
+        if self.retries < 0:
+            raise SettingsError(f"fetch_retries must be at least 0, got {self.retries}")
+        if self.timeout_s <= 0:
+            raise SettingsError(f"fetch_timeout_s must be above 0, got {self.timeout_s}")
+        if not self.base_url:
+            raise SettingsError("warc_base_url must not be empty")
+
+
+@dataclass(frozen=True)
 class InputPolicy:
     """How the input is read, and what to do with a row that cannot be a document. ``fields``
     maps our column names to the input's (CSV and Parquet columns, JSONL fields)."""
@@ -137,6 +167,7 @@ class InputPolicy:
     fail_on_reject: bool = False
     fields: dict = field(default_factory=dict)
     source_format: str | None = None
+    fetch: FetchSettings = field(default_factory=FetchSettings)  # targets files only
 
     def __post_init__(self) -> None:
         if self.source_format is not None and self.source_format not in SOURCE_FORMATS:
@@ -173,6 +204,12 @@ class Settings:
     max_cluster_size: int = 1_000
     auto_bands: bool = False  # True: bands and rows chosen from jaccard_threshold (rows_per_band unused)
     false_negative_weight: float = 0.5
+    warc_base_url: str = FetchSettings.base_url
+    acknowledge_common_crawl_terms: bool = FetchSettings.acknowledge_common_crawl_terms
+    fetch_concurrency: int = FetchSettings.concurrency
+    fetch_retries: int = FetchSettings.retries
+    fetch_timeout_s: float = FetchSettings.timeout_s
+    fetch_cache: str | None = FetchSettings.cache  # the resource fills it from DEDUP_CACHE when unset
 
     def __post_init__(self) -> None:
         # each value object checks itself; make them all now, so nothing runs on a bad setting
@@ -232,6 +269,14 @@ class Settings:
             self.fail_on_reject,
             {**self.jsonl_fields, **self.fields},
             self.source_format,
+            FetchSettings(
+                self.warc_base_url,
+                self.acknowledge_common_crawl_terms,
+                self.fetch_concurrency,
+                self.fetch_retries,
+                self.fetch_timeout_s,
+                self.fetch_cache,
+            ),
         )
 
     def as_dict(self) -> dict:

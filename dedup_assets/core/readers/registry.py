@@ -6,12 +6,13 @@ import re
 from pathlib import Path
 
 from ..settings import SOURCE_FORMATS
-from . import csv, jsonl, parquet, warc
+from . import csv, jsonl, parquet, warc, warc_ranges
 from .protocol import REQUIRED_COLUMNS, InputError, Reader
 
 # Format name -> reader, in the order of SOURCE_FORMATS.
 READERS: dict[str, Reader] = {
-    reader.name: reader for reader in (csv.READER, parquet.READER, jsonl.READER, warc.READER)
+    reader.name: reader
+    for reader in (csv.READER, parquet.READER, jsonl.READER, warc.READER, warc_ranges.READER)
 }
 SUPPORTED_NAMES = ".csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz"
 # the extensions the readers' file names end with, longest first, so .warc.gz is cut whole
@@ -27,7 +28,7 @@ def format_stem(name: str) -> str:
 
 def matching_reader(path: Path, source_format: str | None = None) -> Reader | None:
     """The reader of a file: ``source_format``'s when set, else the one whose file names fit
-    ``path``, if any."""
+    ``path``, if any; a CSV or Parquet file with a targets file's columns is a targets file."""
     if source_format:
         if source_format not in READERS:
             raise InputError(
@@ -35,7 +36,10 @@ def matching_reader(path: Path, source_format: str | None = None) -> Reader | No
                 f"file extension), got {source_format!r}"
             )
         return READERS[source_format]
-    return next((reader for reader in READERS.values() if reader.matches(path)), None)
+    reader = next((reader for reader in READERS.values() if reader.matches(path)), None)
+    if reader in (csv.READER, parquet.READER) and warc_ranges.is_targets_file(path, reader):
+        return warc_ranges.READER
+    return reader
 
 
 def reader_for(path: Path, source_format: str | None = None) -> Reader:

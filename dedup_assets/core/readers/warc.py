@@ -66,7 +66,8 @@ class _TolerantLoader(ArcWarcRecordLoader):
 _LOADER = _TolerantLoader()  # keeps no state between records, so one serves every member
 
 
-def _records(stream) -> ArchiveIterator:
+def records_of(stream) -> ArchiveIterator:
+    """warcio's records of ``stream``, digests checked, a response without a Target-URI readable."""
     records = ArchiveIterator(stream, check_digests=True)
     records.loader = _LOADER
     return records
@@ -79,7 +80,7 @@ def _decode(payload: bytes, content_type: str) -> tuple[str, int]:
     return text, text.count("\ufffd")
 
 
-def _document(path: Path, record, payload: bytes, offset: int, length: int | None) -> dict | str:
+def _document(filename: str, record, payload: bytes, offset: int, length: int | None) -> dict | str:
     """The document row of an HTML response, or the reason it cannot be one."""
     uri = record.rec_headers.get_header("WARC-Target-URI") or ""
     record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
@@ -95,7 +96,7 @@ def _document(path: Path, record, payload: bytes, offset: int, length: int | Non
         "crawled_at": record.rec_headers.get_header("WARC-Date") or "",
         "title": unicodedata.normalize("NFC", (tree.title or "").strip()),
         "body": body,
-        "warc_filename": path.name,
+        "warc_filename": filename,
         "warc_record_id": record_id,
         "warc_target_uri": uri,
         "warc_offset": offset,
@@ -140,9 +141,11 @@ def _problem(record, max_body_bytes: int, payload: bytes) -> tuple[str, str] | N
     return None
 
 
-def _entry(
-    path: Path, record, payload: bytes, offset: int, length: int | None, max_body_bytes: int, in_member: bool
+def record_entry(
+    filename: str, record, payload: bytes, offset: int, length: int | None, max_body_bytes: int, in_member: bool
 ) -> Entry:
+    """What one record read from ``filename`` becomes: its document row, or (doc_id, reason,
+    detail). ``in_member``: it came from a gzip member whose CRC and length checked out."""
     record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
     missing = getattr(record.raw_stream, "limit", 0)  # declared bytes the stream ended without
     # without a Content-Length (required) warcio reads to the end: the headers were cut there
@@ -158,7 +161,7 @@ def _entry(
             f"the file ends inside the record at byte offset {offset}, {short}; re-download the file"
         )
     problem = _problem(record, max_body_bytes, payload)
-    document = problem or _document(path, record, payload, offset, length)
+    document = problem or _document(filename, record, payload, offset, length)
     if isinstance(document, str):
         return record_id, document, "the page has no main text"
     return document if isinstance(document, dict) else (record_id, *document)
@@ -171,7 +174,7 @@ def _read(
     stopped (the stream's end, or the start of a record it could not read) and the error, if any.
     Records of a gzip member get the member's offset, and a length of None for the caller to fill
     in once the member's end is known."""
-    records = _records(stream)
+    records = records_of(stream)
     at = records.offset
     try:
         for record in records:
@@ -181,7 +184,7 @@ def _read(
                 offset, length = records.get_record_offset(), records.get_record_length()
             else:
                 offset, length = member_start, None
-            yield _entry(path, record, payload, offset, length, max_body_bytes, member_start is not None)
+            yield record_entry(path.name, record, payload, offset, length, max_body_bytes, member_start is not None)
             at = records.offset
             if member_start is not None and stream.ended_at(at):
                 break  # spares warcio a look for one more record (an EOFError) in every member

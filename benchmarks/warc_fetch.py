@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""WARC records fetched by byte range from a loopback server: records per second through the
+targets reader (fetch, verify, extract), the same records read from a local folder with seek,
+and the whole library pipeline's documents per second with fetching in the loop.
+
+    .venv/bin/python benchmarks/warc_fetch.py [--records 10000] [--record-kb 20] [--concurrency 8]
+
+The WARC files (warcio-written, 1,000 records each, pages of seeded random words) and their
+targets file are made once under ``--workdir``. The server (the tests' Range server) runs in its
+own process, so it does not share the reader's interpreter lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import random
+import sys
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+
+from dedup_bench.common import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT))  # the tests' WARC writer and Range server
+
+from warcio.archiveiterator import ArchiveIterator  # noqa: E402
+from warcio.statusandheaders import StatusAndHeaders  # noqa: E402
+from warcio.warcwriter import WARCWriter  # noqa: E402
+
+from dedup_assets.core.pipeline import run_library  # noqa: E402
+from dedup_assets.core.readers import InputStats, document_batches  # noqa: E402
+from dedup_assets.core.settings import Settings  # noqa: E402
+from dedup_tests.warc_fixtures import page, range_server  # noqa: E402
+
+PER_FILE = 1_000
+WORDS = [f"w{number}" for number in range(5_000)]
+
+
+def _write(folder: Path, records: int, record_kb: int) -> Path:
+    """The WARC files and their targets file (CDX API columns), once."""
+    targets = folder / "targets.csv"
+    if targets.exists():
+        return targets
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(7)
+    lines = ["url,filename,offset,length"]
+    for start in range(0, records, PER_FILE):
+        name = f"part-{start // PER_FILE:03d}.warc.gz"
+        with (folder / name).open("wb") as stream:
+            writer = WARCWriter(stream, gzip=True)
+            for number in range(start, min(start + PER_FILE, records)):
+                words = " ".join(rng.choices(WORDS, k=record_kb * 1024 // 6))
+                headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+                writer.write_record(writer.create_warc_record(
+                    f"https://bench.example.com/{number}", "response",
+                    payload=BytesIO(page(f"Page {number}", words)), http_headers=headers,
+                    warc_headers_dict={"WARC-Date": "2026-03-01T00:00:00Z"},
+                ))
+        with (folder / name).open("rb") as stream:
+            iterator = ArchiveIterator(stream)
+            for record in iterator:
+                record.content_stream().read()
+                uri = record.rec_headers.get_header("WARC-Target-URI")
+                lines.append(f"{uri},{name},{iterator.get_record_offset()},{iterator.get_record_length()}")
+    targets.write_text("\n".join(lines) + "\n")
+    return targets
+
+
+def _serve(folder: Path, ports) -> None:
+    ports.put(range_server(folder).server_address[1])
+    while True:
+        time.sleep(3600)
+
+
+def _read(targets: Path, settings: Settings) -> tuple[float, int]:
+    stats = InputStats()
+    started = time.perf_counter()
+    documents = sum(batch.num_rows for batch in document_batches(targets, stats, 4096, settings.input_policy()))
+    return time.perf_counter() - started, documents
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--record-kb", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench")
+    args = parser.parse_args(argv)
+    folder = args.workdir.resolve() / f"warc-fetch-{args.records}-{args.record_kb}kb"
+    targets = _write(folder, args.records, args.record_kb)
+    ports = multiprocessing.Queue()
+    server = multiprocessing.Process(target=_serve, args=(folder, ports), daemon=True)
+    server.start()
+    try:
+        http = Settings(warc_base_url=f"http://127.0.0.1:{ports.get(timeout=30)}/", fetch_concurrency=args.concurrency)
+        local = Settings(warc_base_url=str(folder))
+        print(f"{args.records:,} records of about {args.record_kb} KB (HTML), {sum(p.stat().st_size for p in folder.glob('*.warc.gz')) / 2**20:,.1f} MB compressed")
+        for label, settings in (("loopback HTTP", http), ("local folder", local)):
+            seconds, documents = _read(targets, settings)
+            print(f"targets reader, {label}: {documents:,} documents in {seconds:.2f} s = {documents / seconds:,.0f} records/s")
+        with tempfile.TemporaryDirectory() as scratch:
+            started = time.perf_counter()
+            result = run_library(str(targets), str(Path(scratch) / "db.duckdb"), None, http)
+            seconds = time.perf_counter() - started
+        stages = ", ".join(f"{name} {value:.2f} s" for name, value in result["stages"].items())
+        print(f"whole pipeline (library) with fetching: {args.records / seconds:,.0f} documents/s ({seconds:.2f} s: {stages})")
+    finally:
+        server.terminate()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,427 @@
+"""Targets input: a CSV or Parquet file naming WARC records by byte range, each record fetched
+from ``warc_base_url`` (an http(s) server or a local folder), verified, then read as a local WARC
+record is (:func:`.warc.record_entry`).
+
+A target row is a document or one reject with its row number: ``invalid_target`` (a missing or
+non-integer column), ``fetch_failed`` (a missing file, or retries exhausted: the last status or
+error is in the detail), ``range_not_honored`` (the server sent the whole file), ``length_mismatch``,
+``not_one_record`` (the bytes are not one gzip member holding one WARC record), ``uri_mismatch``,
+``digest_mismatch``, then the WARC rules. Fetches overlap in a bounded thread pool; rows come out
+in the targets file's order, whatever order the fetches finish in. A ``fetch_cache`` folder keeps
+every record of the right length by (filename, offset, length) with its sha256, so a re-run
+fetches none of them again, and an entry whose bytes no longer match is fetched again.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import random
+import tempfile
+import time
+import zlib
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+import httpx
+import pyarrow as pa
+
+from ..settings import COMMON_CRAWL_TERMS, FetchSettings, InputPolicy
+from . import csv, parquet
+from .protocol import InputError, Reject
+from .warc import WARC_SCHEMA, Entry, record_entry, records_of
+
+# The record lineage of local WARC input, plus the target's row, before the columns every
+# reader ends with.
+_LAST = WARC_SCHEMA.get_field_index("replaced_characters")
+WARC_RANGES_SCHEMA = pa.schema(
+    list(WARC_SCHEMA)[:_LAST] + [pa.field("target_row", pa.int64())] + list(WARC_SCHEMA)[_LAST:]
+)
+# our name -> the column in the CDX API's scheme and in the columnar index's
+_SCHEMES = (
+    {"url": "url", "filename": "filename", "offset": "offset", "length": "length", "digest": "digest"},
+    {
+        "url": "url",
+        "filename": "warc_filename",
+        "offset": "warc_record_offset",
+        "length": "warc_record_length",
+        "digest": "content_digest",
+    },
+)
+_LOCATING = ("filename", "offset", "length")
+_COMMON_CRAWL_HOSTS = {"data.commoncrawl.org", "commoncrawl.s3.amazonaws.com", "index.commoncrawl.org"}
+_BACKOFF_S, _MAX_BACKOFF_S = 0.5, 30.0
+_HEADERS_ROOM = 1 << 20  # WARC and HTTP headers a record may carry beyond max_body_bytes
+_AHEAD = 4  # fetches queued per worker, so a slow one does not idle the others
+
+
+@dataclass(frozen=True)
+class Target:
+    row: int
+    url: str
+    filename: str
+    offset: int
+    length: int
+    digest: str
+
+    def span(self) -> str:
+        return f"bytes {self.offset}-{self.offset + self.length - 1}"
+
+    def where(self) -> str:
+        return f"{self.filename} {self.span()}"
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason, self.detail = reason, detail
+
+
+class _Retry(Exception):
+    """A transient answer (429 or 5xx): worth asking again."""
+
+
+def _scheme(names: list[str]) -> dict[str, str] | None:
+    return next((scheme for scheme in _SCHEMES if all(scheme[key] in names for key in _LOCATING)), None)
+
+
+def is_targets_file(path: Path, reader) -> bool:
+    """Whether a CSV or Parquet file has a targets file's columns. A file with a ``body`` column is
+    documents that happen to carry WARC lineage, and stays documents."""
+    try:
+        names = reader.schema(path).names
+    except (InputError, OSError, pa.ArrowInvalid):
+        return False  # not readable as a table at all: check_file says why
+    return "body" not in names and _scheme(names) is not None
+
+
+def _table_reader(path: Path):
+    return parquet.READER if parquet.READER.matches(path) else csv.READER
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _target(row: int, values: dict, scheme: dict[str, str]) -> Target | tuple[str, str, str]:
+    """The target of one row, or why it cannot be one (as a reject entry)."""
+    numbers = {}
+    for key in ("offset", "length"):
+        text = _text(values.get(scheme[key]))
+        if not text.isdigit() or (key == "length" and int(text) == 0):
+            return "", "invalid_target", (
+                f"column {scheme[key]} is {text or '(empty)'!r}, not a "
+                f"{'positive' if key == 'length' else 'non-negative'} whole number of bytes; fix the row"
+            )
+        numbers[key] = int(text)
+    filename = _text(values.get(scheme["filename"]))
+    if not filename:
+        return "", "invalid_target", f"column {scheme['filename']} is empty; give the WARC file's path"
+    url, digest = _text(values.get(scheme["url"])), _text(values.get(scheme["digest"]))
+    return Target(row, url, filename, numbers["offset"], numbers["length"], digest)
+
+
+def _targets(path: Path, batch_size: int, policy: InputPolicy, reject: Reject) -> Iterator[Target | tuple]:
+    """Every row of the targets file in order: a Target, or (row, doc_id, reason, detail)."""
+    reader = _table_reader(path)
+    scheme = _scheme(reader.schema(path).names)
+    if scheme is None:
+        wanted = " or ".join(", ".join(scheme[key] for key in _LOCATING) for scheme in _SCHEMES)
+        raise InputError(f"{path}: a targets file needs the columns {wanted}. Add them, or set source_format.")
+    row = 0
+    for batch in reader.batches(path, batch_size, policy, reject):
+        for values in batch.to_pylist():
+            row = values.get("input_row") or row + 1  # the CSV reader numbers rows past its rejects
+            found = _target(row, values, scheme)
+            yield found if isinstance(found, Target) else (row, *found)
+
+
+def _digest_value(digest: str) -> str:
+    """A sha1 digest as Common Crawl writes it (base32, no prefix), from that, ``sha1:`` plus
+    that, or hex."""
+    value = digest.strip()
+    value = value[5:] if value[:5].lower() == "sha1:" else value
+    if len(value) == 40:
+        try:
+            return base64.b32encode(bytes.fromhex(value)).decode("ascii")
+        except ValueError:
+            pass
+    return value.upper()
+
+
+_ACKNOWLEDGE = (
+    "set acknowledge_common_crawl_terms to true (--config-json '{\"resources\": {\"dedup\": {\"config\": "
+    "{\"acknowledge_common_crawl_terms\": true}}}}'), or set warc_base_url to a mirror or a local folder"
+)
+
+
+def refuse_unacknowledged_terms(url: str, acknowledged: bool, what: str = "warc_base_url", how: str = _ACKNOWLEDGE) -> None:
+    """Common Crawl's own servers serve its data only under its terms: refuse, before any request,
+    unless the user says they accept them."""
+    if (urlsplit(url).hostname or "").lower() in _COMMON_CRAWL_HOSTS and not acknowledged:
+        raise InputError(
+            f"{what} is Common Crawl's own endpoint ({url}), whose data may be used only under its "
+            f"terms of use: {COMMON_CRAWL_TERMS}. Read them, then {how}. Nothing was fetched."
+        )
+
+
+class _Http:
+    def __init__(self, base_url: str, fetch: FetchSettings):
+        self.base_url = base_url.rstrip("/") + "/"
+        self.retries = fetch.retries
+        self.client = httpx.Client(
+            timeout=fetch.timeout_s,
+            limits=httpx.Limits(max_connections=fetch.concurrency),
+            follow_redirects=True,
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+    def get(self, target: Target) -> bytes:
+        url = self.base_url + target.filename.lstrip("/")
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                # exponential, with jitter so parallel fetches that failed together spread out
+                ceiling = min(_MAX_BACKOFF_S, _BACKOFF_S * 2 ** (attempt - 1))
+                time.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))
+            try:
+                return self._once(url, target)
+            except _Retry as error:
+                last = str(error)
+            except httpx.TransportError as error:  # connection errors and timeouts
+                last = f"{type(error).__name__}: {error or 'no detail'}"
+            except httpx.InvalidURL as error:
+                raise _Rejected("invalid_target", f"{url}: not a URL ({error}); fix the filename") from None
+        raise _Rejected(
+            "fetch_failed",
+            f"{url} {target.span()}: gave up after {self.retries + 1} attempts, the last: {last}; "
+            "check the server, or raise fetch_retries or fetch_timeout_s",
+        )
+
+    def _once(self, url: str, target: Target) -> bytes:
+        end = target.offset + target.length - 1
+        # identity: the bytes on disk are the gzip member, which must not be decoded on the way
+        headers = {"Range": f"bytes={target.offset}-{end}", "Accept-Encoding": "identity"}
+        with self.client.stream("GET", url, headers=headers) as response:
+            status = response.status_code
+            if status == 429 or status >= 500:
+                raise _Retry(f"HTTP {status}")
+            if status == 200:
+                raise _Rejected(
+                    "range_not_honored",
+                    f"{url} answered 200 with the whole file ({response.headers.get('content-length', 'unknown')} "
+                    f"bytes) instead of 206 with {target.span()}; use a server that honours Range",
+                )
+            if status != 206:
+                raise _Rejected("fetch_failed", f"{url} {target.span()}: HTTP {status}; check warc_base_url and the filename")
+            body = bytearray()
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) > target.length:
+                    break  # one byte over is enough to know
+            return bytes(body)
+
+
+class _Folder:
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def close(self) -> None:
+        pass
+
+    def get(self, target: Target) -> bytes:
+        path = self.folder / target.filename
+        try:
+            with path.open("rb") as handle:
+                handle.seek(target.offset)
+                return handle.read(target.length)
+        except OSError as error:
+            raise _Rejected(
+                "fetch_failed", f"{path} {target.where()}: {error.strerror}; check warc_base_url and the filename"
+            ) from None
+
+
+def _source(base_url: str, fetch: FetchSettings) -> _Http | _Folder:
+    scheme = urlsplit(base_url).scheme.lower()
+    if scheme in ("http", "https"):
+        return _Http(base_url, fetch)
+    if scheme == "file":
+        return _Folder(Path(url2pathname(urlsplit(base_url).path)))
+    if len(scheme) > 1:  # a one-letter scheme is a Windows drive
+        raise InputError(f"warc_base_url {base_url!r}: use an http(s):// URL, a file:// URL or a folder path")
+    return _Folder(Path(base_url).expanduser().resolve())
+
+
+class _Cache:
+    """Fetched records by (filename, offset, length), each beside its sha256."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def _path(self, target: Target) -> Path:
+        key = hashlib.sha256(f"{target.filename}\0{target.offset}\0{target.length}".encode()).hexdigest()
+        return self.folder / key[:2] / key
+
+    def get(self, target: Target) -> bytes | None:
+        path = self._path(target)
+        try:
+            data, digest = path.read_bytes(), path.with_suffix(".sha256").read_text().strip()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return data if hashlib.sha256(data).hexdigest() == digest else None  # damaged: fetch again
+
+    def put(self, target: Target, data: bytes) -> None:
+        path = self._path(target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # the bytes before their digest, each renamed into place: a run stopped between the two
+        # leaves an entry that does not check out, which is fetched again
+        for final, content in ((path, data), (path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())):
+            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
+                handle.write(content)
+            os.replace(handle.name, final)
+
+
+def _fetched(source, cache: _Cache | None, target: Target) -> bytes:
+    """The target's bytes, exactly ``length`` of them (raises _Rejected)."""
+    data = cache.get(target) if cache else None
+    if data is not None:
+        return data
+    data = source.get(target)
+    if len(data) != target.length:
+        more = "more than" if len(data) > target.length else f"{len(data):,} bytes, not"
+        raise _Rejected(
+            "length_mismatch",
+            f"{target.where()}: got {more} the {target.length:,} bytes the target names; "
+            "check the offset and length, or the server",
+        )
+    if cache:
+        cache.put(target, data)
+    return data
+
+
+def _one_member(target: Target, data: bytes, max_body_bytes: int) -> bytes:
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        raw = inflater.decompress(data, max_body_bytes + _HEADERS_ROOM)
+    except zlib.error as error:
+        raise _Rejected("not_one_record", f"{target.where()} is not a gzip member ({error}); check the offset") from None
+    if inflater.unconsumed_tail:
+        raise _Rejected("too_large", f"{target.where()}: the record is above max_body_bytes={max_body_bytes:,}")
+    if not inflater.eof:
+        raise _Rejected("not_one_record", f"{target.where()} ends inside its gzip member; check the length")
+    if inflater.unused_data:
+        raise _Rejected("not_one_record", f"{target.where()} holds more than one gzip member; check the length")
+    return raw
+
+
+def _checked(target: Target, record) -> None:
+    uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+    if target.url and uri != target.url:
+        raise _Rejected(
+            "uri_mismatch",
+            f"{target.where()} holds a record of {uri or '(no WARC-Target-URI)'}, not {target.url}; "
+            "check the offset, or the url",
+        )
+    declared = record.rec_headers.get_header("WARC-Payload-Digest") or ""
+    if target.digest and _digest_value(declared) != _digest_value(target.digest):
+        raise _Rejected(
+            "digest_mismatch",
+            f"{target.where()}: the record's WARC-Payload-Digest is {declared or '(none)'}, the target's "
+            f"digest {target.digest}; the record is not the one the index saw",
+        )
+
+
+def _entry(target: Target, data: bytes, max_body_bytes: int) -> Entry:
+    raw = _one_member(target, data, max_body_bytes)
+    records = records_of(io.BytesIO(raw))
+    try:
+        record = next(records, None)
+        if record is None:
+            raise _Rejected("not_one_record", f"{target.where()} holds no WARC record")
+        _checked(target, record)
+        payload = record.content_stream().read(max_body_bytes + 1)
+        records.read_to_end(record)
+        entry = record_entry(target.filename, record, payload, target.offset, target.length, max_body_bytes, True)
+        if next(records, None) is not None:
+            raise _Rejected("not_one_record", f"{target.where()} holds more than one WARC record; check the length")
+    except _Rejected:
+        raise
+    except Exception as error:  # warcio and the HTML parser raise many types for a damaged record
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise _Rejected("decode_error", f"{target.where()}: cannot read the WARC record ({detail})") from None
+    if isinstance(entry, dict):
+        entry["target_row"] = target.row
+    return entry
+
+
+def _outcome(source, cache: _Cache | None, target: Target, max_body_bytes: int) -> Entry:
+    try:
+        return _entry(target, _fetched(source, cache, target), max_body_bytes)
+    except _Rejected as rejected:
+        return "", rejected.reason, rejected.detail
+
+
+class WarcRangesReader:
+    name = "warc_ranges"
+    label = "WARC targets"
+    columns_from_file = False
+    appended_columns = ()
+
+    def matches(self, path: Path) -> bool:
+        return False  # a targets file is a CSV or Parquet file, told apart by its columns
+
+    def schema(self, path: Path) -> pa.Schema:
+        return WARC_RANGES_SCHEMA
+
+    def batches(
+        self, path: Path, batch_size: int, policy: InputPolicy, reject: Reject
+    ) -> Iterator[pa.RecordBatch]:
+        fetch = policy.fetch
+        refuse_unacknowledged_terms(fetch.base_url, fetch.acknowledge_common_crawl_terms)
+        source = _source(fetch.base_url, fetch)
+        cache = _Cache(Path(fetch.cache).expanduser()) if fetch.cache and isinstance(source, _Http) else None
+        pool = ThreadPoolExecutor(max_workers=fetch.concurrency, thread_name_prefix="warc-fetch")
+        pending: deque[tuple[int, Future | tuple]] = deque()
+        rows: list[dict] = []
+        try:
+            targets = _targets(path, batch_size, policy, reject)
+            while True:
+                while len(pending) < fetch.concurrency * _AHEAD and (target := next(targets, None)) is not None:
+                    if isinstance(target, Target):
+                        future = pool.submit(_outcome, source, cache, target, policy.max_body_bytes)
+                        pending.append((target.row, future))
+                    else:
+                        pending.append((target[0], target[1:]))
+                if not pending:
+                    break
+                row, outcome = pending.popleft()
+                entry = outcome.result() if isinstance(outcome, Future) else outcome
+                if not isinstance(entry, dict):
+                    reject(row, *entry)
+                    continue
+                entry["input_row"] = row
+                rows.append(entry)
+                if len(rows) >= batch_size:
+                    yield pa.RecordBatch.from_pylist(rows, schema=WARC_RANGES_SCHEMA)
+                    rows = []
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=WARC_RANGES_SCHEMA)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            source.close()
+
+    def count(self, path: Path) -> int:
+        """The targets file's rows, as its own reader counts them."""
+        return _table_reader(path).count(path)
+
+
+READER = WarcRangesReader()
