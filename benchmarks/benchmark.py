@@ -6,12 +6,14 @@
         [--recall-seeds N] [--skip-dagster] [--skip-library] [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py (--docs N | --smoke) --incremental K
         [--perm 128|64] [--scheme fss|blake2b] [--workdir DIR] [--json-out FILE]
+    python benchmarks/benchmark.py --warc-fetch N [--workdir DIR] [--json-out FILE]
 
 The work is done by the ``dedup_bench`` package beside this script: ``corpus`` generates the
 corpus, ``ours`` runs the Dagster CLI and the library core, ``peers`` runs one peer engine, each
 in its own process, and ``report`` prints the tables. ``--incremental K`` runs ``incremental``
 instead: the one-shot Dagster run, the same documents as K batches, and one small batch after
-them. The machine is shared and noisy, so compare the runs of one invocation as ratios.
+them. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
+server. The machine is shared and noisy, so compare the runs of one invocation as ratios.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
 from dedup_bench.incremental import measure_incremental
+from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
 from dedup_bench.peer_engines import ENGINES
 from dedup_bench.report import precision_errors, print_incremental_report, print_report
@@ -43,6 +46,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     source.add_argument(
         "--corpus", type=Path, help="an existing corpus (.parquet; recall needs its .truth.parquet)"
+    )
+    source.add_argument(
+        "--warc-fetch",
+        type=int,
+        metavar="N",
+        help="the Common Crawl fetch benchmark instead: N records of about 20 KB by byte range from "
+        "a loopback server, as a local folder, and through the whole library pipeline",
     )
     source.add_argument(
         "--smoke",
@@ -101,6 +111,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--json-out", type=Path, help="append one JSON record of the whole run to this file"
     )
     args = parser.parse_args(argv)
+    if args.warc_fetch is not None:
+        if args.warc_fetch < 1 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
+            parser.error("--warc-fetch N takes N ≥ 1 records and none of --peers, --incremental, --recall-seeds, --auto-bands")
+        return args
     if args.incremental:
         check_incremental(parser, args)
     elif args.smoke:
@@ -133,6 +147,14 @@ def check_incremental(parser: argparse.ArgumentParser, args: argparse.Namespace)
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.warc_fetch:
+        record = measure_warc_fetch(args.workdir, args.warc_fetch)
+        print("\n".join(["## dedup-assets benchmark: WARC records by byte range", "", *record["lines"]]))
+        if args.json_out:
+            args.json_out.parent.mkdir(parents=True, exist_ok=True)
+            with args.json_out.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"mode": "warc_fetch", "argv": argv, **record}) + "\n")
+        return 0
     options = Options(
         workdir=args.workdir.resolve(),
         docs=args.docs,

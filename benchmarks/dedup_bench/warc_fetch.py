@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """WARC records fetched by byte range from a loopback server: records per second through the
 targets reader (fetch, verify, extract), the same records read from a local folder with seek,
 and the whole library pipeline's documents per second with fetching in the loop.
 
-    .venv/bin/python benchmarks/warc_fetch.py [--records 10000] [--record-kb 20] [--concurrency 8]
+    .venv/bin/python benchmarks/benchmark.py --warc-fetch 10000
 
 The WARC files (warcio-written, 1,000 records each, pages of seeded random words) and their
 targets file are made once under ``--workdir``. The server (the tests' Range server) runs in its
@@ -12,7 +11,6 @@ own process, so it does not share the reader's interpreter lock.
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import random
 import sys
@@ -21,7 +19,7 @@ import time
 from io import BytesIO
 from pathlib import Path
 
-from dedup_bench.common import REPO_ROOT
+from .common import REPO_ROOT, progress
 
 sys.path.insert(0, str(REPO_ROOT))  # the tests' WARC writer and Range server
 
@@ -81,35 +79,36 @@ def _read(targets: Path, settings: Settings) -> tuple[float, int]:
     return time.perf_counter() - started, documents
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--record-kb", type=int, default=20)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "bench")
-    args = parser.parse_args(argv)
-    folder = args.workdir.resolve() / f"warc-fetch-{args.records}-{args.record_kb}kb"
-    targets = _write(folder, args.records, args.record_kb)
+def measure_warc_fetch(workdir: Path, records: int, record_kb: int = 20, concurrency: int = 8) -> dict:
+    """The three figures (records per second, whole-pipeline documents per second) and the
+    report's lines."""
+    folder = workdir.resolve() / f"warc-fetch-{records}-{record_kb}kb"
+    progress(f"writing {records:,} WARC records into {folder} (once)")
+    targets = _write(folder, records, record_kb)
     ports = multiprocessing.Queue()
     server = multiprocessing.Process(target=_serve, args=(folder, ports), daemon=True)
     server.start()
+    figures: dict = {"records": records, "record_kb": record_kb, "concurrency": concurrency}
     try:
-        http = Settings(warc_base_url=f"http://127.0.0.1:{ports.get(timeout=30)}/", fetch_concurrency=args.concurrency)
+        http = Settings(warc_base_url=f"http://127.0.0.1:{ports.get(timeout=30)}/", fetch_concurrency=concurrency)
         local = Settings(warc_base_url=str(folder))
-        print(f"{args.records:,} records of about {args.record_kb} KB (HTML), {sum(p.stat().st_size for p in folder.glob('*.warc.gz')) / 2**20:,.1f} MB compressed")
+        size_mb = sum(p.stat().st_size for p in folder.glob("*.warc.gz")) / 2**20
+        lines = [f"{records:,} records of about {record_kb} KB (HTML), {size_mb:,.1f} MB compressed"]
         for label, settings in (("loopback HTTP", http), ("local folder", local)):
+            progress(f"targets reader, {label}")
             seconds, documents = _read(targets, settings)
-            print(f"targets reader, {label}: {documents:,} documents in {seconds:.2f} s = {documents / seconds:,.0f} records/s")
+            figures[f"{label} records_per_s"] = documents / seconds
+            lines.append(f"targets reader, {label}: {documents:,} documents in {seconds:.2f} s = {documents / seconds:,.0f} records/s")
+        progress("whole pipeline (library) with fetching")
         with tempfile.TemporaryDirectory() as scratch:
             started = time.perf_counter()
             result = run_library(str(targets), str(Path(scratch) / "db.duckdb"), None, http)
             seconds = time.perf_counter() - started
         stages = ", ".join(f"{name} {value:.2f} s" for name, value in result["stages"].items())
-        print(f"whole pipeline (library) with fetching: {args.records / seconds:,.0f} documents/s ({seconds:.2f} s: {stages})")
+        figures["pipeline documents_per_s"] = result["documents"] / seconds
+        lines.append(
+            f"whole pipeline (library) with fetching: {result['documents'] / seconds:,.0f} documents/s ({seconds:.2f} s: {stages})"
+        )
     finally:
         server.terminate()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    return {**figures, "lines": lines}
