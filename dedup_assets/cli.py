@@ -79,7 +79,7 @@ def forget_batches_command(argv: list[str]) -> int:
 def cdx_targets_command(argv: list[str]) -> int:
     from .core.readers.protocol import InputError
     from .core.readers.warc_ranges import refuse_unacknowledged_terms
-    from .core.settings import COMMON_CRAWL_CDX_API_URL
+    from .core.settings import COMMON_CRAWL_CDX_API_URL, FetchSettings
 
     parser = argparse.ArgumentParser(
         prog="dedup cdx-targets",
@@ -92,7 +92,10 @@ def cdx_targets_command(argv: list[str]) -> int:
     parser.add_argument("--out", required=True, type=Path, help="the targets CSV to write")
     parser.add_argument("--cdx-api-url", default=COMMON_CRAWL_CDX_API_URL, help=f"default: {COMMON_CRAWL_CDX_API_URL}")
     parser.add_argument("--acknowledge-common-crawl-terms", action="store_true")
-    parser.add_argument("--timeout-s", type=float, default=60.0)
+    parser.add_argument(
+        "--timeout-s", type=float, default=FetchSettings.timeout_s,
+        help=f"seconds each request may take in all (default: {FetchSettings.timeout_s:g})",
+    )
     arguments = parser.parse_args(argv)
     from .core.cdx import write_targets
 

@@ -178,7 +178,11 @@ class DedupSettings(ConfigurableResource):
         description="warc_ranges: retries of a fetch after a connection error, timeout, 429 or 5xx "
         "(exponential backoff with jitter).",
     )
-    fetch_timeout_s: float = Field(default=DEFAULTS.fetch_timeout_s, description="warc_ranges: seconds per fetch.")
+    fetch_timeout_s: float = Field(
+        default=DEFAULTS.fetch_timeout_s,
+        description="warc_ranges: seconds a fetch attempt may take in all, however slowly the bytes come "
+        "(then it is retried).",
+    )
     fetch_cache: str | None = Field(
         default=DEFAULTS.fetch_cache,
         description="warc_ranges: a folder keeping fetched records, so a re-run fetches none again. "

@@ -4,9 +4,11 @@ folder), verified, retried, cached, and every target row accounted for."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import shutil
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,9 +19,11 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from dedup_assets.cli import main
-from dedup_assets.core.readers import InputError, InputStats, count_input_records, document_batches
+from dedup_assets.core.readers import InputError, InputStats, count_input_records, document_batches, read_documents
+from dedup_assets.core.readers.csv import READER as CSV_READER
 from dedup_assets.core.readers.registry import reader_for
-from dedup_assets.core.settings import COMMON_CRAWL_TERMS, Settings, SettingsError
+from dedup_assets.core.readers.warc_ranges import is_common_crawl
+from dedup_assets.core.settings import COMMON_CRAWL_TERMS, InputPolicy, Settings, SettingsError
 from dedup_assets.settings import DedupSettings
 
 from .conftest import GraphRunner
@@ -27,6 +31,24 @@ from .test_cli import MODULE, cli_env, materialize  # noqa: F401 (cli_env: a fix
 from .warc_fixtures import range_server, write_crawl, write_pages
 
 TARGET_COLUMNS = ["url", "filename", "offset", "length", "digest", "mime", "status"]
+_PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+def offline(env: dict) -> dict:
+    """``env`` without proxies, so requests to the loopback servers go straight to them."""
+    kept = {name: value for name, value in env.items() if name.upper() not in _PROXIES}
+    return {**kept, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch):
+    """No proxy between the tests and their loopback servers, and no DEDUP_CACHE of the caller's."""
+    monkeypatch.delenv("DEDUP_CACHE", raising=False)
+    for name in _PROXIES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in offline({}).items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture
@@ -91,9 +113,11 @@ def _targets(httpd, folder: Path) -> Path:
     return folder / "targets.csv"
 
 
-def _run(targets: Path, **settings) -> tuple[list[dict], InputStats]:
+def _run(targets: Path, backoff_s: float = 0.01, **settings) -> tuple[list[dict], InputStats]:
+    """The documents and rejects of a targets file, retries waiting ``backoff_s`` and up."""
     stats = InputStats()
     policy = Settings(**settings).input_policy()
+    policy = dataclasses.replace(policy, fetch=dataclasses.replace(policy.fetch, backoff_s=backoff_s))
     documents = [row for batch in document_batches(targets, stats, 5, policy) for row in batch.to_pylist()]
     return documents, stats
 
@@ -126,12 +150,16 @@ def test_every_target_row_is_a_document_or_a_named_reject_and_a_rerun_fetches_fr
     server.requests.clear()
     again, stats_again = _run(targets, **settings)
     assert (again, stats_again.rejected) == (documents, stats.rejected)
-    # only targets that never gave a record of the right length are asked for again
-    assert set(server.requests) == {"whole.warc.gz", "short.warc.gz", "reset.warc.gz", "missing.warc.gz"}
+    # only targets that never gave a record that checks out are asked for again: the two-record
+    # span (not_one_record) is the only range of the crawl's file not kept
+    assert set(server.requests) == {
+        "whole.warc.gz", "short.warc.gz", "reset.warc.gz", "missing.warc.gz", "crawl-data/crawl.warc.gz",
+    }
+    assert server.requests["crawl-data/crawl.warc.gz"] == 1
 
     entries = sorted(path for path in cache.rglob("*") if path.is_file() and path.suffix != ".sha256")
-    # the crawl's seven records, the flaky one and the two-record span: each range once
-    assert len(entries) == 9
+    # the crawl's seven records and the flaky one: each range once
+    assert len(entries) == 8
     for entry in entries:
         data = entry.read_bytes()
         entry.write_bytes(data[:20] + bytes([data[20] ^ 0xFF]) + data[21:])
@@ -154,7 +182,11 @@ def test_common_crawls_endpoint_needs_its_terms_acknowledged_before_any_fetch(tm
 
 
 @pytest.mark.parametrize(
-    "setting", [{"fetch_concurrency": 0}, {"fetch_retries": -1}, {"fetch_timeout_s": 0}, {"warc_base_url": ""}]
+    "setting",
+    [
+        {"fetch_concurrency": 0}, {"fetch_concurrency": 65}, {"fetch_retries": -1}, {"fetch_retries": 21},
+        {"fetch_timeout_s": 0}, {"warc_base_url": ""},
+    ],
 )
 def test_a_bad_fetch_setting_is_refused_at_launch(setting):
     (name,) = setting
@@ -216,7 +248,8 @@ def test_lineage_of_fetched_records_reaches_deduped_documents(server, tmp_path):
 
 
 class _CdxHandler(BaseHTTPRequestHandler):
-    """A CDX API answering recorded JSON lines, in pages of two."""
+    """A CDX API answering recorded JSON lines (a line given as text is sent as it is), in pages
+    of two, after ``unavailable`` answers of 503."""
 
     def log_message(self, *args) -> None:
         pass
@@ -225,6 +258,10 @@ class _CdxHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         self.server.queries.append(query)
+        if self.server.unavailable:
+            self.server.unavailable -= 1
+            self.send_error(503)
+            return
         lines = self.server.lines if url.path == "/CC-MAIN-2026-01-index" and query["url"] == ["example.com/*"] else []
         if not lines:
             self.send_error(404, "No Captures found")
@@ -233,7 +270,7 @@ class _CdxHandler(BaseHTTPRequestHandler):
         if query.get("showNumPages") == ["true"]:
             body = json.dumps({"pages": len(pages), "pageSize": 2, "blocks": len(pages)})
         else:
-            body = "\n".join(json.dumps(line) for line in pages[int(query["page"][0])]) + "\n"
+            body = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in pages[int(query["page"][0])]) + "\n"
         data = body.encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
@@ -241,19 +278,21 @@ class _CdxHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def test_cdx_targets_writes_a_targets_file_that_runs(server, tmp_path, capsys):
-    served = target_rows(write_pages(server.folder / "pages.warc.gz", 3), "pages.warc.gz")
-    cdx = ThreadingHTTPServer(("127.0.0.1", 0), _CdxHandler)
-    # as Common Crawl's index answers: every value a string, with fields the targets file leaves out
-    cdx.lines = [
+def _cdx_lines(rows: list[dict]) -> list[dict]:
+    """As Common Crawl's index answers: every value a string, with fields the targets file leaves out."""
+    return [
         {"urlkey": "com,example)/", "timestamp": "20260101000000", "url": row["url"], "mime": "text/html",
          "status": "200", "digest": row["digest"], "length": str(row["length"]), "offset": str(row["offset"]),
          "filename": row["filename"], "languages": "eng"}
-        for row in served
+        for row in rows
     ]
-    cdx.queries = []
+
+
+def _cdx_targets(lines: list, out: Path, unavailable: int = 0) -> tuple[int, list[dict]]:
+    """``dedup cdx-targets`` against a local CDX API serving ``lines``: its exit code, and the queries."""
+    cdx = ThreadingHTTPServer(("127.0.0.1", 0), _CdxHandler)
+    cdx.lines, cdx.queries, cdx.unavailable = lines, [], unavailable
     threading.Thread(target=cdx.serve_forever, daemon=True).start()
-    out = tmp_path / "targets.csv"
     try:
         code = main([
             "cdx-targets", "--crawl", "CC-MAIN-2026-01", "--cdx-api-url", f"http://127.0.0.1:{cdx.server_address[1]}/",
@@ -262,9 +301,17 @@ def test_cdx_targets_writes_a_targets_file_that_runs(server, tmp_path, capsys):
     finally:
         cdx.shutdown()
         cdx.server_close()
+    return code, cdx.queries
+
+
+def test_cdx_targets_writes_a_targets_file_that_runs(server, tmp_path, capsys):
+    served = target_rows(write_pages(server.folder / "pages.warc.gz", 3), "pages.warc.gz")
+    out = tmp_path / "targets.csv"
+    # the index is busy at first: asked again, as a record fetch is
+    code, queries = _cdx_targets(_cdx_lines(served), out, unavailable=1)
     assert code == 0 and f"{out}: 3 targets." in capsys.readouterr().out
-    assert all(query["filter"] == ["=status:200", "=mime:text/html"] for query in cdx.queries)
-    assert [query.get("page") for query in cdx.queries] == [None, ["0"], ["1"], None]
+    assert all(query["filter"] == ["=status:200", "=mime:text/html"] for query in queries)
+    assert [query.get("page") for query in queries] == [None, None, ["0"], ["1"], None]
     written = pd.read_csv(out)
     assert list(written.columns) == ["url", "filename", "offset", "length", "digest", "timestamp", "mime", "status"]
     documents, stats = _run(out, warc_base_url=_base_url(server))
@@ -287,7 +334,7 @@ def test_dedup_cache_comes_from_the_environment_unless_fetch_cache_is_set(monkey
 
 
 def test_cli_run_accounts_for_every_target_and_a_rerun_fetches_from_the_cache(server, tmp_path, cli_env):
-    env = {**cli_env, "DEDUP_INPUT": str(_targets(server, tmp_path)), "DEDUP_CACHE": str(tmp_path / "cache")}
+    env = {**offline(cli_env), "DEDUP_INPUT": str(_targets(server, tmp_path)), "DEDUP_CACHE": str(tmp_path / "cache")}
     config = json.dumps({"resources": {"dedup": {"config": {"warc_base_url": _base_url(server), "fetch_retries": 2}}}})
     for selection in ("group:deduplication", "documents,rejected_documents"):
         server.requests.clear()
@@ -299,5 +346,186 @@ def test_cli_run_accounts_for_every_target_and_a_rerun_fetches_from_the_cache(se
             assert counts["input_record_rows"] == len(EXPECTED) == counts["document_rows"] + counts["rejected_document_rows"]
             assert manifest["rejected_by_reason"] == dict(Counter(reason for reason in EXPECTED.values() if reason))
             assert server.requests["flaky.warc.gz"] == 3
-    # the second run fetched only what never gave a record of the right length
-    assert set(server.requests) == {"whole.warc.gz", "short.warc.gz", "reset.warc.gz", "missing.warc.gz"}
+    # the second run fetched only what never gave a record that checks out
+    assert set(server.requests) == {
+        "whole.warc.gz", "short.warc.gz", "reset.warc.gz", "missing.warc.gz", "crawl-data/crawl.warc.gz",
+    }
+    assert server.requests["crawl-data/crawl.warc.gz"] == 1  # the two-record span (not_one_record)
+
+
+def _write_targets(path: Path, rows: list[dict]) -> Path:
+    """A targets file of ``rows``, every value as text (Parquet keeps a NUL in a filename)."""
+    frame = pd.DataFrame(rows, columns=TARGET_COLUMNS).astype(str)
+    if path.suffix == ".parquet":
+        frame.to_parquet(path)
+    else:
+        frame.to_csv(path, index=False)
+    return path
+
+
+def _details(stats: InputStats) -> dict[int, str]:
+    return {rejected["input_row"]: rejected["detail"] for rejected in stats.rejected}
+
+
+def test_a_failing_fetch_or_cache_is_the_rows_reject_not_the_runs_crash(server, tmp_path):
+    good = target_rows(write_pages(server.folder / "pages.warc.gz", 2), "pages.warc.gz")
+    for name, fault in (
+        ("loop", "redirect loop"),  # TooManyRedirects: an httpx error that is not a TransportError
+        ("shifted", "wrong range"),  # 206 with the right length, but another span
+        ("moved", "redirect https://data.commoncrawl.org/crawl-data/moved.warc.gz"),
+    ):
+        shutil.copy(server.folder / "pages.warc.gz", server.folder / f"{name}.warc.gz")
+        server.faults[f"{name}.warc.gz"] = fault
+    rows = [good[0], *({**good[1], "filename": f"{name}.warc.gz"} for name in ("loop", "shifted", "moved")), good[1]]
+    targets = _write_targets(tmp_path / "targets.csv", rows)
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache folder should be")
+    documents, stats = _run(targets, warc_base_url=_base_url(server), fetch_retries=0, fetch_cache=str(not_a_folder))
+    assert _outcomes(documents, stats) == {1: None, 2: "fetch_failed", 3: "length_mismatch", 4: "fetch_failed", 5: None}
+    details = _details(stats)
+    assert "TooManyRedirects" in details[2] and "loop.warc.gz" in details[2]
+    assert "bytes " in details[3] and "honours Range" in details[3]
+    # a redirect to Common Crawl's own servers needs the terms as much as warc_base_url there does
+    assert COMMON_CRAWL_TERMS in details[4] and "data.commoncrawl.org" not in server.requests
+    assert not_a_folder.read_text() == "a file where the cache folder should be"
+
+
+def test_odd_targets_in_a_local_folder_are_rejected_with_a_reason(tmp_path):
+    folder = tmp_path / "warcs"
+    folder.mkdir()
+    good = target_rows(write_pages(folder / "pages.warc.gz", 2), "pages.warc.gz")
+    # a real WARC file beside the folder, which no target may reach
+    shutil.copy(folder / "pages.warc.gz", tmp_path / "outside.warc.gz")
+    rows = [
+        good[0],
+        {**good[1], "filename": "pa\0ges.warc.gz"},
+        {**good[1], "offset": 10**30},
+        {**good[1], "offset": "\u00b2"},  # "²".isdigit() is True, but int() refuses it
+        {**good[1], "filename": "../outside.warc.gz"},
+        {**good[1], "filename": str(tmp_path / "outside.warc.gz")},
+        {**good[1], "length": 10**12},
+        good[1],
+    ]
+    targets = _write_targets(tmp_path / "targets.parquet", rows)
+    documents, stats = _run(targets, warc_base_url=str(folder))
+    assert _outcomes(documents, stats) == {
+        1: None, 2: "fetch_failed", 3: "fetch_failed", 4: "invalid_target", 5: "invalid_target",
+        6: "invalid_target", 7: "too_large", 8: None,
+    }
+    details = _details(stats)
+    assert "outside warc_base_url" in details[5] and "outside warc_base_url" in details[6]
+    assert "max_body_bytes" in details[7] and "nothing was fetched" in details[7]
+
+
+def test_only_records_that_check_out_are_cached(server, tmp_path):
+    good = target_rows(write_pages(server.folder / "pages.warc.gz", 3), "pages.warc.gz")
+    targets = _write_targets(
+        tmp_path / "targets.csv",
+        [{**good[0], "digest": "A" * 32}, {**good[1], "url": "https://elsewhere.example/"}, good[2]],
+    )
+    cache = tmp_path / "cache"
+    documents, stats = _run(targets, warc_base_url=_base_url(server), fetch_cache=str(cache))
+    assert _outcomes(documents, stats) == {1: "digest_mismatch", 2: "uri_mismatch", 3: None}
+    # the good record only: a bad mirror leaves no entry that a re-run would trust
+    assert len([path for path in cache.rglob("*") if path.is_file() and path.suffix != ".sha256"]) == 1
+
+
+def test_a_trickling_answer_is_cut_off_at_fetch_timeout_s(server, tmp_path):
+    good = target_rows(write_pages(server.folder / "pages.warc.gz", 1), "pages.warc.gz")
+    shutil.copy(server.folder / "pages.warc.gz", server.folder / "slow.warc.gz")
+    server.faults["slow.warc.gz"] = "trickle"  # a byte every 50 ms: no single read times out
+    targets = _write_targets(tmp_path / "targets.csv", [{**good[0], "filename": "slow.warc.gz"}, good[0]])
+    started = time.monotonic()
+    documents, stats = _run(targets, warc_base_url=_base_url(server), fetch_retries=0, fetch_timeout_s=0.5)
+    assert time.monotonic() - started < 4
+    assert _outcomes(documents, stats) == {1: "fetch_failed", 2: None}
+    assert "fetch_timeout_s=0.5" in _details(stats)[1]
+
+
+def test_a_stopping_run_does_not_wait_for_retries_asleep(server, tmp_path):
+    good = target_rows(write_pages(server.folder / "pages.warc.gz", 1), "pages.warc.gz")
+    for name, fault in (("slow.warc.gz", "slow 404"), ("down.warc.gz", "503")):
+        shutil.copy(server.folder / "pages.warc.gz", server.folder / name)
+        server.faults[name] = fault
+    targets = _write_targets(
+        tmp_path / "targets.csv", [{**good[0], "filename": "slow.warc.gz"}, {**good[0], "filename": "down.warc.gz"}]
+    )
+    started = time.monotonic()
+    # row 1 fails the run after 0.3 s, while row 2 waits 5 s or more before its first retry
+    with pytest.raises(InputError, match="record 1 .*fetch_failed"):
+        _run(targets, backoff_s=10.0, warc_base_url=_base_url(server), fetch_retries=20, fail_on_reject=True)
+    assert time.monotonic() - started < 3
+    assert server.requests["down.warc.gz"] == 1
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://data.commoncrawl.org/", "https://DATA.CommonCrawl.org./", "https://commoncrawl.org/",
+        "https://index.commoncrawl.org/", "http://ds5q9oxwqwsfj.commoncrawl.org/",
+        "https://commoncrawl.s3.amazonaws.com/", "https://CommonCrawl.S3.amazonaws.com./",
+        "https://commoncrawl.s3.us-east-1.amazonaws.com/", "https://commoncrawl.s3-us-east-1.amazonaws.com/",
+        "https://s3.amazonaws.com/commoncrawl/", "https://s3.amazonaws.com/commoncrawl",
+        "https://s3.us-east-1.amazonaws.com/commoncrawl/", "https://s3.dualstack.us-east-1.amazonaws.com/commoncrawl/",
+    ],
+)
+def test_every_spelling_of_common_crawls_servers_needs_the_terms(url, tmp_path):
+    targets = _write_targets(tmp_path / "targets.csv", [{"url": "", "filename": "x.warc.gz", "offset": 0, "length": 10}])
+    assert is_common_crawl(url)
+    with pytest.raises(InputError, match="Nothing was fetched"):
+        _run(targets, warc_base_url=url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://mirror.example.org/", "https://notcommoncrawl.org/", "https://commoncrawl.org.example.com/",
+        "https://s3.amazonaws.com/othercrawl/", "https://s3.amazonaws.com/commoncrawl-mirror/",
+        "https://mybucket.s3.amazonaws.com/commoncrawl/",
+    ],
+)
+def test_other_servers_are_not_common_crawls(url):
+    assert not is_common_crawl(url)
+
+
+def test_a_documents_file_is_never_taken_for_targets_and_its_columns_are_read_once(tmp_path, monkeypatch):
+    path = tmp_path / "documents.csv"
+    row = {"doc_id": "d1", "source": "s", "domain": "example.com", "crawled_at": "2026-01-01T00:00:00Z",
+           "title": "T", "text": "Some words of a page.", "url": "https://example.com/", "filename": "a.warc.gz",
+           "offset": 0, "length": 10}
+    pd.DataFrame([row]).to_csv(path, index=False)
+    reads = []
+    schema = CSV_READER.schema
+    monkeypatch.setattr(CSV_READER, "schema", lambda path_: reads.append(path_) or schema(path_))
+    # its body is in "text": the fields mapping names a column the file has
+    assert reader_for(path, None, {"body": "text"}).name == "csv"
+    for _ in range(5):
+        assert reader_for(path).name == "warc_ranges"  # unmapped, it has no documents' body
+    assert reads == [path]
+    documents = read_documents(path, policy=InputPolicy(fields={"body": "text"}))
+    assert documents["doc_id"].to_pylist() == ["d1"]
+    pd.DataFrame([{**row, "body": row["text"]}]).to_csv(path, index=False)  # a new version of the file
+    assert reader_for(path).name == "csv" and len(reads) >= 2
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("<html>busy</html>", "line 2 of page 0 of example.com/* is not JSON"),
+        (
+            {"url": "https://example.com/", "filename": "a.warc.gz", "length": "10"},
+            "line 2 of page 0 of example.com/* has no offset",
+        ),
+        ('["a", "list"]', "has no filename, offset, length"),
+    ],
+)
+def test_cdx_targets_names_the_line_the_server_got_wrong_and_leaves_the_old_file(bad, message, tmp_path, capsys):
+    capture = {"url": "https://example.com/", "digest": "", "length": 10, "offset": 0, "filename": "a.warc.gz"}
+    lines = _cdx_lines([capture] * 3)
+    lines[1] = bad
+    out = tmp_path / "targets.csv"
+    out.write_text("the last good targets file\n")
+    code, _ = _cdx_targets(lines, out)
+    error = capsys.readouterr().err
+    assert code == 2 and message in error and "Traceback" not in error
+    assert out.read_text() == "the last good targets file\n" and list(tmp_path.iterdir()) == [out]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BytesIO
@@ -112,8 +113,10 @@ def write_pages(path: Path, count: int, gzip: bool = True) -> Path:
 
 class _RangeHandler(BaseHTTPRequestHandler):
     """Serves the server's folder, honouring Range; a file named in ``faults`` misbehaves: "reset"
-    (the connection is reset), "503 twice" (then answers), "ignores range" (200, the whole file),
-    "truncated" (206 with 100 bytes too few)."""
+    (the connection is reset), "503 twice" (then answers), "503" (always), "slow 404" (after
+    0.3 s), "ignores range" (200, the whole file), "truncated" (206 with 100 bytes too few),
+    "wrong range" (206 with as many bytes, from one byte on), "trickle" (a byte every 50 ms),
+    "redirect loop" (302 to itself), or "redirect <url>" (302 there)."""
 
     protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
     disable_nagle_algorithm = True  # else the body waits for the headers' delayed ACK (40 ms)
@@ -134,8 +137,19 @@ class _RangeHandler(BaseHTTPRequestHandler):
             self.connection.close()
             self.close_connection = True
             return
-        if fault == "503 twice" and seen <= 2:
+        if fault == "503" or (fault == "503 twice" and seen <= 2):
             self.send_error(503)
+            return
+        if fault == "slow 404":
+            time.sleep(0.3)
+            self.send_error(404)
+            return
+        if fault and fault.startswith("redirect"):
+            location = self.path if fault == "redirect loop" else fault.removeprefix("redirect ")
+            self.send_response(302)
+            self.send_header("Location", location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         path = server.folder / name
         if not path.is_file():
@@ -145,6 +159,11 @@ class _RangeHandler(BaseHTTPRequestHandler):
             self._send(200, path.read_bytes())
             return
         first, last = (int(part) for part in self.headers["Range"].removeprefix("bytes=").split("-"))
+        if fault == "wrong range":
+            first, last = first + 1, last + 1
+        if fault == "trickle":
+            self._trickle(path.read_bytes()[first : last + 1])
+            return
         with path.open("rb") as handle:
             handle.seek(first)
             body = handle.read(last + 1 - first)
@@ -158,6 +177,23 @@ class _RangeHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", content_range)
         self.end_headers()
         self.wfile.write(body)
+
+    def _trickle(self, body: bytes) -> None:
+        """A 206 whose body comes a byte at a time, each before a per-read timeout would end it;
+        stops after 5 s, or when the client hangs up."""
+        self.send_response(206)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        ends = time.monotonic() + 5
+        try:
+            for index in range(len(body)):
+                if time.monotonic() > ends:
+                    break
+                self.wfile.write(body[index : index + 1])
+                time.sleep(0.05)
+        except OSError:
+            pass
+        self.close_connection = True
 
     def finish(self) -> None:
         try:

@@ -32,6 +32,9 @@ COMMON_CRAWL_BASE_URL = "https://data.commoncrawl.org/"
 COMMON_CRAWL_TERMS = "https://commoncrawl.org/terms-of-use"
 # Common Crawl's index server (pywb), whose CDX API ``dedup cdx-targets`` asks for targets.
 COMMON_CRAWL_CDX_API_URL = "https://index.commoncrawl.org/"
+# Beyond these a setting is a typo: more fetches at once than a server welcomes, or retries that
+# would wait for hours.
+MAX_FETCH_CONCURRENCY, MAX_FETCH_RETRIES = 64, 20
 
 # Rows per streamed batch. At web-page sizes a batch's text stays under glibc's largest mmap
 # threshold (32 MB), so a freed batch's memory is reused by the next one instead of being mapped
@@ -137,8 +140,9 @@ class PairLimits:
 
 @dataclass(frozen=True)
 class FetchSettings:
-    """Where a targets file's WARC records are fetched from, and how hard to try. ``cache`` is a
-    folder keeping fetched records (None: none)."""
+    """Where a targets file's WARC records are fetched from, and how hard to try. ``timeout_s``
+    bounds each attempt as a whole; ``cache`` is a folder keeping fetched records (None: none);
+    ``backoff_s`` is the first wait before a retry (the library's, for tests)."""
 
     base_url: str = COMMON_CRAWL_BASE_URL
     acknowledge_common_crawl_terms: bool = False
@@ -146,12 +150,17 @@ class FetchSettings:
     retries: int = 5
     timeout_s: float = 60.0
     cache: str | None = None
+    backoff_s: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise SettingsError(f"fetch_concurrency must be at least 1, got {self.concurrency}")
-        if self.retries < 0:
-            raise SettingsError(f"fetch_retries must be at least 0, got {self.retries}")
+        if not 1 <= self.concurrency <= MAX_FETCH_CONCURRENCY:
+            raise SettingsError(
+                f"fetch_concurrency must be from 1 to {MAX_FETCH_CONCURRENCY}, got {self.concurrency}"
+            )
+        if not 0 <= self.retries <= MAX_FETCH_RETRIES:
+            raise SettingsError(f"fetch_retries must be from 0 to {MAX_FETCH_RETRIES}, got {self.retries}")
+        if self.backoff_s <= 0:
+            raise SettingsError(f"the fetch backoff must be above 0 s, got {self.backoff_s}")
         if self.timeout_s <= 0:
             raise SettingsError(f"fetch_timeout_s must be above 0, got {self.timeout_s}")
         if not self.base_url:

@@ -182,7 +182,7 @@ def _extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataT
     """Columns beyond the six, across all files; a column typed differently by two files is text."""
     extra: dict[str, pa.DataType] = {}
     for path in paths:
-        reader = reader_for(path, policy.source_format)
+        reader = reader_for(path, policy.source_format, policy.fields)
         schema, _ = _mapped_schema(path, reader, policy.fields)
         missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
         if missing:
@@ -211,7 +211,7 @@ def _file_batches(
     extra: dict[str, pa.DataType],
     first_seen: FirstSeen,
 ) -> Iterator[pa.RecordBatch]:
-    reader = reader_for(path, policy.source_format)
+    reader = reader_for(path, policy.source_format, policy.fields)
     _, names = _mapped_schema(path, reader, policy.fields)
     records_read = 0
 

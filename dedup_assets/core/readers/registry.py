@@ -26,9 +26,10 @@ def format_stem(name: str) -> str:
     return _FORMAT_SUFFIX.sub("", name)
 
 
-def matching_reader(path: Path, source_format: str | None = None) -> Reader | None:
+def matching_reader(path: Path, source_format: str | None = None, fields: dict | None = None) -> Reader | None:
     """The reader of a file: ``source_format``'s when set, else the one whose file names fit
-    ``path``, if any; a CSV or Parquet file with a targets file's columns is a targets file."""
+    ``path``, if any; a CSV or Parquet file with a targets file's columns, and none of the
+    documents columns or of those ``fields`` names, is a targets file."""
     if source_format:
         if source_format not in READERS:
             raise InputError(
@@ -37,14 +38,14 @@ def matching_reader(path: Path, source_format: str | None = None) -> Reader | No
             )
         return READERS[source_format]
     reader = next((reader for reader in READERS.values() if reader.matches(path)), None)
-    if reader in (csv.READER, parquet.READER) and warc_ranges.is_targets_file(path, reader):
+    if reader in (csv.READER, parquet.READER) and warc_ranges.is_targets_file(path, reader, fields):
         return warc_ranges.READER
     return reader
 
 
-def reader_for(path: Path, source_format: str | None = None) -> Reader:
+def reader_for(path: Path, source_format: str | None = None, fields: dict | None = None) -> Reader:
     """The reader of a file, as :func:`matching_reader` finds it; a file no reader reads fails."""
-    reader = matching_reader(path, source_format)
+    reader = matching_reader(path, source_format, fields)
     if reader is None:
         raise InputError(
             f"{path}: unsupported file type '{path.suffix or '(none)'}'. Give a .csv or .parquet "

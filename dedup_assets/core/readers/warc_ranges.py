@@ -6,20 +6,26 @@ A target row is a document or one reject with its row number: ``invalid_target``
 non-integer column), ``fetch_failed`` (a missing file, or retries exhausted: the last status or
 error is in the detail), ``range_not_honored`` (the server sent the whole file), ``length_mismatch``,
 ``not_one_record`` (the bytes are not one gzip member holding one WARC record), ``uri_mismatch``,
-``digest_mismatch``, then the WARC rules. Fetches overlap in a bounded thread pool; rows come out
-in the targets file's order, whatever order the fetches finish in. A ``fetch_cache`` folder keeps
-every record of the right length by (filename, offset, length) with its sha256, so a re-run
-fetches none of them again, and an entry whose bytes no longer match is fetched again.
+``digest_mismatch``, ``too_large``, then the WARC rules; whatever else goes wrong in a fetch
+(an HTTP, OS or value error) is that row's ``fetch_failed``, never the run's crash. Fetches overlap
+in a bounded thread pool; rows come out in the targets file's order, whatever order the fetches
+finish in. Each attempt has ``fetch_timeout_s`` in all, and a stopping run ends the waits between
+retries. A ``fetch_cache`` folder keeps every record that passed the checks by (filename, offset,
+length) with its sha256, so a re-run fetches none of them again, and an entry whose bytes no
+longer match is fetched again; a cache that cannot be read or written is only a miss.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import os
 import random
+import re
 import tempfile
+import threading
 import time
 import zlib
 from collections import deque
@@ -27,7 +33,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 import httpx
@@ -35,7 +41,7 @@ import pyarrow as pa
 
 from ..settings import COMMON_CRAWL_TERMS, FetchSettings, InputPolicy
 from . import csv, parquet
-from .protocol import InputError, Reject
+from .protocol import REQUIRED_COLUMNS, InputError, Reject
 from .warc import WARC_SCHEMA, Entry, record_entry, records_of
 
 # The record lineage of local WARC input, plus the target's row, before the columns every
@@ -56,8 +62,11 @@ _SCHEMES = (
     },
 )
 _LOCATING = ("filename", "offset", "length")
-_COMMON_CRAWL_HOSTS = {"data.commoncrawl.org", "commoncrawl.s3.amazonaws.com", "index.commoncrawl.org"}
-_BACKOFF_S, _MAX_BACKOFF_S = 0.5, 30.0
+# Common Crawl's bucket, virtual-hosted (commoncrawl.s3[.region].amazonaws.com) or path-style
+# (s3[.region].amazonaws.com/commoncrawl)
+_CC_BUCKET_HOST = re.compile(r"commoncrawl\.s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com")
+_S3_HOST = re.compile(r"s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com")
+_MAX_BACKOFF_S = 30.0
 _HEADERS_ROOM = 1 << 20  # WARC and HTTP headers a record may carry beyond max_body_bytes
 _AHEAD = 4  # fetches queued per worker, so a slow one does not idle the others
 
@@ -92,14 +101,29 @@ def _scheme(names: list[str]) -> dict[str, str] | None:
     return next((scheme for scheme in _SCHEMES if all(scheme[key] in names for key in _LOCATING)), None)
 
 
-def is_targets_file(path: Path, reader) -> bool:
-    """Whether a CSV or Parquet file has a targets file's columns. A file with a ``body`` column is
-    documents that happen to carry WARC lineage, and stays documents."""
+def is_targets_file(path: Path, reader, fields: dict | None = None) -> bool:
+    """Whether a CSV or Parquet file has a targets file's columns. A file with the documents
+    columns, a ``body`` column or a column the ``fields`` mapping names is documents that happen to
+    carry WARC lineage, and stays documents. The answer is kept per file version, so a file's
+    schema is read once however often its reader is asked for."""
     try:
-        names = reader.schema(path).names
+        stat = path.stat()
+    except OSError:
+        return False  # not there: check_file says why
+    names = _column_names(path, stat.st_mtime_ns, stat.st_size, reader)
+    if names is None or set(REQUIRED_COLUMNS) <= set(names):
+        return False
+    if {"body", *(fields or {}).values()} & set(names):
+        return False
+    return _scheme(list(names)) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _column_names(path: Path, mtime_ns: int, size: int, reader) -> tuple[str, ...] | None:
+    try:
+        return tuple(reader.schema(path).names)
     except (InputError, OSError, pa.ArrowInvalid):
-        return False  # not readable as a table at all: check_file says why
-    return "body" not in names and _scheme(names) is not None
+        return None  # not readable as a table at all: check_file says why
 
 
 def _table_reader(path: Path):
@@ -115,7 +139,8 @@ def _target(row: int, values: dict, scheme: dict[str, str]) -> Target | tuple[st
     numbers = {}
     for key in ("offset", "length"):
         text = _text(values.get(scheme[key]))
-        if not text.isdigit() or (key == "length" and int(text) == 0):
+        # isascii: "²".isdigit() is True, but int() refuses it
+        if not (text.isascii() and text.isdigit()) or (key == "length" and int(text) == 0):
             return "", "invalid_target", (
                 f"column {scheme[key]} is {text or '(empty)'!r}, not a "
                 f"{'positive' if key == 'length' else 'non-negative'} whole number of bytes; fix the row"
@@ -162,37 +187,82 @@ _ACKNOWLEDGE = (
 )
 
 
+def is_common_crawl(url: str) -> bool:
+    """Whether ``url`` is on Common Crawl's own servers: commoncrawl.org or a host under it, or its
+    S3 bucket in any of the bucket's spellings."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower().rstrip(".")
+    if host == "commoncrawl.org" or host.endswith(".commoncrawl.org") or _CC_BUCKET_HOST.fullmatch(host):
+        return True
+    bucket = unquote(parts.path).lstrip("/").split("/", 1)[0].lower()
+    return bool(_S3_HOST.fullmatch(host)) and bucket == "commoncrawl"
+
+
 def refuse_unacknowledged_terms(url: str, acknowledged: bool, what: str = "warc_base_url", how: str = _ACKNOWLEDGE) -> None:
     """Common Crawl's own servers serve its data only under its terms: refuse, before any request,
     unless the user says they accept them."""
-    if (urlsplit(url).hostname or "").lower() in _COMMON_CRAWL_HOSTS and not acknowledged:
+    if not acknowledged and is_common_crawl(url):
         raise InputError(
             f"{what} is Common Crawl's own endpoint ({url}), whose data may be used only under its "
             f"terms of use: {COMMON_CRAWL_TERMS}. Read them, then {how}. Nothing was fetched."
         )
 
 
+def transient(status: int) -> bool:
+    """An HTTP answer worth asking again after a wait: 429 or 5xx."""
+    return status == 429 or status >= 500
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """The retry policy of every fetch: ``retries`` more attempts after the first, each after an
+    exponential wait with jitter (from ``base_s``, at most 30 s) that ``stop`` cuts short."""
+
+    retries: int
+    base_s: float
+    stop: threading.Event
+
+    def attempts(self) -> Iterator[int]:
+        """Attempt numbers from 0, until ``retries`` are used up or ``stop`` is set."""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                # jitter, so parallel fetches that failed together spread out
+                ceiling = min(_MAX_BACKOFF_S, self.base_s * 2 ** (attempt - 1))
+                self.stop.wait(ceiling / 2 + random.uniform(0, ceiling / 2))
+            if self.stop.is_set():
+                return
+            yield attempt
+
+
 class _Http:
-    def __init__(self, base_url: str, fetch: FetchSettings):
+    def __init__(self, base_url: str, fetch: FetchSettings, stop: threading.Event):
         self.base_url = base_url.rstrip("/") + "/"
-        self.retries = fetch.retries
+        self.backoff = Backoff(fetch.retries, fetch.backoff_s, stop)
+        self.timeout_s = fetch.timeout_s
+        # a redirect to Common Crawl's own servers needs the terms acknowledged as much as a
+        # warc_base_url there does
+        hooks = [] if fetch.acknowledge_common_crawl_terms else [self._refuse_common_crawl]
         self.client = httpx.Client(
             timeout=fetch.timeout_s,
             limits=httpx.Limits(max_connections=fetch.concurrency),
             follow_redirects=True,
+            event_hooks={"request": hooks},
         )
+
+    @staticmethod
+    def _refuse_common_crawl(request: httpx.Request) -> None:
+        try:
+            refuse_unacknowledged_terms(str(request.url), False, "the target of a redirect")
+        except InputError as error:
+            raise _Rejected("fetch_failed", str(error)) from None
 
     def close(self) -> None:
         self.client.close()
 
     def get(self, target: Target) -> bytes:
         url = self.base_url + target.filename.lstrip("/")
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                # exponential, with jitter so parallel fetches that failed together spread out
-                ceiling = min(_MAX_BACKOFF_S, _BACKOFF_S * 2 ** (attempt - 1))
-                time.sleep(ceiling / 2 + random.uniform(0, ceiling / 2))
+        last, tried = "not tried: the run is stopping", 0
+        for tried in self.backoff.attempts():
             try:
                 return self._once(url, target)
             except _Retry as error:
@@ -203,17 +273,18 @@ class _Http:
                 raise _Rejected("invalid_target", f"{url}: not a URL ({error}); fix the filename") from None
         raise _Rejected(
             "fetch_failed",
-            f"{url} {target.span()}: gave up after {self.retries + 1} attempts, the last: {last}; "
+            f"{url} {target.span()}: gave up after {tried + 1} attempts, the last: {last}; "
             "check the server, or raise fetch_retries or fetch_timeout_s",
         )
 
     def _once(self, url: str, target: Target) -> bytes:
         end = target.offset + target.length - 1
+        deadline = time.monotonic() + self.timeout_s  # httpx's timeout is per read, this per answer
         # identity: the bytes on disk are the gzip member, which must not be decoded on the way
         headers = {"Range": f"bytes={target.offset}-{end}", "Accept-Encoding": "identity"}
         with self.client.stream("GET", url, headers=headers) as response:
             status = response.status_code
-            if status == 429 or status >= 500:
+            if transient(status):
                 raise _Retry(f"HTTP {status}")
             if status == 200:
                 raise _Rejected(
@@ -223,42 +294,57 @@ class _Http:
                 )
             if status != 206:
                 raise _Rejected("fetch_failed", f"{url} {target.span()}: HTTP {status}; check warc_base_url and the filename")
+            content_range = response.headers.get("content-range")
+            if content_range is not None and not content_range.startswith(f"bytes {target.offset}-{end}/"):
+                raise _Rejected(
+                    "length_mismatch",
+                    f"{url} answered {content_range!r} for {target.span()}; use a server that honours Range",
+                )
             body = bytearray()
             for chunk in response.iter_raw():
                 body += chunk
                 if len(body) > target.length:
                     break  # one byte over is enough to know
+                if time.monotonic() > deadline:
+                    raise _Retry(f"the answer took over fetch_timeout_s={self.timeout_s:g} s")
             return bytes(body)
 
 
 class _Folder:
     def __init__(self, folder: Path):
-        self.folder = folder
+        self.folder = folder.expanduser().resolve()
 
     def close(self) -> None:
         pass
 
     def get(self, target: Target) -> bytes:
-        path = self.folder / target.filename
         try:
+            path = (self.folder / target.filename).resolve()
+            if not path.is_relative_to(self.folder):
+                raise _Rejected(
+                    "invalid_target",
+                    f"{target.where()}: the filename leads outside warc_base_url ({self.folder}); "
+                    "give a path inside that folder",
+                )
             with path.open("rb") as handle:
                 handle.seek(target.offset)
                 return handle.read(target.length)
-        except OSError as error:
+        except (OSError, ValueError, OverflowError) as error:  # ValueError: a NUL in the name
+            detail = getattr(error, "strerror", None) or str(error)
             raise _Rejected(
-                "fetch_failed", f"{path} {target.where()}: {error.strerror}; check warc_base_url and the filename"
+                "fetch_failed", f"{target.where()}: {detail}; check warc_base_url and the filename"
             ) from None
 
 
-def _source(base_url: str, fetch: FetchSettings) -> _Http | _Folder:
+def _source(base_url: str, fetch: FetchSettings, stop: threading.Event) -> _Http | _Folder:
     scheme = urlsplit(base_url).scheme.lower()
     if scheme in ("http", "https"):
-        return _Http(base_url, fetch)
+        return _Http(base_url, fetch, stop)
     if scheme == "file":
         return _Folder(Path(url2pathname(urlsplit(base_url).path)))
     if len(scheme) > 1:  # a one-letter scheme is a Windows drive
         raise InputError(f"warc_base_url {base_url!r}: use an http(s):// URL, a file:// URL or a folder path")
-    return _Folder(Path(base_url).expanduser().resolve())
+    return _Folder(Path(base_url))
 
 
 class _Cache:
@@ -272,29 +358,37 @@ class _Cache:
         return self.folder / key[:2] / key
 
     def get(self, target: Target) -> bytes | None:
+        """The entry's bytes; None when there is none, it is damaged, or it cannot be read (the
+        record is then fetched)."""
         path = self._path(target)
         try:
             data, digest = path.read_bytes(), path.with_suffix(".sha256").read_text().strip()
-        except (FileNotFoundError, NotADirectoryError):
+        except (OSError, UnicodeDecodeError):
             return None
         return data if hashlib.sha256(data).hexdigest() == digest else None  # damaged: fetch again
 
     def put(self, target: Target, data: bytes) -> None:
+        """Keep the record, if the folder takes it: a cache that cannot be written (read-only, full,
+        not a folder) only means the next run fetches it again."""
         path = self._path(target)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # the bytes before their digest, each renamed into place: a run stopped between the two
-        # leaves an entry that does not check out, which is fetched again
-        for final, content in ((path, data), (path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())):
-            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
-                handle.write(content)
-            os.replace(handle.name, final)
+        temporary = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # the bytes before their digest, each renamed into place: a run stopped between the two
+            # leaves an entry that does not check out, which is fetched again
+            for final, content in ((path, data), (path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())):
+                with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
+                    temporary = handle.name
+                    handle.write(content)
+                os.replace(temporary, final)
+                temporary = None
+        except OSError:
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
 
 
-def _fetched(source, cache: _Cache | None, target: Target) -> bytes:
+def _fetched(source, target: Target) -> bytes:
     """The target's bytes, exactly ``length`` of them (raises _Rejected)."""
-    data = cache.get(target) if cache else None
-    if data is not None:
-        return data
     data = source.get(target)
     if len(data) != target.length:
         more = "more than" if len(data) > target.length else f"{len(data):,} bytes, not"
@@ -303,8 +397,6 @@ def _fetched(source, cache: _Cache | None, target: Target) -> bytes:
             f"{target.where()}: got {more} the {target.length:,} bytes the target names; "
             "check the offset and length, or the server",
         )
-    if cache:
-        cache.put(target, data)
     return data
 
 
@@ -364,10 +456,27 @@ def _entry(target: Target, data: bytes, max_body_bytes: int) -> Entry:
 
 
 def _outcome(source, cache: _Cache | None, target: Target, max_body_bytes: int) -> Entry:
+    """The target's entry, or its reject: whatever goes wrong in a fetch is the row's, never the run's."""
     try:
-        return _entry(target, _fetched(source, cache, target), max_body_bytes)
+        if target.length > max_body_bytes + _HEADERS_ROOM:
+            raise _Rejected(
+                "too_large",
+                f"{target.where()}: {target.length:,} bytes is above max_body_bytes={max_body_bytes:,} "
+                "plus room for headers; nothing was fetched. Raise max_body_bytes, or check the length",
+            )
+        cached = cache.get(target) if cache else None
+        data = _fetched(source, target) if cached is None else cached
+        entry = _entry(target, data, max_body_bytes)
+        if cache and cached is None:
+            cache.put(target, data)  # only a record that passed the checks: a bad mirror leaves nothing
+        return entry
     except _Rejected as rejected:
         return "", rejected.reason, rejected.detail
+    except (httpx.HTTPError, OSError, ValueError, OverflowError) as error:
+        detail = " ".join(str(error).split()) or "no detail"
+        return "", "fetch_failed", (
+            f"{target.where()}: {type(error).__name__}: {detail}; check warc_base_url, the filename and the server"
+        )
 
 
 class WarcRangesReader:
@@ -387,7 +496,8 @@ class WarcRangesReader:
     ) -> Iterator[pa.RecordBatch]:
         fetch = policy.fetch
         refuse_unacknowledged_terms(fetch.base_url, fetch.acknowledge_common_crawl_terms)
-        source = _source(fetch.base_url, fetch)
+        stop = threading.Event()  # set when the run stops: sleeping retries end, none start
+        source = _source(fetch.base_url, fetch, stop)
         cache = _Cache(Path(fetch.cache).expanduser()) if fetch.cache and isinstance(source, _Http) else None
         pool = ThreadPoolExecutor(max_workers=fetch.concurrency, thread_name_prefix="warc-fetch")
         pending: deque[tuple[int, Future | tuple]] = deque()
@@ -416,6 +526,7 @@ class WarcRangesReader:
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=WARC_RANGES_SCHEMA)
         finally:
+            stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
             source.close()
 
