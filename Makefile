@@ -13,7 +13,7 @@ setup: $(VENV)/.installed $(VENV)/.warm $(DAGSTER_HOME)/dagster.yaml
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,ray]"
 	touch $@
 
 # compiled kernels, cached beside the code: again whenever the kernels or the buffers they take change

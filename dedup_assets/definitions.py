@@ -14,6 +14,7 @@ from .batch_sensor import new_batches
 from .checks import PIPELINE_CHECKS
 from .jobs import PIPELINE_JOBS
 from .run_health import dead_runs
+from .ray_engine import RayEngine
 from .settings import DedupSettings
 from .warehouse import DuckDBWarehouse
 
@@ -30,6 +31,7 @@ defs = Definitions(
         "warehouse": DuckDBWarehouse(
             database=EnvVar("DEDUP_DATABASE"), memory_limit=EnvVar("DEDUP_DUCKDB_MEMORY")
         ),
+        "ray_engine": RayEngine(),
     },
     executor=in_process_executor,
 )

@@ -16,7 +16,7 @@ from pathlib import Path
 from dagster import Config, ConfigurableResource
 from pydantic import Field, model_validator
 
-from .core.settings import CLUSTER_MODES, HASH_SCHEMES, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings
+from .core.settings import CLUSTER_MODES, ENGINES, HASH_SCHEMES, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings
 from .core.tables import TABLE_LAYOUT
 
 DEFAULTS = Settings()
@@ -29,6 +29,7 @@ DEFAULT_OUTPUT_DIR = "output"
 HashScheme = Enum("HashScheme", {name: name for name in HASH_SCHEMES}, type=str)
 SourceFormat = Enum("SourceFormat", {name: name for name in SOURCE_FORMATS}, type=str)
 ClusterMode = Enum("ClusterMode", {name: name for name in CLUSTER_MODES}, type=str)
+Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)
 
 
 def _from_environment(variable: str, default: str) -> Path:
@@ -59,6 +60,13 @@ class SweepCombinationConfig(Config):
 class DedupSettings(ConfigurableResource):
     """Algorithm settings and file locations for one run (resource key ``dedup``)."""
 
+    engine: Engine = Field(
+        default=Engine(DEFAULTS.engine),
+        description="duckdb: every step in this process, every table in the DuckDB file. ray: "
+        "the steps on Ray Data (a local Ray, or the cluster the ray_engine resource names), the "
+        "large tables as Parquet folders that the DuckDB file views; same tables, checks and "
+        "release. Needs the ray extra.",
+    )
     hash_scheme: HashScheme = Field(
         default=HashScheme(DEFAULTS.hash_scheme),
         description="fss: compiled 64-bit shingle hashes and a Fast Similarity Sketch; "

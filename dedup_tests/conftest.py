@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 from pathlib import Path
 
 import duckdb
@@ -12,6 +14,7 @@ from dagster import materialize
 
 from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.checks import PIPELINE_CHECKS
+from dedup_assets.ray_engine import RayEngine
 from dedup_assets.settings import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
 
@@ -29,13 +32,17 @@ class GraphRunner:
         self.database = tmp_path / "db" / "pipeline.duckdb"
         self.output_dir = tmp_path / "release"
 
-    def run(self, input_path: Path, selection: str | list[str] = "*", raise_on_error=True, instance=None, **settings):
+    def run(
+        self, input_path: Path, selection: str | list[str] = "*", raise_on_error=True, instance=None, ray_engine=None,
+        **settings,
+    ):
         return materialize(
             [*PIPELINE_ASSETS, *PIPELINE_CHECKS],
             selection=selection,
             instance=instance,
             resources={
                 "warehouse": DuckDBWarehouse(database=str(self.database), memory_limit="1GB"),
+                "ray_engine": ray_engine or RayEngine(),
                 "dedup": DedupSettings(
                     input_path=str(input_path), output_dir=str(self.output_dir), **settings
                 ),
@@ -89,3 +96,41 @@ def document(doc_id: str, body: str, domain: str = "example.com", crawled_at: st
         "body": body,
         **extra,
     }
+
+
+def require_ray():
+    """Ray (and polars, which Ray Data's joins need): a skip where the ray extra is not
+    installed, a failure where DEDUP_REQUIRE_RAY says it must be (CI)."""
+    if os.environ.get("DEDUP_REQUIRE_RAY"):
+        importlib.import_module("polars")
+        return importlib.import_module("ray")
+    pytest.importorskip("polars")
+    return pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A real multi-node Ray cluster on this machine: a head and one more node, one CPU and
+    200 MB of object store each, shared by the session's Ray tests and shut down after them."""
+    ray = require_ray()
+    from ray.cluster_utils import Cluster
+
+    from dedup_assets.core.distributed.session import LOCAL_SYSTEM_CONFIG
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "object_store_memory": 200 * 2**20,
+            "include_dashboard": False,
+            "_system_config": LOCAL_SYSTEM_CONFIG,
+        },
+    )
+    try:
+        cluster.add_node(num_cpus=1, object_store_memory=200 * 2**20)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False)
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

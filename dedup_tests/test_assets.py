@@ -35,6 +35,7 @@ ALL_CHECKS = {
     "representatives_account_for_input",
     "fixture_contract",
     "recall_reaches_min_recall",
+    "engine_matches_duckdb",
 }
 
 

@@ -33,6 +33,7 @@ from dedup_assets.assets.incremental import INCREMENTAL_ASSETS
 from dedup_assets.batch_sensor import new_batches
 from dedup_assets.checks import PIPELINE_CHECKS, same_as_incremental
 from dedup_assets.core.incremental import IndexTables, forget_batches
+from dedup_assets.ray_engine import RayEngine
 from dedup_assets.settings import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
 
@@ -92,7 +93,11 @@ class Batches:
         return DuckDBWarehouse(database=str(self.database), memory_limit="1GB")
 
     def resources(self, **settings) -> dict:
-        return {"dedup": DedupSettings(output_dir=str(self.output_dir), **settings), "warehouse": self.warehouse()}
+        return {
+            "dedup": DedupSettings(output_dir=str(self.output_dir), **settings),
+            "warehouse": self.warehouse(),
+            "ray_engine": RayEngine(),
+        }
 
     def run(self, key: str, raise_on_error: bool = True, **settings):
         return materialize(

@@ -2,6 +2,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.audit import AUDIT_SAMPLED, audit_summary, build_recall_audit
 from ..errors import user_errors
+from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
@@ -9,7 +10,9 @@ from .metadata import markdown_table, preview, table_metadata
 
 
 @asset(group_name=GROUP, kinds=KINDS | {"numba"}, deps=["documents", "fingerprinted", "duplicate_pairs"])
-def recall_audit(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
+def recall_audit(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+) -> MaterializeResult:
     """Recall measured, not assumed: for a seeded sample of `audit_sample_size` documents (0:
     all; seeded by `minhash_seed`), every pair with exact shingle Jaccard at or above
     `jaccard_threshold`, found without LSH (prefix filtering over the shingle hashes of every
@@ -22,6 +25,9 @@ def recall_audit(context: AssetExecutionContext, dedup: DedupSettings, warehouse
         build, sampled = build_recall_audit(
             cursor, warehouse.tables, params.shingle_size, settings.jaccard_threshold,
             settings.audit_sample_size, params.minhash_seed, settings.batch_size,
+            copies=ray_engine.steps().first_copies(ray_engine.tables(warehouse.database))
+            if settings.engine == "ray"
+            else None,
         )
     table = warehouse.tables.recall_audit
     rows = warehouse.write("recall_audit", build, {**lineage, AUDIT_SAMPLED: sampled})

@@ -5,6 +5,7 @@ from ..core.plots import markdown_image, scurve_png
 from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
 from ..errors import user_errors
+from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
@@ -13,7 +14,7 @@ from .metadata import markdown_table, percent_fewer, preview, scalar, table_meta
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "band_memberships"])
 def candidate_pairs(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
     """Global LSH candidates: a DuckDB self-join of `band_memberships` on `(band_index, lsh_band)`
     across all domains, one row per document pair sharing at least one band, with
@@ -33,7 +34,10 @@ def candidate_pairs(
     tables = warehouse.tables
     limits = settings.pair_limits()
     with user_errors(), warehouse.cursor() as cursor:
-        build, pressure = build_candidate_pairs(cursor, tables, limits)
+        if settings.engine == "ray":
+            build, pressure = ray_engine.steps().candidate_pairs(ray_engine.tables(warehouse.database), limits)
+        else:
+            build, pressure = build_candidate_pairs(cursor, tables, limits)
     rows = warehouse.write("candidate_pairs", build, {**lineage, **pressure.as_lineage()})
     params = settings.sketch_params()
     with warehouse.cursor() as cursor:

@@ -1,6 +1,7 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from ..core.cluster import build_clusters, build_deduped_documents
+from ..ray_engine import RayEngine
 from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
 from ..errors import user_errors
@@ -43,7 +44,9 @@ def _describe_clusters(cursor, table: str, mode: str) -> dict:
 
 
 @asset(group_name=GROUP, kinds=KINDS | {"networkx", "sql"}, deps=["documents", "fingerprinted", "duplicate_pairs"])
-def clusters(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
+def clusters(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+) -> MaterializeResult:
     """Clusters of the duplicate-edge graph, one row per input document.
 
     `cluster_mode` components: the connected components (networkx). star: each component's
@@ -58,10 +61,15 @@ def clusters(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.clusters
     with user_errors(), warehouse.cursor() as cursor:
-        build = build_clusters(
-            cursor, warehouse.tables, settings.cluster_mode, settings.shingle_size, settings.jaccard_threshold,
-            settings.memory_budget_mb,
-        )
+        if settings.engine == "ray":
+            build = ray_engine.steps().clusters(
+                ray_engine.tables(warehouse.database), settings.shingle_size, settings.jaccard_threshold, context.log.info
+            )
+        else:
+            build = build_clusters(
+                cursor, warehouse.tables, settings.cluster_mode, settings.shingle_size, settings.jaccard_threshold,
+                settings.memory_budget_mb,
+            )
     rows = warehouse.write("clusters", build, lineage)
     with warehouse.cursor() as cursor:
         mirrors = mirror_domain_pairs(cursor, warehouse.tables, MIRROR_PAIRS_SHOWN)
@@ -82,16 +90,20 @@ def clusters(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "clusters"])
 def deduped_documents(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
     """The deduplicated corpus: one representative per cluster with every input column (extra
     columns such as WARC lineage included, and `input_row`) plus `cluster_id` and `cluster_size`.
 
     Stored as a DuckDB view over `documents` and `clusters`, so the kept text is not copied a
     second time; `deduped_documents.parquet` in the release is the materialized copy."""
-    lineage, _ = checked_lineage(context, dedup, warehouse)
+    lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.deduped_documents
-    rows = warehouse.write("deduped_documents", build_deduped_documents(warehouse.tables), lineage)
+    if settings.engine == "ray":
+        build = ray_engine.steps().deduped_documents(ray_engine.tables(warehouse.database))
+    else:
+        build = build_deduped_documents(warehouse.tables)
+    rows = warehouse.write("deduped_documents", build, lineage)
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={

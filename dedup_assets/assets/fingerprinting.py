@@ -2,6 +2,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.lsh import build_band_memberships
 from ..core.sketch import build_fingerprinted
+from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warm import compiled_here
 from ..warehouse import DuckDBWarehouse
@@ -27,7 +28,7 @@ def _describe_fingerprints(cursor, table: str) -> dict:
 
 @asset(group_name=GROUP, kinds=KINDS | {"numba"}, deps=["documents"])
 def fingerprinted(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
     """Per-document fingerprint: `token_count`, distinct `shingle_count`, `content_hash` of the
     normalized token sequence (equal for exact duplicates), the `num_perm`-value `signature`
@@ -41,9 +42,13 @@ def fingerprinted(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
     compiled_before = compiled_here()
-    with warehouse.cursor() as reader:
-        build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
+    if settings.engine == "ray":
+        build = ray_engine.steps().fingerprint(ray_engine.tables(warehouse.database), params, settings.batch_size)
         rows = warehouse.write("fingerprinted", build, lineage)
+    else:
+        with warehouse.cursor() as reader:
+            build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
+            rows = warehouse.write("fingerprinted", build, lineage)
     if compiled_here() > compiled_before:
         context.log.info(
             "fingerprinted: the compiled kernels were built during this run (new machine, or the "

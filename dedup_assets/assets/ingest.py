@@ -4,6 +4,7 @@ from ..core.ingest import build_documents, build_rejected_documents, input_ident
 from ..core.readers import InputStats
 from ..errors import user_errors
 from ..lineage import combined_lineage
+from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS
@@ -49,7 +50,7 @@ def _rejected_metadata(cursor, table: str, stats: InputStats) -> dict:
         AssetSpec("rejected_documents", group_name=GROUP, kinds=KINDS, description=REJECTED_DESCRIPTION),
     ],
 )
-def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
+def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine):
     """Reads and validates the input into `documents` and `rejected_documents`; the input's
     size and sha256 are taken while it is read and recorded in both tables' lineage."""
     with user_errors():
@@ -65,6 +66,8 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
             found = identity.result()
             return {**own_lineage, "input_sha256": found.sha256, "input_byte_size": found.byte_size}
 
+        if settings.engine == "ray":
+            build = ray_engine.steps().documents(ray_engine.tables(warehouse.database), build.batches)
         rows = warehouse.write("documents", build, with_identity)
     lineage = with_identity()
     tables = warehouse.tables

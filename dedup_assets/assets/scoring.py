@@ -3,8 +3,9 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..core.plots import jaccard_histogram_png, markdown_image
 from ..core.scurve import weak_bands_warning
 from ..core.summary import reason_counts
-from ..core.verify import build_duplicate_pairs, build_scored_pairs
+from ..core.verify import build_duplicate_pairs, build_scored_pairs, verification_memory_estimate
 from ..errors import user_errors
+from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
@@ -15,7 +16,7 @@ PAIR_PREVIEW = "left_doc_id, right_doc_id, round(jaccard, 4) as jaccard, signatu
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "fingerprinted", "candidate_pairs"])
 def scored_pairs(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
     """Every candidate pair with its exact shingle `jaccard`, its sketch `signature_overlap` and
     a decision. Only Jaccard >= `jaccard_threshold` makes a duplicate; the overlap is a diagnostic.
@@ -28,9 +29,15 @@ def scored_pairs(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
     with user_errors(), warehouse.cursor() as cursor:
-        build, reshingled = build_scored_pairs(
-            cursor, tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
-        )
+        if settings.engine == "ray":
+            build = ray_engine.steps().scored_pairs(
+                ray_engine.tables(warehouse.database), settings.sketch_params(), settings.thresholds()
+            )
+            reshingled, _ = verification_memory_estimate(cursor, tables, settings.num_perm)
+        else:
+            build, reshingled = build_scored_pairs(
+                cursor, tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
+            )
     context.log.info(f"scored_pairs: shingled {reshingled:,} candidate documents again")
     params = settings.sketch_params()
     warning = weak_bands_warning(
@@ -62,13 +69,17 @@ def scored_pairs(
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["scored_pairs"])
 def duplicate_pairs(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
     """The accepted duplicate edges: scored pairs whose exact Jaccard met the threshold.
     `is_exact` separates identical normalized text (exact duplicates) from near duplicates."""
-    lineage, _ = checked_lineage(context, dedup, warehouse)
+    lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.duplicate_pairs
-    rows = warehouse.write("duplicate_pairs", build_duplicate_pairs(warehouse.tables), lineage)
+    if settings.engine == "ray":
+        build = ray_engine.steps().duplicate_pairs(ray_engine.tables(warehouse.database))
+    else:
+        build = build_duplicate_pairs(warehouse.tables)
+    rows = warehouse.write("duplicate_pairs", build, lineage)
     with warehouse.cursor() as cursor:
         exact, cross = cursor.execute(
             f"select count(*) filter (where is_exact), count(*) filter (where left_domain <> right_domain) from {table}"

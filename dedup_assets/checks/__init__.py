@@ -2,6 +2,7 @@
 stored tables after each materialization. The blocking ones stop downstream assets from running
 on bad data."""
 
+from dataclasses import replace
 from pathlib import Path
 
 from dagster import (
@@ -14,10 +15,12 @@ from dagster import (
 
 from ..batch_partitions import folder_batches
 from ..core.audit import stored_audit_summary
+from ..core.consistency import engine_differences
 from ..core.incremental import IndexTables, index_settings, indexed_batches, settings_problems
 from ..core.store import read_lineage
 from ..core.readers import count_input_records
 from ..errors import user_errors
+from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from . import rules
@@ -217,7 +220,8 @@ def same_as_incremental(context: AssetCheckExecutionContext, dedup: DedupSetting
             "clusters, the incremental index's are connected components"
         )
         return
-    current = index_settings(settings)
+    # the index is always the DuckDB engine's; a ray run's tables are compared with it the same
+    current = index_settings(replace(settings, engine="duckdb"))
     with warehouse.cursor() as cursor:
         indexed = indexed_batches(cursor, INDEX_TABLES)
         if not indexed:  # the usual case, which dedup run need not remark on
@@ -299,6 +303,28 @@ def recall_reaches_min_recall(context: AssetCheckExecutionContext, dedup: DedupS
     yield rules.recall_reaches_min_recall(summary, settings.min_recall, settings.rows_per_band, settings.num_perm)
 
 
+@asset_check(
+    asset="deduped_documents",
+    blocking=True,
+    description="On engine ray: fingerprinted, candidate_pairs, duplicate_pairs, clusters and deduped_documents "
+    "are the DuckDB engine's, row for row, both ways (the DuckDB steps run again over the same "
+    "documents, up to the ray_engine resource's compare_up_to_documents).",
+    additional_deps=["fingerprinted", "candidate_pairs", "duplicate_pairs", "clusters"],
+)
+def engine_matches_duckdb(
+    context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+) -> AssetCheckResult:
+    lineage = warehouse.upstream_lineage("deduped_documents", "deduped_documents")
+    engine = lineage.get("engine", "duckdb")
+    with warehouse.cursor() as cursor:
+        documents = cursor.execute(f"select count(*) from {warehouse.tables.documents}").fetchall()[0][0]
+        differences = None
+        if engine != "duckdb" and documents <= ray_engine.compare_up_to_documents:
+            with user_errors():
+                differences = engine_differences(cursor, warehouse.tables, dedup.settings(), context.log.info)
+    return rules.engine_matches_duckdb(engine, differences, documents, ray_engine.compare_up_to_documents)
+
+
 PIPELINE_CHECKS = [
     doc_id_unique,
     input_records_accounted,
@@ -318,4 +344,5 @@ PIPELINE_CHECKS = [
     batch_pairs_ordered_and_unique,
     batch_documents_decided,
     recall_reaches_min_recall,
+    engine_matches_duckdb,
 ]

@@ -406,3 +406,34 @@ def bands_suit_threshold(
         "candidates, and more of those above it",
         candidate_chance_at_threshold=MetadataValue.float(round(chance, 4)),
     )
+
+
+def engine_matches_duckdb(
+    engine: str, differences: dict[str, tuple[int, int]] | None, documents: int, max_documents: int
+) -> AssetCheckResult:
+    """The ``engine``'s candidate pairs, edges, clusters and survivors are the DuckDB engine's,
+    row for row (``differences`` from ``core.consistency``; None when not compared)."""
+    if engine == "duckdb":
+        return _result([], "engine duckdb: these tables are the DuckDB engine's own", compared=False)
+    if differences is None:
+        return AssetCheckResult(
+            passed=False,
+            severity=AssetCheckSeverity.WARN,
+            description=f"not compared: {documents:,} documents is above compare_up_to_documents="
+            f"{max_documents:,} (of the ray_engine resource), and comparing runs the DuckDB engine "
+            "over them again on this node. Raise it to compare this corpus.",
+            metadata={"compared": False},
+        )
+    failures = [
+        f"{table}: {only_here:,} rows only on engine {engine}, {only_duckdb:,} only on duckdb"
+        for table, (only_here, only_duckdb) in differences.items()
+        if only_here or only_duckdb
+    ]
+    if failures:
+        failures.append(f"re-run with engine: duckdb, and report the difference as a bug of engine {engine}")
+    return _result(
+        failures,
+        f"{', '.join(differences)}: the same rows on engine {engine} and on duckdb, both ways",
+        compared=True,
+        documents=MetadataValue.int(documents),
+    )

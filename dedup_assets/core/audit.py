@@ -193,6 +193,7 @@ def build_recall_audit(
     sample_size: int,
     seed: int,
     batch_size: int,
+    copies: pa.Table | None = None,
 ) -> tuple[TableBuild, int]:
     """The ``recall_audit`` table: every true pair (Jaccard at least ``threshold``) of a seeded
     sample of ``sample_size`` distinct texts (0: all), with its Jaccard band, how many LSH bands
@@ -201,18 +202,20 @@ def build_recall_audit(
 
     Exact copies are left out: each text is audited through its first copy, as LSH sees it (the
     pipeline pairs every copy through its copy group, whatever LSH finds), and a page copied n
-    times would otherwise add n·(n-1)/2 pairs that say nothing about LSH."""
+    times would otherwise add n·(n-1)/2 pairs that say nothing about LSH. ``copies`` (doc_id,
+    first_copy_doc_id) names them where the engine keeps them; unset: from the DuckDB tables."""
     doc_ids = connection.sql(f"select doc_id from {tables.documents}").to_arrow_table().column(0).combine_chunks()
     # a content_hash pair has Jaccard 1, so every one is an edge: the edges name the first copies
     edge_tables = replace(tables, candidate_pairs=tables.duplicate_pairs)
-    copies = first_copies(connection, edge_tables)
+    copies = first_copies(connection, edge_tables) if copies is None else copies
     is_copy = pc.is_in(doc_ids, value_set=copies.column("doc_id").combine_chunks()).to_numpy(zero_copy_only=False)
     texts = np.flatnonzero(~is_copy)
     sample = texts[sample_rows(len(texts), sample_size, seed)]
-    connection.register("sample", pa.table({"row": sample}))
+    # by doc_id, not rowid: on the ray engine documents is a view over Parquet, which has none
+    connection.register("sample", pa.table({"row": sample, "doc_id": doc_ids.take(pa.array(sample, pa.int64()))}))
     try:
         sample_bodies = connection.sql(
-            f"select d.body from {tables.documents} d semi join sample s on s.row = d.rowid order by d.rowid"
+            f"select d.body from {tables.documents} d join sample s on s.doc_id = d.doc_id order by s.row"
         ).to_arrow_table().column(0).combine_chunks()
     finally:
         connection.unregister("sample")

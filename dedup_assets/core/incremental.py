@@ -55,7 +55,7 @@ INDEX_SETTINGS = tuple(
     name
     for stage in ("documents", "fingerprinted", "scored_pairs")
     for name in STAGE_SETTINGS[stage]
-    if name != "input_path"
+    if name not in ("input_path", "engine")  # the index is always the DuckDB engine's
 )
 KEPT, REMOVED = "kept_representative", "removed_duplicate"
 # the one-shot scored_pairs columns, which every pair table and file of a batch keeps
@@ -948,13 +948,20 @@ def batch_manifest(
 def index_settings(settings: Settings) -> dict:
     """The settings every batch of one index shares: those that change any table (the input's
     path aside, which is each batch's own). Refuses ``cluster_mode`` star: a batch's decisions
-    are final, and a star split of a component could move a document another batch kept."""
+    are final, and a star split of a component could move a document another batch kept; and
+    ``engine`` ray, which the index does not run on."""
     if settings.cluster_mode != "components":
         raise SettingsError(
             f"cluster_mode {settings.cluster_mode!r} applies to the one-shot graph only: the "
             "incremental index clusters batches by connected components. Run the batches with "
             "cluster_mode 'components', or run the one-shot graph over the batch folder (DEDUP_INPUT) "
             "for star clusters."
+        )
+    if settings.engine != "duckdb":
+        raise SettingsError(
+            f"engine {settings.engine!r} runs the one-shot graph only: the incremental index lives "
+            "in the DuckDB file and adds each batch there. Run the batches with engine 'duckdb', "
+            "or the one-shot graph over the batch folder (DEDUP_INPUT) with engine 'ray'."
         )
     values = {**settings.as_dict(), **settings.derived(), "table_layout": INDEX_LAYOUT}
     return {name: values[name] for name in INDEX_SETTINGS}

@@ -15,9 +15,11 @@ from .scurve import choose_bands
 HashScheme = Literal["fss", "blake2b"]
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
 ClusterMode = Literal["components", "star"]
+Engine = Literal["duckdb", "ray"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
 CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
+ENGINES: tuple[str, ...] = get_args(Engine)
 
 # The fast sketch's 2 * num_perm rounds must fit in its 10 round bits (kernels.py).
 MAX_SKETCH_SIZE = 1 << 9
@@ -52,8 +54,9 @@ PAIR_SLOT_BYTES = 640
 # Settings whose change alters an asset's content, keyed by the first asset they affect (the
 # lineage of every table records them; ``table_layout`` and ``input_path`` are the run's).
 STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
+    # the engine decides where every table lives (DuckDB, or Parquet folders it views)
     "documents": (
-        "table_layout", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields", "warc_base_url",
+        "table_layout", "engine", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields", "warc_base_url",
     ),
     # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
     "fingerprinted": (
@@ -191,6 +194,7 @@ class Settings:
     """Every algorithm setting of a run, with its default. These are the settings recorded in
     lineage and in ``manifest.json``, under these names."""
 
+    engine: str = "duckdb"
     hash_scheme: str = "fss"
     shingle_size: int = 5
     num_perm: int = 64
@@ -243,6 +247,14 @@ class Settings:
         if self.cluster_mode not in CLUSTER_MODES:
             raise SettingsError(
                 f"cluster_mode must be one of {', '.join(CLUSTER_MODES)}, got {self.cluster_mode!r}"
+            )
+        if self.engine not in ENGINES:
+            raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.engine == "ray" and self.cluster_mode != "components":
+            raise SettingsError(
+                "cluster_mode star runs on engine duckdb only: its rounds compare whole components "
+                "on one node. Use cluster_mode components with engine ray (the chained members are "
+                "still flagged), or engine duckdb."
             )
         if self.batch_size > MAX_BATCH_SIZE:
             raise SettingsError(f"batch_size must be at most {MAX_BATCH_SIZE:,}, got {self.batch_size:,}")

@@ -130,11 +130,13 @@ def _sampled_documents(
 ) -> Iterator[pa.RecordBatch]:
     """The ``doc_id``, ``domain`` and ``body`` (what the steps read) of the ``sample`` rows of
     ``documents``, in input order, streamed."""
-    connection.register("sweep_sample", pa.table({"row": sample}))
+    # by doc_id, not rowid: on the ray engine documents is a view over Parquet, which has none
+    doc_ids = connection.sql(f"select doc_id from {tables.documents}").to_arrow_table().column(0).combine_chunks()
+    connection.register("sweep_sample", pa.table({"row": sample, "doc_id": doc_ids.take(pa.array(sample, pa.int64()))}))
     try:
         yield from connection.sql(
-            f"select d.doc_id, d.domain, d.body from {tables.documents} d semi join sweep_sample s on s.row = d.rowid "
-            "order by d.rowid"
+            f"select d.doc_id, d.domain, d.body from {tables.documents} d join sweep_sample s on s.doc_id = d.doc_id "
+            "order by s.row"
         ).to_arrow_reader(batch_size)
     finally:
         connection.unregister("sweep_sample")

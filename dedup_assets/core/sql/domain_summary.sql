@@ -4,16 +4,13 @@
 -- as 'domain:pairs', the most first, then by name. An empty domain counts as one domain.
 -- $partner_domains_shown = partner domains listed per domain.
 with documents_by_domain as (
-  -- documents and clusters hold one row per document in input order (clusters.sql), so a
-  -- positional join pairs them without a hash join; the doc_id test keeps a misaligned pair out
-  -- (and representatives_account_for_input would then fail)
+  -- joined on doc_id, not by position: on the ray engine both are views over Parquet folders
   select
     d.domain,
     count(*) as documents,
     count(*) filter (where c.decision = 'removed_duplicate') as removed_documents
   from {documents} d
-  positional join {clusters} c
-  where c.doc_id = d.doc_id
+  join {clusters} c on c.doc_id = d.doc_id
   group by d.domain
 ),
 sides as (

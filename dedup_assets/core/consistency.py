@@ -1,0 +1,56 @@
+"""Whether another engine's tables are the DuckDB engine's.
+
+The DuckDB engine's steps run again over the same documents, in a scratch schema of the same
+database, and each compared table is set against its DuckDB twin both ways, as multisets of
+whole rows. The scratch schema is dropped afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import duckdb
+
+from .cluster import build_clusters, build_deduped_documents
+from .pipeline import run_core_steps
+from .settings import Settings
+from .store import TableBuild, write_table
+from .tables import Tables
+
+COMPARED = ("fingerprinted", "candidate_pairs", "duplicate_pairs", "clusters", "deduped_documents")
+SCRATCH_SCHEMA = "engine_consistency"
+
+
+def engine_differences(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings, log: Callable[[str], None]
+) -> dict[str, tuple[int, int]]:
+    """Per compared table: (rows only in ``tables``, rows only in the DuckDB engine's)."""
+    scratch = Tables.in_schema(SCRATCH_SCHEMA)
+    duckdb_settings = replace(settings, engine="duckdb")
+    connection.execute(f"drop schema if exists {SCRATCH_SCHEMA} cascade")
+    connection.execute(f"create schema {SCRATCH_SCHEMA}")
+    try:
+        # a table, in input order: the DuckDB steps find first copies by row order
+        write_table(connection, scratch.documents, TableBuild(sql=f"select * from {tables.documents}"))
+        run_core_steps(connection, scratch, duckdb_settings, log)
+        build = build_clusters(
+            connection, scratch, duckdb_settings.cluster_mode, duckdb_settings.shingle_size,
+            duckdb_settings.jaccard_threshold, duckdb_settings.memory_budget_mb,
+        )
+        write_table(connection, scratch.clusters, build)
+        write_table(connection, scratch.deduped_documents, build_deduped_documents(scratch))
+        return {
+            name: tuple(
+                connection.execute(
+                    f"select count(*) from (select * from {first} except all select * from {second})"
+                ).fetchall()[0][0]
+                for first, second in (
+                    (getattr(tables, name), getattr(scratch, name)),
+                    (getattr(scratch, name), getattr(tables, name)),
+                )
+            )
+            for name in COMPARED
+        }
+    finally:
+        connection.execute(f"drop schema if exists {SCRATCH_SCHEMA} cascade")

@@ -1,0 +1,1 @@
+"""The pipeline's steps on a distributed engine (Ray Data)."""

@@ -1,0 +1,131 @@
+"""Where the ``ray`` engine keeps its tables: one folder of Parquet files per table under a root
+folder, and the DuckDB view that lets checks, metadata and the release read each one.
+
+A table is written into a new folder beside the old one and swapped in when complete, so a
+step that fails half way leaves the previous table readable. Files are named by the order of
+the rows they hold (``part-000000.parquet``, ...), and DuckDB reads a folder in name order, so
+a view yields the rows in the order they were written: input order for the per-document
+tables, pair order for the pair tables, as the DuckDB engine stores them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..store import TableBuild
+
+# Each document's place in input order: how the per-document tables are ordered, and which copy
+# of a text is its first copy. Stored in the datasets, hidden from the views (the DuckDB
+# engine's tables use their row order instead).
+POSITION = "document_position"
+
+
+def table_folder(root: str | Path, table: str) -> Path:
+    return Path(root).expanduser() / table
+
+
+def _sql_string(text: str) -> str:
+    # A view cannot take bound parameters, so the folder is written into its SQL as a quoted
+    # literal; the folder is ours (root + table name), and quotes are doubled.
+    return "'" + text.replace("'", "''") + "'"
+
+
+def view_build(root: str | Path, table: str, casts: Mapping[str, str] | None = None) -> TableBuild:
+    """A DuckDB view over table's folder, without ``POSITION``, with ``casts`` (column -> DuckDB
+    type) where Parquet cannot keep the type, such as fixed-size lists."""
+    folder = table_folder(root, table).resolve()
+    first = min(folder.glob("*.parquet"))
+    exclude = f" exclude ({POSITION})" if POSITION in pq.read_schema(first).names else ""
+    replace = (
+        " replace (" + ", ".join(f"{column}::{kind} as {column}" for column, kind in casts.items()) + ")"
+        if casts
+        else ""
+    )
+    files = _sql_string(str(folder / "*.parquet"))
+    return TableBuild(sql=f"select *{exclude}{replace} from read_parquet({files})", view=True)
+
+
+def _swap_in(root: Path, table: str, written: Path) -> None:
+    target = table_folder(root, table)
+    retired = root / f".{table}.retired-{uuid.uuid4().hex}"
+    if target.exists():
+        target.rename(retired)
+    written.rename(target)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def _new_folder(root: Path, table: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / f".{table}.writing-{uuid.uuid4().hex}"
+    folder.mkdir()
+    return folder
+
+
+def part_name(index: int) -> str:
+    return f"part-{index:06d}.parquet"
+
+
+def replace_table(root: str | Path, table: str, write, schema: pa.Schema) -> None:
+    """Write ``table`` with ``write(folder)`` into a new folder and swap it in. A table with no
+    rows still gets one empty file of ``schema``, so that readers see its columns."""
+    root = Path(root).expanduser()
+    folder = _new_folder(root, table)
+    try:
+        write(folder)
+        if not any(folder.glob("*.parquet")):
+            pq.write_table(schema.empty_table(), folder / part_name(0))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    _swap_in(root, table, folder)
+
+
+def write_batches(
+    root: str | Path, table: str, batches: Iterable[pa.RecordBatch], rows_per_file: int, schema: pa.Schema | None = None
+) -> int:
+    """Write a stream of batches as ``table``, in stream order, with a ``POSITION`` column
+    counting the rows from 0; its row count. The first batch gives the schema (else
+    ``schema``); later batches are cast to it, as readers of several files may differ in string
+    widths."""
+    batches = iter(batches)
+    first = next(batches, None)
+    if first is None and schema is None:
+        raise ValueError(f"{table}: the stream was empty and has no schema to create from")
+    schema = (schema if first is None else first.schema).append(pa.field(POSITION, pa.int64()))
+    rows = 0
+
+    def write(folder: Path) -> None:
+        nonlocal rows
+        writer, in_file, files = None, 0, 0
+        try:
+            for batch in itertools.chain([first] if first is not None else [], batches):
+                if batch.num_rows == 0:
+                    continue
+                if writer is None or in_file >= rows_per_file:
+                    if writer is not None:
+                        writer.close()
+                    writer, in_file = pq.ParquetWriter(folder / part_name(files), schema), 0
+                    files += 1
+                positions = pa.array(range(rows, rows + batch.num_rows), pa.int64())
+                columns = batch.columns if batch.schema == first.schema else batch.cast(first.schema).columns
+                writer.write_batch(pa.RecordBatch.from_arrays([*columns, positions], schema=schema))
+                rows += batch.num_rows
+                in_file += batch.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+
+    replace_table(root, table, write, schema)
+    return rows
+
+
+def read_table(root: str | Path, table: str, columns: list[str] | None = None) -> pa.Table:
+    """A (small) table read whole on this node, in file order."""
+    return pq.read_table(table_folder(root, table), columns=columns)

@@ -1,0 +1,65 @@
+"""The Ray session a run's steps execute in, and Ray Data's settings for them.
+
+Without an address a local Ray is started for the run (``address="local"``: never a cluster
+that happens to be running on the machine) and stopped at its end. With one (``ray://...``,
+``auto``, or ``host:port`` of a ``ray up`` or KubeRay head), the run joins that cluster and
+leaves it running. A session already open in this process (a test's cluster) is used as is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import ray
+import ray.data
+
+
+LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 600_000}
+
+
+class RayUnavailable(RuntimeError):
+    """Ray could not be started or reached."""
+
+
+def _configure_data() -> None:
+    context = ray.data.DataContext.get_current()
+    # outputs in their inputs' order, so that written tables are deterministic
+    context.execution_options.preserve_order = True
+    context.enable_progress_bars = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+
+def cluster_cpus() -> int:
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+@contextmanager
+def ray_session(address: str | None) -> Iterator[None]:
+    """Ray for the steps inside; started (and stopped after) unless one is open already."""
+    if ray.is_initialized():
+        _configure_data()
+        yield
+        return
+    try:
+        ray.init(
+            address=address or "local",
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            # a local Ray keeps idle workers for the run: joins and groupings start their own,
+            # and one started again for every step costs more than the step on a small corpus
+            _system_config=None if address else LOCAL_SYSTEM_CONFIG,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise RayUnavailable(
+            f"Could not {'reach the Ray cluster at ' + address if address else 'start a local Ray'}: "
+            f"{error}. Check ray_address (env DEDUP_RAY_ADDRESS): e.g. ray://head:10001 for a "
+            "remote cluster, or leave it unset for a local Ray."
+        ) from None
+    try:
+        _configure_data()
+        yield
+    finally:
+        ray.shutdown()

@@ -1,0 +1,578 @@
+"""The pipeline's steps on Ray Data: the same tables as the DuckDB engine, row for row.
+
+Each step reads its inputs' folders (``datasets.py``) as Ray datasets, computes with the same
+compiled kernels inside Arrow batch functions, shuffles with Ray Data's hash joins and
+aggregations, writes its own folder, and returns the DuckDB view that checks, metadata and the
+release read. Nothing grows on one node with the corpus: the driver only collects the bucket
+pressure's totals.
+
+The rules are the DuckDB engine's (``lsh.py``, ``verify.py``, ``cluster.py`` and their SQL):
+copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
+the bodies, connected components named by their smallest doc_id, the same keep rule. Only
+``cluster_mode: components`` is offered here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import ray
+import ray.data
+from ray.data import SaveMode
+from ray.data.aggregate import Count, Min, Sum
+from ray.data.datasource import FilenameProvider
+
+from .. import kernels
+from ..lsh import BucketPressure, ensure_within_limits
+from ..settings import PairLimits, SketchParams, Thresholds
+from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_matrix
+from ..store import TableBuild
+from ..verify import pair_jaccard, shingle_sets
+from .components import connected_components
+from .datasets import POSITION, read_table, replace_table, table_folder, view_build, write_batches
+
+PAIR_SCHEMA = pa.schema(
+    [
+        ("left_doc_id", pa.string()),
+        ("right_doc_id", pa.string()),
+        ("left_domain", pa.string()),
+        ("right_domain", pa.string()),
+        ("shared_bands", pa.int32()),
+        ("found_by", pa.string()),
+    ]
+)
+SCORED_SCHEMA = PAIR_SCHEMA.append(pa.field("jaccard", pa.float64())).append(
+    pa.field("signature_overlap", pa.float64())
+).append(pa.field("is_exact", pa.bool_())).append(pa.field("is_duplicate", pa.bool_())).append(
+    pa.field("reason", pa.string())
+)
+FIRST_COPIES_SCHEMA = pa.schema([("doc_id", pa.string()), ("first_copy_doc_id", pa.string())])
+CLUSTER_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("source_file", pa.string()),
+        ("input_row", pa.int64()),
+        ("cluster_id", pa.string()),
+        ("cluster_size", pa.int64()),
+        ("crawled_at", pa.timestamp("us")),
+        ("token_count", pa.int32()),
+        ("representative_rank", pa.int64()),
+        ("representative_doc_id", pa.string()),
+        ("decision", pa.string()),
+        ("jaccard_to_representative", pa.float64()),
+        ("chained", pa.bool_()),
+        (POSITION, pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class RayTables:
+    """The folder of every table the ray engine writes, and how many partitions a shuffle
+    uses."""
+
+    root: Path
+    partitions: int
+
+    def read(self, table: str, columns: list[str] | None = None) -> ray.data.Dataset:
+        return ray.data.read_parquet(str(table_folder(self.root, table)), columns=columns)
+
+    def write(self, table: str, dataset: ray.data.Dataset, schema: pa.Schema) -> None:
+        """Write ``dataset`` as ``table`` with exactly ``schema`` (joins widen strings to large
+        strings; every file gets the same types)."""
+        typed = _arrow(dataset, lambda batch: batch.select(schema.names).cast(schema))
+        replace_table(
+            self.root,
+            table,
+            lambda folder: typed.write_parquet(str(folder), filename_provider=_Parts(), mode=SaveMode.OVERWRITE),
+            schema,
+        )
+
+    def view(self, table: str, **casts: str) -> TableBuild:
+        return view_build(self.root, table, casts=casts)
+
+
+class _Parts(FilenameProvider):
+    """File names in the order of the write tasks, which is the dataset's order."""
+
+    def get_filename_for_task(self, write_uuid: str, task_index: int) -> str:
+        return f"part-{task_index:06d}.parquet"
+
+
+def _arrow(dataset: ray.data.Dataset, fn: Callable[[pa.Table], pa.Table], **options) -> ray.data.Dataset:
+    return dataset.map_batches(fn, batch_format="pyarrow", zero_copy_batch=True, **options)
+
+
+def _use_task_cpus() -> None:
+    """Kernel threads to the CPUs Ray gave this task, not every core of the node."""
+    import numba
+
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
+    numba.set_num_threads(max(1, min(int(cpus), numba.config.NUMBA_NUM_THREADS)))
+
+
+def _column(batch: pa.Table, name: str, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    """A column an outer join brought, or nulls: Ray Data drops the columns of an empty side
+    (an aggregation of no rows has no schema)."""
+    return batch[name] if name in batch.column_names else pa.nulls(batch.num_rows, kind)
+
+
+def _renamed(dataset: ray.data.Dataset, names: dict[str, str]) -> ray.data.Dataset:
+    return dataset.rename_columns(names)
+
+
+# --- documents and fingerprint ------------------------------------------------------------------------------
+
+
+# Parquet files of this many documents: enough read tasks to spread a corpus over a cluster,
+# few enough that each one's start-up is small next to its work.
+DOCUMENTS_PER_FILE = 65_536
+
+
+def documents(tables: RayTables, batches) -> TableBuild:
+    """``documents``: the validated input stream (the readers' batches), written in input order
+    with each document's position."""
+    write_batches(tables.root, "documents", batches, DOCUMENTS_PER_FILE)
+    return tables.view("documents")
+
+
+def fingerprint(tables: RayTables, params: SketchParams, batch_size: int) -> TableBuild:
+    """``fingerprinted``: the compiled sketch over every body, in input order."""
+
+    def sketch(batch: pa.Table) -> pa.Table:
+        _use_task_cpus()
+        result = fingerprint_batch(batch["doc_id"].combine_chunks(), batch["body"].combine_chunks(), params)
+        return pa.Table.from_batches([result]).append_column(POSITION, batch[POSITION])
+
+    documents = tables.read("documents", columns=["doc_id", "body", POSITION])
+    schema = fingerprint_schema(params).append(pa.field(POSITION, pa.int64()))
+    tables.write("fingerprinted", _arrow(documents, sketch, batch_size=batch_size), schema)
+    return tables.view("fingerprinted", signature=f"ubigint[{params.num_perm}]", lsh_bands=f"ubigint[{params.bands}]")
+
+
+# --- candidates -------------------------------------------------------------------------------
+
+
+def _texts(tables: RayTables) -> ray.data.Dataset:
+    """Documents with shingles: their position, content hash, first band key and band keys."""
+
+    def keyed(batch: pa.Table) -> pa.Table:
+        batch = batch.filter(pc.greater(batch["shingle_count"], 0))
+        return pa.table(
+            {
+                "doc_id": batch["doc_id"],
+                POSITION: batch[POSITION],
+                "content_hash": batch["content_hash"],
+                "first_band_key": pc.list_element(batch["lsh_bands"], 0),
+                "lsh_bands": batch["lsh_bands"],
+            }
+        )
+
+    return _arrow(tables.read("fingerprinted", ["doc_id", POSITION, "shingle_count", "content_hash", "lsh_bands"]), keyed)
+
+
+def _copies(texts: ray.data.Dataset, partitions: int) -> tuple[ray.data.Dataset | None, ray.data.Dataset | None]:
+    """(groups: content_hash, first_band_key, copies of every copy group; copies: every copy
+    that is not its group's first copy, with its first copy and band count), as
+    ``sql/copy_groups.sql`` and the candidate query's ``copies``; (None, None) when no text has
+    two copies."""
+    key = ("content_hash", "first_band_key")
+    groups = (
+        texts.groupby(list(key), num_partitions=partitions)
+        .aggregate(Count(alias_name="copies"), Min(POSITION, alias_name="first_position"))
+        .filter(expr="copies > 1")
+        .materialize()
+    )
+    if not groups.count():
+        return None, None
+    members = texts.select_columns(["doc_id", POSITION, *key, "lsh_bands"]).join(
+        groups, "inner", partitions, on=key
+    )
+    first = _arrow(
+        members.filter(expr=f"{POSITION} == first_position"),
+        lambda batch: pa.table({"content_hash": batch["content_hash"], "first_band_key": batch["first_band_key"], "first_copy_doc_id": batch["doc_id"]}),
+    )
+    copies = _arrow(
+        members.filter(expr=f"{POSITION} != first_position").join(first, "inner", partitions, on=key),
+        lambda batch: pa.table(
+            {
+                "doc_id": batch["doc_id"],
+                "first_copy_doc_id": batch["first_copy_doc_id"],
+                "bands": pc.cast(pc.list_value_length(batch["lsh_bands"]), pa.int32()),
+            }
+        ),
+    ).materialize()
+    return groups, copies
+
+
+def _band_rows(distinct: ray.data.Dataset) -> ray.data.Dataset:
+    """One row per (distinct text, band): doc_id, band_index, lsh_band and the text's copies."""
+
+    def explode(batch: pa.Table) -> pa.Table:
+        keys = list_matrix(batch["lsh_bands"])
+        rows, bands = keys.shape
+        return pa.table(
+            {
+                "doc_id": pc.take(batch["doc_id"], pa.array(np.repeat(np.arange(rows), bands))),
+                "band_index": pa.array(np.tile(np.arange(bands, dtype=np.int16), rows)),
+                "lsh_band": pa.array(keys.ravel()),
+                "copies": pa.array(np.repeat(batch["copies"].to_numpy(), bands)),
+            }
+        )
+
+    return _arrow(distinct, explode)
+
+
+def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
+    """The totals of ``lsh.band_buckets`` from the bucket rows (band_index, lsh_band, size in
+    distinct texts, documents): the same slots, and the same largest bucket (the first band,
+    then the smallest key, among equals)."""
+    bucket_count = buckets.count()
+    if bucket_count == 0:
+        return BucketPressure(0, 0, None, 0)
+    slots = _arrow(
+        buckets,
+        lambda batch: pa.table(
+            {"slots": pc.subtract(pc.multiply(pc.subtract(batch["size"], 1), batch["documents"]), pc.divide(pc.multiply(batch["size"], pc.subtract(batch["size"], 1)), 2))}
+        ),
+    ).sum("slots")
+    largest = buckets.max("size")
+    worst = buckets.filter(expr=f"size == {int(largest)}")
+    band = worst.min("band_index")
+    # Ray's global min turns uint64 values above 2**63 into Python objects it cannot compare:
+    # each block's smallest key comes back, and the smallest of those is taken here
+    keys = _arrow(
+        worst.filter(expr=f"band_index == {int(band)}").select_columns(["lsh_band"]),
+        lambda batch: pa.table({"lsh_band": pa.array([pc.min(batch["lsh_band"]).as_py()], pa.uint64())}),
+    ).take_all()
+    key = min(row["lsh_band"] for row in keys)
+    return BucketPressure(int(slots), int(largest), f"{int(band):03d}:{int(key):016x}", int(bucket_count))
+
+
+def _ordered_pairs(left: pa.ChunkedArray, right: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    swap = pc.greater(left, right)
+    return pc.if_else(swap, right, left), pc.if_else(swap, left, right)
+
+
+def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, BucketPressure]:
+    """``candidate_pairs`` (and ``first_copies``, which verification and the audit read),
+    refusing buckets over ``limits`` before the join, as ``lsh.build_candidate_pairs``.
+
+    Joins with a side that has no rows are left out: Ray Data loses the columns of an empty
+    dataset, and such a join adds nothing (or keeps the other side whole)."""
+    partitions = tables.partitions
+    texts = _texts(tables).materialize()
+    groups, copies = _copies(texts, partitions)
+    if copies is None:
+        distinct = _arrow(texts, lambda batch: batch.select(["doc_id", "lsh_bands"]).append_column("copies", pa.array(np.ones(batch.num_rows, np.int64))))
+        tables.write("first_copies", ray.data.from_arrow(FIRST_COPIES_SCHEMA.empty_table()), FIRST_COPIES_SCHEMA)
+    else:
+        tables.write("first_copies", copies.select_columns(["doc_id", "first_copy_doc_id"]), FIRST_COPIES_SCHEMA)
+        distinct = texts.join(copies.select_columns(["doc_id"]), "left_anti", partitions, on=("doc_id",)).join(
+            groups.select_columns(["content_hash", "first_band_key", "copies"]), "left_outer", partitions,
+            on=("content_hash", "first_band_key"),
+        )
+        distinct = _arrow(
+            distinct,
+            lambda batch: pa.table({"doc_id": batch["doc_id"], "lsh_bands": batch["lsh_bands"], "copies": pc.fill_null(batch["copies"], 1)}),
+        )
+    rows = _band_rows(distinct).materialize()
+    buckets = (
+        rows.groupby(["band_index", "lsh_band"], num_partitions=partitions)
+        .aggregate(Count(alias_name="size"), Sum("copies", alias_name="documents"))
+        .materialize()
+    )
+    pressure = _pressure(buckets)
+    ensure_within_limits(pressure, limits)
+
+    def pairs(left, right, shared_bands, found_by: str) -> pa.Table:
+        low, high = _ordered_pairs(left, right)
+        return pa.table(
+            {
+                "left_doc_id": low,
+                "right_doc_id": high,
+                "shared_bands": pc.cast(shared_bands, pa.int32()),
+                "found_by": pa.array([found_by] * len(low), pa.string()),
+            }
+        )
+
+    found = []
+
+    def add(part: ray.data.Dataset) -> None:
+        # a union with a part of no rows fails in Ray Data (such a part has no schema)
+        part = part.materialize()
+        if part.count():
+            found.append(part)
+
+    shared_buckets = buckets.filter(expr="size > 1").select_columns(["band_index", "lsh_band"]).materialize()
+    if shared_buckets.count():
+        shared = rows.select_columns(["doc_id", "band_index", "lsh_band"]).join(
+            shared_buckets, "left_semi", partitions, on=("band_index", "lsh_band")
+        ).materialize()
+        joined = (
+            shared.join(_renamed(shared, {"doc_id": "right_doc_id"}), "inner", partitions, on=("band_index", "lsh_band"))
+            .filter(expr="doc_id < right_doc_id")
+            .groupby(["doc_id", "right_doc_id"], num_partitions=partitions)
+            .aggregate(Count(alias_name="shared_bands"))
+        )
+        joined = _renamed(joined, {"doc_id": "left_doc_id"}).materialize()
+        add(_arrow(joined, lambda b: pairs(b["left_doc_id"], b["right_doc_id"], b["shared_bands"], "lsh")))
+        if copies is not None:
+            for side in ("left", "right"):
+                other = "right" if side == "left" else "left"
+                via_copy = joined.join(
+                    _renamed(copies, {"first_copy_doc_id": f"{side}_doc_id", "doc_id": "copy_doc_id"}),
+                    "inner", partitions, on=(f"{side}_doc_id",),
+                )
+                add(_arrow(via_copy, lambda b, other=other: pairs(b["copy_doc_id"], b[f"{other}_doc_id"], b["shared_bands"], "lsh_via_copy")))
+    if copies is not None:
+        add(_arrow(copies, lambda b: pairs(b["first_copy_doc_id"], b["doc_id"], b["bands"], "content_hash")))
+    if found:
+        domains = tables.read("documents", ["doc_id", "domain"])
+        candidates = (
+            (found[0].union(*found[1:]) if len(found) > 1 else found[0])
+            .join(_renamed(domains, {"doc_id": "left_doc_id", "domain": "left_domain"}), "inner", partitions, on=("left_doc_id",))
+            .join(_renamed(domains, {"doc_id": "right_doc_id", "domain": "right_domain"}), "inner", partitions, on=("right_doc_id",))
+            .select_columns(PAIR_SCHEMA.names)
+            .sort(["left_doc_id", "right_doc_id"])
+        )
+    else:
+        candidates = ray.data.from_arrow(PAIR_SCHEMA.empty_table())
+    tables.write("candidate_pairs", candidates, PAIR_SCHEMA)
+    return tables.view("candidate_pairs"), pressure
+
+
+def first_copies(tables: RayTables) -> pa.Table:
+    """Each exact copy and its first copy, as ``verify.first_copies`` gives them."""
+    return read_table(tables.root, "first_copies")
+
+
+# --- verify -----------------------------------------------------------------------------------
+
+
+def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
+    """Exact Jaccard, signature overlap and content equality of every pair LSH found, with both
+    documents' bodies brought to the pair by joins."""
+    partitions = tables.partitions
+    lsh = tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).filter(expr="found_by == 'lsh'")
+    bodies = tables.read("documents", ["doc_id", "body"]).join(
+        tables.read("fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"]), "inner", partitions, on=("doc_id",)
+    )
+
+    def side(prefix: str) -> ray.data.Dataset:
+        return _renamed(bodies, {name: f"{prefix}_{name}" for name in ("doc_id", "body", "shingle_count", "signature", "content_hash")})
+
+    joined = lsh.select_columns(["left_doc_id", "right_doc_id"]).join(side("left"), "inner", partitions, on=("left_doc_id",))
+    joined = joined.join(side("right"), "inner", partitions, on=("right_doc_id",))
+
+    def score(batch: pa.Table) -> pa.Table:
+        _use_task_cpus()
+        count = batch.num_rows
+        rows = np.arange(count, dtype=np.int64)
+        texts = pa.concat_arrays([batch[f"{side}_body"].combine_chunks().cast(pa.large_string()) for side in ("left", "right")])
+        counts = np.concatenate([batch["left_shingle_count"].to_numpy(), batch["right_shingle_count"].to_numpy()])
+        signatures = np.concatenate([list_matrix(batch["left_signature"]), list_matrix(batch["right_signature"])])
+        return pa.table(
+            {
+                "left_doc_id": batch["left_doc_id"],
+                "right_doc_id": batch["right_doc_id"],
+                "jaccard": pair_jaccard(texts, rows, rows + count, params.shingle_size, params.hash_scheme, counts),
+                "signature_overlap": kernels.pair_overlap_kernel(signatures, rows, rows + count),
+                "is_exact": pc.equal(batch["left_content_hash"], batch["right_content_hash"]),
+            }
+        )
+
+    return _arrow(joined, score)
+
+
+def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
+    """``scored_pairs``, by the rules of ``sql/scored_pairs.sql``."""
+    partitions = tables.partitions
+    candidates = tables.read("candidate_pairs")
+    copies = tables.read("first_copies")
+
+    def first_of(dataset: ray.data.Dataset, side: str) -> ray.data.Dataset:
+        return dataset.join(
+            _renamed(copies, {"doc_id": f"{side}_doc_id", "first_copy_doc_id": f"{side}_first"}),
+            "left_outer",
+            partitions,
+            on=(f"{side}_doc_id",),
+        )
+
+    def score_keys(batch: pa.Table) -> pa.Table:
+        via_copy = pc.equal(batch["found_by"], "lsh_via_copy")
+        firsts = [_column(batch, f"{side}_first", pa.string()) for side in ("left", "right")]
+        left = pc.if_else(pc.and_(via_copy, pc.is_valid(firsts[0])), firsts[0], batch["left_doc_id"])
+        right = pc.if_else(pc.and_(via_copy, pc.is_valid(firsts[1])), firsts[1], batch["right_doc_id"])
+        low, high = _ordered_pairs(left, right)
+        return batch.select(PAIR_SCHEMA.names).append_column("score_left", low).append_column("score_right", high)
+
+    if not candidates.count():
+        tables.write("scored_pairs", ray.data.from_arrow(SCORED_SCHEMA.empty_table()), SCORED_SCHEMA)
+        return tables.view("scored_pairs")
+    # joins with a side that has no rows are left out (see candidate_pairs)
+    keyed = _arrow(first_of(first_of(candidates, "left"), "right") if copies.count() else candidates, score_keys)
+    if candidates.filter(expr="found_by == 'lsh'").count():
+        scores = _renamed(_pair_scores(tables, params), {"left_doc_id": "score_left", "right_doc_id": "score_right"})
+        keyed = keyed.join(scores, "left_outer", partitions, on=("score_left", "score_right"))
+
+    def decide(batch: pa.Table) -> pa.Table:
+        by_hash = pc.equal(batch["found_by"], "content_hash")
+        jaccard = pc.if_else(by_hash, 1.0, _column(batch, "jaccard", pa.float64()))
+        overlap = pc.if_else(by_hash, 1.0, _column(batch, "signature_overlap", pa.float64()))
+        duplicate = pc.greater_equal(jaccard, thresholds.jaccard)
+        minhash = pc.greater_equal(overlap, thresholds.signature_overlap)
+        reason = pc.case_when(
+            pc.make_struct(pc.and_(duplicate, minhash), duplicate, minhash),
+            "jaccard_and_minhash",
+            "jaccard_match",
+            "minhash_only_rejected",
+        )
+        return pa.table(
+            {
+                **{name: batch[name] for name in PAIR_SCHEMA.names},
+                "jaccard": jaccard,
+                "signature_overlap": overlap,
+                "is_exact": pc.or_kleene(by_hash, _column(batch, "is_exact", pa.bool_())),
+                "is_duplicate": duplicate,
+                "reason": pc.fill_null(reason, "below_jaccard_threshold"),
+            }
+        )
+
+    scored = _arrow(keyed, decide).sort(["left_doc_id", "right_doc_id"])
+    tables.write("scored_pairs", scored, SCORED_SCHEMA)
+    return tables.view("scored_pairs")
+
+
+def duplicate_pairs(tables: RayTables) -> TableBuild:
+    """The accepted edges, in pair order."""
+    tables.write("duplicate_pairs", tables.read("scored_pairs").filter(expr="is_duplicate"), SCORED_SCHEMA)
+    return tables.view("duplicate_pairs")
+
+
+# --- cluster ----------------------------------------------------------------------------------
+
+
+def _rank_cluster(shingle_size: int, threshold: float) -> Callable[[pa.Table], pa.Table]:
+    """One duplicate component's rows: the keep rule's ranks (newest crawled_at, most tokens,
+    smallest doc_id) and each member's exact Jaccard with the representative, over 64-bit
+    shingle hashes as ``cluster.star_members`` measures it."""
+
+    def rank(group: pa.Table) -> pa.Table:
+        order = pc.sort_indices(
+            group,
+            sort_keys=[("crawled_at", "descending"), ("token_count", "descending"), ("doc_id", "ascending")],
+            null_placement="at_end",
+        )
+        group = group.take(order)
+        size = group.num_rows
+        counts = group["shingle_count"].to_numpy().astype(np.int64)
+        values, offsets = shingle_sets(group["body"], shingle_size, counts)
+        jaccard = kernels.pair_jaccard_kernel(
+            values, offsets, np.arange(size, dtype=np.int64), np.zeros(size, dtype=np.int64), kernel_blocks()
+        )
+        same = pc.equal(group["text_doc_id"], group["text_doc_id"][0]).to_numpy(zero_copy_only=False)
+        jaccard[same] = 1.0
+        representative = group["doc_id"][0]
+        return _cluster_rows(
+            group,
+            cluster_id=pa.array([f"cluster-{group['root_doc_id'][0].as_py()}"] * size),
+            size=np.full(size, size, dtype=np.int64),
+            ranks=np.arange(1, size + 1, dtype=np.int64),
+            representatives=pa.array([representative.as_py()] * size, pa.string()),
+            jaccard=pa.array(jaccard),
+            threshold=threshold,
+        )
+
+    return rank
+
+
+def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, jaccard, threshold: float) -> pa.Table:
+    return pa.table(
+        {
+            "doc_id": group["doc_id"],
+            "source_file": group["source_file"],
+            "input_row": group["input_row"],
+            "cluster_id": cluster_id,
+            "cluster_size": pa.array(size, pa.int64()),
+            "crawled_at": pc.cast(group["crawled_at"], pa.timestamp("us")),
+            "token_count": group["token_count"],
+            "representative_rank": pa.array(ranks, pa.int64()),
+            "representative_doc_id": representatives,
+            "decision": pc.if_else(pc.equal(pa.array(ranks), 1), "kept_representative", "removed_duplicate"),
+            "jaccard_to_representative": jaccard,
+            "chained": pc.fill_null(pc.less(jaccard, threshold), False),
+            POSITION: group[POSITION],
+        }
+    ).cast(CLUSTER_SCHEMA)
+
+
+def clusters(tables: RayTables, shingle_size: int, threshold: float, log: Callable[[str], None]) -> TableBuild:
+    """``clusters``: connected components of the accepted edges (``components.py``), every
+    member ranked by the keep rule and measured against its representative; every other
+    document its own cluster. In input order. (Joins with a side of no rows are left out, as
+    in candidate_pairs.)"""
+    partitions = tables.partitions
+    meta = tables.read("documents", ["doc_id", "source_file", "input_row", "crawled_at", POSITION]).join(
+        tables.read("fingerprinted", ["doc_id", "token_count"]), "inner", partitions, on=("doc_id",)
+    )
+
+    def single(batch: pa.Table) -> pa.Table:
+        count = batch.num_rows
+        return _cluster_rows(
+            batch,
+            cluster_id=pc.binary_join_element_wise("cluster-", batch["doc_id"].cast(pa.string()), ""),
+            size=np.ones(count, dtype=np.int64),
+            ranks=np.ones(count, dtype=np.int64),
+            representatives=batch["doc_id"],
+            jaccard=pa.nulls(count, pa.float64()),
+            threshold=threshold,
+        )
+
+    edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id"])
+    if not edges.count():
+        tables.write("clusters", _arrow(meta, single).sort(POSITION), CLUSTER_SCHEMA)
+        return tables.view("clusters")
+    roots = connected_components(edges, num_partitions=partitions, log=log).materialize()
+    members = (
+        roots.join(meta, "inner", partitions, on=("doc_id",))
+        .join(tables.read("documents", ["doc_id", "body"]), "inner", partitions, on=("doc_id",))
+        .join(tables.read("fingerprinted", ["doc_id", "shingle_count"]), "inner", partitions, on=("doc_id",))
+    )
+    copies = tables.read("first_copies")
+    if copies.count():
+        members = members.join(_renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
+    members = _arrow(
+        members,
+        lambda batch: batch.drop_columns([name for name in ["text_doc_id"] if name in batch.column_names]).append_column(
+            "text_doc_id", pc.coalesce(_column(batch, "text_doc_id", pa.string()), batch["doc_id"])
+        ),
+    )
+    ranked = members.groupby("root_doc_id", num_partitions=partitions).map_groups(
+        _rank_cluster(shingle_size, threshold), batch_format="pyarrow"
+    )
+    singles = _arrow(meta.join(roots.select_columns(["doc_id"]), "left_anti", partitions, on=("doc_id",)), single).materialize()
+    every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
+    tables.write("clusters", every.sort(POSITION), CLUSTER_SCHEMA)
+    return tables.view("clusters")
+
+
+def deduped_documents(tables: RayTables) -> TableBuild:
+    """The representatives' rows with every input column, in input order."""
+    kept = tables.read("clusters", ["doc_id", "cluster_id", "cluster_size", "representative_rank"]).filter(
+        expr="representative_rank == 1"
+    )
+    documents = pq.read_schema(min(table_folder(tables.root, "documents").glob("*.parquet")))
+    columns = [field for field in documents if field.name != POSITION]
+    schema = pa.schema([*columns, ("cluster_id", pa.string()), ("cluster_size", pa.int64()), (POSITION, pa.int64())])
+    dataset = tables.read("documents").join(
+        kept.select_columns(["doc_id", "cluster_id", "cluster_size"]), "inner", tables.partitions, on=("doc_id",)
+    )
+    tables.write("deduped_documents", dataset.sort(POSITION), schema)
+    return tables.view("deduped_documents")

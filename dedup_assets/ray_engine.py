@@ -1,0 +1,81 @@
+"""The ``ray_engine`` resource: where the ``ray`` engine runs (a local Ray, or a cluster's
+address) and where its tables' Parquet folders live. Only runs with ``engine: ray`` use it; Ray
+is imported then, so the default install does not need it.
+
+The session is opened on first use and held for the run: the run's steps execute one at a time
+in one process (the in-process executor), so each step's Ray work reuses it.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from pathlib import Path
+
+from dagster import ConfigurableResource, Failure, InitResourceContext
+from pydantic import Field, PrivateAttr
+
+RAY_EXTRA = "pip install -e '.[ray]'"
+
+
+class RayEngine(ConfigurableResource):
+    """The ray engine's cluster and table folders (resource key ``ray_engine``)."""
+
+    address: str | None = Field(
+        default=None,
+        description="The Ray cluster to run on (env DEDUP_RAY_ADDRESS): ray://head:10001 for a "
+        "remote cluster's client port, auto or host:6379 inside the cluster. Unset: a local Ray "
+        "is started for the run and stopped after it.",
+    )
+    dataset_root: str | None = Field(
+        default=None,
+        description="Folder of the tables' Parquet folders (env DEDUP_DATASETS); every Ray node "
+        "must see it at the same path (a shared file system). Unset: beside the DuckDB file, as "
+        "<database>.datasets.",
+    )
+    shuffle_partitions: int = Field(
+        default=0,
+        ge=0,
+        description="Partitions of each join and grouping. 0: twice the cluster's CPUs.",
+    )
+
+    compare_up_to_documents: int = Field(
+        default=200_000,
+        ge=0,
+        description="The engine_matches_duckdb check runs the DuckDB engine again over corpora of up "
+        "to this many documents, on this node, and compares; above it the check warns that it did not.",
+    )
+
+    _session: ExitStack | None = PrivateAttr(default=None)
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def steps(self):
+        """The library's ray steps (``core/distributed/steps.py``), imported on first use."""
+        try:
+            from .core.distributed import steps
+        except ImportError as error:
+            raise Failure(
+                description=f"engine ray needs Ray, which is not installed ({error}). Install the "
+                f"ray extra ({RAY_EXTRA}), or set engine: duckdb."
+            ) from None
+        return steps
+
+    def tables(self, database: str):
+        """The run's ``RayTables``, with Ray started or joined on first use."""
+        steps = self.steps()
+        from .core.distributed.session import RayUnavailable, cluster_cpus, ray_session
+
+        if self._session is None:
+            session = ExitStack()
+            try:
+                session.enter_context(ray_session(self.address or os.environ.get("DEDUP_RAY_ADDRESS") or None))
+            except RayUnavailable as error:
+                raise Failure(description=str(error)) from None
+            self._session = session
+        root = self.dataset_root or os.environ.get("DEDUP_DATASETS") or f"{Path(database).expanduser()}.datasets"
+        root = Path(root).expanduser().resolve()
+        return steps.RayTables(root, self.shuffle_partitions or 2 * cluster_cpus())

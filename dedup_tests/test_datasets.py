@@ -1,0 +1,63 @@
+"""The ray engine's Parquet folders (core/distributed/datasets.py): written in stream order with
+positions, viewed by DuckDB without them, and replaced whole or not at all. No Ray needed."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dedup_assets.core.distributed.datasets import POSITION, replace_table, view_build, write_batches
+
+
+def batches(*sizes: int):
+    start = 0
+    for size in sizes:
+        yield pa.RecordBatch.from_pydict({"doc_id": [f"d{i}" for i in range(start, start + size)]})
+        start += size
+
+
+def test_a_stream_is_written_in_order_and_viewed_without_positions(tmp_path):
+    rows = write_batches(tmp_path, "documents", batches(3, 0, 4, 2), rows_per_file=4)
+    assert rows == 9
+    # a file takes whole batches until it holds rows_per_file or more
+    assert sorted(path.name for path in (tmp_path / "documents").iterdir()) == ["part-000000.parquet", "part-000001.parquet"]
+    view = view_build(tmp_path, "documents")
+    with duckdb.connect() as connection:
+        assert connection.sql(view.sql).columns == ["doc_id"]
+        assert [row[0] for row in connection.sql(view.sql).fetchall()] == [f"d{i}" for i in range(9)]
+        positions = connection.sql(f"select {POSITION} from read_parquet('{tmp_path}/documents/*.parquet')").fetchall()
+        assert [row[0] for row in positions] == list(range(9))
+
+
+def test_an_empty_stream_needs_a_schema_and_still_has_its_columns(tmp_path):
+    with pytest.raises(ValueError, match="documents: the stream was empty and has no schema"):
+        write_batches(tmp_path, "documents", iter(()), rows_per_file=4)
+    schema = pa.schema([("doc_id", pa.string())])
+    assert write_batches(tmp_path, "documents", iter(()), rows_per_file=4, schema=schema) == 0
+    with duckdb.connect() as connection:
+        assert connection.sql(view_build(tmp_path, "documents").sql).columns == ["doc_id"]
+
+
+def test_a_failed_write_leaves_the_previous_table(tmp_path):
+    write_batches(tmp_path, "documents", batches(2), rows_per_file=4)
+
+    def failing(stream):
+        yield from stream
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_batches(tmp_path, "documents", failing(batches(5)), rows_per_file=4)
+    with duckdb.connect() as connection:
+        assert connection.sql(view_build(tmp_path, "documents").sql).fetchall() == [("d0",), ("d1",)]
+    assert [path.name for path in tmp_path.iterdir()] == ["documents"]  # no half-written folder left
+
+
+def test_casts_restore_types_parquet_cannot_keep(tmp_path):
+    signature = pa.FixedSizeListArray.from_arrays(pa.array([1, 2, 3, 4], pa.uint64()), 2)
+    table = pa.table({"doc_id": ["a", "b"], "signature": signature})
+    replace_table(tmp_path, "fingerprinted", lambda folder: pq.write_table(table, folder / "part-000000.parquet"), table.schema)
+    view = view_build(tmp_path, "fingerprinted", casts={"signature": "ubigint[2]"})
+    with duckdb.connect() as connection:
+        assert connection.sql(f"select typeof(signature) from ({view.sql}) limit 1").fetchall() == [("UBIGINT[2]",)]

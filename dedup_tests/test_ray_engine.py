@@ -1,0 +1,133 @@
+"""engine: ray on a real two-node Ray cluster: the whole graph on the fixtures and on a generated
+corpus, the consistency check in both outcomes, and a worker killed while it fingerprints."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from dagster import AssetCheckKey, AssetKey
+
+from dedup_assets.checks import rules
+from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, require_ray
+
+require_ray()
+sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+from dedup_bench.corpus import generate  # noqa: E402
+
+CONSISTENCY = AssetCheckKey(AssetKey("deduped_documents"), "engine_matches_duckdb")
+CLUSTER_CASES = PROJECT_ROOT / "data" / "cluster_cases.csv"
+
+
+def check_result(result, key: AssetCheckKey):
+    (evaluation,) = [e for e in result.get_asset_check_evaluations() if e.asset_check_key == key]
+    return evaluation
+
+
+def run_both(tmp_path: Path, input_path: Path, **settings) -> tuple[GraphRunner, GraphRunner, object]:
+    duckdb_runner, ray_runner = GraphRunner(tmp_path / "duckdb"), GraphRunner(tmp_path / "ray")
+    duckdb_runner.run(input_path, **settings)
+    result = ray_runner.run(input_path, engine="ray", **settings)
+    return duckdb_runner, ray_runner, result
+
+
+@pytest.mark.parametrize("fixture", [FIXTURE, HARD_FIXTURE, CLUSTER_CASES], ids=lambda path: path.stem)
+def test_ray_gives_the_duckdb_release(ray_cluster, tmp_path, fixture):
+    duckdb_runner, ray_runner, result = run_both(tmp_path, fixture)
+    evaluation = check_result(result, CONSISTENCY)
+    assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
+    files = sorted(path.name for path in duckdb_runner.output_dir.iterdir())
+    assert files == sorted(path.name for path in ray_runner.output_dir.iterdir())
+    for name in files:
+        if name != "manifest.json":  # it names the engine and the paths
+            assert (ray_runner.output_dir / name).read_bytes() == (duckdb_runner.output_dir / name).read_bytes(), name
+    for table in ("fingerprinted", "clusters", "deduped_documents"):  # stored in input order, as DuckDB's
+        assert ray_runner.table(table).doc_id.tolist() == duckdb_runner.table(table).doc_id.tolist(), table
+    manifests = duckdb_runner.manifest(), ray_runner.manifest()
+    assert manifests[0]["counts"] == manifests[1]["counts"]
+    assert [m["settings"]["engine"] for m in manifests] == ["duckdb", "ray"]
+    # the big tables are Parquet folders that the DuckDB file views
+    folder = Path(f"{ray_runner.database}.datasets")
+    assert sorted(path.name for path in folder.iterdir() if not path.name.startswith(".")) == [
+        "candidate_pairs", "clusters", "deduped_documents", "documents", "duplicate_pairs", "fingerprinted",
+        "first_copies", "scored_pairs",
+    ]
+
+
+def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp_path):
+    corpus = tmp_path / "corpus.parquet"
+    generate(int(os.environ.get("DEDUP_RAY_TEST_DOCUMENTS", "100000")), corpus)
+    result = GraphRunner(tmp_path).run(corpus, engine="ray", num_perm=128, rows_per_band=8)
+    evaluation = check_result(result, CONSISTENCY)
+    assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
+
+
+def test_a_difference_fails_the_check_and_a_large_corpus_is_not_compared():
+    failed = rules.engine_matches_duckdb("ray", {"clusters": (2, 1), "duplicate_pairs": (0, 0)}, 24, 100)
+    assert not failed.passed
+    assert failed.description.startswith("clusters: 2 rows only on engine ray, 1 only on duckdb; re-run with engine: duckdb")
+    passed = rules.engine_matches_duckdb("ray", {"clusters": (0, 0)}, 24, 100)
+    assert passed.passed and passed.description == "clusters: the same rows on engine ray and on duckdb, both ways"
+    skipped = rules.engine_matches_duckdb("ray", None, 1_000, 100)
+    assert not skipped.passed and skipped.severity.value == "WARN"
+    assert "1,000 documents is above compare_up_to_documents=100" in skipped.description
+
+
+def test_a_changed_ray_table_fails_the_check(ray_cluster, tmp_path):
+    runner = GraphRunner(tmp_path)
+    runner.run(FIXTURE, engine="ray")
+    clusters = Path(f"{runner.database}.datasets") / "clusters"
+    for part in clusters.glob("*.parquet"):  # every removed document said to be kept
+        table = pq.read_table(part)
+        removed = pc.equal(table["decision"], "removed_duplicate")
+        decision = pc.if_else(removed, "kept_representative", table["decision"])
+        pq.write_table(table.set_column(table.schema.get_field_index("decision"), "decision", decision), part)
+    result = runner.run(FIXTURE, engine="ray", selection="deduped_documents", raise_on_error=False)
+    evaluation = check_result(result, CONSISTENCY)
+    assert not evaluation.passed
+    assert evaluation.description.startswith("clusters: 12 rows only on engine ray, 12 only on duckdb")
+
+
+def _kill_first(name: str, killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the first process whose title names the task ``name`` (Ray titles a worker by the
+    task it runs)."""
+    while not stop.is_set() and not killed:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if title.startswith("ray::") and name in title:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+                return
+        time.sleep(0.01)
+
+
+def test_a_worker_killed_while_fingerprinting_changes_nothing(ray_cluster, tmp_path):
+    corpus = tmp_path / "corpus.parquet"
+    generate(20_000, corpus)
+    killed: list[int] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=_kill_first, args=("MapBatches(sketch)", killed, stop), daemon=True)
+    runner = GraphRunner(tmp_path)
+    runner.run(corpus, engine="ray", selection=["documents", "rejected_documents"])
+    watcher.start()
+    try:
+        result = runner.run(corpus, engine="ray", selection="fingerprinted*", batch_size=500)
+    finally:
+        stop.set()
+        watcher.join()
+    assert killed, "no fingerprinting worker was found to kill"
+    evaluation = check_result(result, CONSISTENCY)
+    assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
