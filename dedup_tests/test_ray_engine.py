@@ -3,7 +3,6 @@ corpus, the consistency check in both outcomes, and a worker killed while it fin
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
