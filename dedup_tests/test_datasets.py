@@ -61,3 +61,13 @@ def test_casts_restore_types_parquet_cannot_keep(tmp_path):
     view = view_build(tmp_path, "fingerprinted", casts={"signature": "ubigint[2]"})
     with duckdb.connect() as connection:
         assert connection.sql(f"select typeof(signature) from ({view.sql}) limit 1").fetchall() == [("UBIGINT[2]",)]
+
+
+def test_a_view_orders_rows_the_files_hold_in_any_order(tmp_path):
+    def write(folder):
+        pq.write_table(pa.table({"doc_id": ["c", "a"], POSITION: pa.array([2, 0], pa.int64())}), folder / "x.parquet")
+        pq.write_table(pa.table({"doc_id": ["b"], POSITION: pa.array([1], pa.int64())}), folder / "w.parquet")
+
+    replace_table(tmp_path, "clusters", write, pa.schema([("doc_id", pa.string()), (POSITION, pa.int64())]))
+    with duckdb.connect() as connection:
+        assert connection.sql(view_build(tmp_path, "clusters", (POSITION,)).sql).fetchall() == [("a",), ("b",), ("c",)]

@@ -100,7 +100,8 @@ def deduped_documents(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.deduped_documents
     if settings.engine == "ray":
-        build = ray_engine.steps().deduped_documents(ray_engine.tables(warehouse.database))
+        with user_errors():
+            build = ray_engine.steps().deduped_documents(ray_engine.tables(warehouse.database))
     else:
         build = build_deduped_documents(warehouse.tables)
     rows = warehouse.write("deduped_documents", build, lineage)

@@ -2,6 +2,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.lsh import build_band_memberships
 from ..core.sketch import build_fingerprinted
+from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warm import compiled_here
@@ -43,7 +44,8 @@ def fingerprinted(
     params = settings.sketch_params()
     compiled_before = compiled_here()
     if settings.engine == "ray":
-        build = ray_engine.steps().fingerprint(ray_engine.tables(warehouse.database), params, settings.batch_size)
+        with user_errors():
+            build = ray_engine.steps().fingerprint(ray_engine.tables(warehouse.database), params, settings.batch_size)
         rows = warehouse.write("fingerprinted", build, lineage)
     else:
         with warehouse.cursor() as reader:

@@ -67,7 +67,8 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
             return {**own_lineage, "input_sha256": found.sha256, "input_byte_size": found.byte_size}
 
         if settings.engine == "ray":
-            build = ray_engine.steps().documents(ray_engine.tables(warehouse.database), build.batches)
+            with user_errors():  # the stream is read here: its input errors say what to fix
+                build = ray_engine.steps().documents(ray_engine.tables(warehouse.database), build.batches)
         rows = warehouse.write("documents", build, with_identity)
     lineage = with_identity()
     tables = warehouse.tables

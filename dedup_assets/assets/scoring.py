@@ -76,7 +76,8 @@ def duplicate_pairs(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.duplicate_pairs
     if settings.engine == "ray":
-        build = ray_engine.steps().duplicate_pairs(ray_engine.tables(warehouse.database))
+        with user_errors():
+            build = ray_engine.steps().duplicate_pairs(ray_engine.tables(warehouse.database))
     else:
         build = build_duplicate_pairs(warehouse.tables)
     rows = warehouse.write("duplicate_pairs", build, lineage)

@@ -306,10 +306,10 @@ def recall_reaches_min_recall(context: AssetCheckExecutionContext, dedup: DedupS
 @asset_check(
     asset="deduped_documents",
     blocking=True,
-    description="On engine ray: fingerprinted, candidate_pairs, duplicate_pairs, clusters and deduped_documents "
+    description="On engine ray: fingerprinted, candidate_pairs, scored_pairs, duplicate_pairs, clusters and deduped_documents "
     "are the DuckDB engine's, row for row, both ways (the DuckDB steps run again over the same "
     "documents, up to the ray_engine resource's compare_up_to_documents).",
-    additional_deps=["fingerprinted", "candidate_pairs", "duplicate_pairs", "clusters"],
+    additional_deps=["fingerprinted", "candidate_pairs", "scored_pairs", "duplicate_pairs", "clusters"],
 )
 def engine_matches_duckdb(
     context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine

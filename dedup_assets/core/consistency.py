@@ -18,7 +18,7 @@ from .settings import Settings
 from .store import TableBuild, write_table
 from .tables import Tables
 
-COMPARED = ("fingerprinted", "candidate_pairs", "duplicate_pairs", "clusters", "deduped_documents")
+COMPARED = ("fingerprinted", "candidate_pairs", "scored_pairs", "duplicate_pairs", "clusters", "deduped_documents")
 SCRATCH_SCHEMA = "engine_consistency"
 
 

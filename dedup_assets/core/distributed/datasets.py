@@ -2,10 +2,9 @@
 folder, and the DuckDB view that lets checks, metadata and the release read each one.
 
 A table is written into a new folder beside the old one and swapped in when complete, so a
-step that fails half way leaves the previous table readable. Files are named by the order of
-the rows they hold (``part-000000.parquet``, ...), and DuckDB reads a folder in name order, so
-a view yields the rows in the order they were written: input order for the per-document
-tables, pair order for the pair tables, as the DuckDB engine stores them.
+step that fails half way leaves the previous table readable. A view orders its rows by the
+table's key (input position, or the pair) as the DuckDB engine stores them: Ray Data writes a
+task's blocks into one file in no fixed order, and numbers its tasks in no fixed order either.
 """
 
 from __future__ import annotations
@@ -37,9 +36,12 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def view_build(root: str | Path, table: str, casts: Mapping[str, str] | None = None) -> TableBuild:
-    """A DuckDB view over table's folder, without ``POSITION``, with ``casts`` (column -> DuckDB
-    type) where Parquet cannot keep the type, such as fixed-size lists."""
+def view_build(
+    root: str | Path, table: str, order: tuple[str, ...] = (), casts: Mapping[str, str] | None = None
+) -> TableBuild:
+    """A DuckDB view over table's folder, without ``POSITION``, in ``order`` (the DuckDB
+    engine's row order: Ray Data does not keep a dataset's order in the files it writes), with
+    ``casts`` (column -> DuckDB type) where Parquet cannot keep the type, such as fixed-size lists."""
     folder = table_folder(root, table).resolve()
     first = min(folder.glob("*.parquet"))
     exclude = f" exclude ({POSITION})" if POSITION in pq.read_schema(first).names else ""
@@ -49,7 +51,8 @@ def view_build(root: str | Path, table: str, casts: Mapping[str, str] | None = N
         else ""
     )
     files = _sql_string(str(folder / "*.parquet"))
-    return TableBuild(sql=f"select *{exclude}{replace} from read_parquet({files})", view=True)
+    ordered = f" order by {', '.join(order)}" if order else ""
+    return TableBuild(sql=f"select *{exclude}{replace} from read_parquet({files}){ordered}", view=True)
 
 
 def _swap_in(root: Path, table: str, written: Path) -> None:
@@ -126,6 +129,6 @@ def write_batches(
     return rows
 
 
-def read_table(root: str | Path, table: str, columns: list[str] | None = None) -> pa.Table:
+def read_table(root: str | Path, table: str) -> pa.Table:
     """A (small) table read whole on this node, in file order."""
-    return pq.read_table(table_folder(root, table), columns=columns)
+    return pq.read_table(table_folder(root, table))

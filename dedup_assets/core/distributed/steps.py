@@ -3,8 +3,8 @@
 Each step reads its inputs' folders (``datasets.py``) as Ray datasets, computes with the same
 compiled kernels inside Arrow batch functions, shuffles with Ray Data's hash joins and
 aggregations, writes its own folder, and returns the DuckDB view that checks, metadata and the
-release read. Nothing grows on one node with the corpus: the driver only collects the bucket
-pressure's totals.
+release read. The driver collects only the bucket pressure's totals; reading the input
+(``documents``), the recall audit and the release stay on the Dagster node (docs/scale-out.md).
 
 The rules are the DuckDB engine's (``lsh.py``, ``verify.py``, ``cluster.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
@@ -26,7 +26,6 @@ import ray
 import ray.data
 from ray.data import SaveMode
 from ray.data.aggregate import Count, Min, Sum
-from ray.data.datasource import FilenameProvider
 
 from .. import kernels
 from ..lsh import BucketPressure, ensure_within_limits
@@ -52,6 +51,9 @@ SCORED_SCHEMA = PAIR_SCHEMA.append(pa.field("jaccard", pa.float64())).append(
 ).append(pa.field("is_exact", pa.bool_())).append(pa.field("is_duplicate", pa.bool_())).append(
     pa.field("reason", pa.string())
 )
+# the tables ordered by pair, and by input position
+PAIR_TABLES = ("candidate_pairs", "scored_pairs", "duplicate_pairs")
+POSITION_TABLES = ("documents", "fingerprinted", "clusters", "deduped_documents")
 FIRST_COPIES_SCHEMA = pa.schema([("doc_id", pa.string()), ("first_copy_doc_id", pa.string())])
 CLUSTER_SCHEMA = pa.schema(
     [
@@ -87,22 +89,12 @@ class RayTables:
         """Write ``dataset`` as ``table`` with exactly ``schema`` (joins widen strings to large
         strings; every file gets the same types)."""
         typed = _arrow(dataset, lambda batch: batch.select(schema.names).cast(schema))
-        replace_table(
-            self.root,
-            table,
-            lambda folder: typed.write_parquet(str(folder), filename_provider=_Parts(), mode=SaveMode.OVERWRITE),
-            schema,
-        )
+        replace_table(self.root, table, lambda folder: typed.write_parquet(str(folder), mode=SaveMode.OVERWRITE), schema)
 
     def view(self, table: str, **casts: str) -> TableBuild:
-        return view_build(self.root, table, casts=casts)
-
-
-class _Parts(FilenameProvider):
-    """File names in the order of the write tasks, which is the dataset's order."""
-
-    def get_filename_for_task(self, write_uuid: str, task_index: int) -> str:
-        return f"part-{task_index:06d}.parquet"
+        """The table's DuckDB view, in the DuckDB engine's row order."""
+        order = ("left_doc_id", "right_doc_id") if table in PAIR_TABLES else (POSITION,) if table in POSITION_TABLES else ()
+        return view_build(self.root, table, order, casts)
 
 
 def _arrow(dataset: ray.data.Dataset, fn: Callable[[pa.Table], pa.Table], **options) -> ray.data.Dataset:
@@ -340,7 +332,6 @@ def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, 
             .join(_renamed(domains, {"doc_id": "left_doc_id", "domain": "left_domain"}), "inner", partitions, on=("left_doc_id",))
             .join(_renamed(domains, {"doc_id": "right_doc_id", "domain": "right_domain"}), "inner", partitions, on=("right_doc_id",))
             .select_columns(PAIR_SCHEMA.names)
-            .sort(["left_doc_id", "right_doc_id"])
         )
     else:
         candidates = ray.data.from_arrow(PAIR_SCHEMA.empty_table())
@@ -445,7 +436,7 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
             }
         )
 
-    scored = _arrow(keyed, decide).sort(["left_doc_id", "right_doc_id"])
+    scored = _arrow(keyed, decide)
     tables.write("scored_pairs", scored, SCORED_SCHEMA)
     return tables.view("scored_pairs")
 
@@ -537,7 +528,7 @@ def clusters(tables: RayTables, shingle_size: int, threshold: float, log: Callab
 
     edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id"])
     if not edges.count():
-        tables.write("clusters", _arrow(meta, single).sort(POSITION), CLUSTER_SCHEMA)
+        tables.write("clusters", _arrow(meta, single), CLUSTER_SCHEMA)
         return tables.view("clusters")
     roots = connected_components(edges, num_partitions=partitions, log=log).materialize()
     members = (
@@ -559,7 +550,7 @@ def clusters(tables: RayTables, shingle_size: int, threshold: float, log: Callab
     )
     singles = _arrow(meta.join(roots.select_columns(["doc_id"]), "left_anti", partitions, on=("doc_id",)), single).materialize()
     every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
-    tables.write("clusters", every.sort(POSITION), CLUSTER_SCHEMA)
+    tables.write("clusters", every, CLUSTER_SCHEMA)
     return tables.view("clusters")
 
 
@@ -574,5 +565,5 @@ def deduped_documents(tables: RayTables) -> TableBuild:
     dataset = tables.read("documents").join(
         kept.select_columns(["doc_id", "cluster_id", "cluster_size"]), "inner", tables.partitions, on=("doc_id",)
     )
-    tables.write("deduped_documents", dataset.sort(POSITION), schema)
+    tables.write("deduped_documents", dataset, schema)
     return tables.view("deduped_documents")

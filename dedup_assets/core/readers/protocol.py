@@ -18,7 +18,10 @@ RAW_FIELDS = [(name, pa.large_string()) for name in REQUIRED_COLUMNS]
 # reader numbered its records), clustering adds cluster_id and cluster_size. An input column of
 # one of these names would be taken for ours or hide it, so it is refused (DuckDB compares
 # names without case).
-RESERVED_COLUMNS = ("replaced_characters", "source_file", "input_row", "cluster_id", "cluster_size")
+# document_position: the ray engine's own (core/distributed/datasets.py POSITION)
+RESERVED_COLUMNS = (
+    "replaced_characters", "source_file", "input_row", "cluster_id", "cluster_size", "document_position",
+)
 # How a reader reports a record it cannot turn into a row: (record number, doc_id, reason, detail).
 Reject = Callable[[int, str, str, str], None]
 
