@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -67,6 +68,9 @@ def _write(folder: Path, records: int, record_kb: int) -> Path:
 
 
 def _serve(folder: Path, ports) -> None:
+    # a forked child keeps its parent's SIGTERM handler (Ray, once imported, installs one that does
+    # not exit), and terminate() would then leave it serving and the parent waiting for it at exit
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     ports.put(range_server(folder).server_address[1])
     while True:
         time.sleep(3600)
@@ -111,4 +115,8 @@ def measure_warc_fetch(workdir: Path, records: int, record_kb: int = 20, concurr
         )
     finally:
         server.terminate()
+        server.join(10)
+        if server.is_alive():
+            server.kill()
+            server.join()
     return {**figures, "lines": lines}
