@@ -33,7 +33,7 @@ from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
 from dedup_bench.incremental import measure_incremental
 from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
-from dedup_bench.ours import ENGINES
+from dedup_assets.core.settings import ENGINES
 from dedup_bench.peer_engines import ENGINES as PEER_ENGINES
 from dedup_bench.report import precision_errors, print_incremental_report, print_report
 

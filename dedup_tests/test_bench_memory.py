@@ -2,7 +2,9 @@
 the process tree counts for, read from Dagster's log lines, and the sampler on a real child
 process with a child of its own."""
 
+import os
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from dedup_bench.memory import (  # noqa: E402
     WHOLE_RUN,
     LineBuffer,
     Sample,
+    ShmFiles,
     StepPeaks,
     load_psutil,
     step_events,
@@ -127,10 +130,8 @@ def run(engine: str, steps: dict[str, float], peaks: dict[str, float], wall: flo
         "steps": steps,
         "memory": {
             "steps": {
-                **{
-                    step: {"private_mb": mb, "pss_mb": mb, "rss_mb": mb, "shm_mb": 0.0, "processes": 1, "samples": 1}
-                    for step, mb in peaks.items()
-                },
+                step: {"private_mb": mb, "pss_mb": mb, "rss_mb": mb, "shm_mb": 0.0, "processes": 1, "samples": 1}
+                for step, mb in peaks.items()
             }
         },
     }
@@ -148,6 +149,26 @@ def test_the_stage_tables_put_each_step_beside_its_peak_and_the_ratio():
     assert side[2] == "| a | 2.000 | 6.000 | 3.00× | 400 | 2,000 | 5.00× |"
     assert side[3] == "| b | 1.000 | 1.000 | 1.00× | 500 | - | - |"
     assert side[-1] == "| **whole process** | 5.000 | 10.000 | 2.00× | 500 | 2,000 | 4.00× |"
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
+def test_a_descriptor_number_reused_between_samples_is_looked_at_again(tmp_path):
+    shm = ShmFiles()
+    pid = [os.getpid()]
+    before = shm.held_bytes(pid)
+    with open(tmp_path / "plain", "wb") as plain:
+        plain.write(b"p" * 2**20)
+        number = plain.fileno()
+        assert shm.held_bytes(pid) == before  # a file elsewhere does not count
+    # the lowest free number: the one the plain file just gave back
+    with tempfile.TemporaryFile(dir="/dev/shm") as held:
+        assert held.fileno() == number
+        held.write(b"o" * 2**20)
+        held.flush()
+        assert shm.held_bytes(pid) == before + 2**20
+    with open(tmp_path / "plain", "rb") as plain:
+        assert plain.fileno() == number
+        assert shm.held_bytes(pid) == before
 
 
 HOLDER = textwrap.dedent(

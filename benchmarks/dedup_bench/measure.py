@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from dedup_assets.core.settings import ENGINES
+
 from .common import (
     BenchmarkError,
     Sketch,
@@ -23,7 +25,7 @@ from .common import (
     run_measured,
     truth_path,
 )
-from .ours import ENGINES, run_dagster, run_folder, run_library_core, warm_kernels
+from .ours import run_dagster, run_folder, run_library_core, warm_kernels
 from .report import engine_rows, target_lines
 from .theirs import check_peers, run_peer
 

@@ -18,9 +18,9 @@ Figures per sample:
   mapped files). Cheap, so taken on every sample: the headline figure.
 - PSS sum: the proportional set size (``memory_full_info().pss``, from /proc/PID/smaps_rollup),
   which splits each shared page among the processes that map it, so the sum counts every page
-  once, libraries included. The kernel walks each process's page tables for it: about 2 ms for
-  a Ray worker, so with dozens of them it is taken only while its own CPU time stays within
-  PSS_CPU_SHARE of the wall time (every sample for a small tree, every few seconds for Ray's).
+  once, libraries included. The kernel walks each process's page tables for it, which for
+  dozens of Ray processes is costly, so it is taken only while its own CPU time stays within
+  PSS_CPU_SHARE of the wall time (every sample for a small tree, fewer for Ray's).
   When a process's PSS cannot be read its RSS stands in (counted in ``pss_fallbacks``).
 - RSS sum: the resident set of every process, added up. Pages shared between processes (the
   object store's pages that raylet and workers map, shared libraries) count once per process
@@ -29,8 +29,8 @@ Figures per sample:
   (each file once): Ray's object store (raylet's /dev/shm/plasmaXXXX, unlinked but open, and
   passed to its workers), so other Rays on the machine do not count. Part of the first figure,
   not an addition to it. PSS and RSS have only the store's pages that a live process has mapped
-  (tmpfs keeps the rest, which still take memory). Each sample lists every process's open
-  descriptors, and reads where only the new ones point.
+  (tmpfs keeps the rest, which still take memory). Each sample stats every open descriptor of
+  every process.
 
 psutil is Ray's dependency, which Ray vendors (ray/thirdparty_files) rather than installs; it is
 imported from there when it is not installed itself. Without it no memory is sampled.
@@ -47,12 +47,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
+from stat import S_ISREG
 
 SAMPLE_INTERVAL_S = 0.2
 PSS_CPU_SHARE = 0.03  # of one CPU, averaged over the run, for reading PSS
 OUTSIDE_STEPS = "(outside steps)"
 WHOLE_RUN = "(whole run)"
-SHM = "/dev/shm/"
+SHM = "/dev/shm"
 MB = 1024 * 1024
 
 # "... - <pid> - <step key> - STEP_START - Started execution of step "<step key>"."
@@ -157,40 +158,39 @@ class StepPeaks:
 
 
 class ShmFiles:
-    """The /dev/shm files a changing set of processes holds open. Each sample lists every
-    process's open descriptors (cheap) but reads the target of only those it has not seen, then
-    takes the allocated size of each /dev/shm file once."""
+    """The /dev/shm files a changing set of processes holds open: the allocated size of each
+    once. Every descriptor is stat'ed on every sample, as a descriptor number closed and opened
+    again between two samples names another file, so no earlier answer about it holds."""
 
-    def __init__(self) -> None:
-        self.targets: dict[int, dict[str, bool]] = {}  # pid -> fd -> whether it is in /dev/shm
+    def __init__(self, folder: str = SHM) -> None:
+        try:
+            self.device: int | None = os.stat(folder).st_dev
+        except OSError:
+            self.device = None
 
     def held_bytes(self, pids: list[int]) -> int:
-        held: dict[tuple[int, int], int] = {}
-        targets = {}
+        if self.device is None:
+            return 0
+        held: dict[int, int] = {}
         for pid in pids:
             folder = f"/proc/{pid}/fd"
             try:
                 names = os.listdir(folder)
             except OSError:
                 continue
-            known = self.targets.get(pid, {})
-            current = targets[pid] = {}
             for name in names:
                 path = f"{folder}/{name}"
-                in_shm = known.get(name)
-                if in_shm is None:
-                    try:
-                        in_shm = os.readlink(path).startswith(SHM)
-                    except OSError:
+                try:
+                    stat = os.stat(path)
+                    # the device is the cheap test; the path rules out other files of a
+                    # /dev/shm that is no mount of its own
+                    if stat.st_dev != self.device or not S_ISREG(stat.st_mode):
                         continue
-                current[name] = in_shm
-                if in_shm:
-                    try:
-                        stat = os.stat(path)
-                    except OSError:
+                    if not os.readlink(path).startswith(SHM + "/"):
                         continue
-                    held[(stat.st_dev, stat.st_ino)] = stat.st_blocks * 512
-        self.targets = targets
+                except OSError:
+                    continue
+                held[stat.st_ino] = stat.st_blocks * 512
         return sum(held.values())
 
 

@@ -36,8 +36,6 @@ DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-ENGINES = ("duckdb", "ray")
-
 
 def dagster_config(sketch: Sketch, engine: str | None = None, compare_engines: bool = False) -> dict:
     """The run's resource config. With ``engine``, the ``dedup`` resource's engine; for ray, the
@@ -149,6 +147,10 @@ def run_dagster(
             "DEDUP_INPUT": str(corpus),
             "DEDUP_DATABASE": str(database),
             "DEDUP_OUTPUT_DIR": str(output_dir),
+            # engine ray: a local Ray under the CLI, whose tree the sampler measures, and its
+            # tables where recall.py reads first_copies, whatever the caller's environment says
+            "DEDUP_RAY_ADDRESS": "",
+            "DEDUP_DATASETS": f"{database}.datasets",
         }
         run = materialize(
             "Dagster run" if engine is None else f"Dagster run (engine {engine})",

@@ -94,7 +94,7 @@ def stored_pairs(database: Path, table: str) -> tuple[np.ndarray, np.ndarray] | 
 
 def ray_first_copies_folder(database: Path) -> Path:
     """Where a ray engine run keeps its ``first_copies`` table: a Parquet folder under its
-    dataset root, ``<database>.datasets`` (the benchmark sets no other root)."""
+    dataset root, ``<database>.datasets`` (``ours.run_dagster`` sets it there)."""
     return Path(f"{database}.datasets") / "first_copies"
 
 

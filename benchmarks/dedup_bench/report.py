@@ -275,7 +275,7 @@ def memory_note(runs: list[dict]) -> str:
         "file-backed and shared pages) plus the /dev/shm files the tree holds open, once; it leaves "
         "out shared libraries and mapped files; read on every sample. PSS splits each shared page "
         "among the processes that map it, so its sum counts every page once, libraries included; "
-        f"reading it costs the kernel a page-table walk per process (about 2 ms for a Ray worker), "
+        "reading it costs the kernel a page-table walk per process, "
         f"so it is read only while that stays within {PSS_CPU_SHARE:.0%} of one CPU: a step's PSS "
         "peak rests on fewer samples (in brackets), and a short step may have none. The RSS sum "
         "counts shared pages once per process that maps them (the object store's, the libraries'), "
