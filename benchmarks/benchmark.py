@@ -4,6 +4,7 @@
     python benchmarks/benchmark.py (--docs N | --corpus PATH.parquet | --smoke)
         [--perm 128|64] [--scheme fss|blake2b] [--peers rensa,fastsketch-pre,...]
         [--recall-seeds N] [--skip-dagster] [--skip-library] [--workdir DIR] [--json-out FILE]
+        [--engine duckdb|ray [--compare-engines] | --both-engines [--compare-engines]]
     python benchmarks/benchmark.py (--docs N | --smoke) --incremental K
         [--perm 128|64] [--scheme fss|blake2b] [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --warc-fetch N [--workdir DIR] [--json-out FILE]
@@ -14,6 +15,11 @@ in its own process, and ``report`` prints the tables. ``--incremental K`` runs `
 instead: the one-shot Dagster run, the same documents as K batches, and one small batch after
 them. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
 server. The machine is shared and noisy, so compare the runs of one invocation as ratios.
+
+``--engine ray`` runs the Dagster graph on the ray engine (a local Ray started for the run) and no
+library run; ``--both-engines`` runs it on duckdb and then on ray and prints the steps side by
+side. Every Dagster run's steps get their seconds and the peak memory of the run's whole process
+tree (``memory``).
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
 from dedup_bench.incremental import measure_incremental
 from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
-from dedup_bench.peer_engines import ENGINES
+from dedup_assets.core.settings import ENGINES
+from dedup_bench.peer_engines import ENGINES as PEER_ENGINES
 from dedup_bench.report import precision_errors, print_incremental_report, print_report
 
 DEFAULT_WORKDIR = REPO_ROOT / "var" / "bench"
@@ -80,7 +87,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--peers",
         default="",
-        help=f"comma-separated peer engines, of {', '.join(ENGINES)}; e.g. rensa,fastsketch-pre",
+        help=f"comma-separated peer engines, of {', '.join(PEER_ENGINES)}; e.g. rensa,fastsketch-pre",
     )
     parser.add_argument(
         "--recall-seeds",
@@ -100,6 +107,30 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "more, and whether the K batches' edges and clusters are the one-shot run's",
     )
     parser.add_argument("--skip-dagster", action="store_true", help="do not run the Dagster CLI")
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="duckdb",
+        help="the Dagster run's engine (the dedup resource's engine setting; default duckdb). ray: "
+        "the steps on Ray Data on a local Ray started for the run (needs the ray extra), and no "
+        "library run, which is DuckDB-only. Either way the report gives each step's seconds and "
+        "the peak memory of the run's whole process tree",
+    )
+    parser.add_argument(
+        "--compare-engines",
+        action="store_true",
+        help="ray runs only: let the engine_matches_duckdb check run the DuckDB engine again over "
+        "corpora of up to ray_engine.compare_up_to_documents (200,000) documents and compare. "
+        "Without it the benchmark sets compare_up_to_documents: 0 (the check warns that it did "
+        "not compare), so the ray run measures the engine and not the check's second DuckDB run",
+    )
+    parser.add_argument(
+        "--both-engines",
+        action="store_true",
+        help="run the Dagster graph on duckdb and then on ray over the same corpus, and print "
+        "their steps side by side (seconds, peak memory, ray ÷ duckdb); the duckdb run is the "
+        "reference of the other tables, and the library still runs",
+    )
     parser.add_argument("--skip-library", action="store_true", help="do not run the library core")
     parser.add_argument(
         "--workdir",
@@ -111,6 +142,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--json-out", type=Path, help="append one JSON record of the whole run to this file"
     )
     args = parser.parse_args(argv)
+    check_engine(parser, args)
     if args.warc_fetch is not None:
         if args.warc_fetch < 1 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
             parser.error("--warc-fetch N takes N ≥ 1 records and none of --peers, --incremental, --recall-seeds, --auto-bands")
@@ -129,6 +161,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.auto_bands is not None and not 0.0 <= args.auto_bands <= 1.0:
         parser.error("--auto-bands takes a false_negative_weight between 0 and 1")
     return args
+
+
+def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The engine options belong to the engines benchmark's Dagster run, which they need."""
+    chosen = args.engine != "duckdb" or args.both_engines or args.compare_engines
+    if not chosen:
+        return
+    if args.warc_fetch is not None or args.incremental or args.smoke:
+        parser.error(
+            "--engine ray, --both-engines and --compare-engines are for the engines benchmark: "
+            "not with --warc-fetch, --incremental or --smoke (the CI smoke run stays on duckdb)"
+        )
+    if args.skip_dagster:
+        parser.error("--engine ray, --both-engines and --compare-engines need the Dagster run: drop --skip-dagster")
+    if args.both_engines and args.engine != "duckdb":
+        parser.error("--both-engines runs duckdb and then ray (duckdb's run is the reference): drop --engine")
+    if args.compare_engines and not (args.engine == "ray" or args.both_engines):
+        parser.error("--compare-engines is for a ray run: add --engine ray or --both-engines")
 
 
 def check_incremental(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -167,6 +217,9 @@ def main(argv: list[str]) -> int:
         skip_dagster=args.skip_dagster,
         skip_library=args.skip_library,
         incremental=args.incremental,
+        engine=args.engine,
+        compare_engines=args.compare_engines,
+        both_engines=args.both_engines,
     )
     try:
         record = (measure_incremental if options.incremental else measure)(options, argv)

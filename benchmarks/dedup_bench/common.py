@@ -79,20 +79,25 @@ class ProcessRun:
     peak_rss_mb: float
     stdout: str
     stderr: str
+    memory: dict | None = None  # with sample_memory: the tree's peaks per step (memory.py)
 
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
         return "\n".join(self.stderr.rstrip().splitlines()[-lines:])
 
 
-def run_measured(command: list[str], extra_env: dict[str, str] | None = None) -> ProcessRun:
+def run_measured(
+    command: list[str], extra_env: dict[str, str] | None = None, sample_memory: bool = False
+) -> ProcessRun:
     """Run ``command`` from the repository root and wait for it with ``os.wait4``.
 
     Wall time runs from spawn to exit, so it includes interpreter start and imports. Peak RSS is
-    the child's own ``ru_maxrss`` (KiB on Linux). Linux starts that figure at this process's own
+    the child's own ``ru_maxrss`` (KiB on Linux): the largest of the child and the descendants it
+    waited for, each alone, never their sum. Linux starts that figure at this process's own
     peak when the child execs, so the caller keeps large data out of this process until its last
     measured child. Output goes to temporary files, so a chatty child cannot block on a full pipe.
     Dirty pages of the previous run are flushed first, so that their writeback does not land in
-    this run's time.
+    this run's time. With ``sample_memory``, a thread samples the memory of the child's whole
+    process tree while it runs, per Dagster step of its log (``memory.py``; None without psutil).
     """
     env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), env.get("PYTHONPATH")]))
@@ -102,8 +107,14 @@ def run_measured(command: list[str], extra_env: dict[str, str] | None = None) ->
         process = subprocess.Popen(
             command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
         )
+        sampler = None
+        if sample_memory:
+            from .memory import start_sampler
+
+            sampler = start_sampler(process.pid, err.fileno())
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
+        memory = sampler.stop() if sampler else None
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -114,6 +125,7 @@ def run_measured(command: list[str], extra_env: dict[str, str] | None = None) ->
             peak_rss_mb=usage.ru_maxrss / 1024,
             stdout=out.read().decode("utf-8", errors="replace"),
             stderr=err.read().decode("utf-8", errors="replace"),
+            memory=memory,
         )
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from dedup_assets.core.settings import ENGINES
+
 from .common import (
     BenchmarkError,
     Sketch,
@@ -23,7 +25,7 @@ from .common import (
     run_measured,
     truth_path,
 )
-from .ours import run_dagster, run_library_core, warm_kernels
+from .ours import run_dagster, run_folder, run_library_core, warm_kernels
 from .report import engine_rows, target_lines
 from .theirs import check_peers, run_peer
 
@@ -44,9 +46,26 @@ class Options:
     skip_dagster: bool = False
     skip_library: bool = False
     incremental: int = 0
+    engine: str = "duckdb"  # the Dagster run's engine; ray skips the (DuckDB-only) library run
+    compare_engines: bool = False  # ray: let engine_matches_duckdb run DuckDB again and compare
+    both_engines: bool = False  # the Dagster run on duckdb, then on ray; duckdb's is the reference
 
     def sketch(self) -> Sketch:
         return Sketch(self.perm, self.scheme, self.false_negative_weight)
+
+    def dagster_engines(self) -> tuple[str, ...]:
+        """The engines the Dagster run runs on, the reference first; none with skip_dagster."""
+        if self.skip_dagster:
+            return ()
+        return ENGINES if self.both_engines else (self.engine,)
+
+    def library_skipped(self) -> str | None:
+        """Why the library run does not run, or None when it does."""
+        if self.skip_library:
+            return "--skip-library"
+        if self.engine != "duckdb":
+            return f"--engine {self.engine}: run_library is DuckDB-only"
+        return None
 
 
 def prepare_corpus(options: Options) -> Path:
@@ -80,14 +99,21 @@ def measure(options: Options, argv: list[str]) -> dict:
         raise BenchmarkError(f"--recall-seeds needs the planted pairs in {truth}")
     # an earlier invocation's databases and release files would hold page cache that this
     # invocation's runs need
-    for stale in ("run", "library"):
+    for stale in (*(run_folder(engine) for engine in ENGINES), "library"):
         shutil.rmtree(options.workdir / stale, ignore_errors=True)
     sketch = options.sketch()
     warmup_s = warm_kernels(corpus, options.workdir, sketch)
-    ours = None if options.skip_dagster else run_dagster(corpus, options.workdir, sketch)
+    dagster_runs = [
+        run_dagster(corpus, options.workdir, sketch, engine, options.compare_engines)
+        for engine in options.dagster_engines()
+    ]
+    ours, others = (dagster_runs[0], dagster_runs[1:]) if dagster_runs else (None, [])
+    library_skipped = options.library_skipped()
+    if library_skipped and not options.skip_library:
+        progress(f"library run skipped ({library_skipped})")
     library = (
         None
-        if options.skip_library
+        if library_skipped
         else run_library_core(corpus, options.workdir / "library", sketch)
     )
     peers = [run_peer(engine, corpus, options.perm) for engine in options.peers]
@@ -97,21 +123,24 @@ def measure(options: Options, argv: list[str]) -> dict:
 
     from .recall import measure_recall
 
-    our_runs = [run for run in (ours, library) if run]
+    our_runs = [run for run in (ours, *others, library) if run]
     spread = None
     if truth.exists() and (our_runs or options.recall_seeds):
         spread = measure_recall(corpus, truth, our_runs, options.perm, options.recall_seeds)
     n_docs = pq.ParquetFile(corpus).metadata.num_rows
-    lines, targets = target_lines(ours, library, peers)
+    lines, targets = target_lines(ours, library, peers, others, library_skipped)
     if spread:
         lines.append(spread["comparison"])
     return {
         **run_record(started, argv, corpus, n_docs, options, load_start, warmup_s),
+        "engine": "both" if options.both_engines else options.engine,
         "dagster": ours,
+        "dagster_other_engines": others,
         "library": library,
+        "library_skipped": library_skipped,
         "peers": peers,
         "recall_spread": spread,
-        "table": engine_rows(n_docs, ours, library, peers),
+        "table": engine_rows(n_docs, ours, library, peers, others),
         "target_lines": lines,
         "targets": targets,
     }

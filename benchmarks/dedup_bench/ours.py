@@ -1,5 +1,6 @@
 """Our two runs, each in its own measured process: the real ``dagster asset materialize`` CLI
-end to end, and the library core (``run_library``) without Dagster.
+end to end (on either engine, duckdb or ray), and the library core (``run_library``, DuckDB only)
+without Dagster.
 
     python -m dedup_bench.ours JOB_JSON     (the library run's child side; prints one JSON line)
 """
@@ -35,8 +36,17 @@ DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def dagster_config(sketch: Sketch) -> dict:
-    return {"resources": {"dedup": {"config": sketch.settings()}}}
+
+def dagster_config(sketch: Sketch, engine: str | None = None, compare_engines: bool = False) -> dict:
+    """The run's resource config. With ``engine``, the ``dedup`` resource's engine; for ray, the
+    ``engine_matches_duckdb`` check compares with a DuckDB run only when ``compare_engines``
+    (else ``compare_up_to_documents: 0``: the run measures the engine, not the check's second
+    engine)."""
+    settings = sketch.settings() if engine is None else {**sketch.settings(), "engine": engine}
+    resources: dict = {"dedup": {"config": settings}}
+    if engine == "ray" and not compare_engines:
+        resources["ray_engine"] = {"config": {"compare_up_to_documents": 0}}
+    return {"resources": resources}
 
 
 def duration_seconds(duration: str) -> float:
@@ -74,11 +84,19 @@ def dagster_home() -> Iterator[str]:
         yield home
 
 
-def materialize(what: str, env: dict[str, str], sketch: Sketch, *selection: str) -> ProcessRun:
+def materialize(
+    what: str,
+    env: dict[str, str],
+    sketch: Sketch,
+    *selection: str,
+    config: dict | None = None,
+    sample_memory: bool = False,
+) -> ProcessRun:
     """Run ``dagster asset materialize`` on ``selection`` (its ``--select`` and ``--partition``
-    arguments) as a measured child. ``env`` names DAGSTER_HOME, the database, the output folder
-    and the input: the resources read them from the environment, and none may fall back to a
-    default."""
+    arguments) as a measured child, with ``config`` (default: ``sketch``'s settings). ``env``
+    names DAGSTER_HOME, the database, the output folder and the input: the resources read them
+    from the environment, and none may fall back to a default. With ``sample_memory``, the
+    memory of its process tree is sampled per step (``memory.py``)."""
     dagster = Path(sys.executable).parent / "dagster"
     if not dagster.exists():
         raise BenchmarkError(f"{dagster} not found: {INSTALL_HINT}")
@@ -90,28 +108,38 @@ def materialize(what: str, env: dict[str, str], sketch: Sketch, *selection: str)
         "dedup_assets.definitions",
         *selection,
         "--config-json",
-        json.dumps(dagster_config(sketch)),
+        json.dumps(config or dagster_config(sketch)),
     ]
     progress(f"{what}: dagster asset materialize {' '.join(selection)}")
-    run = run_measured(command, {**env, "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY})
+    run = run_measured(command, {**env, "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY}, sample_memory)
     require_success(run, what)
     return run
 
 
 def dagster_times(run: ProcessRun) -> dict:
-    """A CLI run's whole-process wall time and peak RSS, and Dagster's own times from its log."""
+    """A CLI run's whole-process wall time and peak RSS, Dagster's own times from its log, and,
+    when sampled, its process tree's memory per step."""
     return {
         "wall_s": run.wall_s,
         "peak_rss_mb": run.peak_rss_mb,
         "steps": parse_step_seconds(run.stderr),
         "in_process_s": parse_in_process_seconds(run.stderr),
+        "memory": run.memory,
     }
 
 
-def run_dagster(corpus: Path, workdir: Path, sketch: Sketch) -> dict:
+def run_folder(engine: str) -> str:
+    """The run's folder in the workdir: ``run`` for duckdb (as before engines), ``run-ray``."""
+    return "run" if engine == "duckdb" else f"run-{engine}"
+
+
+def run_dagster(
+    corpus: Path, workdir: Path, sketch: Sketch, engine: str | None = None, compare_engines: bool = False
+) -> dict:
     """Materialize the one-shot graph of ``corpus`` (a file or a folder) with the real CLI into a
-    fresh database."""
-    run_dir = fresh_dir(workdir / "run")
+    fresh database, on ``engine`` (None: the resource's default, duckdb), sampling the memory of
+    its process tree per step."""
+    run_dir = fresh_dir(workdir / run_folder(engine or "duckdb"))
     database, output_dir = run_dir / "pipeline.duckdb", run_dir / "out"
     with dagster_home() as home:
         env = {
@@ -119,11 +147,24 @@ def run_dagster(corpus: Path, workdir: Path, sketch: Sketch) -> dict:
             "DEDUP_INPUT": str(corpus),
             "DEDUP_DATABASE": str(database),
             "DEDUP_OUTPUT_DIR": str(output_dir),
+            # engine ray: a local Ray under the CLI, whose tree the sampler measures, and its
+            # tables where recall.py reads first_copies, whatever the caller's environment says
+            "DEDUP_RAY_ADDRESS": "",
+            "DEDUP_DATASETS": f"{database}.datasets",
         }
-        run = materialize("Dagster run", env, sketch, "--select", "group:deduplication")
+        run = materialize(
+            "Dagster run" if engine is None else f"Dagster run (engine {engine})",
+            env,
+            sketch,
+            "--select",
+            "group:deduplication",
+            config=dagster_config(sketch, engine, compare_engines),
+            sample_memory=True,
+        )
     counts = json.loads((output_dir / "manifest.json").read_text(encoding="utf-8"))["counts"]
     return {
         **dagster_times(run),
+        "engine": engine or "duckdb",
         "counts": counts,
         "candidates": counts["candidate_pair_rows"],
         "accepted": counts["duplicate_pair_rows"],

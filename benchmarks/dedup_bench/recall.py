@@ -92,13 +92,25 @@ def stored_pairs(database: Path, table: str) -> tuple[np.ndarray, np.ndarray] | 
     return np.asarray(columns["left_id"], np.int64), np.asarray(columns["right_id"], np.int64)
 
 
+def ray_first_copies_folder(database: Path) -> Path:
+    """Where a ray engine run keeps its ``first_copies`` table: a Parquet folder under its
+    dataset root, ``<database>.datasets`` (``ours.run_dagster`` sets it there)."""
+    return Path(f"{database}.datasets") / "first_copies"
+
+
 def first_copies(database: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(copies, their first copies), sorted by copy, as the pipeline names them."""
+    """(copies, their first copies), sorted by copy, as the pipeline names them: the ray engine
+    stores them (its views over Parquet have no rowid, which the DuckDB engine's query orders
+    by); the DuckDB engine's are computed by its query."""
     from dedup_assets.core.tables import Tables
     from dedup_assets.core.verify import first_copies as pipeline_first_copies
 
-    with duckdb.connect(str(database), read_only=True) as connection:
-        table = pipeline_first_copies(connection, Tables.in_schema("dedup"))
+    stored = ray_first_copies_folder(database)
+    if stored.is_dir():
+        table = pq.read_table(stored, columns=["doc_id", "first_copy_doc_id"])
+    else:
+        with duckdb.connect(str(database), read_only=True) as connection:
+            table = pipeline_first_copies(connection, Tables.in_schema("dedup"))
     copies = pc.cast(table["doc_id"], pa.int64()).to_numpy()
     firsts = pc.cast(table["first_copy_doc_id"], pa.int64()).to_numpy()
     order = np.argsort(copies, kind="stable")

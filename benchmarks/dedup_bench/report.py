@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .common import THRESHOLD
+from .memory import OUTSIDE_STEPS, PSS_CPU_SHARE, WHOLE_RUN
 from .ours import CORE_STAGES, WARMUP_ROWS
 
 TARGET_SPEEDUP = 5.0
@@ -46,16 +47,27 @@ def table_row(engine: str, run: dict, timed_s: float, n_docs: int) -> dict:
     }
 
 
+def dagster_label(run: dict) -> str:
+    """The Dagster run's name in the tables: as before engines for duckdb, else with its engine."""
+    engine = run.get("engine", "duckdb")
+    return "dedup-assets (Dagster e2e)" if engine == "duckdb" else f"dedup-assets (Dagster e2e, {engine})"
+
+
 def engine_rows(
-    n_docs: int, ours: dict | None, library: dict | None, peers: list[dict]
+    n_docs: int,
+    ours: dict | None,
+    library: dict | None,
+    peers: list[dict],
+    others: list[dict] | None = None,
 ) -> list[dict]:
     """One row per engine. Peer rows carry the ratios of our reference run (Dagster end to end,
-    else the library run) to theirs, both as whole-process wall times."""
-    our_rows = []
-    if ours:
-        our_rows.append(
-            table_row("dedup-assets (Dagster e2e)", ours, sum(ours["steps"].values()), n_docs)
-        )
+    else the library run) to theirs, both as whole-process wall times. ``others`` are Dagster
+    runs on other engines than the reference's (--both-engines)."""
+    our_rows = [
+        table_row(dagster_label(run), run, sum(run["steps"].values()), n_docs)
+        for run in [ours, *(others or [])]
+        if run
+    ]
     if library:
         our_rows.append(
             table_row("dedup-assets (library)", library, sum(library["stages"].values()), n_docs)
@@ -132,6 +144,157 @@ def library_stages_table(library: dict) -> str:
     return markdown_table(["stage", "seconds", "docs/s"], rows)
 
 
+def step_memory(run: dict) -> dict[str, dict]:
+    """The run's sampled peaks per step (and OUTSIDE_STEPS, WHOLE_RUN); empty when unsampled."""
+    return (run.get("memory") or {}).get("steps", {})
+
+
+def stage_names(run: dict) -> list[str]:
+    """The run's steps in the order they started, then any with a time but no sample."""
+    sampled = [step for step in step_memory(run) if step not in (OUTSIDE_STEPS, WHOLE_RUN)]
+    return sampled + [step for step in run["steps"] if step not in sampled]
+
+
+def outside_steps_s(run: dict) -> float:
+    """The whole process's wall less its steps: the CLI's start-up and definitions load, resource
+    start-up and teardown, and Dagster's bookkeeping between steps."""
+    return run["wall_s"] - sum(run["steps"].values())
+
+
+def stage_seconds(run: dict, stage: str) -> float | None:
+    if stage == OUTSIDE_STEPS:
+        return outside_steps_s(run)
+    if stage == WHOLE_RUN:
+        return run["wall_s"]
+    return run["steps"].get(stage)
+
+
+def stage_label(stage: str) -> str:
+    return {WHOLE_RUN: "**whole process**", OUTSIDE_STEPS: "(outside steps)"}.get(stage, stage)
+
+
+def fmt_samples(peak: dict) -> str:
+    """How many samples a step's peaks rest on, and how many of them read PSS."""
+    return f"{peak.get('samples', 0)} ({peak.get('pss_samples', 0)})"
+
+
+def stages_table(run: dict) -> str:
+    """Per step: Dagster's seconds and the peak memory of the run's process tree while it ran."""
+    header = [
+        "step",
+        "seconds",
+        "peak MB (private + object store)",
+        "peak MB (PSS sum)",
+        "peak MB (RSS sum)",
+        "/dev/shm MB",
+        "processes",
+        "samples (with PSS)",
+    ]
+    memory = step_memory(run)
+    rows = []
+    for stage in [*stage_names(run), OUTSIDE_STEPS, WHOLE_RUN]:
+        peak = memory.get(stage, {})
+        rows.append(
+            [
+                stage_label(stage),
+                fmt_number(stage_seconds(run, stage), 3),
+                fmt_number(peak.get("private_mb")),
+                fmt_number(peak.get("pss_mb")),
+                fmt_number(peak.get("rss_mb")),
+                fmt_number(peak.get("shm_mb")),
+                fmt_number(peak.get("processes")),
+                fmt_samples(peak),
+            ]
+        )
+    return markdown_table(header, rows)
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    return None if numerator is None or not denominator else numerator / denominator
+
+
+def engines_stages_table(reference: dict, other: dict) -> str:
+    """Two runs' steps side by side: seconds and peak private + object store memory of the
+    process tree, each with other ÷ reference."""
+    first, second = reference["engine"], other["engine"]
+    header = [
+        "step",
+        f"{first} s",
+        f"{second} s",
+        f"{second} ÷ {first} s",
+        f"{first} peak MB",
+        f"{second} peak MB",
+        f"{second} ÷ {first} MB",
+    ]
+    stages = stage_names(reference)
+    stages += [stage for stage in stage_names(other) if stage not in stages]
+    rows = []
+    for stage in [*stages, OUTSIDE_STEPS, WHOLE_RUN]:
+        seconds = [stage_seconds(run, stage) for run in (reference, other)]
+        peaks = [step_memory(run).get(stage, {}).get("private_mb") for run in (reference, other)]
+        rows.append(
+            [
+                stage_label(stage),
+                fmt_number(seconds[0], 3),
+                fmt_number(seconds[1], 3),
+                fmt_ratio(ratio(seconds[1], seconds[0])),
+                fmt_number(peaks[0]),
+                fmt_number(peaks[1]),
+                fmt_ratio(ratio(peaks[1], peaks[0])),
+            ]
+        )
+    return markdown_table(header, rows)
+
+
+def memory_note(runs: list[dict]) -> str:
+    """How the per-stage memory was measured, and what it leaves out."""
+    sampled = [run for run in runs if run.get("memory")]
+    if not sampled:
+        return (
+            "No memory was sampled: psutil is not importable (neither installed nor vendored by "
+            "an installed Ray); the seconds are Dagster's own."
+        )
+
+    def facts(run: dict) -> str:
+        memory = run["memory"]
+        return (
+            f"{run['engine']}: {memory['samples']} samples ({memory['pss_samples']} with PSS), up to "
+            f"{memory['max_processes']} processes, sampler CPU {memory['sampler_cpu_s']:.2f} s "
+            f"({memory['pss_cpu_s']:.2f} s of it PSS)"
+            + (f", PSS unreadable in {memory['pss_fallbacks']} process samples (RSS used)" if memory["pss_fallbacks"] else "")
+            + (f", sampling stopped: {memory['error']}" if memory["error"] else "")
+        )
+
+    interval = sampled[0]["memory"]["interval_s"]
+    return (
+        f"Memory: sampled every {interval:g} s by a thread of the benchmark process over the CLI "
+        "process and all its descendants (Dagster's log-capture helpers; on engine ray the local "
+        "Ray's GCS, raylet, workers, actors and agents, all started under the CLI): "
+        + "; ".join(facts(run) for run in sampled)
+        + ". Private + object store: every process's anonymous resident memory (RSS less its "
+        "file-backed and shared pages) plus the /dev/shm files the tree holds open, once; it leaves "
+        "out shared libraries and mapped files; read on every sample. PSS splits each shared page "
+        "among the processes that map it, so its sum counts every page once, libraries included; "
+        "reading it costs the kernel a page-table walk per process, "
+        f"so it is read only while that stays within {PSS_CPU_SHARE:.0%} of one CPU: a step's PSS "
+        "peak rests on fewer samples (in brackets), and a short step may have none. The RSS sum "
+        "counts shared pages once per process that maps them (the object store's, the libraries'), "
+        "so it overstates for Ray. /dev/shm MB: the space allocated to the /dev/shm files the tree "
+        "holds open, each once: Ray's object store (raylet's unlinked /dev/shm/plasma file), not "
+        "other Rays on the machine; pages the store has written stay allocated, so it shows the "
+        "store's high-water mark rather than its live objects. It is inside the private figure; PSS "
+        "has only the store's pages that a live process has mapped, so it can be below the private "
+        "figure once the workers that wrote objects have exited. A sample counts for "
+        "every step that ran since the sample before it, so a step's peak is the highest sample "
+        "from the first after its start to the first after its end (a sample at a boundary counts "
+        "for both steps, and a spike shorter than the interval can be missed). Not included: the "
+        "page cache of the files written and read, processes outside the CLI's tree (a remote Ray "
+        "cluster), the benchmark process. Seconds are Dagster's own per step; (outside steps) is "
+        "the whole process's wall less the steps: the CLI's start-up, definitions load and "
+        "teardown (Ray starts inside the first ray step)."
+    )
+
+
 def verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
@@ -150,9 +313,9 @@ def speedup_target(ours: dict | None, peers: list[dict], targets: dict) -> str:
     )
 
 
-def library_target(library: dict | None, targets: dict) -> str:
+def library_target(library: dict | None, targets: dict, skipped: str | None = None) -> str:
     if not library:
-        return "library core: n/a (--skip-library)"
+        return f"library core: n/a ({skipped or '--skip-library'})"
     rate = library["core_docs_per_s"]
     targets["library_core_docs_per_s"] = rate
     return (
@@ -161,14 +324,32 @@ def library_target(library: dict | None, targets: dict) -> str:
     )
 
 
+def tree_peak_mb(run: dict) -> float | None:
+    """The highest sampled memory of the run's process tree: private + object store, or PSS
+    sum, whichever is higher; None when unsampled."""
+    whole = step_memory(run).get(WHOLE_RUN, {})
+    figures = [whole[name] for name in ("private_mb", "pss_mb") if whole.get(name) is not None]
+    return max(figures) if figures else None
+
+
+def run_peak_mb(run: dict) -> tuple[float, str]:
+    """The run's peak memory for the target: its ru_maxrss (one process's), or, when its tree's
+    sampled memory is higher (engine ray's dozens of processes), that."""
+    tree = tree_peak_mb(run)
+    if tree is None or tree <= run["peak_rss_mb"]:
+        return run["peak_rss_mb"], "RSS"
+    return tree, "its whole process tree, sampled"
+
+
 def rss_target(ours_runs: dict[str, dict], targets: dict) -> str:
     if not ours_runs:
         return "peak RSS: n/a (neither of our runs)"
-    name, run = max(ours_runs.items(), key=lambda item: item[1]["peak_rss_mb"])
-    peak = run["peak_rss_mb"]
-    targets["peak_rss_mb"] = {"run": name, "value": peak}
+    name, run = max(ours_runs.items(), key=lambda item: run_peak_mb(item[1])[0])
+    peak, kind = run_peak_mb(run)
+    targets["peak_rss_mb"] = {"run": name, "value": peak, "kind": kind}
+    measure = "" if kind == "RSS" else f", {kind}"
     return (
-        f"peak RSS: {peak:,.0f} MB ({name} run; target ≤ {TARGET_PEAK_RSS_MB:,}) — "
+        f"peak RSS: {peak:,.0f} MB ({name} run{measure}; target ≤ {TARGET_PEAK_RSS_MB:,}) — "
         f"{verdict(peak <= TARGET_PEAK_RSS_MB)}"
     )
 
@@ -221,15 +402,27 @@ def audit_line(ours_runs: dict[str, dict], targets: dict) -> str | None:
     return "recall audit (95% interval) contains the planted recall of distinct texts: " + "; ".join(parts)
 
 
+def run_name(run: dict) -> str:
+    """Our Dagster run's name in the target lines: Dagster, or Dagster ray."""
+    engine = run.get("engine", "duckdb")
+    return "Dagster" if engine == "duckdb" else f"Dagster {engine}"
+
+
 def target_lines(
-    ours: dict | None, library: dict | None, peers: list[dict]
+    ours: dict | None,
+    library: dict | None,
+    peers: list[dict],
+    others: list[dict] | None = None,
+    library_skipped: str | None = None,
 ) -> tuple[list[str], dict]:
     """The target lines of the report and the same facts as a dict for the JSON record."""
     targets: dict = {}
-    ours_runs = {name: run for name, run in (("Dagster", ours), ("library", library)) if run}
+    ours_runs = {run_name(run): run for run in (ours, *(others or [])) if run}
+    if library:
+        ours_runs["library"] = library
     lines = [
         speedup_target(ours, peers, targets),
-        library_target(library, targets),
+        library_target(library, targets, library_skipped),
         rss_target(ours_runs, targets),
         recall_target(ours_runs, peers, targets),
         precision_line(ours_runs),
@@ -271,8 +464,31 @@ def print_report(record: dict) -> None:
     print(settings_line(record) + "\n")
     print(engines_table(record["table"]) + "\n")
     print(warmup_line(record) + "\n")
+    if record.get("library_skipped") and record["library_skipped"] != "--skip-library":
+        print(f"Library run skipped: {record['library_skipped']}.\n")
+    dagster_runs = [run for run in (record["dagster"], *record.get("dagster_other_engines", [])) if run]
+    if any(run.get("engine", "duckdb") != "duckdb" for run in dagster_runs):
+        print(
+            "Peak RSS of a ray run above is the CLI's ru_maxrss: the largest single process among it "
+            "and the descendants it waited for, not the sum over Ray's processes; the per-stage "
+            "table below has the whole tree's.\n"
+        )
     if record["dagster"]:
         print("### Dagster run, per asset\n\n" + dagster_steps_table(record["dagster"]) + "\n")
+    for run in dagster_runs:
+        print(
+            f"### Dagster run (engine {run.get('engine', 'duckdb')}), per stage: seconds and peak "
+            "memory\n\n" + stages_table(run) + "\n"
+        )
+    if len(dagster_runs) > 1:
+        first, *rest = dagster_runs
+        for run in rest:
+            print(
+                f"### Dagster runs per stage, {first['engine']} and {run['engine']} side by side "
+                "(peak MB: private + object store, over the process tree)\n\n" + engines_stages_table(first, run) + "\n"
+            )
+    if dagster_runs:
+        print(memory_note(dagster_runs) + "\n")
     if record["library"]:
         print("### Library core, per stage\n\n" + library_stages_table(record["library"]) + "\n")
     if record["recall_spread"]:
@@ -297,7 +513,7 @@ def precision_errors(record: dict) -> int:
     """Accepted edges of our runs whose exact Jaccard is below the threshold (should be 0)."""
     return sum(
         run.get("accepted_below_threshold", 0)
-        for run in (record["dagster"], record["library"])
+        for run in (record["dagster"], *record.get("dagster_other_engines", []), record["library"])
         if run
     )
 

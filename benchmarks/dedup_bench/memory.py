@@ -1,0 +1,327 @@
+"""Memory of a measured child's whole process tree, sampled while it runs and attributed to the
+Dagster step running at each sample.
+
+Every SAMPLE_INTERVAL_S a thread of the measuring parent reads what the child's log has grown by
+since the last poll (its STEP_START / STEP_SUCCESS ... lines), then sums the memory of the child
+and all its descendants (for the ray engine's local Ray: GCS, raylet, its workers and agents) and
+of the /dev/shm files they hold open, where Ray's object store lives. A sample counts for every
+step that ran at some time since the sample before it, so a step's peak is the highest sample
+from the first one after it started to the first one after it ended: a step shorter than the
+interval still gets one, a sample at a step boundary counts for both steps, and a spike shorter
+than the interval can be missed. Samples while no step runs (the CLI's imports, definitions load, resource start-up and
+teardown) go to OUTSIDE_STEPS.
+
+Figures per sample:
+- private + object store: every process's anonymous resident memory (``memory_info()``'s rss
+  less shared, from /proc/PID/statm: heaps, DuckDB's and Arrow's buffers) added up, plus the
+  /dev/shm files the tree holds open, once. It leaves out file-backed pages (shared libraries,
+  mapped files). Cheap, so taken on every sample: the headline figure.
+- PSS sum: the proportional set size (``memory_full_info().pss``, from /proc/PID/smaps_rollup),
+  which splits each shared page among the processes that map it, so the sum counts every page
+  once, libraries included. The kernel walks each process's page tables for it, which for
+  dozens of Ray processes is costly, so it is taken only while its own CPU time stays within
+  PSS_CPU_SHARE of the wall time (every sample for a small tree, fewer for Ray's).
+  When a process's PSS cannot be read its RSS stands in (counted in ``pss_fallbacks``).
+- RSS sum: the resident set of every process, added up. Pages shared between processes (the
+  object store's pages that raylet and workers map, shared libraries) count once per process
+  that maps them, so for Ray it overstates.
+- /dev/shm held: the space allocated to the /dev/shm files that the tree's processes hold open
+  (each file once): Ray's object store (raylet's /dev/shm/plasmaXXXX, unlinked but open, and
+  passed to its workers), so other Rays on the machine do not count. Part of the first figure,
+  not an addition to it. PSS and RSS have only the store's pages that a live process has mapped
+  (tmpfs keeps the rest, which still take memory). Each sample stats every open descriptor of
+  every process.
+
+psutil is Ray's dependency, which Ray vendors (ray/thirdparty_files) rather than installs; it is
+imported from there when it is not installed itself. Without it no memory is sampled.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+from stat import S_ISREG
+
+SAMPLE_INTERVAL_S = 0.2
+PSS_CPU_SHARE = 0.03  # of one CPU, averaged over the run, for reading PSS
+OUTSIDE_STEPS = "(outside steps)"
+WHOLE_RUN = "(whole run)"
+SHM = "/dev/shm"
+MB = 1024 * 1024
+
+# "... - <pid> - <step key> - STEP_START - Started execution of step "<step key>"."
+STEP_EVENT = re.compile(
+    r" - (?P<step>[^ ]+) - "
+    r"(?P<event>STEP_START|STEP_RESTARTED|STEP_SUCCESS|STEP_FAILURE|STEP_SKIPPED|STEP_UP_FOR_RETRY)"
+    r" - "
+)
+STARTS = frozenset({"STEP_START", "STEP_RESTARTED"})
+
+
+def load_psutil():
+    """psutil, installed or as Ray's vendored copy; None when neither is there."""
+    try:
+        import psutil
+    except ImportError:
+        spec = find_spec("ray")  # finds the package without importing it
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        vendored = [Path(place) / "thirdparty_files" for place in locations]
+        vendored = [str(path) for path in vendored if (path / "psutil").is_dir()]
+        if not vendored:
+            return None
+        sys.path.append(vendored[0])  # last: only what is missing resolves there
+        try:
+            import psutil
+        except ImportError:
+            return None
+    return psutil
+
+
+def step_events(lines: Iterable[str]) -> list[tuple[str, str]]:
+    """(step, event) of every step start or end in Dagster log lines, in order."""
+    return [
+        (found.group("step"), found.group("event"))
+        for line in lines
+        if (found := STEP_EVENT.search(line))
+    ]
+
+
+class LineBuffer:
+    """Complete lines out of a log read in arbitrary chunks."""
+
+    def __init__(self) -> None:
+        self._rest = b""
+
+    def feed(self, chunk: bytes) -> list[str]:
+        *lines, self._rest = (self._rest + chunk).split(b"\n")
+        return [line.decode("utf-8", errors="replace") for line in lines]
+
+    def flush(self) -> list[str]:
+        rest, self._rest = self._rest, b""
+        return [rest.decode("utf-8", errors="replace")] if rest else []
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample of the process tree (MB) and how many processes it had."""
+
+    private_mb: float  # anonymous memory of every process, plus the /dev/shm files once
+    pss_mb: float | None  # None: not read on this sample
+    rss_mb: float
+    shm_mb: float
+    processes: int
+
+
+FIGURES = ("private_mb", "pss_mb", "rss_mb", "shm_mb", "processes")
+
+
+class StepPeaks:
+    """Peak figures per step from polls: each poll brings the step events logged since the poll
+    before it, then one sample (see the module's docstring for the attribution)."""
+
+    def __init__(self) -> None:
+        self.running: list[str] = []
+        self.order: list[str] = []
+        self.peaks: dict[str, dict] = {}
+
+    def poll(self, events: Iterable[tuple[str, str]], sample: Sample | None) -> None:
+        active = list(self.running)
+        for step, event in events:
+            if event in STARTS:
+                for names in (self.running, active, self.order):
+                    if step not in names:
+                        names.append(step)
+            elif step in self.running:
+                self.running.remove(step)
+        if sample is None:
+            return
+        for step in [*(active or [OUTSIDE_STEPS]), WHOLE_RUN]:
+            peak = self.peaks.setdefault(step, {"samples": 0, "pss_samples": 0})
+            peak["samples"] += 1
+            peak["pss_samples"] += sample.pss_mb is not None
+            for figure in FIGURES:
+                value = getattr(sample, figure)
+                if value is not None and value > peak.get(figure, float("-inf")):
+                    peak[figure] = value
+
+    def by_step(self) -> dict[str, dict]:
+        """The peaks in the order the steps started, then OUTSIDE_STEPS and WHOLE_RUN."""
+        keys = [*self.order, OUTSIDE_STEPS, WHOLE_RUN]
+        return {key: self.peaks[key] for key in keys if key in self.peaks}
+
+
+class ShmFiles:
+    """The /dev/shm files a changing set of processes holds open: the allocated size of each
+    once. Every descriptor is stat'ed on every sample, as a descriptor number closed and opened
+    again between two samples names another file, so no earlier answer about it holds."""
+
+    def __init__(self, folder: str = SHM) -> None:
+        try:
+            self.device: int | None = os.stat(folder).st_dev
+        except OSError:
+            self.device = None
+
+    def held_bytes(self, pids: list[int]) -> int:
+        if self.device is None:
+            return 0
+        held: dict[int, int] = {}
+        for pid in pids:
+            folder = f"/proc/{pid}/fd"
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                path = f"{folder}/{name}"
+                try:
+                    stat = os.stat(path)
+                    # the device is the cheap test; the path rules out other files of a
+                    # /dev/shm that is no mount of its own
+                    if stat.st_dev != self.device or not S_ISREG(stat.st_mode):
+                        continue
+                    if not os.readlink(path).startswith(SHM + "/"):
+                        continue
+                except OSError:
+                    continue
+                held[stat.st_ino] = stat.st_blocks * 512
+        return sum(held.values())
+
+
+class FileTail:
+    """What a file (the child's stderr) has grown by since the last read. ``os.pread`` leaves
+    the file offset, which the child shares, alone."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.offset = 0
+
+    def read(self) -> bytes:
+        chunks = []
+        while chunk := os.pread(self.fd, 1 << 20, self.offset):
+            self.offset += len(chunk)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+class TreeSampler:
+    """Samples the tree under ``pid`` every ``interval`` seconds on a thread, attributing each
+    sample to the steps of the log ``read_log`` returns the growth of."""
+
+    def __init__(self, psutil, pid: int, read_log: Callable[[], bytes], interval: float = SAMPLE_INTERVAL_S):
+        self.psutil = psutil
+        self.pid = pid
+        self.read_log = read_log
+        self.interval = interval
+        self.lines = LineBuffer()
+        self.peaks = StepPeaks()
+        self.root = None
+        self.samples = 0
+        self.pss_samples = 0
+        self.pss_fallbacks = 0
+        self.max_processes = 0
+        self.cpu_s = 0.0
+        self.pss_cpu_s = 0.0
+        self.error: str | None = None
+        self.shm = ShmFiles()
+        self.started = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tree-sampler", daemon=True)
+
+    def start(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict:
+        """Stop sampling and return the figures (after reading the rest of the log)."""
+        self._stop.set()
+        self._thread.join()
+        self.peaks.poll(step_events(self.lines.feed(self.read_log()) + self.lines.flush()), None)
+        return {
+            "interval_s": self.interval,
+            "samples": self.samples,
+            "pss_samples": self.pss_samples,
+            "pss_fallbacks": self.pss_fallbacks,
+            "max_processes": self.max_processes,
+            "sampler_cpu_s": self.cpu_s,
+            "pss_cpu_s": self.pss_cpu_s,
+            "error": self.error,
+            "steps": self.peaks.by_step(),
+        }
+
+    def _run(self) -> None:
+        while True:
+            started = time.thread_time()
+            try:
+                events = step_events(self.lines.feed(self.read_log()))
+                sample = self.sample()
+            except Exception as error:  # noqa: BLE001 -- never let sampling break the run
+                self.error = f"{type(error).__name__}: {error}"
+                return
+            self.peaks.poll(events, sample)
+            self.cpu_s += time.thread_time() - started
+            if self._stop.wait(self.interval):
+                return
+
+    def tree(self) -> list:
+        """The child and every descendant now."""
+        if self.root is None:
+            self.root = self.psutil.Process(self.pid)
+        return [self.root, *self.root.children(recursive=True)]
+
+    def sample(self) -> Sample | None:
+        psutil = self.psutil
+        try:
+            members = self.tree()
+        except psutil.Error:
+            return None  # the child has exited
+        gone = (psutil.NoSuchProcess, psutil.AccessDenied)
+        rss = anon = 0
+        alive = []
+        for process in members:
+            try:
+                info = process.memory_info()
+            except gone:
+                continue
+            rss += info.rss
+            anon += info.rss - info.shared
+            alive.append((process, info))
+        if not alive:
+            return None
+        pss = None
+        if self.pss_cpu_s <= PSS_CPU_SHARE * (time.perf_counter() - self.started):
+            started = time.thread_time()
+            pss = 0
+            for process, info in alive:
+                try:
+                    pss += process.memory_full_info().pss
+                except gone:
+                    pss += info.rss
+                    self.pss_fallbacks += 1
+            self.pss_cpu_s += time.thread_time() - started
+            self.pss_samples += 1
+        shm = self.shm.held_bytes([process.pid for process, _ in alive])
+        self.samples += 1
+        self.max_processes = max(self.max_processes, len(alive))
+        return Sample(
+            private_mb=(anon + shm) / MB,
+            pss_mb=None if pss is None else pss / MB,
+            rss_mb=rss / MB,
+            shm_mb=shm / MB,
+            processes=len(alive),
+        )
+
+
+def start_sampler(pid: int, log_fd: int) -> TreeSampler | None:
+    """A running sampler of ``pid``'s tree, its steps read from the log file ``log_fd``; None
+    without psutil."""
+    psutil = load_psutil()
+    if psutil is None:
+        return None
+    return TreeSampler(psutil, pid, FileTail(log_fd).read).start()

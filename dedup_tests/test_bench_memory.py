@@ -1,0 +1,222 @@
+"""The benchmark's per-step memory (benchmarks/dedup_bench/memory.py): which step each sample of
+the process tree counts for, read from Dagster's log lines, and the sampler on a real child
+process with a child of its own."""
+
+import os
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+from dedup_bench.common import Sketch, run_measured  # noqa: E402
+from dedup_bench.memory import (  # noqa: E402
+    OUTSIDE_STEPS,
+    WHOLE_RUN,
+    LineBuffer,
+    Sample,
+    ShmFiles,
+    StepPeaks,
+    load_psutil,
+    step_events,
+)
+from dedup_bench.ours import dagster_config  # noqa: E402
+from dedup_bench.report import engines_stages_table, stages_table  # noqa: E402
+
+RUN = "2026-11-30 23:39:01 +0000 - dagster - DEBUG - __ASSET_JOB - 0f3c1d2e-aaaa - 4242"
+
+
+def line(step: str, event: str, message: str) -> str:
+    return f"{RUN} - {step} - {event} - {message}"
+
+
+def start(step: str) -> str:
+    return line(step, "STEP_START", f'Started execution of step "{step}".')
+
+
+def success(step: str) -> str:
+    return line(step, "STEP_SUCCESS", f'Finished execution of step "{step}" in 1.2s.')
+
+
+def sample(mb: float, processes: int = 1, pss: bool = True) -> Sample:
+    return Sample(
+        private_mb=mb, pss_mb=mb + 10 if pss else None, rss_mb=mb * 2, shm_mb=0.0, processes=processes
+    )
+
+
+def test_step_events_are_read_from_dagster_log_lines_only():
+    log = [
+        f"{RUN} - RUN_START - Started execution of run for \"__ASSET_JOB\".",
+        start("fingerprinted"),
+        line("fingerprinted", "STEP_OUTPUT", 'Yielded output "result" of type "Any".'),
+        line("fingerprinted", "LOGS_CAPTURED", "Started capturing logs in process (pid: 4242)."),
+        success("fingerprinted"),
+        line("clusters", "STEP_FAILURE", 'Execution of step "clusters" failed.'),
+        "a worker's own line mentioning STEP_START - in passing",
+    ]
+    assert step_events(log) == [
+        ("fingerprinted", "STEP_START"),
+        ("fingerprinted", "STEP_SUCCESS"),
+        ("clusters", "STEP_FAILURE"),
+    ]
+
+
+def test_log_lines_split_across_reads_are_joined():
+    buffer = LineBuffer()
+    text = (start("a") + "\n" + success("a") + "\n").encode()
+    assert buffer.feed(text[:10]) == []
+    assert buffer.feed(text[10:-5]) == [start("a")]
+    assert buffer.feed(text[-5:]) == [success("a")]
+    assert buffer.feed(b"tail without newline") == []
+    assert buffer.flush() == ["tail without newline"]
+
+
+def test_each_sample_counts_for_every_step_that_ran_since_the_sample_before():
+    peaks = StepPeaks()
+    peaks.poll([], sample(100))  # CLI start-up
+    peaks.poll([("big", "STEP_START")], sample(900, processes=5))
+    peaks.poll([], sample(1500, processes=7, pss=False))  # PSS not read on this one
+    peaks.poll([], sample(1200))
+    # big ends, two short steps start and end, and a third starts, all within one interval:
+    # the sample counts for each of them
+    events = [
+        ("big", "STEP_SUCCESS"),
+        ("short", "STEP_START"),
+        ("short", "STEP_SUCCESS"),
+        ("check", "STEP_START"),
+        ("check", "STEP_FAILURE"),
+        ("last", "STEP_START"),
+    ]
+    peaks.poll(events, sample(300))
+    peaks.poll([], sample(400))
+    peaks.poll([("last", "STEP_SUCCESS")], sample(350))
+    peaks.poll([], sample(120))  # teardown
+    peaks.poll([("never_sampled", "STEP_START"), ("never_sampled", "STEP_SUCCESS")], None)
+
+    by_step = peaks.by_step()
+    assert list(by_step) == ["big", "short", "check", "last", OUTSIDE_STEPS, WHOLE_RUN]
+    assert by_step["big"] == {
+        "samples": 4, "pss_samples": 3, "private_mb": 1500, "pss_mb": 1210, "rss_mb": 3000, "shm_mb": 0.0,
+        "processes": 7,
+    }
+    assert by_step["short"]["private_mb"] == by_step["check"]["private_mb"] == 300
+    assert by_step["short"]["samples"] == 1
+    assert by_step["last"]["private_mb"] == 400 and by_step["last"]["samples"] == 3
+    assert by_step[OUTSIDE_STEPS]["private_mb"] == 120 and by_step[OUTSIDE_STEPS]["samples"] == 2
+    assert by_step[WHOLE_RUN]["private_mb"] == 1500 and by_step[WHOLE_RUN]["samples"] == 8
+    assert by_step[WHOLE_RUN]["pss_mb"] == 1210 and by_step[WHOLE_RUN]["pss_samples"] == 7
+    assert peaks.running == [] and "never_sampled" in peaks.order
+
+
+def test_the_ray_run_measures_the_engine_not_the_checks_second_duckdb_run():
+    sketch = Sketch(128)
+    ray = dagster_config(sketch, "ray")["resources"]
+    assert ray["dedup"]["config"]["engine"] == "ray"
+    assert ray["ray_engine"] == {"config": {"compare_up_to_documents": 0}}
+    compared = dagster_config(sketch, "ray", compare_engines=True)["resources"]
+    assert "ray_engine" not in compared
+    duckdb = dagster_config(sketch, "duckdb")["resources"]
+    assert duckdb["dedup"]["config"]["engine"] == "duckdb" and "ray_engine" not in duckdb
+    assert "engine" not in dagster_config(sketch)["resources"]["dedup"]["config"]
+
+
+def run(engine: str, steps: dict[str, float], peaks: dict[str, float], wall: float) -> dict:
+    return {
+        "engine": engine,
+        "wall_s": wall,
+        "steps": steps,
+        "memory": {
+            "steps": {
+                step: {"private_mb": mb, "pss_mb": mb, "rss_mb": mb, "shm_mb": 0.0, "processes": 1, "samples": 1}
+                for step, mb in peaks.items()
+            }
+        },
+    }
+
+
+def test_the_stage_tables_put_each_step_beside_its_peak_and_the_ratio():
+    duckdb = run("duckdb", {"a": 2.0, "b": 1.0}, {"a": 400.0, "b": 500.0, WHOLE_RUN: 500.0}, 5.0)
+    ray = run("ray", {"a": 6.0, "b": 1.0}, {"a": 2000.0, WHOLE_RUN: 2000.0}, 10.0)
+    single = stages_table(ray).splitlines()
+    assert single[2].startswith("| a | 6.000 | 2,000 |")
+    assert single[3].startswith("| b | 1.000 | - |")  # timed but never sampled
+    assert single[4].startswith("| (outside steps) | 3.000 |")
+    side = engines_stages_table(duckdb, ray).splitlines()
+    assert side[0].startswith("| step | duckdb s | ray s | ray ÷ duckdb s |")
+    assert side[2] == "| a | 2.000 | 6.000 | 3.00× | 400 | 2,000 | 5.00× |"
+    assert side[3] == "| b | 1.000 | 1.000 | 1.00× | 500 | - | - |"
+    assert side[-1] == "| **whole process** | 5.000 | 10.000 | 2.00× | 500 | 2,000 | 4.00× |"
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
+def test_a_descriptor_number_reused_between_samples_is_looked_at_again(tmp_path):
+    shm = ShmFiles()
+    pid = [os.getpid()]
+    before = shm.held_bytes(pid)
+    with open(tmp_path / "plain", "wb") as plain:
+        plain.write(b"p" * 2**20)
+        number = plain.fileno()
+        assert shm.held_bytes(pid) == before  # a file elsewhere does not count
+    # the lowest free number: the one the plain file just gave back
+    with tempfile.TemporaryFile(dir="/dev/shm") as held:
+        assert held.fileno() == number
+        held.write(b"o" * 2**20)
+        held.flush()
+        assert shm.held_bytes(pid) == before + 2**20
+    with open(tmp_path / "plain", "rb") as plain:
+        assert plain.fileno() == number
+        assert shm.held_bytes(pid) == before
+
+
+HOLDER = textwrap.dedent(
+    """
+    import os, subprocess, sys, tempfile, time
+    # 64 MB in an unlinked /dev/shm file held open, as raylet holds Ray's object store
+    shm = tempfile.TemporaryFile(dir="/dev/shm")
+    shm.write(b"o" * (64 * 2**20))
+    shm.flush()
+    # and 300 MB in a process below this one, as a worker below raylet
+    worker = "b = b'x' * (300 * 2**20); import time; time.sleep(1.2)"
+    subprocess.run([sys.executable, "-c", worker], check=True)
+    """
+)
+
+CHILD = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    def log(step, event, message):
+        print(f"{sys.argv[1]} - {step} - {event} - {message}", file=sys.stderr, flush=True)
+    log("small", "STEP_START", 'Started execution of step "small".')
+    time.sleep(0.6)
+    log("small", "STEP_SUCCESS", 'Finished execution of step "small" in 0.6s.')
+    time.sleep(1.0)  # a few intervals: no sample counts for both steps
+    log("big", "STEP_START", 'Started execution of step "big".')
+    subprocess.run([sys.executable, "-c", sys.argv[2]], check=True)
+    log("big", "STEP_SUCCESS", 'Finished execution of step "big" in 1.2s.')
+    time.sleep(0.4)
+    """
+)
+
+
+@pytest.mark.skipif(load_psutil() is None, reason="psutil (installed, or vendored by Ray) is needed")
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
+def test_the_sampler_sums_the_childs_process_tree_per_step():
+    finished = run_measured([sys.executable, "-c", CHILD, RUN, HOLDER], sample_memory=True)
+    assert finished.returncode == 0, finished.stderr
+    memory = finished.memory
+    assert memory["error"] is None
+    steps = memory["steps"]
+    assert list(steps) == ["small", "big", OUTSIDE_STEPS, WHOLE_RUN]
+    assert steps["big"]["processes"] == 3 and steps["small"]["processes"] == 1
+    # 300 MB private below the child's child, and the 64 MB /dev/shm file once
+    assert steps["big"]["private_mb"] > steps["small"]["private_mb"] + 300 + 50
+    # PSS, read on every sample of a small tree, has the 300 MB; not the file, written, not mapped
+    assert steps["big"]["pss_mb"] > steps["small"]["pss_mb"] + 290
+    assert steps["big"]["pss_samples"] == steps["big"]["samples"]
+    assert steps["big"]["rss_mb"] >= steps["big"]["pss_mb"]
+    assert steps[WHOLE_RUN]["private_mb"] == steps["big"]["private_mb"]
+    assert 64 <= steps["big"]["shm_mb"] < 70 and steps["small"]["shm_mb"] == 0
+    assert memory["samples"] >= 5
