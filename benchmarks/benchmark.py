@@ -5,6 +5,7 @@
         [--perm 128|64] [--scheme fss|blake2b] [--peers rensa,fastsketch-pre,...]
         [--recall-seeds N] [--skip-dagster] [--skip-library] [--workdir DIR] [--json-out FILE]
         [--engine duckdb|ray [--compare-engines] | --both-engines [--compare-engines]]
+        [--ray-nodes N [--ray-object-store-mb MB]]
     python benchmarks/benchmark.py (--docs N | --smoke) --incremental K
         [--perm 128|64] [--scheme fss|blake2b] [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --warc-fetch N [--workdir DIR] [--json-out FILE]
@@ -18,8 +19,9 @@ server. The machine is shared and noisy, so compare the runs of one invocation a
 
 ``--engine ray`` runs the Dagster graph on the ray engine (a local Ray started for the run) and no
 library run; ``--both-engines`` runs it on duckdb and then on ray and prints the steps side by
-side. Every Dagster run's steps get their seconds and the peak memory of the run's whole process
-tree (``memory``).
+side; ``--ray-nodes N`` runs the ray engine on a local cluster of N one-CPU nodes instead
+(``ray_cluster``). Every Dagster run's steps get their seconds and the peak memory of the run's
+whole process tree (``memory``), and, on a cluster, of every node's.
 """
 
 from __future__ import annotations
@@ -131,6 +133,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "their steps side by side (seconds, peak memory, ray ÷ duckdb); the duckdb run is the "
         "reference of the other tables, and the library still runs",
     )
+    parser.add_argument(
+        "--ray-nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="ray runs only: start a local Ray cluster of N nodes of one CPU each (head included; "
+        "ray.cluster_utils), join it through DEDUP_RAY_ADDRESS as a run joins a ray up cluster, "
+        "and report each node's peak memory per stage (default 0: a local Ray under the CLI)",
+    )
+    parser.add_argument(
+        "--ray-object-store-mb",
+        type=int,
+        default=2048,
+        metavar="MB",
+        help="with --ray-nodes: each node's object store (default 2048); Ray spills to disk beyond it",
+    )
     parser.add_argument("--skip-library", action="store_true", help="do not run the library core")
     parser.add_argument(
         "--workdir",
@@ -165,7 +183,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The engine options belong to the engines benchmark's Dagster run, which they need."""
-    chosen = args.engine != "duckdb" or args.both_engines or args.compare_engines
+    chosen = args.engine != "duckdb" or args.both_engines or args.compare_engines or args.ray_nodes
     if not chosen:
         return
     if args.warc_fetch is not None or args.incremental or args.smoke:
@@ -179,6 +197,10 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error("--both-engines runs duckdb and then ray (duckdb's run is the reference): drop --engine")
     if args.compare_engines and not (args.engine == "ray" or args.both_engines):
         parser.error("--compare-engines is for a ray run: add --engine ray or --both-engines")
+    if args.ray_nodes and (args.ray_nodes < 2 or not (args.engine == "ray" or args.both_engines)):
+        parser.error("--ray-nodes N takes N ≥ 2 nodes, for a ray run: add --engine ray or --both-engines")
+    if args.ray_object_store_mb < 100:
+        parser.error("--ray-object-store-mb must be at least 100")
 
 
 def check_incremental(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -220,6 +242,8 @@ def main(argv: list[str]) -> int:
         engine=args.engine,
         compare_engines=args.compare_engines,
         both_engines=args.both_engines,
+        ray_nodes=args.ray_nodes,
+        ray_object_store_mb=args.ray_object_store_mb,
     )
     try:
         record = (measure_incremental if options.incremental else measure)(options, argv)

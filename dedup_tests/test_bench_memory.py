@@ -24,7 +24,7 @@ from dedup_bench.memory import (  # noqa: E402
     step_events,
 )
 from dedup_bench.ours import dagster_config  # noqa: E402
-from dedup_bench.report import engines_stages_table, stages_table  # noqa: E402
+from dedup_bench.report import engines_stages_table, nodes_table, stages_table  # noqa: E402
 
 RUN = "2026-11-30 23:39:01 +0000 - dagster - DEBUG - __ASSET_JOB - 0f3c1d2e-aaaa - 4242"
 
@@ -220,3 +220,42 @@ def test_the_sampler_sums_the_childs_process_tree_per_step():
     assert steps[WHOLE_RUN]["private_mb"] == steps["big"]["private_mb"]
     assert 64 <= steps["big"]["shm_mb"] < 70 and steps["small"]["shm_mb"] == 0
     assert memory["samples"] >= 5
+
+
+NODE = textwrap.dedent(
+    """
+    import subprocess, sys
+    # a Ray node stand-in outside the measured child's tree: 200 MB in a worker below it
+    worker = "b = b'x' * (200 * 2**20); print('ready', flush=True); import sys; sys.stdin.read()"
+    subprocess.run([sys.executable, "-c", worker], check=True)
+    """
+)
+
+
+@pytest.mark.skipif(load_psutil() is None, reason="psutil (installed, or vendored by Ray) is needed")
+def test_the_nodes_of_a_joined_cluster_are_measured_apart_from_the_child():
+    import subprocess
+
+    node = subprocess.Popen([sys.executable, "-c", NODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert node.stdout.readline().strip() == "ready"
+        finished = run_measured([sys.executable, "-c", CHILD, RUN, "pass"], sample_memory=True, nodes={"node 0 (head)": [node.pid]})
+    finally:
+        node.stdin.close()
+        node.wait(timeout=30)
+    assert finished.returncode == 0, finished.stderr
+    steps = finished.memory["steps"]
+    for step in ("small", "big", WHOLE_RUN):
+        peak = steps[step]["nodes"]["node 0 (head)"]
+        assert peak["processes"] == 2 and peak["private_mb"] > 200
+        assert steps[step]["private_mb"] < 200  # the child's own tree does not have the node's
+    run = {
+        "steps": {"small": 0.6, "big": 1.2},
+        "wall_s": 3.0,
+        "memory": finished.memory,
+        "ray_cluster": {"nodes": {"node 0 (head)": [node.pid], "node 1": []}},
+    }
+    table = nodes_table(run).splitlines()
+    assert table[0] == "| step | seconds | node 0 (head): peak MB (processes) | node 1: peak MB (processes) |"
+    big = steps["big"]["nodes"]["node 0 (head)"]["private_mb"]
+    assert table[3] == f"| big | 1.200 | {big:,.0f} (2) | - |"

@@ -85,8 +85,18 @@ class ProcessRun:
         return "\n".join(self.stderr.rstrip().splitlines()[-lines:])
 
 
+def child_env(extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment with ``extra_env``, and the benchmark's package importable."""
+    env = {**os.environ, **(extra_env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), env.get("PYTHONPATH")]))
+    return env
+
+
 def run_measured(
-    command: list[str], extra_env: dict[str, str] | None = None, sample_memory: bool = False
+    command: list[str],
+    extra_env: dict[str, str] | None = None,
+    sample_memory: bool = False,
+    nodes: dict[str, list[int]] | None = None,
 ) -> ProcessRun:
     """Run ``command`` from the repository root and wait for it with ``os.wait4``.
 
@@ -97,10 +107,10 @@ def run_measured(
     measured child. Output goes to temporary files, so a chatty child cannot block on a full pipe.
     Dirty pages of the previous run are flushed first, so that their writeback does not land in
     this run's time. With ``sample_memory``, a thread samples the memory of the child's whole
-    process tree while it runs, per Dagster step of its log (``memory.py``; None without psutil).
+    process tree while it runs, per Dagster step of its log (``memory.py``; None without psutil),
+    and the trees of ``nodes``' processes (the Ray cluster it joins), per node.
     """
-    env = {**os.environ, **(extra_env or {})}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), env.get("PYTHONPATH")]))
+    env = child_env(extra_env)
     os.sync()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
@@ -111,7 +121,7 @@ def run_measured(
         if sample_memory:
             from .memory import start_sampler
 
-            sampler = start_sampler(process.pid, err.fileno())
+            sampler = start_sampler(process.pid, err.fileno(), nodes)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
         memory = sampler.stop() if sampler else None

@@ -8,8 +8,12 @@ child's memory.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,7 +21,9 @@ from pathlib import Path
 from dedup_assets.core.settings import ENGINES
 
 from .common import (
+    REPO_ROOT,
     BenchmarkError,
+    child_env,
     Sketch,
     module_command,
     progress,
@@ -49,6 +55,8 @@ class Options:
     engine: str = "duckdb"  # the Dagster run's engine; ray skips the (DuckDB-only) library run
     compare_engines: bool = False  # ray: let engine_matches_duckdb run DuckDB again and compare
     both_engines: bool = False  # the Dagster run on duckdb, then on ray; duckdb's is the reference
+    ray_nodes: int = 0  # ray: join a local cluster of this many one-CPU nodes (0: a local Ray)
+    ray_object_store_mb: int = 2048  # each node's object store, with ray_nodes
 
     def sketch(self) -> Sketch:
         return Sketch(self.perm, self.scheme, self.false_negative_weight)
@@ -87,6 +95,32 @@ def prepare_corpus(options: Options) -> Path:
     return corpus
 
 
+@contextmanager
+def ray_cluster(nodes: int, object_store_mb: int) -> Iterator[dict | None]:
+    """A local Ray cluster of ``nodes`` one-CPU nodes (``ray_cluster.py``) while the block runs:
+    its address and each node's processes; None when ``nodes`` is 0."""
+    if not nodes:
+        yield None
+        return
+    progress(f"starting a local Ray cluster: {nodes} nodes of 1 CPU, {object_store_mb:,} MB object store each")
+    process = subprocess.Popen(
+        module_command("ray_cluster", str(nodes), str(object_store_mb)),
+        cwd=REPO_ROOT, env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        line = process.stdout.readline()
+        if not line:
+            raise BenchmarkError(f"the local Ray cluster did not start (exit {process.wait()}); see its output above")
+        yield {**json.loads(line), "object_store_mb": object_store_mb}
+    finally:
+        process.stdin.close()  # the cluster shuts down when its stdin closes
+        try:
+            process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def measure(options: Options, argv: list[str]) -> dict:
     """Run everything asked for and return the whole record."""
     if options.peers:
@@ -103,10 +137,11 @@ def measure(options: Options, argv: list[str]) -> dict:
         shutil.rmtree(options.workdir / stale, ignore_errors=True)
     sketch = options.sketch()
     warmup_s = warm_kernels(corpus, options.workdir, sketch)
-    dagster_runs = [
-        run_dagster(corpus, options.workdir, sketch, engine, options.compare_engines)
-        for engine in options.dagster_engines()
-    ]
+    dagster_runs = []
+    for engine in options.dagster_engines():
+        with ray_cluster(options.ray_nodes if engine == "ray" else 0, options.ray_object_store_mb) as cluster:
+            run = run_dagster(corpus, options.workdir, sketch, engine, options.compare_engines, cluster)
+        dagster_runs.append({**run, "ray_cluster": cluster})
     ours, others = (dagster_runs[0], dagster_runs[1:]) if dagster_runs else (None, [])
     library_skipped = options.library_skipped()
     if library_skipped and not options.skip_library:

@@ -117,6 +117,8 @@ class Sample:
     rss_mb: float
     shm_mb: float
     processes: int
+    # the Ray nodes of a cluster the run joined: (node, private + object store MB, processes)
+    nodes: tuple[tuple[str, float, int], ...] = ()
 
 
 FIGURES = ("private_mb", "pss_mb", "rss_mb", "shm_mb", "processes")
@@ -150,6 +152,10 @@ class StepPeaks:
                 value = getattr(sample, figure)
                 if value is not None and value > peak.get(figure, float("-inf")):
                     peak[figure] = value
+            for node, private_mb, processes in sample.nodes:
+                node_peak = peak.setdefault("nodes", {}).setdefault(node, {"private_mb": 0.0, "processes": 0})
+                node_peak["private_mb"] = max(node_peak["private_mb"], private_mb)
+                node_peak["processes"] = max(node_peak["processes"], processes)
 
     def by_step(self) -> dict[str, dict]:
         """The peaks in the order the steps started, then OUTSIDE_STEPS and WHOLE_RUN."""
@@ -214,9 +220,17 @@ class TreeSampler:
     """Samples the tree under ``pid`` every ``interval`` seconds on a thread, attributing each
     sample to the steps of the log ``read_log`` returns the growth of."""
 
-    def __init__(self, psutil, pid: int, read_log: Callable[[], bytes], interval: float = SAMPLE_INTERVAL_S):
+    def __init__(
+        self,
+        psutil,
+        pid: int,
+        read_log: Callable[[], bytes],
+        interval: float = SAMPLE_INTERVAL_S,
+        nodes: dict[str, list[int]] | None = None,
+    ):
         self.psutil = psutil
         self.pid = pid
+        self.nodes = nodes or {}
         self.read_log = read_log
         self.interval = interval
         self.lines = LineBuffer()
@@ -315,13 +329,36 @@ class TreeSampler:
             rss_mb=rss / MB,
             shm_mb=shm / MB,
             processes=len(alive),
+            nodes=tuple(self.node_sample(node, roots) for node, roots in self.nodes.items()),
         )
 
+    def node_sample(self, node: str, roots: list[int]) -> tuple[str, float, int]:
+        """One Ray node of a cluster the run joined: the anonymous memory of the processes Ray
+        started for it and their descendants (its workers), plus the /dev/shm files they hold
+        open (its object store), and how many processes that is."""
+        psutil = self.psutil
+        members = {}
+        for pid in roots:
+            try:
+                root = psutil.Process(pid)
+                for process in [root, *root.children(recursive=True)]:
+                    members[process.pid] = process
+            except psutil.Error:
+                continue
+        anon = 0
+        for process in members.values():
+            try:
+                info = process.memory_info()
+            except psutil.Error:
+                continue
+            anon += info.rss - info.shared
+        return node, (anon + self.shm.held_bytes(list(members))) / MB, len(members)
 
-def start_sampler(pid: int, log_fd: int) -> TreeSampler | None:
-    """A running sampler of ``pid``'s tree, its steps read from the log file ``log_fd``; None
-    without psutil."""
+
+def start_sampler(pid: int, log_fd: int, nodes: dict[str, list[int]] | None = None) -> TreeSampler | None:
+    """A running sampler of ``pid``'s tree, its steps read from the log file ``log_fd``, and of
+    the trees of ``nodes``' processes, per node; None without psutil."""
     psutil = load_psutil()
     if psutil is None:
         return None
-    return TreeSampler(psutil, pid, FileTail(log_fd).read).start()
+    return TreeSampler(psutil, pid, FileTail(log_fd).read, nodes=nodes).start()

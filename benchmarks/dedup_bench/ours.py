@@ -91,12 +91,14 @@ def materialize(
     *selection: str,
     config: dict | None = None,
     sample_memory: bool = False,
+    nodes: dict[str, list[int]] | None = None,
 ) -> ProcessRun:
     """Run ``dagster asset materialize`` on ``selection`` (its ``--select`` and ``--partition``
     arguments) as a measured child, with ``config`` (default: ``sketch``'s settings). ``env``
     names DAGSTER_HOME, the database, the output folder and the input: the resources read them
     from the environment, and none may fall back to a default. With ``sample_memory``, the
-    memory of its process tree is sampled per step (``memory.py``)."""
+    memory of its process tree is sampled per step (``memory.py``), and of ``nodes``' processes
+    per node."""
     dagster = Path(sys.executable).parent / "dagster"
     if not dagster.exists():
         raise BenchmarkError(f"{dagster} not found: {INSTALL_HINT}")
@@ -111,7 +113,7 @@ def materialize(
         json.dumps(config or dagster_config(sketch)),
     ]
     progress(f"{what}: dagster asset materialize {' '.join(selection)}")
-    run = run_measured(command, {**env, "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY}, sample_memory)
+    run = run_measured(command, {**env, "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY}, sample_memory, nodes)
     require_success(run, what)
     return run
 
@@ -134,11 +136,18 @@ def run_folder(engine: str) -> str:
 
 
 def run_dagster(
-    corpus: Path, workdir: Path, sketch: Sketch, engine: str | None = None, compare_engines: bool = False
+    corpus: Path,
+    workdir: Path,
+    sketch: Sketch,
+    engine: str | None = None,
+    compare_engines: bool = False,
+    cluster: dict | None = None,
 ) -> dict:
     """Materialize the one-shot graph of ``corpus`` (a file or a folder) with the real CLI into a
     fresh database, on ``engine`` (None: the resource's default, duckdb), sampling the memory of
-    its process tree per step."""
+    its process tree per step. For ray, ``cluster`` (``ray_cluster.py``'s line) is a running
+    cluster to join, whose nodes are sampled one by one; without it a local Ray starts under the
+    CLI."""
     run_dir = fresh_dir(workdir / run_folder(engine or "duckdb"))
     database, output_dir = run_dir / "pipeline.duckdb", run_dir / "out"
     with dagster_home() as home:
@@ -147,9 +156,10 @@ def run_dagster(
             "DEDUP_INPUT": str(corpus),
             "DEDUP_DATABASE": str(database),
             "DEDUP_OUTPUT_DIR": str(output_dir),
-            # engine ray: a local Ray under the CLI, whose tree the sampler measures, and its
-            # tables where recall.py reads first_copies, whatever the caller's environment says
-            "DEDUP_RAY_ADDRESS": "",
+            # engine ray: a local Ray under the CLI (whose tree the sampler measures) or the
+            # benchmark's cluster, and its tables where recall.py reads first_copies, whatever
+            # the caller's environment says
+            "DEDUP_RAY_ADDRESS": cluster["address"] if cluster else "",
             "DEDUP_DATASETS": f"{database}.datasets",
         }
         run = materialize(
@@ -160,6 +170,7 @@ def run_dagster(
             "group:deduplication",
             config=dagster_config(sketch, engine, compare_engines),
             sample_memory=True,
+            nodes=cluster["nodes"] if cluster else None,
         )
     counts = json.loads((output_dir / "manifest.json").read_text(encoding="utf-8"))["counts"]
     return {

@@ -209,6 +209,22 @@ def stages_table(run: dict) -> str:
     return markdown_table(header, rows)
 
 
+def nodes_table(run: dict) -> str:
+    """Per step, on a cluster the run joined: each Ray node's peak memory (private + object
+    store, over the processes Ray started for it and their workers) and processes."""
+    nodes = list(run["ray_cluster"]["nodes"])
+    memory = step_memory(run)
+    rows = []
+    for stage in [*stage_names(run), OUTSIDE_STEPS, WHOLE_RUN]:
+        peaks = memory.get(stage, {}).get("nodes", {})
+        cells = [
+            f"{fmt_number(peaks[node]['private_mb'])} ({peaks[node]['processes']})" if node in peaks else "-"
+            for node in nodes
+        ]
+        rows.append([stage_label(stage), fmt_number(stage_seconds(run, stage), 3), *cells])
+    return markdown_table(["step", "seconds", *(f"{node}: peak MB (processes)" for node in nodes)], rows)
+
+
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return None if numerator is None or not denominator else numerator / denominator
 
@@ -480,6 +496,13 @@ def print_report(record: dict) -> None:
             f"### Dagster run (engine {run.get('engine', 'duckdb')}), per stage: seconds and peak "
             "memory\n\n" + stages_table(run) + "\n"
         )
+        if run.get("ray_cluster"):
+            cluster = run["ray_cluster"]
+            print(
+                f"### Ray cluster, per node and stage ({len(cluster['nodes'])} local nodes of 1 CPU, "
+                f"{cluster['object_store_mb']:,} MB object store each; the Dagster CLI above is the "
+                "driver, outside them)\n\n" + nodes_table(run) + "\n"
+            )
     if len(dagster_runs) > 1:
         first, *rest = dagster_runs
         for run in rest:
