@@ -15,6 +15,8 @@ from pathlib import Path
 from dagster import ConfigurableResource, Failure, InitResourceContext
 from pydantic import Field, PrivateAttr
 
+from .core.distributed.plan import Shuffle, shuffle_plan
+
 RAY_EXTRA = "pip install -e '.[ray]'"
 
 
@@ -36,9 +38,25 @@ class RayEngine(ConfigurableResource):
     shuffle_partitions: int = Field(
         default=0,
         ge=0,
-        description="Partitions of each join and grouping. 0: twice the cluster's CPUs.",
+        description="Partitions of each join and grouping. 0: twice the cluster's CPUs, or one "
+        "per 128 MB of the documents table's Parquet files if that is more, so that each "
+        "partition's share of a join stays small.",
+    )
+    shuffle: Shuffle = Field(
+        default="auto",
+        description="Where joins and groupings move rows: Ray's object store, or files on each "
+        "node's disk (Ray Data's disk-based hash shuffle, for tables larger than the cluster's "
+        "object store). auto: disk when the documents table's files are larger than the "
+        "cluster's object store memory.",
     )
 
+    components_on_driver_up_to_edges: int = Field(
+        default=5_000_000,
+        ge=0,
+        description="Connected components of the accepted edges run on the Dagster node (networkx, "
+        "as on engine duckdb) while there are at most this many edges; above it, large-star / "
+        "small-star rounds on the cluster. 0: always on the cluster.",
+    )
     compare_up_to_documents: int = Field(
         default=200_000,
         ge=0,
@@ -67,7 +85,10 @@ class RayEngine(ConfigurableResource):
     def tables(self, database: str):
         """The run's ``RayTables``, with Ray started or joined on first use."""
         steps = self.steps()
-        from .core.distributed.session import RayUnavailable, cluster_cpus, ray_session
+        from .core.distributed.datasets import table_bytes
+        from .core.distributed.session import (
+            RayUnavailable, cluster_cpus, cluster_object_store, ray_session, use_disk_shuffle,
+        )
 
         if self._session is None:
             session = ExitStack()
@@ -78,4 +99,8 @@ class RayEngine(ConfigurableResource):
             self._session = session
         root = self.dataset_root or os.environ.get("DEDUP_DATASETS") or f"{Path(database).expanduser()}.datasets"
         root = Path(root).expanduser().resolve()
-        return steps.RayTables(root, self.shuffle_partitions or 2 * cluster_cpus())
+        plan = shuffle_plan(
+            self.shuffle, self.shuffle_partitions, table_bytes(root, "documents"), cluster_cpus(), cluster_object_store()
+        )
+        use_disk_shuffle(plan.disk)
+        return steps.RayTables(root, plan.partitions)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from .conftest import require_ray
@@ -157,3 +158,19 @@ def test_single_and_duplicate_edges(ray_cluster):
     assert components([("a", "b")]) == {"a": "a", "b": "a"}
     twice = [("b", "c"), ("a", "b"), ("b", "c"), ("a", "b")]
     assert components(twice) == {"a": "a", "b": "a", "c": "a"}
+
+
+@pytest.mark.parametrize("budget, where", [(10_000, "on this node"), (0, "on the cluster")])
+def test_the_edge_budget_picks_where_components_run(ray_cluster, tmp_path, budget, where):
+    from dedup_assets.core.distributed.datasets import table_folder
+    from dedup_assets.core.distributed.steps import RayTables, _roots
+
+    edges = random_graph(7)
+    folder = table_folder(tmp_path, "duplicate_pairs")
+    folder.mkdir(parents=True)
+    pq.write_table(pa.concat_tables(ray.get(dataset(edges).to_arrow_refs())), folder / "part-0.parquet")
+    messages = []
+    roots = _roots(RayTables(tmp_path, 2), dataset(edges), budget, messages.append)
+    table = pa.concat_tables(ray.get(roots.to_arrow_refs()))
+    assert dict(zip(table["doc_id"].to_pylist(), table["root_doc_id"].to_pylist())) == union_find(edges)
+    assert where in messages[0], messages

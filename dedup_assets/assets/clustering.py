@@ -63,7 +63,8 @@ def clusters(
     with user_errors(), warehouse.cursor() as cursor:
         if settings.engine == "ray":
             build = ray_engine.steps().clusters(
-                ray_engine.tables(warehouse.database), settings.shingle_size, settings.jaccard_threshold, context.log.info
+                ray_engine.tables(warehouse.database), settings.shingle_size, settings.jaccard_threshold,
+                ray_engine.components_on_driver_up_to_edges, context.log.info,
             )
         else:
             build = build_clusters(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import replace
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import duckdb
@@ -39,16 +39,7 @@ def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa
     edges = connection.execute(
         f"select left_doc_id, right_doc_id from {tables.duplicate_pairs} where found_by = 'lsh'"
     ).fetchall()
-    members, components = [], []
-    with _collector_paused():
-        for component in nx.connected_components(nx.Graph(edges)):
-            key = min(component)
-            members.extend(component)
-            components.extend([key] * len(component))
-    connection.register(
-        "lsh_components",
-        pa.table({"doc_id": pa.array(members, pa.string()), "component": pa.array(components, pa.string())}),
-    )
+    connection.register("lsh_components", edge_components(edges).rename_columns(["doc_id", "component"]))
     # a content_hash pair has Jaccard 1, so every one is an edge too: read them there
     edge_tables = replace(tables, candidate_pairs=tables.duplicate_pairs)
     connection.register("first_copies", first_copies(connection, edge_tables))
@@ -73,6 +64,18 @@ def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa
     finally:
         connection.unregister("lsh_components")
         connection.unregister("first_copies")
+
+
+def edge_components(edges: Iterable[tuple[str, str]]) -> pa.Table:
+    """``doc_id``, ``root_doc_id``: every document of an edge and the smallest doc_id of its
+    connected component (networkx, in this process)."""
+    members, roots = [], []
+    with _collector_paused():
+        for component in nx.connected_components(nx.Graph(edges)):
+            root = min(component)
+            members.extend(component)
+            roots.extend([root] * len(component))
+    return pa.table({"doc_id": pa.array(members, pa.string()), "root_doc_id": pa.array(roots, pa.string())})
 
 
 @contextmanager

@@ -30,6 +30,11 @@ def table_folder(root: str | Path, table: str) -> Path:
     return Path(root).expanduser() / table
 
 
+def table_bytes(root: str | Path, table: str) -> int:
+    """The size of a table's Parquet files; 0 before it is written."""
+    return sum(path.stat().st_size for path in table_folder(root, table).glob("*.parquet"))
+
+
 def _sql_string(text: str) -> str:
     # A view cannot take bound parameters, so the folder is written into its SQL as a quoted
     # literal; the folder is ours (root + table name), and quotes are doubled.
@@ -129,6 +134,6 @@ def write_batches(
     return rows
 
 
-def read_table(root: str | Path, table: str) -> pa.Table:
+def read_table(root: str | Path, table: str, columns: list[str] | None = None) -> pa.Table:
     """A (small) table read whole on this node, in file order."""
-    return pq.read_table(table_folder(root, table))
+    return pq.read_table(table_folder(root, table), columns=columns)

@@ -35,6 +35,16 @@ def cluster_cpus() -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
+def cluster_object_store() -> int:
+    """Bytes of object store memory over the cluster's nodes."""
+    return int(ray.cluster_resources().get("object_store_memory", 0))
+
+
+def use_disk_shuffle(disk: bool) -> None:
+    """Joins and groupings through files on the nodes' disks, or through the object store."""
+    ray.data.DataContext.get_current().use_disk_based_hash_shuffle = disk
+
+
 @contextmanager
 def ray_session(address: str | None) -> Iterator[None]:
     """Ray for the steps inside; started (and stopped after) unless one is open already."""

@@ -28,6 +28,7 @@ from ray.data import SaveMode
 from ray.data.aggregate import Count, Min, Sum
 
 from .. import kernels
+from ..cluster import edge_components
 from ..lsh import BucketPressure, ensure_within_limits
 from ..settings import PairLimits, SketchParams, Thresholds
 from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_matrix
@@ -352,9 +353,16 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
     documents' bodies brought to the pair by joins."""
     partitions = tables.partitions
     lsh = tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).filter(expr="found_by == 'lsh'")
-    bodies = tables.read("documents", ["doc_id", "body"]).join(
-        tables.read("fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"]), "inner", partitions, on=("doc_id",)
-    )
+    # the documents of a pair, each once: both sides' joins then move these rows, not the corpus
+    ids = _arrow(lsh, lambda batch: pa.table({"doc_id": pa.concat_arrays([batch[side].combine_chunks() for side in ("left_doc_id", "right_doc_id")])}))
+    ids = ids.groupby("doc_id", num_partitions=partitions).aggregate()
+
+    def of_pairs(table: str, columns: list[str]) -> ray.data.Dataset:
+        return tables.read(table, ["doc_id", *columns]).join(ids, "left_semi", partitions, on=("doc_id",))
+
+    bodies = of_pairs("documents", ["body"]).join(
+        of_pairs("fingerprinted", ["shingle_count", "signature", "content_hash"]), "inner", partitions, on=("doc_id",)
+    ).materialize()
 
     def side(prefix: str) -> ray.data.Dataset:
         return _renamed(bodies, {name: f"{prefix}_{name}" for name in ("doc_id", "body", "shingle_count", "signature", "content_hash")})
@@ -504,14 +512,29 @@ def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, 
     ).cast(CLUSTER_SCHEMA)
 
 
-def clusters(tables: RayTables, shingle_size: int, threshold: float, log: Callable[[str], None]) -> TableBuild:
-    """``clusters``: connected components of the accepted edges (``components.py``), every
-    member ranked by the keep rule and measured against its representative; every other
-    document its own cluster. In input order. (Joins with a side of no rows are left out, as
-    in candidate_pairs.)"""
+def _roots(tables: RayTables, edges: ray.data.Dataset, driver_edges: int, log: Callable[[str], None]) -> ray.data.Dataset:
+    """Every document of an edge and its component's smallest doc_id: on this node (networkx,
+    as the DuckDB engine) while the edges are at most ``driver_edges``, else on the cluster
+    (``components.py``), whose rounds of shuffles cost more than one pass over a small list."""
+    count = edges.count()
+    if count <= driver_edges:
+        log(f"connected components: {count} edges, on this node (at most {driver_edges} here)")
+        pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id"])
+        return ray.data.from_arrow(edge_components(zip(*(pairs[name].to_pylist() for name in pairs.column_names))))
+    log(f"connected components: {count} edges, on the cluster (over {driver_edges} for this node)")
+    return connected_components(edges, num_partitions=tables.partitions, log=log)
+
+
+def clusters(
+    tables: RayTables, shingle_size: int, threshold: float, driver_edges: int, log: Callable[[str], None]
+) -> TableBuild:
+    """``clusters``: connected components of the accepted edges (``_roots``), every member
+    ranked by the keep rule and measured against its representative; every other document its
+    own cluster. In input order. (Joins with a side of no rows are left out, as in
+    candidate_pairs.)"""
     partitions = tables.partitions
     meta = tables.read("documents", ["doc_id", "source_file", "input_row", "crawled_at", POSITION]).join(
-        tables.read("fingerprinted", ["doc_id", "token_count"]), "inner", partitions, on=("doc_id",)
+        tables.read("fingerprinted", ["doc_id", "token_count", "shingle_count"]), "inner", partitions, on=("doc_id",)
     )
 
     def single(batch: pa.Table) -> pa.Table:
@@ -530,11 +553,11 @@ def clusters(tables: RayTables, shingle_size: int, threshold: float, log: Callab
     if not edges.count():
         tables.write("clusters", _arrow(meta, single), CLUSTER_SCHEMA)
         return tables.view("clusters")
-    roots = connected_components(edges, num_partitions=partitions, log=log).materialize()
-    members = (
-        roots.join(meta, "inner", partitions, on=("doc_id",))
-        .join(tables.read("documents", ["doc_id", "body"]), "inner", partitions, on=("doc_id",))
-        .join(tables.read("fingerprinted", ["doc_id", "shingle_count"]), "inner", partitions, on=("doc_id",))
+    roots = _roots(tables, edges, driver_edges, log).materialize()
+    # every document once with its root (null: no edge), split into components and singletons
+    placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
+    members = placed.filter(expr="is_valid(root_doc_id)").join(
+        tables.read("documents", ["doc_id", "body"]), "inner", partitions, on=("doc_id",)
     )
     copies = tables.read("first_copies")
     if copies.count():
@@ -548,7 +571,7 @@ def clusters(tables: RayTables, shingle_size: int, threshold: float, log: Callab
     ranked = members.groupby("root_doc_id", num_partitions=partitions).map_groups(
         _rank_cluster(shingle_size, threshold), batch_format="pyarrow"
     )
-    singles = _arrow(meta.join(roots.select_columns(["doc_id"]), "left_anti", partitions, on=("doc_id",)), single).materialize()
+    singles = _arrow(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
     every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
     tables.write("clusters", every, CLUSTER_SCHEMA)
     return tables.view("clusters")

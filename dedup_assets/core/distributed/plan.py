@@ -1,0 +1,29 @@
+"""How the ray engine's joins and groupings shuffle, chosen from the corpus and the cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+PARTITION_BYTES = 128 * 2**20  # of the documents table's Parquet files, per shuffle partition
+Shuffle = Literal["auto", "object_store", "disk"]
+SHUFFLES: tuple[str, ...] = get_args(Shuffle)
+
+
+@dataclass(frozen=True)
+class ShufflePlan:
+    disk: bool  # Ray Data's disk-based hash shuffle instead of the object store
+    partitions: int
+
+
+def shuffle_plan(shuffle: str, partitions: int, documents_bytes: int, cpus: int, object_store_bytes: int) -> ShufflePlan:
+    """``shuffle`` (auto, object_store or disk) and ``partitions`` (0: automatic) as configured,
+    for a documents table of ``documents_bytes`` on a cluster of ``cpus`` and
+    ``object_store_bytes``. auto shuffles through disk when the documents outgrow the object
+    store (which would spill anyway, and whose shuffle actors hold their partitions in memory);
+    automatic partitions keep each partition's share of the documents near PARTITION_BYTES, and
+    give every CPU two."""
+    if shuffle not in SHUFFLES:
+        raise ValueError(f"shuffle must be one of {', '.join(SHUFFLES)}, not {shuffle!r}")
+    disk = shuffle == "disk" or (shuffle == "auto" and documents_bytes > object_store_bytes)
+    return ShufflePlan(disk, partitions or max(2 * cpus, -(-documents_bytes // PARTITION_BYTES)))
