@@ -41,6 +41,7 @@ from dedup_bench.report import precision_errors, print_incremental_report, print
 
 DEFAULT_WORKDIR = REPO_ROOT / "var" / "bench"
 SMOKE_DOCS = 2000
+DEFAULT_OBJECT_STORE_MB = 2048
 SMOKE_RECALL_SEEDS = 2
 
 
@@ -145,9 +146,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--ray-object-store-mb",
         type=int,
-        default=2048,
+        default=DEFAULT_OBJECT_STORE_MB,
         metavar="MB",
-        help="with --ray-nodes: each node's object store (default 2048); Ray spills to disk beyond it",
+        help=f"with --ray-nodes: each node's object store (default {DEFAULT_OBJECT_STORE_MB}); Ray "
+        "spills to disk beyond it",
     )
     parser.add_argument("--skip-library", action="store_true", help="do not run the library core")
     parser.add_argument(
@@ -183,16 +185,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The engine options belong to the engines benchmark's Dagster run, which they need."""
+    if args.ray_object_store_mb != DEFAULT_OBJECT_STORE_MB and not args.ray_nodes:
+        parser.error("--ray-object-store-mb sizes the nodes of --ray-nodes: add --ray-nodes N")
     chosen = args.engine != "duckdb" or args.both_engines or args.compare_engines or args.ray_nodes
     if not chosen:
         return
     if args.warc_fetch is not None or args.incremental or args.smoke:
         parser.error(
-            "--engine ray, --both-engines and --compare-engines are for the engines benchmark: "
-            "not with --warc-fetch, --incremental or --smoke (the CI smoke run stays on duckdb)"
+            "--engine ray, --both-engines, --compare-engines and --ray-nodes are for the engines "
+            "benchmark: not with --warc-fetch, --incremental or --smoke (the CI smoke run stays on duckdb)"
         )
     if args.skip_dagster:
-        parser.error("--engine ray, --both-engines and --compare-engines need the Dagster run: drop --skip-dagster")
+        parser.error(
+            "--engine ray, --both-engines, --compare-engines and --ray-nodes need the Dagster run: drop --skip-dagster"
+        )
     if args.both_engines and args.engine != "duckdb":
         parser.error("--both-engines runs duckdb and then ray (duckdb's run is the reference): drop --engine")
     if args.compare_engines and not (args.engine == "ray" or args.both_engines):

@@ -296,18 +296,11 @@ class TreeSampler:
         except psutil.Error:
             return None  # the child has exited
         gone = (psutil.NoSuchProcess, psutil.AccessDenied)
-        rss = anon = 0
-        alive = []
-        for process in members:
-            try:
-                info = process.memory_info()
-            except gone:
-                continue
-            rss += info.rss
-            anon += info.rss - info.shared
-            alive.append((process, info))
+        alive = self.memory_infos(members)
         if not alive:
             return None
+        rss = sum(info.rss for _, info in alive)
+        anon = sum(info.rss - info.shared for _, info in alive)
         pss = None
         if self.pss_cpu_s <= PSS_CPU_SHARE * (time.perf_counter() - self.started):
             started = time.thread_time()
@@ -345,14 +338,19 @@ class TreeSampler:
                     members[process.pid] = process
             except psutil.Error:
                 continue
-        anon = 0
-        for process in members.values():
+        alive = self.memory_infos(members.values())
+        anon = sum(info.rss - info.shared for _, info in alive)
+        return node, (anon + self.shm.held_bytes([process.pid for process, _ in alive])) / MB, len(alive)
+
+    def memory_infos(self, processes: Iterable) -> list[tuple]:
+        """(process, memory_info()) of each process still there."""
+        alive = []
+        for process in processes:
             try:
-                info = process.memory_info()
-            except psutil.Error:
+                alive.append((process, process.memory_info()))
+            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
                 continue
-            anon += info.rss - info.shared
-        return node, (anon + self.shm.held_bytes(list(members))) / MB, len(members)
+        return alive
 
 
 def start_sampler(pid: int, log_fd: int, nodes: dict[str, list[int]] | None = None) -> TreeSampler | None:
