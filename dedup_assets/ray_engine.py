@@ -15,7 +15,7 @@ from pathlib import Path
 from dagster import ConfigurableResource, Failure, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from .core.distributed.plan import Shuffle, shuffle_plan
+from .core.distributed.plan import PARTITION_BYTES, Shuffle, shuffle_plan
 
 RAY_EXTRA = "pip install -e '.[ray]'"
 
@@ -39,15 +39,15 @@ class RayEngine(ConfigurableResource):
         default=0,
         ge=0,
         description="Partitions of each join and grouping. 0: twice the cluster's CPUs, or one "
-        "per 128 MB of the documents table's Parquet files if that is more, so that each "
-        "partition's share of a join stays small.",
+        f"per {PARTITION_BYTES // 2**20} MB of the documents table's Parquet files if that is "
+        "more, so that each partition's share of a join stays small.",
     )
     shuffle: Shuffle = Field(
         default="auto",
         description="Where joins and groupings move rows: Ray's object store, or files on each "
         "node's disk (Ray Data's disk-based hash shuffle, for tables larger than the cluster's "
-        "object store). auto: disk when the documents table's files are larger than the "
-        "cluster's object store memory.",
+        "object store). auto: disk when the documents table's Parquet files are larger than the "
+        "cluster's object store memory. It overrides RAY_DATA_ENABLE_DISK_SHUFFLE.",
     )
 
     components_on_driver_up_to_edges: int = Field(

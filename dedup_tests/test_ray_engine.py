@@ -33,25 +33,25 @@ def check_result(result, key: AssetCheckKey):
 
 
 def run_both(
-    tmp_path: Path, input_path: Path, ray_engine: RayEngine | None = None, **settings
+    tmp_path: Path, input_path: Path, ray_options: dict | None = None, **settings
 ) -> tuple[GraphRunner, GraphRunner, object]:
     duckdb_runner, ray_runner = GraphRunner(tmp_path / "duckdb"), GraphRunner(tmp_path / "ray")
     duckdb_runner.run(input_path, **settings)
-    result = ray_runner.run(input_path, engine="ray", ray_engine=ray_engine, **settings)
+    result = ray_runner.run(input_path, engine="ray", ray_engine=RayEngine(**(ray_options or {})), **settings)
     return duckdb_runner, ray_runner, result
 
 
 # components on the Dagster node (the default budget), and on the cluster (a budget of 0 edges)
-ON_DRIVER, ON_CLUSTER = RayEngine(), RayEngine(components_on_driver_up_to_edges=0)
+ON_DRIVER, ON_CLUSTER = {}, {"components_on_driver_up_to_edges": 0}
 
 
 @pytest.mark.parametrize(
-    "fixture, engine",
-    [(FIXTURE, ON_DRIVER), (HARD_FIXTURE, ON_DRIVER), (CLUSTER_CASES, ON_CLUSTER)],
-    ids=["documents", "hard_cases", "cluster_cases-components_on_cluster"],
+    "fixture, ray_options",
+    [(FIXTURE, ON_DRIVER), (HARD_FIXTURE, ON_DRIVER), (CLUSTER_CASES, ON_DRIVER), (CLUSTER_CASES, ON_CLUSTER)],
+    ids=["documents", "hard_cases", "cluster_cases", "cluster_cases-components_on_cluster"],
 )
-def test_ray_gives_the_duckdb_release(ray_cluster, tmp_path, fixture, engine):
-    duckdb_runner, ray_runner, result = run_both(tmp_path, fixture, engine)
+def test_ray_gives_the_duckdb_release(ray_cluster, tmp_path, fixture, ray_options):
+    duckdb_runner, ray_runner, result = run_both(tmp_path, fixture, ray_options)
     evaluation = check_result(result, CONSISTENCY)
     assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
     files = sorted(path.name for path in duckdb_runner.output_dir.iterdir())
@@ -77,7 +77,7 @@ def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp
     generate(int(os.environ.get("DEDUP_RAY_TEST_DOCUMENTS", "100000")), corpus)
     runner = GraphRunner(tmp_path)
     result = runner.run(
-        corpus, engine="ray", ray_engine=ON_CLUSTER, num_perm=128, rows_per_band=8, batch_size=1_000
+        corpus, engine="ray", ray_engine=RayEngine(**ON_CLUSTER), num_perm=128, rows_per_band=8, batch_size=1_000
     )
     evaluation = check_result(result, CONSISTENCY)
     assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description

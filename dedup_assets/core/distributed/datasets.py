@@ -135,5 +135,6 @@ def write_batches(
 
 
 def read_table(root: str | Path, table: str, columns: list[str] | None = None) -> pa.Table:
-    """A (small) table read whole on this node, in file order."""
+    """A table read whole on this node, in file order: first_copies, and duplicate_pairs while
+    their components are found here."""
     return pq.read_table(table_folder(root, table), columns=columns)

@@ -3,8 +3,9 @@
 Each step reads its inputs' folders (``datasets.py``) as Ray datasets, computes with the same
 compiled kernels inside Arrow batch functions, shuffles with Ray Data's hash joins and
 aggregations, writes its own folder, and returns the DuckDB view that checks, metadata and the
-release read. The driver collects only the bucket pressure's totals; reading the input
-(``documents``), the recall audit and the release stay on the Dagster node (docs/scale-out.md).
+release read. The driver collects the bucket pressure's totals, and, while the accepted edges
+are few enough, finds their connected components itself; reading the input (``documents``), the
+recall audit and the release stay on the Dagster node (docs/scale-out.md).
 
 The rules are the DuckDB engine's (``lsh.py``, ``verify.py``, ``cluster.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
@@ -28,7 +29,6 @@ from ray.data import SaveMode
 from ray.data.aggregate import Count, Min, Sum
 
 from .. import kernels
-from ..cluster import edge_components
 from ..lsh import BucketPressure, ensure_within_limits
 from ..settings import PairLimits, SketchParams, Thresholds
 from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_matrix
@@ -353,9 +353,14 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
     documents' bodies brought to the pair by joins."""
     partitions = tables.partitions
     lsh = tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).filter(expr="found_by == 'lsh'")
-    # the documents of a pair, each once: both sides' joins then move these rows, not the corpus
-    ids = _arrow(lsh, lambda batch: pa.table({"doc_id": pa.concat_arrays([batch[side].combine_chunks() for side in ("left_doc_id", "right_doc_id")])}))
-    ids = ids.groupby("doc_id", num_partitions=partitions).aggregate()
+
+    def pair_ids(batch: pa.Table) -> pa.Table:
+        sides = [batch[side].combine_chunks() for side in ("left_doc_id", "right_doc_id")]
+        return pa.table({"doc_id": pa.concat_arrays(sides)})
+
+    # the documents of a pair (a semi-join keeps each once): both sides' joins then move these
+    # rows, not the whole corpus
+    ids = _arrow(lsh, pair_ids)
 
     def of_pairs(table: str, columns: list[str]) -> ray.data.Dataset:
         return tables.read(table, ["doc_id", *columns]).join(ids, "left_semi", partitions, on=("doc_id",))
@@ -512,23 +517,36 @@ def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, 
     ).cast(CLUSTER_SCHEMA)
 
 
-def _roots(tables: RayTables, edges: ray.data.Dataset, driver_edges: int, log: Callable[[str], None]) -> ray.data.Dataset:
-    """Every document of an edge and its component's smallest doc_id: on this node (networkx,
-    as the DuckDB engine) while the edges are at most ``driver_edges``, else on the cluster
-    (``components.py``), whose rounds of shuffles cost more than one pass over a small list."""
+# edges that connect nothing more: an lsh_via_copy pair's copy hangs from its first copy by a
+# content_hash edge, and the first copy from the other document by the lsh edge it was found by
+IMPLIED = "lsh_via_copy"
+
+
+def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], None]) -> ray.data.Dataset:
+    """Every document of an accepted edge and its component's smallest doc_id: on this node
+    (networkx, as the DuckDB engine) while the edges are at most ``driver_edges``, else on the
+    cluster (``components.py``), whose rounds of shuffles cost more than one pass over a small
+    list."""
+    edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).filter(
+        expr=f"found_by != '{IMPLIED}'"
+    )
     count = edges.count()
-    if count <= driver_edges:
-        log(f"connected components: {count} edges, on this node (at most {driver_edges} here)")
-        pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id"])
-        return ray.data.from_arrow(edge_components(zip(*(pairs[name].to_pylist() for name in pairs.column_names))))
-    log(f"connected components: {count} edges, on the cluster (over {driver_edges} for this node)")
-    return connected_components(edges, num_partitions=tables.partitions, log=log)
+    if count > driver_edges:
+        log(f"connected components: {count:,} edges, on the cluster (over {driver_edges:,} for this node)")
+        return connected_components(edges, num_partitions=tables.partitions, log=log)
+    log(f"connected components: {count:,} edges, on this node (at most {driver_edges:,} here)")
+    from ..cluster import edge_components  # networkx: only this node needs it
+
+    pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
+    pairs = pairs.filter(pc.not_equal(pairs["found_by"], IMPLIED))
+    roots = edge_components(zip(pairs["left_doc_id"].to_pylist(), pairs["right_doc_id"].to_pylist()))
+    return ray.data.from_arrow(roots, override_num_blocks=tables.partitions)
 
 
 def clusters(
     tables: RayTables, shingle_size: int, threshold: float, driver_edges: int, log: Callable[[str], None]
 ) -> TableBuild:
-    """``clusters``: connected components of the accepted edges (``_roots``), every member
+    """``clusters``: connected components of the accepted edges (``_component_roots``), every member
     ranked by the keep rule and measured against its representative; every other document its
     own cluster. In input order. (Joins with a side of no rows are left out, as in
     candidate_pairs.)"""
@@ -553,7 +571,7 @@ def clusters(
     if not edges.count():
         tables.write("clusters", _arrow(meta, single), CLUSTER_SCHEMA)
         return tables.view("clusters")
-    roots = _roots(tables, edges, driver_edges, log).materialize()
+    roots = _component_roots(tables, driver_edges, log).materialize()
     # every document once with its root (null: no edge), split into components and singletons
     placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
     members = placed.filter(expr="is_valid(root_doc_id)").join(
