@@ -41,7 +41,7 @@ from dedup_bench.report import precision_errors, print_incremental_report, print
 
 DEFAULT_WORKDIR = REPO_ROOT / "var" / "bench"
 SMOKE_DOCS = 2000
-DEFAULT_OBJECT_STORE_MB = 2048
+DEFAULT_OBJECT_STORE_MB = Options.ray_object_store_mb  # one default, the run options'
 SMOKE_RECALL_SEEDS = 2
 
 
