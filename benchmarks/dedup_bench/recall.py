@@ -29,15 +29,27 @@ from .common import ROWS_PER_BAND, SHINGLE_SIZE, THRESHOLD, BenchmarkError, prog
 
 
 class CorpusBodies:
-    """The corpus's bodies by integer ``doc_id``, for exact Jaccard of arbitrary document pairs."""
+    """The bodies of the documents ``needed`` by integer ``doc_id``, for exact Jaccard of pairs
+    among them. Only those are held (the corpus's bodies can outgrow memory); ``id_base`` still
+    exceeds every doc_id of the corpus, since candidate pairs' keys use any document."""
 
-    def __init__(self, corpus: Path):
+    def __init__(self, corpus: Path, needed: np.ndarray, batch_size: int = 65_536):
         from dedup_assets.core.verify import exact_jaccard
 
-        table = pq.read_table(corpus, columns=["doc_id", "body"])
-        self.doc_ids = table["doc_id"].combine_chunks()
-        self.bodies = table["body"].cast(pa.large_string())  # a 1M corpus overflows 32-bit offsets
-        self.id_base = int(pc.max(self.doc_ids).as_py()) + 1
+        wanted = pa.array(np.unique(needed), pa.int64())
+        corpus_file = pq.ParquetFile(corpus)
+        doc_ids, bodies, top = [], [], -1
+        for batch in corpus_file.iter_batches(columns=["doc_id", "body"], batch_size=batch_size):
+            ids = pc.cast(batch.column("doc_id"), pa.int64())
+            if len(ids):
+                top = max(top, pc.max(ids).as_py())
+            keep = pc.is_in(ids, value_set=wanted)
+            doc_ids.append(ids.filter(keep))
+            # large_string: the kept bodies may still overflow 32-bit offsets once combined
+            bodies.append(batch.column("body").filter(keep).cast(pa.large_string()))
+        self.doc_ids = pa.chunked_array(doc_ids, pa.int64()).combine_chunks()
+        self.bodies = pa.chunked_array(bodies, pa.large_string())
+        self.id_base = top + 1
         self._exact_jaccard = exact_jaccard
 
     def jaccard(self, left_ids: np.ndarray, right_ids: np.ndarray) -> np.ndarray:
@@ -57,7 +69,8 @@ class CorpusBodies:
         positions = pc.index_in(pa.array(ids, pa.int64()), value_set=self.doc_ids)
         if positions.null_count:
             raise BenchmarkError(
-                f"{positions.null_count} doc_id(s) of a pair are not in the corpus"
+                f"{positions.null_count} doc_id(s) of a pair are not among the loaded documents "
+                "of the corpus (those of the planted pairs and accepted edges)"
             )
         return self.bodies.take(positions).combine_chunks()
 
@@ -197,14 +210,25 @@ def measure_spread(bodies: CorpusBodies, planted: PlantedPairs, perm: int, seed_
     }
 
 
+def needed_doc_ids(truth: Path, databases: list[Path]) -> np.ndarray:
+    """The documents whose bodies recall reads: the planted pairs' and the accepted edges' of
+    every run in ``databases``."""
+    planted = pq.read_table(truth, columns=["doc_id", "origin_doc_id"])
+    ids = [pc.cast(column, pa.int64()).to_numpy() for column in planted.columns]
+    for database in databases:
+        ids.extend(stored_pairs(database, "duplicate_pairs") or ())
+    return np.unique(np.concatenate(ids))
+
+
 def measure_recall(
     corpus: Path, truth: Path, our_runs: list[dict], perm: int, seed_count: int
 ) -> dict | None:
     """Add recall and the precision count to each of our runs, in place; with ``seed_count``,
     return the recall spread of the sketches."""
     progress("recall of planted pairs")
-    bodies = CorpusBodies(corpus)
+    databases = [Path(run["database"]) for run in our_runs]
+    bodies = CorpusBodies(corpus, needed_doc_ids(truth, databases))
     planted = PlantedPairs.load(truth, bodies)
-    for run in our_runs:
-        run.update(recall_report(Path(run["database"]), planted, bodies))
+    for run, database in zip(our_runs, databases):
+        run.update(recall_report(database, planted, bodies))
     return measure_spread(bodies, planted, perm, seed_count) if seed_count else None
