@@ -120,6 +120,50 @@ def _renamed(dataset: ray.data.Dataset, names: dict[str, str]) -> ray.data.Datas
     return dataset.rename_columns(names)
 
 
+
+@ray.remote
+def _position_span(block: pa.Table) -> tuple[int, int] | None:
+    """The first and last position of a block sorted by position; None when it is empty."""
+    return (block[POSITION][0].as_py(), block[POSITION][-1].as_py()) if block.num_rows else None
+
+
+class _AtPositions:
+    """Rows keyed by document position (``POSITION`` and any other columns), to be given columns
+    of the per-document tables in place: an inner join on position in which only these narrow
+    rows are shuffled (sorted once), never the table's wide rows (bodies, signatures). A block of
+    a per-document table holds a run of positions, so it fetches only the sorted key blocks that
+    its positions span."""
+
+    def __init__(self, keys: ray.data.Dataset):
+        ordered = keys.sort(POSITION).materialize()
+        refs = ordered.to_arrow_refs()
+        spans = ray.get([_position_span.remote(ref) for ref in refs])
+        # the refs live as long as this object and the closures that take() hands to Ray Data
+        self._spans = [(ref, *span) for ref, span in zip(refs, spans) if span is not None]
+        self._schema = ordered.schema().base_schema
+
+    def take(self, tables: RayTables, table: str, columns: list[str]) -> ray.data.Dataset:
+        """Each key row with ``columns`` of ``table``'s row at its position (keys with no such
+        row are left out)."""
+        spans, schema = self._spans, self._schema
+
+        def join(batch: pa.Table) -> pa.Table:
+            bounds = pc.min_max(batch[POSITION])
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            wanted = [ref for ref, first, last in spans if batch.num_rows and first <= high and last >= low]
+            keys = pa.concat_tables(ray.get(wanted)) if wanted else schema.empty_table()
+            rows = pc.index_in(keys[POSITION], value_set=batch[POSITION])
+            found = pc.is_valid(rows)
+            keys, rows = keys.filter(found), rows.filter(found)
+            picked = batch.select(columns).take(rows)
+            for name in columns:
+                keys = keys.append_column(name, picked[name])
+            return keys
+
+        # whole blocks: one fetch of the keys per block, not per batch of rows
+        return _arrow(tables.read(table, [*columns, POSITION]), join, batch_size=None)
+
+
 # --- documents and fingerprint ------------------------------------------------------------------------------
 
 
@@ -358,16 +402,18 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
         sides = [batch[side].combine_chunks() for side in ("left_doc_id", "right_doc_id")]
         return pa.table({"doc_id": pa.concat_arrays(sides)})
 
-    # the documents of a pair (a semi-join keeps each once): both sides' joins then move these
-    # rows, not the whole corpus
+    # the documents of a pair, each once (a semi-join of narrow rows), given their bodies and
+    # signatures in place: the joins to both sides then move these rows, not the whole corpus
     ids = _arrow(lsh, pair_ids)
-
-    def of_pairs(table: str, columns: list[str]) -> ray.data.Dataset:
-        return tables.read(table, ["doc_id", *columns]).join(ids, "left_semi", partitions, on=("doc_id",))
-
-    bodies = of_pairs("documents", ["body"]).join(
-        of_pairs("fingerprinted", ["shingle_count", "signature", "content_hash"]), "inner", partitions, on=("doc_id",)
-    ).materialize()
+    documents = _AtPositions(
+        tables.read("fingerprinted", ["doc_id", POSITION]).join(ids, "left_semi", partitions, on=("doc_id",))
+    )
+    bodies = documents.take(tables, "documents", ["body"]).join(
+        documents.take(tables, "fingerprinted", ["shingle_count", "signature", "content_hash"]).drop_columns(["doc_id"]),
+        "inner",
+        partitions,
+        on=(POSITION,),
+    ).drop_columns([POSITION]).materialize()
 
     def side(prefix: str) -> ray.data.Dataset:
         return _renamed(bodies, {name: f"{prefix}_{name}" for name in ("doc_id", "body", "shingle_count", "signature", "content_hash")})
@@ -574,9 +620,7 @@ def clusters(
     roots = _component_roots(tables, driver_edges, log).materialize()
     # every document once with its root (null: no edge), split into components and singletons
     placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
-    members = placed.filter(expr="is_valid(root_doc_id)").join(
-        tables.read("documents", ["doc_id", "body"]), "inner", partitions, on=("doc_id",)
-    )
+    members = _AtPositions(placed.filter(expr="is_valid(root_doc_id)")).take(tables, "documents", ["body"])
     copies = tables.read("first_copies")
     if copies.count():
         members = members.join(_renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
@@ -597,14 +641,13 @@ def clusters(
 
 def deduped_documents(tables: RayTables) -> TableBuild:
     """The representatives' rows with every input column, in input order."""
-    kept = tables.read("clusters", ["doc_id", "cluster_id", "cluster_size", "representative_rank"]).filter(
-        expr="representative_rank == 1"
-    )
     documents = pq.read_schema(min(table_folder(tables.root, "documents").glob("*.parquet")))
     columns = [field for field in documents if field.name != POSITION]
     schema = pa.schema([*columns, ("cluster_id", pa.string()), ("cluster_size", pa.int64()), (POSITION, pa.int64())])
-    dataset = tables.read("documents").join(
-        kept.select_columns(["doc_id", "cluster_id", "cluster_size"]), "inner", tables.partitions, on=("doc_id",)
+    kept = _AtPositions(
+        tables.read("clusters", [POSITION, "cluster_id", "cluster_size", "representative_rank"])
+        .filter(expr="representative_rank == 1")
+        .select_columns([POSITION, "cluster_id", "cluster_size"])
     )
-    tables.write("deduped_documents", dataset, schema)
+    tables.write("deduped_documents", kept.take(tables, "documents", [field.name for field in columns]), schema)
     return tables.view("deduped_documents")
