@@ -24,7 +24,8 @@ from dedup_bench.memory import (  # noqa: E402
     step_events,
 )
 from dedup_bench.ours import dagster_config  # noqa: E402
-from dedup_bench.report import engines_stages_table, nodes_table, stages_table  # noqa: E402
+from dedup_bench.report import engines_stages_table, nodes_table, roofline_table, stages_table  # noqa: E402
+from dedup_bench.roofline import measure_floors  # noqa: E402
 
 RUN = "2026-11-30 23:39:01 +0000 - dagster - DEBUG - __ASSET_JOB - 0f3c1d2e-aaaa - 4242"
 
@@ -109,6 +110,65 @@ def test_each_sample_counts_for_every_step_that_ran_since_the_sample_before():
     assert by_step[WHOLE_RUN]["private_mb"] == 1500 and by_step[WHOLE_RUN]["samples"] == 8
     assert by_step[WHOLE_RUN]["pss_mb"] == 1210 and by_step[WHOLE_RUN]["pss_samples"] == 7
     assert peaks.running == [] and "never_sampled" in peaks.order
+
+
+def moved(read_mb: float, written_mb: float) -> Sample:
+    return Sample(
+        private_mb=1, pss_mb=None, rss_mb=1, shm_mb=0, processes=1,
+        read_bytes=int(read_mb * 2**20), written_bytes=int(written_mb * 2**20),
+    )
+
+
+def test_bytes_moved_between_samples_count_for_every_step_that_ran_between_them():
+    peaks = StepPeaks()
+    peaks.poll([], moved(10, 1))  # start-up: imports
+    peaks.poll([("read", "STEP_START")], moved(110, 1))
+    peaks.poll([("read", "STEP_SUCCESS"), ("write", "STEP_START")], moved(120, 51))
+    # a process left the tree unreaped: its bytes were counted and are not taken back
+    peaks.poll([], moved(90, 41))
+    peaks.poll([("write", "STEP_SUCCESS")], moved(90, 141))
+    peaks.poll([], moved(95, 141))  # teardown
+
+    by_step = peaks.by_step()
+    # the boundary interval (10 MB read, 50 written) counts for both steps
+    assert (by_step["read"]["read_mb"], by_step["read"]["written_mb"]) == (110, 50)
+    assert (by_step["write"]["read_mb"], by_step["write"]["written_mb"]) == (10, 150)
+    assert (by_step[OUTSIDE_STEPS]["read_mb"], by_step[OUTSIDE_STEPS]["written_mb"]) == (15, 1)
+    assert (by_step[WHOLE_RUN]["read_mb"], by_step[WHOLE_RUN]["written_mb"]) == (125, 151)
+
+
+def test_the_roofline_sets_each_step_against_its_bytes_at_the_measured_rates():
+    floors = {"read_mb_s": 1000.0, "write_mb_s": 100.0, "hash_mb_s": 500.0, "body_mb": 1000.0, "measured_mb": 64.0}
+    timed = run("duckdb", {"documents": 4.0, "fingerprinted": 9.0, "checks": 0.5}, {}, 15.0)
+    timed["memory"]["steps"] = {
+        "documents": {"read_mb": 1000.0, "written_mb": 100.0},  # floor 1 + 1 s
+        "fingerprinted": {"read_mb": 500.0, "written_mb": 50.0},  # 0.5 + 0.5 + 2 s of hashing
+        WHOLE_RUN: {"read_mb": 1600.0, "written_mb": 160.0},
+    }
+    table = roofline_table(timed, floors).splitlines()
+    assert table[2] == "| documents | 4.00 | 1,000 | 100 | - | 2.00 | 2.0× | yes |"
+    assert table[3] == "| fingerprinted | 9.00 | 500 | 50 | 1,000 | 3.00 | 3.0× | yes |"
+    # checks: timed, but no bytes sampled; the whole process's floor is its steps' together
+    assert table[4] == "| **whole process** | 15.00 | 1,600 | 160 | - | 5.00 | 3.0× | yes |"
+    assert len(table) == 5
+    timed["steps"]["documents"] = 6.5
+    assert roofline_table(timed, floors).splitlines()[2].endswith("| 3.2× | no |")
+
+
+def test_the_floors_are_measured_on_this_machine(tmp_path):
+    corpus = tmp_path / "c.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bodies = [("word " * 400) + str(i) for i in range(2_000)]
+    pq.write_table(pa.table({"doc_id": list(range(2_000)), "body": bodies}), corpus)
+    floors = measure_floors(corpus, tmp_path, floor_mb=1)
+    assert floors.read_mb_s > 0 and floors.write_mb_s > 0 and floors.hash_mb_s > 0
+    assert floors.measured_mb == min(corpus.stat().st_size, 2**20) // 8 * 8 / 2**20
+    # the body column's uncompressed bytes: the text, and its offsets and page headers
+    text_mb = sum(len(body) for body in bodies) / 2**20
+    assert text_mb <= floors.body_mb <= text_mb * 1.01
+    assert list(tmp_path.iterdir()) == [corpus]  # the write probe's file is gone
 
 
 def test_the_ray_run_measures_the_engine_not_the_checks_second_duckdb_run():
@@ -219,6 +279,9 @@ def test_the_sampler_sums_the_childs_process_tree_per_step():
     assert steps["big"]["rss_mb"] >= steps["big"]["pss_mb"]
     assert steps[WHOLE_RUN]["private_mb"] == steps["big"]["private_mb"]
     assert 64 <= steps["big"]["shm_mb"] < 70 and steps["small"]["shm_mb"] == 0
+    # the holder's 64 MB write(), counted after the holder exited (its parent reaped it)
+    assert steps["big"]["written_mb"] >= 64 and steps["small"]["written_mb"] < 1
+    assert steps[WHOLE_RUN]["written_mb"] >= steps["big"]["written_mb"]
     assert memory["samples"] >= 5
 
 

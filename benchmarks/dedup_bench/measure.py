@@ -32,6 +32,7 @@ from .common import (
     truth_path,
 )
 from .ours import run_dagster, run_folder, run_library_core, warm_kernels
+from .roofline import measure_floors
 from .report import engine_rows, target_lines
 from .theirs import check_peers, run_peer
 
@@ -137,6 +138,10 @@ def measure(options: Options, argv: list[str]) -> dict:
         shutil.rmtree(options.workdir / stale, ignore_errors=True)
     sketch = options.sketch()
     warmup_s = warm_kernels(corpus, options.workdir, sketch)
+    floors = None
+    if options.dagster_engines():
+        progress("floors: read, write and hashing rates of this machine")
+        floors = measure_floors(corpus, options.workdir).as_dict()
     dagster_runs = []
     for engine in options.dagster_engines():
         with ray_cluster(options.ray_nodes if engine == "ray" else 0, options.ray_object_store_mb) as cluster:
@@ -169,6 +174,7 @@ def measure(options: Options, argv: list[str]) -> dict:
     return {
         **run_record(started, argv, corpus, n_docs, options, load_start, warmup_s),
         "engine": "both" if options.both_engines else options.engine,
+        "floors": floors,
         "dagster": ours,
         "dagster_other_engines": others,
         "library": library,

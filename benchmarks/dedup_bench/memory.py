@@ -32,6 +32,13 @@ Figures per sample:
   (tmpfs keeps the rest, which still take memory). Each sample stats every open descriptor of
   every process.
 
+Bytes moved per step: the read() and write() calls' bytes (``io_counters()``' read_chars and
+write_chars, /proc/PID/io's rchar and wchar: page cache hits included, which is what the
+roofline's floors measure) of the tree's processes, summed on every sample. A reaped child's
+counts pass to its parent, so the sum only drops when a process leaves the tree unreaped; such a
+drop is not counted as negative bytes. The growth between two samples counts for every step that
+ran since the first of them, like the memory figures: a step boundary's interval counts for both.
+
 psutil is Ray's dependency, which Ray vendors (ray/thirdparty_files) rather than installs; it is
 imported from there when it is not installed itself. Without it no memory is sampled.
 """
@@ -119,6 +126,9 @@ class Sample:
     processes: int
     # the Ray nodes of a cluster the run joined: (node, private + object store MB, processes)
     nodes: tuple[tuple[str, float, int], ...] = ()
+    # bytes the tree's read() and write() calls have moved so far; None: not readable
+    read_bytes: int | None = None
+    written_bytes: int | None = None
 
 
 FIGURES = ("private_mb", "pss_mb", "rss_mb", "shm_mb", "processes")
@@ -132,6 +142,18 @@ class StepPeaks:
         self.running: list[str] = []
         self.order: list[str] = []
         self.peaks: dict[str, dict] = {}
+        self.last: Sample | None = None
+
+    def moved_mb(self, sample: Sample) -> dict[str, float]:
+        """MB read and written since the sample before (since the start for the first)."""
+        moved = {}
+        for name, figure in (("read_mb", "read_bytes"), ("written_mb", "written_bytes")):
+            now = getattr(sample, figure)
+            before = getattr(self.last, figure) if self.last else 0
+            if now is not None:
+                moved[name] = max(0, now - (before or 0)) / MB
+        self.last = sample
+        return moved
 
     def poll(self, events: Iterable[tuple[str, str]], sample: Sample | None) -> None:
         active = list(self.running)
@@ -144,9 +166,12 @@ class StepPeaks:
                 self.running.remove(step)
         if sample is None:
             return
+        moved = self.moved_mb(sample)
         for step in [*(active or [OUTSIDE_STEPS]), WHOLE_RUN]:
             peak = self.peaks.setdefault(step, {"samples": 0, "pss_samples": 0})
             peak["samples"] += 1
+            for name, mb in moved.items():
+                peak[name] = peak.get(name, 0.0) + mb
             peak["pss_samples"] += sample.pss_mb is not None
             for figure in FIGURES:
                 value = getattr(sample, figure)
@@ -314,6 +339,7 @@ class TreeSampler:
             self.pss_cpu_s += time.thread_time() - started
             self.pss_samples += 1
         shm = self.shm.held_bytes([process.pid for process, _ in alive])
+        read, written = self.moved_bytes(process for process, _ in alive)
         self.samples += 1
         self.max_processes = max(self.max_processes, len(alive))
         return Sample(
@@ -323,7 +349,24 @@ class TreeSampler:
             shm_mb=shm / MB,
             processes=len(alive),
             nodes=tuple(self.node_sample(node, roots) for node, roots in self.nodes.items()),
+            read_bytes=read,
+            written_bytes=written,
         )
+
+    def moved_bytes(self, processes: Iterable) -> tuple[int | None, int | None]:
+        """The read() and write() bytes of ``processes`` so far (their reaped children's
+        included); None when no process's counters can be read."""
+        read = written = 0
+        readable = False
+        for process in processes:
+            try:
+                counters = process.io_counters()
+            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied, AttributeError):
+                continue
+            read += counters.read_chars
+            written += counters.write_chars
+            readable = True
+        return (read, written) if readable else (None, None)
 
     def node_sample(self, node: str, roots: list[int]) -> tuple[str, float, int]:
         """One Ray node of a cluster the run joined: the anonymous memory of the processes Ray

@@ -9,6 +9,7 @@ from pathlib import Path
 from .common import THRESHOLD
 from .memory import OUTSIDE_STEPS, PSS_CPU_SHARE, WHOLE_RUN
 from .ours import CORE_STAGES, WARMUP_ROWS
+from .roofline import AT_LIMIT, HASHING_STEPS, step_floor_s
 
 TARGET_SPEEDUP = 5.0
 TARGET_LIBRARY_DOCS_PER_S = 50_000
@@ -227,6 +228,52 @@ def nodes_table(run: dict) -> str:
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return None if numerator is None or not denominator else numerator / denominator
+
+
+def roofline_table(run: dict, floors: dict) -> str:
+    """Per step: seconds, the bytes its process tree read and wrote, the body bytes it hashes,
+    its floor at this invocation's measured rates (``roofline.py``) and its time over that
+    floor; the whole process's floor is its steps' together."""
+    memory = step_memory(run)
+
+    def row(label: str, seconds: float | None, moved: dict, hashed: float | None, floor: float) -> list[str]:
+        over = ratio(seconds, floor)
+        return [
+            label,
+            fmt_number(seconds, 2),
+            fmt_number(moved["read_mb"]),
+            fmt_number(moved["written_mb"]),
+            fmt_number(hashed),
+            fmt_number(floor, 2),
+            "-" if over is None else f"{over:,.1f}×",
+            "-" if over is None else "yes" if over <= AT_LIMIT else "no",
+        ]
+
+    rows, total = [], 0.0
+    for stage in stage_names(run):
+        moved = memory.get(stage, {})
+        if "read_mb" not in moved:
+            continue
+        floor = step_floor_s(stage, moved["read_mb"], moved["written_mb"], floors)
+        total += floor
+        hashed = floors["body_mb"] if stage in HASHING_STEPS else None
+        rows.append(row(stage, stage_seconds(run, stage), moved, hashed, floor))
+    if WHOLE_RUN in memory and "read_mb" in memory[WHOLE_RUN]:
+        rows.append(row(stage_label(WHOLE_RUN), run["wall_s"], memory[WHOLE_RUN], None, total))
+    header = ["step", "seconds", "MB read", "MB written", "MB hashed", "floor s", "× floor", f"within {AT_LIMIT:g}×"]
+    return markdown_table(header, rows)
+
+
+def floors_line(floors: dict) -> str:
+    return (
+        f"Floors measured in this invocation over {floors['measured_mb']:,.0f} MB of the corpus file: "
+        f"read {floors['read_mb_s']:,.0f} MB/s (from the page cache), write {floors['write_mb_s']:,.0f} MB/s "
+        f"(then fsync), one 64-bit hashing pass {floors['hash_mb_s']:,.0f} MB/s on every core; the corpus's "
+        f"bodies are {floors['body_mb']:,.0f} MB. A step's floor is its bytes read and written at those rates, "
+        f"plus one hashing pass over the bodies for {', '.join(HASHING_STEPS)}. Bytes are the read() and "
+        "write() calls of the run's process tree while the step ran (page cache hits included); the whole "
+        "process's floor is the sum of its steps'."
+    )
 
 
 def engines_stages_table(reference: dict, other: dict) -> str:
@@ -496,6 +543,11 @@ def print_report(record: dict) -> None:
             f"### Dagster run (engine {run.get('engine', 'duckdb')}), per stage: seconds and peak "
             "memory\n\n" + stages_table(run) + "\n"
         )
+        if record.get("floors") and step_memory(run):
+            print(
+                f"### Roofline (engine {run.get('engine', 'duckdb')}): each step against its floor\n\n"
+                + floors_line(record["floors"]) + "\n\n" + roofline_table(run, record["floors"]) + "\n"
+            )
         if run.get("ray_cluster"):
             cluster = run["ray_cluster"]
             print(
