@@ -16,7 +16,9 @@ from pathlib import Path
 from dagster import Config, ConfigurableResource
 from pydantic import Field, model_validator
 
-from .core.settings import CLUSTER_MODES, ENGINES, HASH_SCHEMES, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings
+from .core.settings import (
+    CLUSTER_MODES, ENGINES, HASH_SCHEMES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
+)
 from .core.tables import TABLE_LAYOUT
 
 DEFAULTS = Settings()
@@ -195,6 +197,12 @@ class DedupSettings(ConfigurableResource):
         default=DEFAULTS.fetch_cache,
         description="warc_ranges: a folder keeping fetched records, so a re-run fetches none again. "
         "Unset: env DEDUP_CACHE, else no cache.",
+    )
+    release_signatures: bool | None = Field(
+        default=DEFAULTS.release_signatures,
+        description="Whether fingerprinted.parquet in the release carries the MinHash signatures "
+        f"(8 bytes x num_perm per document). Unset: up to {SIGNATURES_RELEASED_UP_TO:,} documents. "
+        "The database's fingerprinted table always has them.",
     )
     input_path: str | None = Field(
         default=None,

@@ -20,6 +20,7 @@ from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.publish import ReleaseError, ReleaseLocked, place_error, publish, release_lock, remains
 from dedup_assets.core.readers import file_sha256
 from dedup_assets.core.release import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
+from dedup_assets.core.settings import Settings
 
 from .conftest import FIXTURE, PROJECT_ROOT
 
@@ -342,3 +343,25 @@ def test_a_csv_cell_over_duckdbs_line_limit_is_counted(tmp_path):
     outputs = [{"file": "wide.csv", "rows": 2, "sha256": file_sha256(tmp_path / "wide.csv")}]
     (tmp_path / MANIFEST_FILE).write_text(json.dumps({"product": "dedup-assets", "outputs": outputs}))
     assert verify_release(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "release_signatures, documents_up_to, released",
+    [(None, 100_000, True), (None, 23, False), (False, 100_000, False), (True, 23, True)],
+)
+def test_the_signatures_leave_the_release_when_asked_or_above_the_document_limit(
+    tmp_path, monkeypatch, release_signatures, documents_up_to, released
+):
+    # the fixture's 24 documents against the automatic limit, moved below them to stand for a large corpus
+    monkeypatch.setattr("dedup_assets.core.settings.SIGNATURES_RELEASED_UP_TO", documents_up_to)
+    settings = Settings(num_perm=64, release_signatures=release_signatures)
+    run_library(str(FIXTURE), str(tmp_path / "db.duckdb"), str(tmp_path / "out"), settings)
+    columns = pq.read_schema(tmp_path / "out" / "fingerprinted.parquet").names
+    assert ("signature" in columns) == released
+    assert {"doc_id", "content_hash", "lsh_bands"} <= set(columns)  # the rest of the table stays
+    manifest = json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())
+    assert manifest["derived_settings"]["release_signatures"] is released
+    assert manifest["settings"]["release_signatures"] == release_signatures
+    assert verify_release(tmp_path / "out") == []
+    with duckdb.connect(str(tmp_path / "db.duckdb"), read_only=True) as connection:
+        assert connection.execute("select count(signature) from dedup.fingerprinted").fetchall() == [(24,)]

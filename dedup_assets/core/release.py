@@ -61,12 +61,13 @@ def library_versions() -> dict[str, str]:
     return {name: metadata.version(name) for name in ("dedup-assets", *LIBRARIES)}
 
 
-def release_queries(tables: Tables) -> dict[str, str]:
+def release_queries(tables: Tables, signatures: bool = True) -> dict[str, str]:
     """File name -> the query that fills it. Per-document files keep input order (the order the
     tables are stored in, so the corpus text is never sorted); pair files are sorted by pair; the
-    diagnostic files (``diagnostics.py``) as their queries say."""
+    diagnostic files (``diagnostics.py``) as their queries say. Without ``signatures``,
+    fingerprinted.parquet leaves out the signature column."""
     return {
-        "fingerprinted.parquet": f"select * from {tables.fingerprinted}",
+        "fingerprinted.parquet": f"select *{'' if signatures else ' exclude (signature)'} from {tables.fingerprinted}",
         SUMMARY_FILE: "select * from candidate_summary",
         "scored_pairs.parquet": f"select * from {tables.scored_pairs}",
         "duplicate_pairs.csv": f"select * from {tables.duplicate_pairs}",
@@ -163,7 +164,11 @@ def manifest_entries(
         "product": "dedup-assets",
         "settings": settings.as_dict(),
         # what an unset setting came to in this run
-        "derived_settings": {**settings.derived(), "max_pair_slots": settings.pair_limits().max_pair_slots},
+        "derived_settings": {
+            **settings.derived(),
+            "max_pair_slots": settings.pair_limits().max_pair_slots,
+            "release_signatures": settings.signatures_released(counts["document_rows"]),
+        },
         "input": {
             "path": input_file.path,
             "rows": counts["input_record_rows"],
@@ -196,7 +201,9 @@ def write_release(
     The manifest's entries are computed while the files are written. Files are written two at a
     time, each on its own cursor, largest first: the deduped documents alone keep one core busy
     for most of the step."""
-    queries = release_queries(tables)
+    with connection.cursor() as cursor:
+        documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
+    queries = release_queries(tables, settings.signatures_released(documents))
     largest_first = sorted(
         (name for name in queries if name != SUMMARY_FILE), key=lambda name: name not in LARGE_FILES
     )

@@ -45,6 +45,11 @@ DEFAULT_BATCH_SIZE = 4_096
 # A CSV read block holds a batch at up to 2 KiB a row, and Arrow's block size is a 32-bit int.
 MAX_BATCH_SIZE = 1_000_000
 
+# Up to this many documents the release's fingerprinted.parquet carries the signatures unless
+# release_signatures says otherwise: above it they are most of the file, and most users never
+# read them (they stay in the database).
+SIGNATURES_RELEASED_UP_TO = 100_000
+
 # Peak memory of the candidate step per pair slot (self-join, grouping per pair, sorted output)
 # when DuckDB need not spill, measured with doc_ids of up to 46 characters (WARC record ids); it
 # grows with doc_id length. Without max_pair_slots, the budget is what memory_budget_mb holds.
@@ -223,6 +228,7 @@ class Settings:
     fetch_retries: int = FetchSettings.retries
     fetch_timeout_s: float = FetchSettings.timeout_s
     fetch_cache: str | None = FetchSettings.cache  # the resource fills it from DEDUP_CACHE when unset
+    release_signatures: bool | None = None  # None: up to SIGNATURES_RELEASED_UP_TO documents
 
     def __post_init__(self) -> None:
         # each value object checks itself; make them all now, so nothing runs on a bad setting
@@ -302,6 +308,12 @@ class Settings:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def signatures_released(self, documents: int) -> bool:
+        """Whether the release's fingerprinted.parquet has the signature column."""
+        if self.release_signatures is None:
+            return documents <= SIGNATURES_RELEASED_UP_TO
+        return self.release_signatures
 
     def derived(self) -> dict:
         """The LSH bands in use: what rows_per_band, or auto_bands with the threshold, came to.
