@@ -1,0 +1,57 @@
+"""Columns of a per-document table taken in place for rows keyed by position
+(``steps._AtPositions``), on a real two-node Ray cluster, checked against a plain dict join."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from .conftest import require_ray
+
+ray = require_ray()
+
+from dedup_assets.core.distributed.datasets import POSITION, write_batches  # noqa: E402
+from dedup_assets.core.distributed.steps import RayTables, _AtPositions  # noqa: E402
+
+ROWS = 5_000
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    root = tmp_path_factory.mktemp("positions")
+    batches = [
+        pa.record_batch({"doc_id": [f"d{i}" for i in range(start, start + 250)], "body": [f"text {i}" for i in range(start, start + 250)]})
+        for start in range(0, ROWS, 250)
+    ]
+    write_batches(root, "documents", batches, rows_per_file=700)  # files and batches out of step
+    return RayTables(root, partitions=3)
+
+
+def taken(tables, keys: pa.Table, blocks: int) -> list[dict]:
+    dataset = _AtPositions(ray.data.from_arrow(keys).repartition(blocks)).take(tables, "documents", ["doc_id", "body"])
+    rows = pa.concat_tables([table for table in ray.get(dataset.to_arrow_refs()) if table.num_rows] or [pa.table({})]).to_pylist()
+    return sorted(rows, key=lambda row: (row[POSITION], row["tag"]))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_key_gets_its_documents_columns_and_keys_without_a_document_are_left_out(ray_cluster, tables, seed):
+    rng = random.Random(seed)
+    positions = rng.sample(range(ROWS + 200), 900)  # some past the last document
+    keys = pa.table({POSITION: pa.array(positions, pa.int64()), "tag": [f"k{p}" for p in positions]})
+    expected = sorted(
+        ({POSITION: p, "tag": f"k{p}", "doc_id": f"d{p}", "body": f"text {p}"} for p in positions if p < ROWS),
+        key=lambda row: (row[POSITION], row["tag"]),
+    )
+    assert taken(tables, keys, blocks=rng.choice([1, 4, 7])) == expected
+
+
+def test_a_position_keyed_twice_is_taken_twice_and_no_keys_take_nothing(ray_cluster, tables):
+    keys = pa.table({POSITION: pa.array([10, 10, 4_999], pa.int64()), "tag": ["a", "b", "c"]})
+    assert [(row[POSITION], row["tag"], row["doc_id"]) for row in taken(tables, keys, blocks=2)] == [
+        (10, "a", "d10"), (10, "b", "d10"), (4_999, "c", "d4999"),
+    ]
+    empty = pa.table({POSITION: pa.array([], pa.int64()), "tag": pa.array([], pa.string())})
+    dataset = _AtPositions(ray.data.from_arrow(empty)).take(tables, "documents", ["body"])
+    assert dataset.count() == 0
