@@ -11,7 +11,7 @@ from .memory import OUTSIDE_STEPS, PSS_CPU_SHARE, WHOLE_RUN
 from .ours import CORE_STAGES, WARMUP_ROWS
 from .roofline import AT_LIMIT, HASHING_STEPS, step_floor_s
 
-TARGET_SPEEDUP = 5.0
+TARGET_SPEEDUP = 8.0  # issue 19: the whole Dagster run against the fastest peer, at 1M
 TARGET_LIBRARY_DOCS_PER_S = 50_000
 TARGET_PEAK_RSS_MB = 4096
 TARGET_SMALL_BATCH_SHARE = 0.10  # of the one-shot run's wall
