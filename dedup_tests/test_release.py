@@ -347,7 +347,7 @@ def test_a_csv_cell_over_duckdbs_line_limit_is_counted(tmp_path):
 
 @pytest.mark.parametrize(
     "release_signatures, documents_up_to, released",
-    [(None, 100_000, True), (None, 23, False), (False, 100_000, False), (True, 23, True)],
+    [(None, 100_000, True), (None, 24, True), (None, 23, False), (False, 100_000, False), (True, 23, True)],
 )
 def test_the_signatures_leave_the_release_when_asked_or_above_the_document_limit(
     tmp_path, monkeypatch, release_signatures, documents_up_to, released

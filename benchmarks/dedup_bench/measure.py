@@ -32,7 +32,6 @@ from .common import (
     truth_path,
 )
 from .ours import run_dagster, run_folder, run_library_core, warm_kernels
-from .roofline import measure_floors
 from .report import engine_rows, target_lines
 from .theirs import check_peers, run_peer
 
@@ -138,10 +137,6 @@ def measure(options: Options, argv: list[str]) -> dict:
         shutil.rmtree(options.workdir / stale, ignore_errors=True)
     sketch = options.sketch()
     warmup_s = warm_kernels(corpus, options.workdir, sketch)
-    floors = None
-    if options.dagster_engines():
-        progress("floors: read, write and hashing rates of this machine")
-        floors = measure_floors(corpus, options.workdir).as_dict()
     dagster_runs = []
     for engine in options.dagster_engines():
         with ray_cluster(options.ray_nodes if engine == "ray" else 0, options.ray_object_store_mb) as cluster:
@@ -162,6 +157,12 @@ def measure(options: Options, argv: list[str]) -> dict:
     import pyarrow.parquet as pq
 
     from .recall import measure_recall
+    from .roofline import measure_floors
+
+    floors = None
+    if any(run.get("engine") == "duckdb" for run in dagster_runs):
+        progress("floors: read, write and hashing rates of this machine")
+        floors = measure_floors(corpus, options.workdir).as_dict()
 
     our_runs = [run for run in (ours, *others, library) if run]
     spread = None

@@ -34,10 +34,12 @@ Figures per sample:
 
 Bytes moved per step: the read() and write() calls' bytes (``io_counters()``' read_chars and
 write_chars, /proc/PID/io's rchar and wchar: page cache hits included, which is what the
-roofline's floors measure) of the tree's processes, summed on every sample. A reaped child's
-counts pass to its parent, so the sum only drops when a process leaves the tree unreaped; such a
-drop is not counted as negative bytes. The growth between two samples counts for every step that
-ran since the first of them, like the memory figures: a step boundary's interval counts for both.
+roofline's floors measure) of the tree's processes on any descriptor (files, pipes, sockets),
+summed on every sample. A reaped child's counts pass to its parent, so the sum only drops when a
+process leaves the tree unreaped (its bytes stay counted; others' growth in that interval is
+missed until the sum passes its earlier high). The growth over the highest earlier sum counts
+for every step that ran since the sample before, like the memory figures: a step boundary's
+interval counts for both. Ray's nodes joined by address are outside the tree.
 
 psutil is Ray's dependency, which Ray vendors (ray/thirdparty_files) rather than installs; it is
 imported from there when it is not installed itself. Without it no memory is sampled.
@@ -142,17 +144,17 @@ class StepPeaks:
         self.running: list[str] = []
         self.order: list[str] = []
         self.peaks: dict[str, dict] = {}
-        self.last: Sample | None = None
+        self.counted = {"read_bytes": 0, "written_bytes": 0}
 
     def moved_mb(self, sample: Sample) -> dict[str, float]:
-        """MB read and written since the sample before (since the start for the first)."""
+        """MB read and written beyond the most any earlier sample had: a sum that drops (a
+        process left the tree unreaped) and comes back is not counted twice."""
         moved = {}
         for name, figure in (("read_mb", "read_bytes"), ("written_mb", "written_bytes")):
             now = getattr(sample, figure)
-            before = getattr(self.last, figure) if self.last else 0
             if now is not None:
-                moved[name] = max(0, now - (before or 0)) / MB
-        self.last = sample
+                moved[name] = max(0, now - self.counted[figure]) / MB
+                self.counted[figure] = max(self.counted[figure], now)
         return moved
 
     def poll(self, events: Iterable[tuple[str, str]], sample: Sample | None) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from .common import THRESHOLD
 from .memory import OUTSIDE_STEPS, PSS_CPU_SHARE, WHOLE_RUN
 from .ours import CORE_STAGES, WARMUP_ROWS
-from .roofline import AT_LIMIT, HASHING_STEPS, step_floor_s
+from .roofline import AT_LIMIT, HASHING_STEPS, floor_s, hashed_mb
 
 TARGET_SPEEDUP = 8.0  # issue 19: the whole Dagster run against the fastest peer, at 1M
 TARGET_LIBRARY_DOCS_PER_S = 50_000
@@ -233,46 +233,44 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 def roofline_table(run: dict, floors: dict) -> str:
     """Per step: seconds, the bytes its process tree read and wrote, the body bytes it hashes,
     its floor at this invocation's measured rates (``roofline.py``) and its time over that
-    floor; the whole process's floor is its steps' together."""
+    floor; the whole process's row is its own bytes (start-up and teardown included) and the
+    bodies hashed by all its steps."""
     memory = step_memory(run)
-
-    def row(label: str, seconds: float | None, moved: dict, hashed: float | None, floor: float) -> list[str]:
-        over = ratio(seconds, floor)
-        return [
-            label,
-            fmt_number(seconds, 2),
-            fmt_number(moved["read_mb"]),
-            fmt_number(moved["written_mb"]),
-            fmt_number(hashed),
-            fmt_number(floor, 2),
-            "-" if over is None else f"{over:,.1f}×",
-            "-" if over is None else "yes" if over <= AT_LIMIT else "no",
-        ]
-
-    rows, total = [], 0.0
-    for stage in stage_names(run):
-        moved = memory.get(stage, {})
+    steps = [stage for stage in stage_names(run) if "read_mb" in memory.get(stage, {})]
+    rows = []
+    for label, seconds, moved, hashed in [
+        *((stage, stage_seconds(run, stage), memory[stage], hashed_mb([stage], floors)) for stage in steps),
+        (stage_label(WHOLE_RUN), run["wall_s"], memory.get(WHOLE_RUN, {}), hashed_mb(steps, floors)),
+    ]:
         if "read_mb" not in moved:
             continue
-        floor = step_floor_s(stage, moved["read_mb"], moved["written_mb"], floors)
-        total += floor
-        hashed = floors["body_mb"] if stage in HASHING_STEPS else None
-        rows.append(row(stage, stage_seconds(run, stage), moved, hashed, floor))
-    if WHOLE_RUN in memory and "read_mb" in memory[WHOLE_RUN]:
-        rows.append(row(stage_label(WHOLE_RUN), run["wall_s"], memory[WHOLE_RUN], None, total))
+        floor = floor_s(moved["read_mb"], moved["written_mb"], hashed, floors)
+        over = ratio(seconds, floor)
+        rows.append(
+            [
+                label,
+                fmt_number(seconds, 2),
+                fmt_number(moved["read_mb"]),
+                fmt_number(moved["written_mb"]),
+                fmt_number(hashed) if hashed else "-",
+                fmt_number(floor, 2),
+                "-" if over is None else f"{over:,.1f}×",
+                "-" if over is None else "yes" if over <= AT_LIMIT else "no",
+            ]
+        )
     header = ["step", "seconds", "MB read", "MB written", "MB hashed", "floor s", "× floor", f"within {AT_LIMIT:g}×"]
     return markdown_table(header, rows)
 
 
 def floors_line(floors: dict) -> str:
     return (
-        f"Floors measured in this invocation over {floors['measured_mb']:,.0f} MB of the corpus file: "
-        f"read {floors['read_mb_s']:,.0f} MB/s (from the page cache), write {floors['write_mb_s']:,.0f} MB/s "
-        f"(then fsync), one 64-bit hashing pass {floors['hash_mb_s']:,.0f} MB/s on every core; the corpus's "
-        f"bodies are {floors['body_mb']:,.0f} MB. A step's floor is its bytes read and written at those rates, "
-        f"plus one hashing pass over the bodies for {', '.join(HASHING_STEPS)}. Bytes are the read() and "
-        "write() calls of the run's process tree while the step ran (page cache hits included); the whole "
-        "process's floor is the sum of its steps'."
+        f"Floors measured in this invocation, after its runs, over {floors['measured_mb']:,.0f} MB of the corpus "
+        f"file: read {floors['read_mb_s']:,.0f} MB/s (from the page cache), write {floors['write_mb_s']:,.0f} MB/s "
+        f"(into the page cache, no fsync), one 64-bit hashing pass {floors['hash_mb_s']:,.0f} MB/s on every core; the "
+        f"corpus's bodies are {floors['body_mb']:,.0f} MB. A step's floor is its bytes read and written at those "
+        f"rates, plus one hashing pass over the bodies for {', '.join(HASHING_STEPS)}. Bytes are the read() and "
+        "write() calls of the run's process tree on any descriptor (files, pipes, the log) while the step ran, "
+        "page cache hits included; an interval at a step boundary counts for both steps."
     )
 
 
@@ -543,7 +541,8 @@ def print_report(record: dict) -> None:
             f"### Dagster run (engine {run.get('engine', 'duckdb')}), per stage: seconds and peak "
             "memory\n\n" + stages_table(run) + "\n"
         )
-        if record.get("floors") and step_memory(run):
+        # the bytes of a ray run's tree are mostly Ray's own traffic between its processes
+        if record.get("floors") and run.get("engine", "duckdb") == "duckdb" and step_memory(run):
             print(
                 f"### Roofline (engine {run.get('engine', 'duckdb')}): each step against its floor\n\n"
                 + floors_line(record["floors"]) + "\n\n" + roofline_table(run, record["floors"]) + "\n"

@@ -2,7 +2,8 @@
 
 Each step reads its inputs' folders (``datasets.py``) as Ray datasets, computes with the same
 compiled kernels inside Arrow batch functions, shuffles with Ray Data's hash joins and
-aggregations, writes its own folder, and returns the DuckDB view that checks, metadata and the
+aggregations (and takes the wide columns of the per-document tables in place, by position:
+``_AtPositions``), writes its own folder, and returns the DuckDB view that checks, metadata and the
 release read. The driver collects the bucket pressure's totals, and, while the accepted edges
 are few enough, finds their connected components itself; reading the input (``documents``), the
 recall audit and the release stay on the Dagster node (docs/scale-out.md).
@@ -120,19 +121,22 @@ def _renamed(dataset: ray.data.Dataset, names: dict[str, str]) -> ray.data.Datas
     return dataset.rename_columns(names)
 
 
-
 @ray.remote
 def _position_span(block: pa.Table) -> tuple[int, int] | None:
-    """The first and last position of a block sorted by position; None when it is empty."""
-    return (block[POSITION][0].as_py(), block[POSITION][-1].as_py()) if block.num_rows else None
+    """The smallest and largest position of a block; None when it is empty."""
+    if not block.num_rows:
+        return None
+    bounds = pc.min_max(block[POSITION])
+    return bounds["min"].as_py(), bounds["max"].as_py()
 
 
 class _AtPositions:
     """Rows keyed by document position (``POSITION`` and any other columns), to be given columns
     of the per-document tables in place: an inner join on position in which only these narrow
-    rows are shuffled (sorted once), never the table's wide rows (bodies, signatures). A block of
-    a per-document table holds a run of positions, so it fetches only the sorted key blocks that
-    its positions span."""
+    rows are shuffled (sorted once), never the table's wide rows (bodies, signatures). Each block
+    of the table fetches the sorted key blocks its positions span: every key it can match, since
+    a key matches only inside that span. Blocks written in input order (documents, and mostly
+    the tables mapped from it) span a run of positions, so each fetches about its own share."""
 
     def __init__(self, keys: ray.data.Dataset):
         ordered = keys.sort(POSITION).materialize()
@@ -151,7 +155,8 @@ class _AtPositions:
             bounds = pc.min_max(batch[POSITION])
             low, high = bounds["min"].as_py(), bounds["max"].as_py()
             wanted = [ref for ref, first, last in spans if batch.num_rows and first <= high and last >= low]
-            keys = pa.concat_tables(ray.get(wanted)) if wanted else schema.empty_table()
+            # sorted blocks may differ in string widths
+            keys = pa.concat_tables(ray.get(wanted), promote_options="permissive") if wanted else schema.empty_table()
             rows = pc.index_in(keys[POSITION], value_set=batch[POSITION])
             found = pc.is_valid(rows)
             keys, rows = keys.filter(found), rows.filter(found)
