@@ -165,3 +165,34 @@ def test_a_worker_killed_while_fingerprinting_changes_nothing(ray_cluster, tmp_p
     assert killed, "no fingerprinting worker was found to kill"
     evaluation = check_result(result, CONSISTENCY)
     assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
+
+
+def test_the_parameter_sweep_reads_the_ray_engines_documents_as_duckdbs(ray_cluster, tmp_path):
+    import csv
+    import io
+
+    from dagster import materialize
+
+    from dedup_assets.assets.tuning import parameter_sweep
+    from dedup_assets.settings import DedupSettings
+    from dedup_assets.warehouse import DuckDBWarehouse
+
+    combinations = {
+        "sweep_combinations": [{"num_perm": 32, "rows_per_band": 4}, {"num_perm": 64, "auto_bands": True}],
+        "sweep_sample_size": 0,
+    }
+    sweeps = []
+    for runner in run_both(tmp_path, FIXTURE)[:2]:
+        engine = "ray" if runner.database.parent.parent.name == "ray" else "duckdb"
+        result = materialize(
+            [parameter_sweep],
+            resources={
+                "warehouse": DuckDBWarehouse(database=str(runner.database), memory_limit="1GB"),
+                "dedup": DedupSettings(input_path=str(FIXTURE), output_dir=str(runner.output_dir), engine=engine, **combinations),
+            },
+        )
+        assert result.success
+        rows = csv.DictReader(io.StringIO((runner.output_dir / "tuning" / "sweep.csv").read_text(encoding="utf-8")))
+        sweeps.append([{name: value for name, value in row.items() if name != "seconds"} for row in rows])
+    assert len(sweeps[0]) == 2 and sweeps[1] == sweeps[0]
+    assert all(int(row["true_pairs"]) > 0 for row in sweeps[0])
