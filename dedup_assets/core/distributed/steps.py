@@ -398,33 +398,42 @@ def first_copies(tables: RayTables) -> pa.Table:
 
 
 def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
-    """Exact Jaccard, signature overlap and content equality of every pair LSH found, with both
-    documents' bodies brought to the pair by joins."""
+    """Exact Jaccard, signature overlap and content equality of every pair LSH found. Each
+    side's columns are taken in place by its position (``_AtPositions``): first both
+    signatures, which give the overlap and are dropped, then both bodies, which give the
+    Jaccard. Only the pairs move, carrying at most one side's signature or body; the documents
+    never do."""
     partitions = tables.partitions
-    lsh = tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).filter(expr="found_by == 'lsh'")
+    positions = tables.read("fingerprinted", ["doc_id", POSITION])
 
-    def pair_ids(batch: pa.Table) -> pa.Table:
-        sides = [batch[side].combine_chunks() for side in ("left_doc_id", "right_doc_id")]
-        return pa.table({"doc_id": pa.concat_arrays(sides)})
+    def side_positions(side: str) -> ray.data.Dataset:
+        return _renamed(positions, {"doc_id": f"{side}_doc_id", POSITION: f"{side}_position"})
 
-    # the documents of a pair, each once (a semi-join of narrow rows), given their bodies and
-    # signatures in place: the joins to both sides then move these rows, not the whole corpus
-    ids = _arrow(lsh, pair_ids)
-    documents = _AtPositions(
-        tables.read("fingerprinted", ["doc_id", POSITION]).join(ids, "left_semi", partitions, on=("doc_id",))
+    pairs = (
+        tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
+        .filter(expr="found_by == 'lsh'")
+        .select_columns(["left_doc_id", "right_doc_id"])
+        .join(side_positions("left"), "inner", partitions, on=("left_doc_id",))
+        .join(side_positions("right"), "inner", partitions, on=("right_doc_id",))
     )
-    bodies = documents.take(tables, "documents", ["body"]).join(
-        documents.take(tables, "fingerprinted", ["shingle_count", "signature", "content_hash"]).drop_columns(["doc_id"]),
-        "inner",
-        partitions,
-        on=(POSITION,),
-    ).drop_columns([POSITION]).materialize()
 
-    def side(prefix: str) -> ray.data.Dataset:
-        return _renamed(bodies, {name: f"{prefix}_{name}" for name in ("doc_id", "body", "shingle_count", "signature", "content_hash")})
+    def take(dataset: ray.data.Dataset, side: str, table: str, columns: list[str]) -> ray.data.Dataset:
+        keyed = _arrow(dataset, lambda batch: batch.append_column(POSITION, batch[f"{side}_position"]))
+        taken = _AtPositions(keyed).take(tables, table, columns).drop_columns([POSITION])
+        return _renamed(taken, {name: f"{side}_{name}" for name in columns})
 
-    joined = lsh.select_columns(["left_doc_id", "right_doc_id"]).join(side("left"), "inner", partitions, on=("left_doc_id",))
-    joined = joined.join(side("right"), "inner", partitions, on=("right_doc_id",))
+    sketch = ["shingle_count", "signature", "content_hash"]
+
+    def overlap(batch: pa.Table) -> pa.Table:
+        count = batch.num_rows
+        rows = np.arange(count, dtype=np.int64)
+        signatures = np.concatenate([list_matrix(batch["left_signature"]), list_matrix(batch["right_signature"])])
+        return batch.drop_columns([f"{side}_{name}" for side in ("left", "right") for name in ("signature", "content_hash")]).append_column(
+            "signature_overlap", pa.array(kernels.pair_overlap_kernel(signatures, rows, rows + count))
+        ).append_column("is_exact", pc.equal(batch["left_content_hash"], batch["right_content_hash"]))
+
+    signed = _arrow(take(take(pairs, "left", "fingerprinted", sketch), "right", "fingerprinted", sketch), overlap)
+    bodies = take(take(signed, "left", "documents", ["body"]), "right", "documents", ["body"])
 
     def score(batch: pa.Table) -> pa.Table:
         _use_task_cpus()
@@ -432,18 +441,17 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
         rows = np.arange(count, dtype=np.int64)
         texts = pa.concat_arrays([batch[f"{side}_body"].combine_chunks().cast(pa.large_string()) for side in ("left", "right")])
         counts = np.concatenate([batch["left_shingle_count"].to_numpy(), batch["right_shingle_count"].to_numpy()])
-        signatures = np.concatenate([list_matrix(batch["left_signature"]), list_matrix(batch["right_signature"])])
         return pa.table(
             {
                 "left_doc_id": batch["left_doc_id"],
                 "right_doc_id": batch["right_doc_id"],
                 "jaccard": pair_jaccard(texts, rows, rows + count, params.shingle_size, params.hash_scheme, counts),
-                "signature_overlap": kernels.pair_overlap_kernel(signatures, rows, rows + count),
-                "is_exact": pc.equal(batch["left_content_hash"], batch["right_content_hash"]),
+                "signature_overlap": batch["signature_overlap"],
+                "is_exact": batch["is_exact"],
             }
         )
 
-    return _arrow(joined, score)
+    return _arrow(bodies, score)
 
 
 def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
@@ -625,7 +633,8 @@ def clusters(
     roots = _component_roots(tables, driver_edges, log).materialize()
     # every document once with its root (null: no edge), split into components and singletons
     placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
-    members = _AtPositions(placed.filter(expr="is_valid(root_doc_id)")).take(tables, "documents", ["body"])
+    # the members' first copies joined while their rows are narrow, then their bodies taken in place
+    members = placed.filter(expr="is_valid(root_doc_id)")
     copies = tables.read("first_copies")
     if copies.count():
         members = members.join(_renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
@@ -635,6 +644,7 @@ def clusters(
             "text_doc_id", pc.coalesce(_column(batch, "text_doc_id", pa.string()), batch["doc_id"])
         ),
     )
+    members = _AtPositions(members).take(tables, "documents", ["body"])
     ranked = members.groupby("root_doc_id", num_partitions=partitions).map_groups(
         _rank_cluster(shingle_size, threshold), batch_format="pyarrow"
     )
