@@ -59,7 +59,7 @@ def test_ray_gives_the_duckdb_release(ray_cluster, tmp_path, fixture, ray_option
     for name in files:
         if name != "manifest.json":  # it names the engine and the paths
             assert (ray_runner.output_dir / name).read_bytes() == (duckdb_runner.output_dir / name).read_bytes(), name
-    for table in ("fingerprinted", "clusters", "deduped_documents"):  # stored in input order, as DuckDB's
+    for table in ("documents", "fingerprinted", "clusters", "deduped_documents"):  # in input order, as DuckDB's
         assert ray_runner.table(table).doc_id.tolist() == duckdb_runner.table(table).doc_id.tolist(), table
     manifests = duckdb_runner.manifest(), ray_runner.manifest()
     assert manifests[0]["counts"] == manifests[1]["counts"]
@@ -84,6 +84,7 @@ def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp
     # the per-document tables are in input order, as the DuckDB engine stores them (the check
     # compares sets): many fingerprinting tasks and sorted partitions must come back in order
     order = runner.table("documents").doc_id.tolist()
+    assert order == [str(doc_id) for doc_id in pq.read_table(corpus, columns=["doc_id"]).column(0).to_pylist()]
     for table in ("fingerprinted", "clusters"):
         assert runner.table(table).doc_id.tolist() == order, table
     kept = runner.table("deduped_documents").doc_id.tolist()
