@@ -16,6 +16,7 @@ the bodies, connected components named by their smallest doc_id, the same keep r
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -524,38 +525,52 @@ def duplicate_pairs(tables: RayTables) -> TableBuild:
 # --- cluster ----------------------------------------------------------------------------------
 
 
-def _rank_cluster(shingle_size: int, threshold: float) -> Callable[[pa.Table], pa.Table]:
-    """One duplicate component's rows: the keep rule's ranks (newest crawled_at, most tokens,
-    smallest doc_id) and each member's exact Jaccard with the representative, over 64-bit
-    shingle hashes as ``cluster.star_members`` measures it."""
+def _rank_clusters(shingle_size: int, threshold: float) -> Callable[[pa.Table], pa.Table]:
+    """Whole duplicate components' rows (any number of components, each complete): the keep
+    rule's ranks within each (newest crawled_at, most tokens, smallest doc_id) and each member's
+    exact Jaccard with its representative, over 64-bit shingle hashes as
+    ``cluster.star_members`` measures it, for all components at once."""
 
-    def rank(group: pa.Table) -> pa.Table:
+    def rank(members: pa.Table) -> pa.Table:
+        _use_task_cpus()
         order = pc.sort_indices(
-            group,
-            sort_keys=[("crawled_at", "descending"), ("token_count", "descending"), ("doc_id", "ascending")],
+            members,
+            sort_keys=[
+                ("root_doc_id", "ascending"), ("crawled_at", "descending"), ("token_count", "descending"),
+                ("doc_id", "ascending"),
+            ],
             null_placement="at_end",
         )
-        group = group.take(order)
-        size = group.num_rows
-        counts = group["shingle_count"].to_numpy().astype(np.int64)
-        values, offsets = shingle_sets(group["body"], shingle_size, counts)
-        jaccard = kernels.pair_jaccard_kernel(
-            values, offsets, np.arange(size, dtype=np.int64), np.zeros(size, dtype=np.int64), kernel_blocks()
-        )
-        same = pc.equal(group["text_doc_id"], group["text_doc_id"][0]).to_numpy(zero_copy_only=False)
-        jaccard[same] = 1.0
-        representative = group["doc_id"][0]
+        members = members.take(order)
+        count = members.num_rows
+        roots = members["root_doc_id"].combine_chunks()
+        starts = np.flatnonzero(np.concatenate([[True], pc.not_equal(roots[1:], roots[:-1]).to_numpy(zero_copy_only=False)]))
+        sizes = np.diff(np.append(starts, count))
+        first = np.repeat(starts, sizes)  # each row's representative: its component's first row
+        counts = members["shingle_count"].to_numpy().astype(np.int64)
+        values, offsets = shingle_sets(members["body"], shingle_size, counts)
+        jaccard = kernels.pair_jaccard_kernel(values, offsets, np.arange(count, dtype=np.int64), first, kernel_blocks())
+        texts = members["text_doc_id"].combine_chunks()
+        jaccard[pc.equal(texts, texts.take(first)).to_numpy(zero_copy_only=False)] = 1.0
         return _cluster_rows(
-            group,
-            cluster_id=pa.array([f"cluster-{group['root_doc_id'][0].as_py()}"] * size),
-            size=np.full(size, size, dtype=np.int64),
-            ranks=np.arange(1, size + 1, dtype=np.int64),
-            representatives=pa.array([representative.as_py()] * size, pa.string()),
+            members,
+            cluster_id=pc.binary_join_element_wise("cluster-", roots.cast(pa.string()), ""),
+            size=np.repeat(sizes, sizes).astype(np.int64),
+            ranks=np.arange(count, dtype=np.int64) - first + 1,
+            representatives=members["doc_id"].take(pa.array(first)),
             jaccard=pa.array(jaccard),
             threshold=threshold,
         )
 
     return rank
+
+
+def _component_buckets(members: pa.Table, buckets: int) -> pa.Table:
+    """``members`` with a ``bucket`` of its component: the same for every member (crc32 of the
+    root, the same in every process), so a grouping by bucket hands each call whole components."""
+    roots = members["root_doc_id"].to_pylist()
+    hashes = np.fromiter((zlib.crc32(root.encode()) for root in roots), dtype=np.int64, count=len(roots))
+    return members.append_column("bucket", pa.array(hashes % buckets))
 
 
 def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, jaccard, threshold: float) -> pa.Table:
@@ -647,8 +662,12 @@ def clusters(
         ),
     )
     members = _AtPositions(members).take(tables, "documents", ["body"])
-    ranked = members.groupby("root_doc_id", num_partitions=partitions).map_groups(
-        _rank_cluster(shingle_size, threshold), batch_format="pyarrow"
+    # components grouped by bucket, not one call per component: the ranking is vectorized over
+    # a call's components, and per-call overhead times hundreds of thousands of components is
+    # what a grouping by root cost
+    buckets = 4 * partitions
+    ranked = _arrow(members, lambda batch: _component_buckets(batch, buckets)).groupby("bucket", num_partitions=partitions).map_groups(
+        _rank_clusters(shingle_size, threshold), batch_format="pyarrow"
     )
     singles = _arrow(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
     every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
