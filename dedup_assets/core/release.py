@@ -157,8 +157,10 @@ def manifest_entries(
     settings: Settings,
     input_file: InputFile,
     pressure: BucketPressure,
+    signatures: bool,
 ) -> dict:
-    """Everything ``manifest.json`` says besides its list of files."""
+    """Everything ``manifest.json`` says besides its list of files; ``signatures``: whether
+    fingerprinted.parquet has them."""
     counts = run_counts(cursor, tables, pressure.pair_slots)
     return {
         "product": "dedup-assets",
@@ -167,7 +169,7 @@ def manifest_entries(
         "derived_settings": {
             **settings.derived(),
             "max_pair_slots": settings.pair_limits().max_pair_slots,
-            "release_signatures": settings.signatures_released(counts["document_rows"]),
+            "release_signatures": signatures,
         },
         "input": {
             "path": input_file.path,
@@ -203,7 +205,8 @@ def write_release(
     for most of the step."""
     with connection.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
-    queries = release_queries(tables, settings.signatures_released(documents))
+    signatures = settings.signatures_released(documents)
+    queries = release_queries(tables, signatures)
     largest_first = sorted(
         (name for name in queries if name != SUMMARY_FILE), key=lambda name: name not in LARGE_FILES
     )
@@ -215,7 +218,7 @@ def write_release(
             for name in largest_first
         }
         with connection.cursor() as cursor:
-            manifest = manifest_entries(cursor, tables, settings, input_file, pressure)
+            manifest = manifest_entries(cursor, tables, settings, input_file, pressure, signatures)
         files[SUMMARY_FILE] = writers.submit(
             _write_file,
             connection.cursor(),
