@@ -8,7 +8,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.distributed.datasets import POSITION, replace_table, view_build, write_batches
+from dedup_assets.core.distributed.datasets import (
+    POSITION,
+    in_position_order,
+    replace_table,
+    view_build,
+    write_batches,
+    write_positioned,
+)
 
 
 def batches(*sizes: int):
@@ -22,8 +29,13 @@ def test_a_stream_is_written_in_order_and_viewed_without_positions(tmp_path):
     rows = write_batches(tmp_path, "documents", batches(3, 0, 4, 2), rows_per_file=4)
     assert rows == 9
     # a file takes whole batches until it holds rows_per_file or more
-    assert sorted(path.name for path in (tmp_path / "documents").iterdir()) == ["part-000000.parquet", "part-000001.parquet"]
-    view = view_build(tmp_path, "documents")
+    assert sorted(path.name for path in (tmp_path / "documents").iterdir()) == [
+        "part-000000000000.parquet",
+        "part-000000000007.parquet",
+    ]
+    assert in_position_order(tmp_path / "documents")
+    view = view_build(tmp_path, "documents", (POSITION,))
+    assert "order by" not in view.sql  # the files say they are in order: no sort on every read
     with duckdb.connect() as connection:
         assert connection.sql(view.sql).columns == ["doc_id"]
         assert [row[0] for row in connection.sql(view.sql).fetchall()] == [f"d{i}" for i in range(9)]
@@ -71,3 +83,55 @@ def test_a_view_orders_rows_the_files_hold_in_any_order(tmp_path):
     replace_table(tmp_path, "clusters", write, pa.schema([("doc_id", pa.string()), (POSITION, pa.int64())]))
     with duckdb.connect() as connection:
         assert connection.sql(view_build(tmp_path, "clusters", (POSITION,)).sql).fetchall() == [("a",), ("b",), ("c",)]
+
+
+def positioned(doc_ids: str, positions: list[int]) -> pa.Table:
+    return pa.table({"doc_id": list(doc_ids), POSITION: pa.array(positions, pa.int64())})
+
+
+def test_blocks_written_by_position_are_sorted_named_and_read_in_order(tmp_path):
+    def write(folder):
+        assert write_positioned(folder, positioned("fd", [5, 3])) == 2
+        assert write_positioned(folder, positioned("ba", [1, 0])) == 2
+        assert write_positioned(folder, positioned("", [])) == 0  # no file for an empty block
+
+    replace_table(tmp_path, "deduped_documents", write, positioned("", []).schema)
+    folder = tmp_path / "deduped_documents"
+    assert sorted(path.name for path in folder.iterdir()) == ["part-000000000000.parquet", "part-000000000003.parquet"]
+    assert in_position_order(folder)
+    view = view_build(tmp_path, "deduped_documents", (POSITION,))
+    assert "order by" not in view.sql
+    with duckdb.connect() as connection:
+        assert connection.sql(view.sql).fetchall() == [("a",), ("b",), ("d",), ("f",)]
+
+
+@pytest.mark.parametrize(
+    "blocks",
+    [
+        pytest.param([("ca", [2, 0]), ("b", [1])], id="files overlap"),
+        pytest.param([("ac", [0, 2]), ("bd", [1, 3])], id="files interleave"),
+    ],
+)
+def test_a_view_sorts_blocks_that_are_not_runs_of_positions(tmp_path, blocks):
+    replace_table(
+        tmp_path,
+        "clusters",
+        lambda folder: [write_positioned(folder, positioned(*block)) for block in blocks],
+        positioned("", []).schema,
+    )
+    assert not in_position_order(tmp_path / "clusters")
+    view = view_build(tmp_path, "clusters", (POSITION,))
+    with duckdb.connect() as connection:
+        rows = [row[0] for row in connection.sql(view.sql).fetchall()]
+    assert rows == sorted(rows)
+
+
+def test_files_that_do_not_declare_their_order_are_sorted(tmp_path):
+    # in order, and not overlapping, but written without saying they are sorted (as Ray Data writes)
+    def write(folder):
+        pq.write_table(positioned("a", [0]), folder / "part-000000000000.parquet")
+        pq.write_table(positioned("b", [1]), folder / "part-000000000001.parquet")
+
+    replace_table(tmp_path, "clusters", write, positioned("", []).schema)
+    assert not in_position_order(tmp_path / "clusters")
+    assert view_build(tmp_path, "clusters", (POSITION,)).sql.endswith(f"order by {POSITION}")

@@ -16,6 +16,7 @@ import pytest
 from dagster import AssetCheckKey, AssetKey
 
 from dedup_assets.checks import rules
+from dedup_assets.core.distributed.datasets import in_position_order
 from dedup_assets.ray_engine import RayEngine
 from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, require_ray
 
@@ -90,6 +91,9 @@ def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp
     kept = runner.table("deduped_documents").doc_id.tolist()
     chosen = set(kept)
     assert kept == [doc_id for doc_id in order if doc_id in chosen]
+    # and the wide ones are read in that order as they lie, not sorted on every read
+    for table in ("documents", "deduped_documents"):
+        assert in_position_order(Path(f"{runner.database}.datasets") / table), table
     found_by = set(runner.table("candidate_pairs").found_by)
     assert found_by == {"lsh", "content_hash", "lsh_via_copy"}, found_by
 

@@ -2,9 +2,13 @@
 folder, and the DuckDB view that lets checks, metadata and the release read each one.
 
 A table is written into a new folder beside the old one and swapped in when complete, so a
-step that fails half way leaves the previous table readable. A view orders its rows by the
-table's key (input position, or the pair) as the DuckDB engine stores them: Ray Data writes a
-task's blocks into one file in no fixed order, and numbers its tasks in no fixed order either.
+step that fails half way leaves the previous table readable. A view gives its rows in the
+table's key order (input position, or the pair) as the DuckDB engine stores them. Ray Data
+writes a task's blocks into one file in no fixed order, and numbers its tasks in no fixed order
+either, so a view sorts, unless the files show it need not: a per-document table whose files
+each declare their rows sorted by position, named by their first position, each file's
+positions before the next file's, is read in order as it lies (``in_position_order``). Sorting
+the deduplicated corpus's bodies on every read is what that saves.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ def view_build(
         else ""
     )
     files = _sql_string(str(folder / "*.parquet"))
-    ordered = f" order by {', '.join(order)}" if order else ""
+    ordered = f" order by {', '.join(order)}" if order and not (order == (POSITION,) and in_position_order(folder)) else ""
     return TableBuild(sql=f"select *{exclude}{replace} from read_parquet({files}){ordered}", view=True)
 
 
@@ -76,8 +80,43 @@ def _new_folder(root: Path, table: str) -> Path:
     return folder
 
 
-def part_name(index: int) -> str:
-    return f"part-{index:06d}.parquet"
+def part_name(first_position: int) -> str:
+    """A file named by its first row's position: name order is position order."""
+    return f"part-{first_position:012d}.parquet"
+
+
+def write_positioned(folder: Path, block: pa.Table) -> int:
+    """Write a block of a per-document table as one file, sorted by position and saying so,
+    named by its first position; its row count (an empty block writes nothing)."""
+    if not block.num_rows:
+        return 0
+    block = block.sort_by(POSITION)
+    sorting = pq.SortingColumn.from_ordering(block.schema, [(POSITION, "ascending")])
+    pq.write_table(block, folder / part_name(block[POSITION][0].as_py()), sorting_columns=sorting)
+    return block.num_rows
+
+
+def in_position_order(folder: Path) -> bool:
+    """Whether the folder's files, read in name order, give every row in position order: each
+    row group declares its rows sorted by position, and its positions all come after the
+    previous row group's."""
+    last = -1
+    for path in sorted(folder.glob("*.parquet")):
+        metadata = pq.ParquetFile(path).metadata
+        for index in range(metadata.num_row_groups):
+            group = metadata.row_group(index)
+            if not group.num_rows:
+                continue
+            columns = [group.column(i).path_in_schema for i in range(group.num_columns)]
+            if POSITION not in columns or group.sorting_columns[:1] != pq.SortingColumn.from_ordering(
+                metadata.schema.to_arrow_schema(), [(POSITION, "ascending")]
+            ):
+                return False
+            statistics = group.column(columns.index(POSITION)).statistics
+            if statistics is None or not statistics.has_min_max or statistics.min <= last:
+                return False
+            last = statistics.max
+    return True
 
 
 def replace_table(root: str | Path, table: str, write, schema: pa.Schema) -> None:
@@ -107,11 +146,12 @@ def write_batches(
     if first is None and schema is None:
         raise ValueError(f"{table}: the stream was empty and has no schema to create from")
     schema = (schema if first is None else first.schema).append(pa.field(POSITION, pa.int64()))
+    sorting = pq.SortingColumn.from_ordering(schema, [(POSITION, "ascending")])
     rows = 0
 
     def write(folder: Path) -> None:
         nonlocal rows
-        writer, in_file, files = None, 0, 0
+        writer, in_file = None, 0
         try:
             for batch in itertools.chain([first] if first is not None else [], batches):
                 if batch.num_rows == 0:
@@ -119,8 +159,7 @@ def write_batches(
                 if writer is None or in_file >= rows_per_file:
                     if writer is not None:
                         writer.close()
-                    writer, in_file = pq.ParquetWriter(folder / part_name(files), schema), 0
-                    files += 1
+                    writer, in_file = pq.ParquetWriter(folder / part_name(rows), schema, sorting_columns=sorting), 0
                 positions = pa.array(range(rows, rows + batch.num_rows), pa.int64())
                 columns = batch.columns if batch.schema == first.schema else batch.cast(first.schema).columns
                 writer.write_batch(pa.RecordBatch.from_arrays([*columns, positions], schema=schema))

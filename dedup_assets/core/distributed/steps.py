@@ -37,7 +37,7 @@ from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_
 from ..store import TableBuild
 from ..verify import pair_jaccard, shingle_sets
 from .components import connected_components
-from .datasets import POSITION, read_table, replace_table, table_folder, view_build, write_batches
+from .datasets import POSITION, read_table, replace_table, table_folder, view_build, write_batches, write_positioned
 
 PAIR_SCHEMA = pa.schema(
     [
@@ -90,9 +90,24 @@ class RayTables:
 
     def write(self, table: str, dataset: ray.data.Dataset, schema: pa.Schema) -> None:
         """Write ``dataset`` as ``table`` with exactly ``schema`` (joins widen strings to large
-        strings; every file gets the same types)."""
-        typed = _arrow(dataset, lambda batch: batch.select(schema.names).cast(schema))
-        replace_table(self.root, table, lambda folder: typed.write_parquet(str(folder), mode=SaveMode.OVERWRITE), schema)
+        strings; every file gets the same types). A per-document table is written one block per
+        file, sorted and named by position (``write_positioned``): where its blocks are runs of
+        positions, as when mapped from ``documents``' blocks, its view reads it without sorting."""
+
+        def typed(batch: pa.Table) -> pa.Table:
+            return batch.select(schema.names).cast(schema)
+
+        def write(folder: Path) -> None:
+            if POSITION in schema.names:
+
+                def one_file(block: pa.Table) -> pa.Table:
+                    return pa.table({"rows": [write_positioned(folder, typed(block))]})
+
+                _arrow(dataset, one_file, batch_size=None).materialize()
+            else:
+                _arrow(dataset, typed).write_parquet(str(folder), mode=SaveMode.OVERWRITE)
+
+        replace_table(self.root, table, write, schema)
 
     def view(self, table: str, **casts: str) -> TableBuild:
         """The table's DuckDB view, in the DuckDB engine's row order."""
@@ -182,9 +197,7 @@ def documents(tables: RayTables, batches) -> TableBuild:
     """``documents``: the validated input stream (the readers' batches), written in input order
     with each document's position."""
     write_batches(tables.root, "documents", batches, DOCUMENTS_PER_FILE)
-    # its files are written here in input order and named in that order, which DuckDB reads them
-    # in: the view need not sort the corpus on every read
-    return view_build(tables.root, "documents")
+    return tables.view("documents")
 
 
 def fingerprint(tables: RayTables, params: SketchParams, batch_size: int) -> TableBuild:
