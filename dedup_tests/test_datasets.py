@@ -10,6 +10,7 @@ import pytest
 
 from dedup_assets.core.distributed.datasets import (
     POSITION,
+    folder_rows,
     in_position_order,
     replace_table,
     view_build,
@@ -97,7 +98,9 @@ def test_blocks_written_by_position_are_sorted_named_and_read_in_order(tmp_path)
 
     replace_table(tmp_path, "deduped_documents", write, positioned("", []).schema)
     folder = tmp_path / "deduped_documents"
+    # nothing else is left in the folder: each file was written aside and renamed
     assert sorted(path.name for path in folder.iterdir()) == ["part-000000000000.parquet", "part-000000000003.parquet"]
+    assert folder_rows(folder) == 4
     assert in_position_order(folder)
     view = view_build(tmp_path, "deduped_documents", (POSITION,))
     assert "order by" not in view.sql
@@ -135,3 +138,14 @@ def test_files_that_do_not_declare_their_order_are_sorted(tmp_path):
     replace_table(tmp_path, "clusters", write, positioned("", []).schema)
     assert not in_position_order(tmp_path / "clusters")
     assert view_build(tmp_path, "clusters", (POSITION,)).sql.endswith(f"order by {POSITION}")
+
+
+def test_a_null_position_is_sorted_by_the_view_not_read_as_it_lies(tmp_path):
+    def write(folder):
+        write_positioned(folder, pa.table({"doc_id": ["a", "n"], POSITION: pa.array([5, None], pa.int64())}))
+        write_positioned(folder, positioned("b", [6]))
+
+    replace_table(tmp_path, "clusters", write, positioned("", []).schema)
+    assert not in_position_order(tmp_path / "clusters")
+    with duckdb.connect() as connection:
+        assert connection.sql(view_build(tmp_path, "clusters", (POSITION,)).sql).fetchall() == [("a",), ("b",), ("n",)]

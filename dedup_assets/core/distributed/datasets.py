@@ -14,12 +14,14 @@ the deduplicated corpus's bodies on every read is what that saves.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..store import TableBuild
@@ -50,7 +52,9 @@ def view_build(
 ) -> TableBuild:
     """A DuckDB view over table's folder, without ``POSITION``, in ``order`` (the DuckDB
     engine's row order: Ray Data does not keep a dataset's order in the files it writes), with
-    ``casts`` (column -> DuckDB type) where Parquet cannot keep the type, such as fixed-size lists."""
+    ``casts`` (column -> DuckDB type) where Parquet cannot keep the type, such as fixed-size lists.
+    Ordered by position, it sorts only when the files as written now are not in that order
+    (``in_position_order``): a table written again gets its view built again."""
     folder = table_folder(root, table).resolve()
     first = min(folder.glob("*.parquet"))
     exclude = f" exclude ({POSITION})" if POSITION in pq.read_schema(first).names else ""
@@ -87,13 +91,24 @@ def part_name(first_position: int) -> str:
 
 def write_positioned(folder: Path, block: pa.Table) -> int:
     """Write a block of a per-document table as one file, sorted by position and saying so,
-    named by its first position; its row count (an empty block writes nothing)."""
+    named by its first position; its row count (an empty block writes nothing). The file
+    appears whole (written aside, then renamed), as a retried task writes it again."""
     if not block.num_rows:
         return 0
-    block = block.sort_by(POSITION)
+    positions = block[POSITION]
+    if len(positions) > 1 and not pc.all(pc.greater(positions[1:], positions[:-1])).as_py():
+        block = block.sort_by(POSITION)  # blocks taken in place come sorted: no copy of their bodies
     sorting = pq.SortingColumn.from_ordering(block.schema, [(POSITION, "ascending")])
-    pq.write_table(block, folder / part_name(block[POSITION][0].as_py()), sorting_columns=sorting)
+    target = folder / part_name(block[POSITION][0].as_py())
+    aside = target.with_name(f"{target.name}.{uuid.uuid4().hex}.partial")  # not *.parquet: no reader sees it
+    pq.write_table(block, aside, sorting_columns=sorting)
+    os.replace(aside, target)
     return block.num_rows
+
+
+def folder_rows(folder: Path) -> int:
+    """The rows of a folder's Parquet files, from their footers."""
+    return sum(pq.ParquetFile(path).metadata.num_rows for path in folder.glob("*.parquet"))
 
 
 def in_position_order(folder: Path) -> bool:
@@ -113,7 +128,10 @@ def in_position_order(folder: Path) -> bool:
             ):
                 return False
             statistics = group.column(columns.index(POSITION)).statistics
-            if statistics is None or not statistics.has_min_max or statistics.min <= last:
+            # a null position would come first under the view's sort, wherever it lies
+            if statistics is None or not statistics.has_min_max or not statistics.has_null_count:
+                return False
+            if statistics.null_count or statistics.min <= last:
                 return False
             last = statistics.max
     return True

@@ -37,7 +37,16 @@ from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_
 from ..store import TableBuild
 from ..verify import pair_jaccard, shingle_sets
 from .components import connected_components
-from .datasets import POSITION, read_table, replace_table, table_folder, view_build, write_batches, write_positioned
+from .datasets import (
+    POSITION,
+    folder_rows,
+    read_table,
+    replace_table,
+    table_folder,
+    view_build,
+    write_batches,
+    write_positioned,
+)
 
 PAIR_SCHEMA = pa.schema(
     [
@@ -103,7 +112,14 @@ class RayTables:
                 def one_file(block: pa.Table) -> pa.Table:
                     return pa.table({"rows": [write_positioned(folder, typed(block))]})
 
-                _arrow(dataset, one_file, batch_size=None).materialize()
+                written = _arrow(dataset, one_file, batch_size=None).sum("rows") or 0
+                # a file written over by another block, or left by an attempt that split its
+                # blocks otherwise, would change the table's rows without an error
+                if written != folder_rows(folder):
+                    raise RuntimeError(
+                        f"{table}: {written:,} rows were written but {folder} holds {folder_rows(folder):,}: "
+                        "another run may be writing the same tables; run the step again with no other run on them"
+                    )
             else:
                 _arrow(dataset, typed).write_parquet(str(folder), mode=SaveMode.OVERWRITE)
 
