@@ -94,7 +94,7 @@ def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp
     # and the wide ones are read in that order as they lie, not sorted on every read
     for table in ("documents", "deduped_documents"):
         folder = Path(f"{runner.database}.datasets") / table
-        assert len(list(folder.glob("*.parquet"))) > 1 and in_position_order(folder), table
+        assert any(folder.glob("*.parquet")) and in_position_order(folder), table
     found_by = set(runner.table("candidate_pairs").found_by)
     assert found_by == {"lsh", "content_hash", "lsh_via_copy"}, found_by
 
