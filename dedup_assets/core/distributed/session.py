@@ -17,7 +17,6 @@ import ray.data
 
 
 LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 600_000}
-SHUFFLE_INPUT_BYTES = 256 * 2**20
 
 
 class RayUnavailable(RuntimeError):
@@ -33,9 +32,6 @@ def _configure_data() -> None:
     # the nodes: on small nodes a dozen fresh worker processes at each step's start (one took a
     # 5M run's one-CPU node from 7 to 13 GB). The first reads the footers without them.
     context.use_datasource_v2 = False
-    # A shuffle's map task concatenates this many bytes of input blocks and partitions the copy:
-    # at Ray's default of 1 GiB one such task held 4.2 GB on a 5M run's one-CPU head node
-    context.shuffle_input_batch_bytes = SHUFFLE_INPUT_BYTES
     logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
