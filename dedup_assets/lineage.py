@@ -13,7 +13,9 @@ import json
 import shlex
 from collections.abc import Mapping
 
+from .core.ingest import changed_in_place_files
 from .core.settings import STAGE_SETTINGS, Settings
+from .core.tables import READ_IN_PLACE
 
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
 
@@ -88,3 +90,17 @@ def combined_lineage(
         )
     merged.update({name: current[name] for name in STAGE_SETTINGS.get(asset_name, ())})
     return dict(sorted(merged.items()))
+
+
+def refuse_changed_input(lineage: Mapping[str, object], current: Mapping[str, object]) -> None:
+    """Refuse tables built on a documents view whose Parquet files have changed since it read
+    them: the bodies it gives now are not the ones those tables were built from."""
+    changed = changed_in_place_files(lineage.get(READ_IN_PLACE, []))
+    if changed:
+        raise StaleUpstream(
+            f"The input has changed since documents read it: {'; '.join(changed)}. documents reads "
+            "a Parquet input's bodies from its files (parquet_bodies: in_place), so the tables built "
+            "on it no longer match them. Restore the file, or read it again: "
+            + _rebuild_hint(["input_path"], current)
+            + "."
+        )

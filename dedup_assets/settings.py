@@ -17,7 +17,7 @@ from dagster import Config, ConfigurableResource
 from pydantic import Field, model_validator
 
 from .core.settings import (
-    CLUSTER_MODES, ENGINES, HASH_SCHEMES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
+    CLUSTER_MODES, ENGINES, HASH_SCHEMES, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
 )
 from .core.tables import TABLE_LAYOUT
 
@@ -32,6 +32,7 @@ HashScheme = Enum("HashScheme", {name: name for name in HASH_SCHEMES}, type=str)
 SourceFormat = Enum("SourceFormat", {name: name for name in SOURCE_FORMATS}, type=str)
 ClusterMode = Enum("ClusterMode", {name: name for name in CLUSTER_MODES}, type=str)
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)
+ParquetBodies = Enum("ParquetBodies", {name: name for name in PARQUET_BODIES}, type=str)
 
 
 def _from_environment(variable: str, default: str) -> Path:
@@ -128,6 +129,12 @@ class DedupSettings(ConfigurableResource):
     )
     jsonl_fields: dict[str, str] = Field(
         default_factory=dict, description="Deprecated: the former name of fields (fields wins)."
+    )
+    parquet_bodies: ParquetBodies = Field(
+        default=ParquetBodies(DEFAULTS.parquet_bodies),
+        description="in_place: a Parquet input's bodies are read from its files by every step "
+        "(engine duckdb), not copied into the database; the files must then stay as they are, and a "
+        "changed one is refused with the command that reads it again. copy: copied, as other formats are.",
     )
     audit_sample_size: int = Field(
         default=DEFAULTS.audit_sample_size,

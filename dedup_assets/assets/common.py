@@ -8,7 +8,7 @@ from dagster import AssetExecutionContext
 from ..core.settings import Settings
 from ..core.tables import PIPELINE_TABLES
 from ..errors import user_errors
-from ..lineage import combined_lineage
+from ..lineage import combined_lineage, refuse_changed_input
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 
@@ -29,4 +29,7 @@ def checked_lineage(
     )
     lineages = {upstream: warehouse.upstream_lineage(upstream, name) for upstream in upstreams}
     with user_errors():
-        return combined_lineage(name, dedup.current_values(), lineages), dedup.settings()
+        current = dedup.current_values()
+        lineage = combined_lineage(name, current, lineages)
+        refuse_changed_input(lineage, current)
+        return lineage, dedup.settings()

@@ -2,6 +2,7 @@ from dagster import AssetExecutionContext, AssetSpec, MaterializeResult, Metadat
 
 from ..core.ingest import build_documents, build_rejected_documents, input_identity
 from ..core.readers import InputStats
+from ..core.tables import DOCUMENT_ROWS, READ_IN_PLACE
 from ..errors import user_errors
 from ..lineage import combined_lineage
 from ..ray_engine import RayEngine
@@ -18,7 +19,11 @@ Reads the input (`DEDUP_INPUT` or `input_path`: a CSV, Parquet, JSONL or WARC fi
 glob, or a targets file of WARC byte ranges, fetched from `warc_base_url`) in batches. A row that cannot be a document goes to `rejected_documents` with its reason
 instead (or fails the run with `fail_on_reject`); a problem with the whole input (missing file or
 column, unreadable file) fails the run with what to fix. `crawled_at` is stored in UTC. Empty
-bodies are kept; they become singletons."""
+bodies are kept; they become singletons.
+
+A Parquet input's bodies are read in place (`parquet_bodies: in_place`, engine duckdb): this is
+then a view joining the validated rows (`document_rows`) with the files' body column, and later
+assets refuse to run if a file has changed since."""
 
 REJECTED_DESCRIPTION = """Input rows that did not become documents, each with `source_file`,
 `input_row`, `doc_id`, a `reason` (such as `missing_field`, `invalid_crawled_at`, `too_large`,
@@ -58,13 +63,15 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
         own_lineage = combined_lineage("documents", dedup.current_values(), {})
     warehouse.open()  # a locked database fails now, before the input is hashed
     path = dedup.input_file()
-    build, stats = build_documents(path, settings.batch_size, settings.input_policy(), context.log.info)
+    rows_table = warehouse.qualified(DOCUMENT_ROWS) if settings.bodies_read_in_place() else None
+    build, stats = build_documents(path, settings.batch_size, settings.input_policy(), context.log.info, rows_table)
     with input_identity(path, settings.source_format) as identity:
 
         def with_identity() -> dict:
             # the input's identity is known once the stream is read; it is written with the rows
             found = identity.result()
-            return {**own_lineage, "input_sha256": found.sha256, "input_byte_size": found.byte_size}
+            in_place = {READ_IN_PLACE: stats.read_in_place} if stats.read_in_place else {}
+            return {**own_lineage, "input_sha256": found.sha256, "input_byte_size": found.byte_size, **in_place}
 
         if settings.engine == "ray":
             with user_errors():  # the stream is read here: its input errors say what to fix

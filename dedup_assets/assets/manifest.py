@@ -6,7 +6,7 @@ from ..core.readers import InputFile
 from ..core.publish import publish_release
 from ..errors import user_errors
 from ..core.store import TableBuild
-from ..core.tables import PIPELINE_TABLES
+from ..core.tables import PIPELINE_TABLES, READ_IN_PLACE
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
@@ -31,7 +31,7 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
         pressure = BucketPressure.from_lineage(lineage) or bucket_pressure(cursor, tables)
         written = publish_release(
             cursor, tables, output_dir, settings, input_file, pressure,
-            database=warehouse.database, log=context.log.info,
+            database=warehouse.database, log=context.log.info, input_read_in_place=bool(lineage.get(READ_IN_PLACE)),
         )
     counts = written["counts"]
     metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})

@@ -1,28 +1,33 @@
 """The documents step: the validated input streamed into ``documents``, the rows that cannot be
 documents into ``rejected_documents``, and the input's identity (size and sha256) taken while
-it is read."""
+it is read.
+
+A Parquet input's bodies are not copied: ``documents`` is then a view that joins the validated
+rows, stored without their bodies, position by position with the files' own body column. The
+files must then stay as they were: their size and modification time are recorded, and
+:func:`changed_in_place_files` tells a later step that one has changed."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
+
 import pyarrow as pa
 
-from .readers import InputFile, InputStats, describe_input, document_batches
+from .readers import InputError, InputFile, InputStats, bodies_in_place, describe_input, document_batches, document_rows
 from .settings import InputPolicy
 from .store import TableBuild
 from .streams import Progress, prefetched
 
-def document_stream(
-    path: Path, stats: InputStats, batch_size: int, policy: InputPolicy, log: Progress
-) -> Iterator[pa.RecordBatch]:
+def document_stream(batches: Iterator[pa.RecordBatch], stats: InputStats, log: Progress) -> Iterator[pa.RecordBatch]:
     """The validated input, logged as it streams; the next batch is read and validated while
     the caller stores the previous one."""
     last = time.monotonic()
-    for batch in prefetched(document_batches(path, stats, batch_size, policy)):
+    for batch in prefetched(batches):
         if time.monotonic() - last >= 5.0:
             last = time.monotonic()
             log(f"documents: {stats.rows:,} rows read")
@@ -30,12 +35,62 @@ def document_stream(
 
 
 def build_documents(
-    path: Path, batch_size: int, policy: InputPolicy, log: Progress
+    path: Path, batch_size: int, policy: InputPolicy, log: Progress, rows_table: str | None = None
 ) -> tuple[TableBuild, InputStats]:
     """The accepted documents as a stream; ``stats`` fills in (rejected rows included) as it is
-    written, for :func:`build_rejected_documents`."""
+    written, for :func:`build_rejected_documents`.
+
+    With ``rows_table``, an input whose bodies can be read in place (every file Parquet, with a
+    text body) gives a view instead: ``rows_table`` holds every input record's validated row,
+    its body left out where it is the file's own, and the view joins it, position by
+    position, with the files' body column (``stats.read_in_place`` names the files)."""
     stats = InputStats()
-    return TableBuild(batches=document_stream(path, stats, batch_size, policy, log)), stats
+    files = bodies_in_place(path, policy) if rows_table else None
+    if not files:
+        return TableBuild(batches=document_stream(document_batches(path, stats, batch_size, policy), stats, log)), stats
+    stats.read_in_place = file_identities([file for file, _ in files])
+    rows = TableBuild(batches=document_stream(document_rows(path, stats, batch_size, policy), stats, log))
+    return TableBuild(sql=_in_place_view(files, rows_table), view=True, prepare=((rows_table, rows),)), stats
+
+
+def _sql_string(text: str) -> str:
+    # A view cannot take bound parameters, so the file names are written into its SQL as quoted
+    # literals, quotes doubled.
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _in_place_view(files: list[tuple[Path, str]], rows_table: str) -> str:
+    """The documents view: each kept row with its body, the validated one where ``rows_table``
+    holds it, else the file's. The files are scanned in input order and the rows stored in it,
+    so a positional join pairs them (the rows, the smaller side, are the one it holds)."""
+    names = ", ".join(_sql_string(str(path)) for path, _ in files)
+    column = '"' + files[0][1].replace('"', '""') + '"'
+    return (
+        f"select r.* exclude (kept) replace (coalesce(r.body, p.{column}) as body) "
+        f"from read_parquet([{names}], union_by_name = true) p positional join {rows_table} r where r.kept"
+    )
+
+
+def file_identities(paths: list[Path]) -> list[list]:
+    """[path, bytes, modification time in ns] of each file: what tells that a file has changed."""
+    return [[str(path), path.stat().st_size, path.stat().st_mtime_ns] for path in paths]
+
+
+def changed_in_place_files(identities: list[list]) -> list[str]:
+    """What has changed in the files whose bodies documents reads in place, each as a phrase
+    naming the file; empty when each is as it was read."""
+    changed = []
+    for path, size, mtime_ns in identities:
+        try:
+            now = Path(path).stat()
+        except OSError:
+            changed.append(f"{path} is gone")
+            continue
+        if now.st_size != size:
+            changed.append(f"{path} has {now.st_size:,} bytes, not {size:,}")
+        elif now.st_mtime_ns != mtime_ns:
+            changed.append(f"{path} was modified after documents read it")
+    return changed
 
 
 def build_rejected_documents(stats: InputStats) -> TableBuild:
@@ -51,3 +106,28 @@ def input_identity(path: Path, source_format: str | None) -> Iterator[Future[Inp
     """The input's identity, hashed in a second thread while the caller reads the input."""
     with ThreadPoolExecutor(max_workers=1) as hasher:
         yield hasher.submit(describe_input, path, source_format)
+
+
+Written = TypeVar("Written")
+
+
+@contextmanager
+def confirmed_input(input_file: InputFile, source_format: str | None, rehash: bool) -> Iterator[Callable[[Written], Written]]:
+    """A function to pass a finished release through. With ``rehash`` (documents read the
+    input's bodies in place), the input is hashed again in a second thread meanwhile, and the
+    function raises :class:`InputError` if it is no longer the input documents read, so that
+    the release is not switched in; otherwise it returns the release as given."""
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        again = hasher.submit(describe_input, Path(input_file.path), source_format) if rehash else None
+
+        def confirm(written: Written) -> Written:
+            if again is not None and again.result().sha256 != input_file.sha256:
+                raise InputError(
+                    f"{input_file.path}: its sha256 is now {again.result().sha256}, not the "
+                    f"{input_file.sha256} documents read, and documents reads its bodies from it "
+                    "(parquet_bodies: in_place). The release was not written. Restore the file, or "
+                    "re-materialize documents and everything downstream of it."
+                )
+            return written
+
+        yield confirm

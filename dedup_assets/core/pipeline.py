@@ -28,7 +28,7 @@ from .settings import DEFAULT_DUCKDB_MEMORY, Settings
 from .sketch import build_fingerprinted
 from .store import open_database, write_table
 from .summary import run_counts
-from .tables import SCHEMA, Tables
+from .tables import DOCUMENT_ROWS, SCHEMA, Tables
 from .verify import build_duplicate_pairs, build_scored_pairs
 
 
@@ -94,7 +94,8 @@ def run_library(
 
     with open_database(database_path, duckdb_memory, SCHEMA) as connection:
         with stage("documents"), input_identity(Path(input_path), settings.source_format) as identity:
-            build, stats = build_documents(Path(input_path), settings.batch_size, settings.input_policy(), log)
+            rows_table = f"{SCHEMA}.{DOCUMENT_ROWS}" if settings.bodies_read_in_place() else None
+            build, stats = build_documents(Path(input_path), settings.batch_size, settings.input_policy(), log, rows_table)
             write_table(connection, tables.documents, build)
             write_table(connection, tables.rejected_documents, build_rejected_documents(stats))
             input_file = identity.result()
@@ -123,7 +124,7 @@ def run_library(
             with stage("release"):
                 written = publish_release(
                     connection, tables, Path(output_dir), settings, input_file, pressure,
-                    database=database_path, log=log,
+                    database=database_path, log=log, input_read_in_place=bool(stats.read_in_place),
                 )
             counts = written["counts"]
     return {

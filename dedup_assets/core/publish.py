@@ -31,6 +31,7 @@ from typing import TypeVar
 
 import duckdb
 
+from .ingest import confirmed_input
 from .lsh import BucketPressure
 from .readers import InputFile
 from .release import (
@@ -276,14 +277,18 @@ def publish_release(
     *,
     database: str,
     log: Callable[[str], None],
+    input_read_in_place: bool = False,
 ) -> dict:
-    """:func:`write_release` through :func:`publish`: the manifest of the release switched in."""
-    return publish(
-        output_dir,
-        lambda folder: write_release(connection, tables, folder, settings, input_file, pressure),
-        database,
-        log,
-    )
+    """:func:`write_release` through :func:`publish`: the manifest of the release switched in.
+    With ``input_read_in_place``, a release whose input has changed is refused before the switch
+    (:func:`ingest.confirmed_input`)."""
+    with confirmed_input(input_file, settings.source_format, input_read_in_place) as confirm:
+        return publish(
+            output_dir,
+            lambda folder: confirm(write_release(connection, tables, folder, settings, input_file, pressure)),
+            database,
+            log,
+        )
 
 
 def publish_batch_release(

@@ -16,10 +16,13 @@ HashScheme = Literal["fss", "blake2b"]
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
 ClusterMode = Literal["components", "star"]
 Engine = Literal["duckdb", "ray"]
+# in_place: a Parquet input's bodies are read from its files, not copied into the database
+ParquetBodies = Literal["in_place", "copy"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
 CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
 ENGINES: tuple[str, ...] = get_args(Engine)
+PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
 
 # The fast sketch's 2 * num_perm rounds must fit in its 10 round bits (kernels.py).
 MAX_SKETCH_SIZE = 1 << 9
@@ -62,6 +65,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     # the engine decides where every table lives (DuckDB, or Parquet folders it views)
     "documents": (
         "table_layout", "engine", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields", "warc_base_url",
+        "parquet_bodies",
     ),
     # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
     "fingerprinted": (
@@ -216,6 +220,7 @@ class Settings:
     jsonl_fields: dict = field(default_factory=dict)  # the former, JSONL-only name of ``fields``
     source_format: str | None = None
     fields: dict = field(default_factory=dict)
+    parquet_bodies: str = "in_place"
     audit_sample_size: int = 1_000  # 0: every document
     min_recall: float = 0.9
     cluster_mode: str = "components"
@@ -253,6 +258,10 @@ class Settings:
         if self.cluster_mode not in CLUSTER_MODES:
             raise SettingsError(
                 f"cluster_mode must be one of {', '.join(CLUSTER_MODES)}, got {self.cluster_mode!r}"
+            )
+        if self.parquet_bodies not in PARQUET_BODIES:
+            raise SettingsError(
+                f"parquet_bodies must be one of {', '.join(PARQUET_BODIES)}, got {self.parquet_bodies!r}"
             )
         if self.engine not in ENGINES:
             raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
@@ -308,6 +317,11 @@ class Settings:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def bodies_read_in_place(self) -> bool:
+        """Whether documents may read a Parquet input's bodies from its files (engine duckdb:
+        the ray engine writes documents as Parquet folders of its own)."""
+        return self.engine == "duckdb" and self.parquet_bodies == "in_place"
 
     def signatures_released(self, documents: int) -> bool:
         """Whether the release's fingerprinted.parquet has the signature column."""

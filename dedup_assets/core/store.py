@@ -88,7 +88,8 @@ def open_database(
 class TableBuild:
     """Either ``sql`` (a SELECT, run with ``params``; ``arrow_inputs`` are registered under their
     names first; ``view`` stores the query itself instead of its rows) or ``batches`` (with a
-    ``schema`` if the stream can be empty)."""
+    ``schema`` if the stream can be empty). ``prepare``: (table, build) of tables the build
+    reads, written first, in the same transaction."""
 
     sql: str | None = None
     params: Sequence = ()
@@ -96,6 +97,7 @@ class TableBuild:
     batches: Iterable[pa.RecordBatch] | None = None
     schema: pa.Schema | None = None
     view: bool = False
+    prepare: tuple[tuple[str, TableBuild], ...] = ()
 
     def __post_init__(self) -> None:
         if (self.sql is None) == (self.batches is None):
@@ -137,6 +139,8 @@ def table_exists(connection: duckdb.DuckDBPyConnection, table: str, kind: str | 
 
 
 def _create(connection: duckdb.DuckDBPyConnection, table: str, build: TableBuild) -> None:
+    for prepared, inner in build.prepare:
+        _create(connection, prepared, inner)
     # CREATE OR REPLACE cannot turn a table into a view or back
     other = "table" if build.view else "view"
     if table_exists(connection, table, "BASE TABLE" if build.view else "VIEW"):

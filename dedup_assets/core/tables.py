@@ -33,6 +33,12 @@ PIPELINE_TABLES = (
     "evaluation",
 )
 
+# documents' validated rows without the bodies a view reads from the input's Parquet files
+# (``ingest.build_documents``): a table of the documents asset, not an asset of its own
+DOCUMENT_ROWS = "document_rows"
+# the documents lineage entry naming those files: [path, bytes, mtime_ns] each
+READ_IN_PLACE = "input_read_in_place"
+
 
 @dataclass(frozen=True)
 class Tables:

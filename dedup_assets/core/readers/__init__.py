@@ -5,7 +5,7 @@ files of an input (one file, a folder or a glob) are read in turn, and their bat
 into documents with the six base columns; every input record ends as a document or a reject."""
 
 from ..settings import InputPolicy
-from .documents import InputStats, count_input_records, document_batches, read_documents
+from .documents import InputStats, bodies_in_place, count_input_records, document_batches, document_rows, read_documents
 from .files import InputFile, describe_input, file_sha256
 from .protocol import InputError, Reader
 from .registry import READERS, reader_for
@@ -17,9 +17,11 @@ __all__ = [
     "InputPolicy",
     "InputStats",
     "Reader",
+    "bodies_in_place",
     "count_input_records",
     "describe_input",
     "document_batches",
+    "document_rows",
     "file_sha256",
     "read_documents",
     "reader_for",

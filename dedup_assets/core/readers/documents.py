@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +52,8 @@ class InputStats:
     extra_columns: list[str] = field(default_factory=list)
     rejected: list[dict] = field(default_factory=list)
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
+    # [path, bytes, mtime_ns] of the files whose bodies documents reads in place (none: copied)
+    read_in_place: list[list] = field(default_factory=list)
 
     def reject_document(self, source_file: str, row: int, doc_id: str, reason: str, detail: str) -> None:
         """Turn a record read as a document into a rejected one (a check that needs more than
@@ -79,7 +81,44 @@ def document_batches(
     which raises :class:`InputError` instead. A problem with the whole input (no such file, a
     missing column, a column named like one the pipeline adds, an unreadable file) always
     raises; what the files' names and headers show, before any record is read."""
+    return _validated(source, stats, batch_size, policy or InputPolicy(), _accepted)
+
+
+def document_rows(
+    source: Path, stats: InputStats, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None
+) -> Iterator[pa.RecordBatch]:
+    """For an input whose bodies are read in place (:func:`bodies_in_place`): one row per input
+    record, in file order, with the columns of :func:`document_batches`, then ``kept`` (whether
+    the record became a document). ``body`` is null where the validated body is the file's own,
+    so the text is not copied, and the validated body where it is not. Validated and counted as
+    that stream is."""
+    return _validated(source, stats, batch_size, policy or InputPolicy(), _all_rows)
+
+
+def bodies_in_place(source: Path, policy: InputPolicy | None = None) -> list[tuple[Path, str]] | None:
+    """Each input file and its body column, when every file is Parquet with a text body, which
+    can be read again from the file instead of being copied; None otherwise. Reads names and
+    footers only."""
     policy = policy or InputPolicy()
+    column = policy.fields.get("body", "body")
+    found = []
+    try:
+        for path in input_files(source, policy.source_format):
+            reader = reader_for(path, policy.source_format, policy.fields)
+            if reader.name != "parquet":
+                return None
+            schema = reader.schema(path)
+            if column not in schema.names or schema.field(column).type not in (pa.string(), pa.large_string()):
+                return None
+            found.append((path, column))
+    except InputError:  # the validating stream says what is wrong, where it reads the input
+        return None
+    return found
+
+
+def _validated(
+    source: Path, stats: InputStats, batch_size: int, policy: InputPolicy, shape: Callable[[_Screened], pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
     paths = input_files(source, policy.source_format)
     for path in paths:
         check_file(path, policy.source_format)
@@ -87,7 +126,8 @@ def document_batches(
     stats.extra_columns = list(extra)
     first_seen = FirstSeen()
     for path in paths:
-        yield from _file_batches(path, stats, batch_size, policy, extra, first_seen)
+        for screened in _screened_batches(path, stats, batch_size, policy, extra, first_seen):
+            yield shape(screened)
     if stats.rows == 0:
         raise InputError(f"{source}: has no document rows or records.")
     if stats.documents == 0:
@@ -203,14 +243,24 @@ def _extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataT
     return extra
 
 
-def _file_batches(
+@dataclass(frozen=True)
+class _Screened:
+    """One batch of a file's records as read (``raw_body``: the file's own body column, as
+    text), standardized, and which of its rows became documents (``keep``)."""
+
+    standard: pa.RecordBatch
+    keep: np.ndarray
+    raw_body: pa.Array
+
+
+def _screened_batches(
     path: Path,
     stats: InputStats,
     batch_size: int,
     policy: InputPolicy,
     extra: dict[str, pa.DataType],
     first_seen: FirstSeen,
-) -> Iterator[pa.RecordBatch]:
+) -> Iterator[_Screened]:
     reader = reader_for(path, policy.source_format, policy.fields)
     _, names = _mapped_schema(path, reader, policy.fields)
     records_read = 0
@@ -233,18 +283,41 @@ def _file_batches(
             records_read += batch.num_rows
             stats.rows += batch.num_rows
             keep = _screen(path, standard, policy, first_seen, stats)
-            accepted = standard.filter(keep)
-            stats.documents += accepted.num_rows
-            bodies = accepted.column("body")
+            kept = int(keep.sum())
+            stats.documents += kept
+            bodies = standard.column("body") if kept == batch.num_rows else standard.column("body").filter(keep)
             # utf8_is_space stops at the first other character; trimming would copy every body
             stats.empty_bodies += pc.sum(pc.equal(bodies, "")).as_py() or 0
             stats.empty_bodies += pc.sum(pc.utf8_is_space(bodies)).as_py() or 0
-            yield accepted
+            yield _Screened(standard, keep, batch.column("body"))
     except (pa.ArrowInvalid, OSError, duckdb.Error) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "utf8" in detail.lower():
             raise InputError(f"{path}: has bytes that are not valid UTF-8 ({detail}). Re-encode the file as UTF-8.") from None
         raise InputError(f"{path}: cannot be read as {reader.label}: {detail}") from None
+
+
+def _accepted(screened: _Screened) -> pa.RecordBatch:
+    return screened.standard.filter(screened.keep)
+
+
+def _all_rows(screened: _Screened) -> pa.RecordBatch:
+    standard = screened.standard
+    at = standard.schema.get_field_index("body")
+    overrides = _body_overrides(screened.raw_body, standard.column(at))
+    return standard.set_column(at, "body", overrides).append_column("kept", pa.array(screened.keep))
+
+
+def _body_overrides(raw: pa.Array, body: pa.Array) -> pa.Array:
+    """The validated body where it is not the file's own (NFC applied, a null made empty), null
+    where it is. Only a null or non-ASCII body can differ, so only those are compared."""
+    overrides = pa.nulls(len(body), body.type)
+    suspect = pc.fill_null(pc.invert(pc.string_is_ascii(raw)), True)
+    if not pc.any(suspect).as_py():
+        return overrides
+    validated = body.filter(suspect)
+    differs = pc.fill_null(pc.not_equal(raw.filter(suspect).cast(body.type), validated), True)
+    return pc.replace_with_mask(overrides, suspect, pc.if_else(differs, validated, pa.nulls(len(validated), body.type)))
 
 
 def _screen(

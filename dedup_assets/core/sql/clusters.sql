@@ -5,8 +5,9 @@
 -- the clusters by the same rule, so its representative is the one ranked first here.
 -- A member is chained when its Jaccard with the representative is below the threshold: only
 -- connected components (cluster_mode components) put it there.
--- Rows are stored in the documents table's own row order (its rowid: input files in order, rows
--- in file order), so the two line up position by position.
+-- Rows are stored in input order (fingerprinted's rowid, which follows documents: input files in
+-- order, rows in file order; documents may be a view, which has no rowid), so the two line up
+-- position by position.
 -- $1 = jaccard_threshold.
 with stars as (
   select
@@ -18,7 +19,7 @@ with stars as (
 membership as (
   select
     d.doc_id,
-    d.rowid as document_position,
+    f.rowid as document_position,
     d.source_file,
     d.input_row,
     'cluster-' || coalesce(s.root_doc_id, d.doc_id) as cluster_id,
