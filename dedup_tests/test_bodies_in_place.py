@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -16,6 +17,7 @@ import pytest
 from dagster import Failure
 
 from dedup_assets.core.readers import InputStats, bodies_in_place, document_batches, document_rows
+from dedup_assets.core.readers.documents import KEPT
 from dedup_assets.core.settings import InputPolicy
 
 from .conftest import HARD_FIXTURE, GraphRunner, document
@@ -43,10 +45,12 @@ def _awkward_rows() -> list[dict]:
     return rows
 
 
-def test_only_an_input_of_parquet_files_with_a_text_body_is_read_in_place(tmp_path):
+def test_only_an_input_of_parquet_files_with_a_text_body_is_read_in_place(tmp_path, monkeypatch):
     rows = [document("a", "one two three")]
     text = _parquet(tmp_path / "text.parquet", rows)
     assert bodies_in_place(text) == [(text, "body")]
+    monkeypatch.chdir(tmp_path)  # a relative path is kept absolute, for readers in another folder
+    assert bodies_in_place(Path("text.parquet")) == [(text.resolve(), "body")]
     renamed = tmp_path / "renamed.parquet"
     pq.write_table(pa.Table.from_pylist(rows).rename_columns(["doc_id", "source", "domain", "crawled_at", "title", "text"]), renamed)
     assert bodies_in_place(renamed, InputPolicy(fields={"body": "text"})) == [(renamed, "text")]
@@ -55,22 +59,25 @@ def test_only_an_input_of_parquet_files_with_a_text_body_is_read_in_place(tmp_pa
     assert bodies_in_place(tmp_path / "rows.csv") is None
     assert bodies_in_place(tmp_path) is None  # a folder with a CSV among its Parquet files
     assert bodies_in_place(tmp_path / "missing.parquet") is None  # the stream says what is wrong
+    # a column named like the rows' flag, or a name DuckDB would read as a pattern: copied
+    assert bodies_in_place(_parquet(tmp_path / "flagged.parquet", [{**rows[0], KEPT.upper(): True}])) is None
+    assert bodies_in_place(_parquet(tmp_path / "part[1].parquet", rows)) is None
 
 
 def test_document_rows_hold_every_record_and_only_the_bodies_validation_changed(tmp_path):
     path = _parquet(tmp_path / "in.parquet", _awkward_rows())
     copied_stats, rows_stats = InputStats(), InputStats()
     copied = pa.Table.from_batches(list(document_batches(path, copied_stats, 5)))
-    rows = pa.Table.from_batches(list(document_rows(path, rows_stats, 5)))
+    rows = pa.Table.from_batches(list(document_rows(path, [path], rows_stats, 5)))
     assert rows.num_rows == rows_stats.rows == len(_awkward_rows())
-    assert rows.column_names == [*copied.column_names, "kept"]
-    kept = rows.filter(rows["kept"])
-    assert kept.drop_columns(["kept", "body"]) == copied.drop_columns(["body"])
+    assert rows.column_names == [*copied.column_names, KEPT]
+    kept = rows.filter(rows[KEPT])
+    assert kept.drop_columns([KEPT, "body"]) == copied.drop_columns(["body"])
     bodies = dict(zip(kept["doc_id"].to_pylist(), kept["body"].to_pylist()))
     assert bodies["decomposed"] == unicodedata.normalize("NFC", DECOMPOSED)
     assert bodies["no-body"] == ""
     assert {doc_id for doc_id, body in bodies.items() if body is not None} == {"decomposed", "decomposed-copy", "no-body"}
-    assert rows.filter(pa.compute.invert(rows["kept"]))["doc_id"].to_pylist() == [_awkward_rows()[0]["doc_id"], "bad-date"]
+    assert rows.filter(pa.compute.invert(rows[KEPT]))["doc_id"].to_pylist() == [_awkward_rows()[0]["doc_id"], "bad-date"]
     for field in ("rows", "documents", "empty_bodies", "rejected", "rejected_by_reason"):
         assert getattr(rows_stats, field) == getattr(copied_stats, field), field
 

@@ -1,4 +1,5 @@
-"""The table store: opening the database file, and writing a table with its lineage."""
+"""The table store: opening the database file, writing a table with its lineage, and reading some
+documents' rows by id."""
 
 import os
 import subprocess
@@ -11,6 +12,7 @@ from dedup_assets.core.store import (
     TableBuild,
     open_database,
     read_lineage,
+    rows_with_ids,
     table_exists,
     write_table,
 )
@@ -93,3 +95,25 @@ def test_a_full_or_read_only_database_disk_is_one_sentence_naming_the_file(tmp_p
         )
     finally:
         subprocess.run(["umount", "--lazy", str(disk)], check=True)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("kind", ["table", "positional view"])
+def test_rows_with_ids_gives_the_rows_asked_for_in_the_order_asked(tmp_path, seed, kind):
+    import random
+
+    rng = random.Random(seed)
+    rows = {f"d{i:05d}": f"body {i} " * rng.randint(0, 5) for i in range(3_000)}
+    with open_database(str(tmp_path / "db.duckdb"), "256MB", "dedup") as connection:
+        connection.register("given", pa.table({"doc_id": list(rows), "body": list(rows.values())}))
+        if kind == "table":
+            connection.execute("create table dedup.documents as select * from given")
+        else:  # as documents over a Parquet input is: a view whose rows DuckDB cannot estimate
+            connection.execute("create table dedup.ids as select doc_id from given")
+            connection.execute("create table dedup.texts as select body from given")
+            connection.execute("create view dedup.documents as select i.doc_id, t.body from dedup.ids i positional join dedup.texts t")
+        wanted = rng.sample(list(rows), 400) + ["not-a-document"]
+        found = rows_with_ids(connection, "dedup.documents", pa.array(wanted), ["body"])
+    expected = [(doc_id, rows[doc_id]) for doc_id in wanted if doc_id in rows]
+    assert list(zip(found.column("doc_id").to_pylist(), found.column("body").to_pylist())) == expected
+    assert found.column_names == ["doc_id", "body"]

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from ..core.incremental import IndexTables, one_shot_differences
+from ..core.store import rows_with_ids
 from ..core.tables import Tables
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
 from ..core.scurve import lsh_probability, weak_bands_warning
@@ -350,11 +351,7 @@ def removals_meet_threshold(
         """
     ).to_arrow_table()
     involved = pc.unique(pa.concat_arrays([removed.column(0).combine_chunks(), removed.column(1).combine_chunks()]))
-    connection.register("involved", pa.table({"doc_id": involved}))
-    try:  # each body once, however many documents a representative kept out
-        bodies = connection.sql(f"select doc_id, body from {tables.documents} semi join involved using (doc_id)").to_arrow_table()
-    finally:
-        connection.unregister("involved")
+    bodies = rows_with_ids(connection, tables.documents, involved, ["body"])  # each body once
     doc_ids = bodies.column(0).combine_chunks()
     jaccard = np.ones(removed.num_rows)
     scored = ~removed.column(2).to_numpy(zero_copy_only=False).astype(bool)

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from . import kernels
 from .sketch import kernel_blocks
-from .store import TableBuild, read_lineage
+from .store import TableBuild, read_lineage, rows_with_ids
 from .tables import Tables, sql
 from .text import kernel_text
 from .verify import first_copies, shingle_sets
@@ -211,14 +211,9 @@ def build_recall_audit(
     is_copy = pc.is_in(doc_ids, value_set=copies.column("doc_id").combine_chunks()).to_numpy(zero_copy_only=False)
     texts = np.flatnonzero(~is_copy)
     sample = texts[sample_rows(len(texts), sample_size, seed)]
-    # by doc_id, not rowid: on the ray engine documents is a view over Parquet, which has none
-    connection.register("sample", pa.table({"row": sample, "doc_id": doc_ids.take(pa.array(sample, pa.int64()))}))
-    try:
-        sample_bodies = connection.sql(
-            f"select d.body from {tables.documents} d join sample s on s.doc_id = d.doc_id order by s.row"
-        ).to_arrow_table().column(0).combine_chunks()
-    finally:
-        connection.unregister("sample")
+    # by doc_id, not rowid: documents can be a view over Parquet, which has none
+    sample_ids = doc_ids.take(pa.array(sample, pa.int64()))
+    sample_bodies = rows_with_ids(connection, tables.documents, sample_ids, ["body"]).column("body").combine_chunks()
     reader = connection.sql(f"select body from {tables.documents}").to_arrow_reader(batch_size)
     pairs = exact_pairs(
         (batch.column(0) for batch in reader), sample_bodies, sample, shingle_size, threshold, left_out=is_copy

@@ -21,10 +21,11 @@ import duckdb
 import networkx as nx
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import kernels
 from .sketch import kernel_blocks
-from .store import TableBuild
+from .store import TableBuild, rows_with_ids
 from .verify import ensure_memory, first_copies, shingle_sets
 from .tables import Tables, sql
 
@@ -111,11 +112,14 @@ def star_members(
     (J <= smaller / larger set). Jaccard is over the 64-bit shingle hashes, as the audit's (it
     equals the string Jaccard unless two shingles collide); two copies of one text score 1."""
     connection.register("component_roots", roots)
+    texts_wanted = pc.unique(roots.column("text_doc_id"))
+    connection.register("component_documents", rows_with_ids(connection, tables.documents, texts_wanted, ["body"]))
     try:
         members = connection.sql(sql("component_members", tables)).to_arrow_table()
         texts = connection.sql(sql("component_texts", tables)).to_arrow_table()
     finally:
         connection.unregister("component_roots")
+        connection.unregister("component_documents")
     shingle_counts = texts.column("shingle_count").to_numpy().astype(np.int64)
     ensure_memory(texts.nbytes + int(shingle_counts.sum()) * 8, memory_budget_mb, "Clustering the duplicate components")
     values, offsets = shingle_sets(texts.column("body"), shingle_size, shingle_counts)

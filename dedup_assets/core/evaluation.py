@@ -24,9 +24,10 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .readers import InputError, file_sha256
-from .store import TableBuild, read_lineage
+from .store import TableBuild, read_lineage, rows_with_ids
 from .tables import Tables, sql
 from .verify import exact_jaccard
 
@@ -183,9 +184,12 @@ def build_evaluation(
         summary["cluster_labels"] = _cluster_figures(cluster_counts, len(labels.clusters))
         errors = connection.sql(sql("evaluation_errors", tables), params=[ERRORS_LISTED, MEMBERS_PAIRED]).to_arrow_table()
         connection.register("disagreements", errors.append_column("position", pa.array(range(errors.num_rows))))
+        sides = [errors.column(side).combine_chunks() for side in ("left_doc_id", "right_doc_id")]
+        involved = pc.unique(pa.concat_arrays(sides))
+        connection.register("error_documents", rows_with_ids(connection, tables.documents, involved, ["body"]))
         bodies = connection.sql(sql("evaluation_error_bodies", tables)).to_arrow_table()
     finally:
-        for name in ("pair_labels", "cluster_labels", "disagreements"):
+        for name in ("pair_labels", "cluster_labels", "disagreements", "error_documents"):
             connection.unregister(name)
     jaccard = exact_jaccard(bodies.column(0).combine_chunks(), bodies.column(1).combine_chunks(), shingle_size, hash_scheme)
     errors = errors.append_column("jaccard", pa.array(jaccard, pa.float64())).cast(ERROR_SCHEMA)

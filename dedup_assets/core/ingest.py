@@ -19,6 +19,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from .readers import InputError, InputFile, InputStats, bodies_in_place, describe_input, document_batches, document_rows
+from .readers.documents import KEPT
 from .settings import InputPolicy
 from .store import TableBuild
 from .streams import Progress, prefetched
@@ -48,8 +49,9 @@ def build_documents(
     files = bodies_in_place(path, policy) if rows_table else None
     if not files:
         return TableBuild(batches=document_stream(document_batches(path, stats, batch_size, policy), stats, log)), stats
-    stats.read_in_place = file_identities([file for file, _ in files])
-    rows = TableBuild(batches=document_stream(document_rows(path, stats, batch_size, policy), stats, log))
+    paths = [file for file, _ in files]
+    stats.read_in_place = file_identities(paths)
+    rows = TableBuild(batches=document_stream(document_rows(path, paths, stats, batch_size, policy), stats, log))
     return TableBuild(sql=_in_place_view(files, rows_table), view=True, prepare=((rows_table, rows),)), stats
 
 
@@ -61,19 +63,19 @@ def _sql_string(text: str) -> str:
 
 def _in_place_view(files: list[tuple[Path, str]], rows_table: str) -> str:
     """The documents view: each kept row with its body, the validated one where ``rows_table``
-    holds it, else the file's. The files are scanned in input order and the rows stored in it,
-    so a positional join pairs them (the rows, the smaller side, are the one it holds)."""
+    holds it, else the file's. The files are scanned in the order listed, which is input order,
+    and the rows were stored in it, so a positional join pairs them row for row."""
     names = ", ".join(_sql_string(str(path)) for path, _ in files)
     column = '"' + files[0][1].replace('"', '""') + '"'
     return (
-        f"select r.* exclude (kept) replace (coalesce(r.body, p.{column}) as body) "
-        f"from read_parquet([{names}], union_by_name = true) p positional join {rows_table} r where r.kept"
+        f"select r.* exclude ({KEPT}) replace (coalesce(r.body, p.{column}) as body) "
+        f"from read_parquet([{names}], union_by_name = true) p positional join {rows_table} r where r.{KEPT}"
     )
 
 
 def file_identities(paths: list[Path]) -> list[list]:
     """[path, bytes, modification time in ns] of each file: what tells that a file has changed."""
-    return [[str(path), path.stat().st_size, path.stat().st_mtime_ns] for path in paths]
+    return [[str(path), status.st_size, status.st_mtime_ns] for path in paths for status in [path.stat()]]
 
 
 def changed_in_place_files(identities: list[list]) -> list[str]:

@@ -16,7 +16,8 @@ HashScheme = Literal["fss", "blake2b"]
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
 ClusterMode = Literal["components", "star"]
 Engine = Literal["duckdb", "ray"]
-# in_place: a Parquet input's bodies are read from its files, not copied into the database
+# in_place: a Parquet input's bodies are read from its files, not copied into the database. Not a
+# stage setting: either way documents holds the same rows, so no table is built again for it.
 ParquetBodies = Literal["in_place", "copy"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
@@ -65,7 +66,6 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     # the engine decides where every table lives (DuckDB, or Parquet folders it views)
     "documents": (
         "table_layout", "engine", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields", "warc_base_url",
-        "parquet_bodies",
     ),
     # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
     "fingerprinted": (

@@ -3,7 +3,8 @@
 Steps return a :class:`TableBuild` (one SQL query, or a stream of Arrow batches) instead of
 writing; the caller (the Dagster ``warehouse`` resource, or the library runner) writes it with
 :func:`write_table`. Writing is transactional: the table and its lineage are replaced together,
-and a stream that fails half way leaves the previous table in place.
+and a stream that fails half way leaves the previous table in place. :func:`rows_with_ids` reads
+some documents' rows by scanning rather than joining.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 LINEAGE_TABLE = "asset_lineage"
 _LOCK_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
@@ -240,3 +242,28 @@ def read_lineage(connection: duckdb.DuckDBPyConnection, table: str) -> dict:
         return {}
     row = connection.execute(f"select lineage from {lineage_table} where table_name = ?", [name]).fetchall()
     return json.loads(row[0][0]) if row else {}
+
+
+
+def rows_with_ids(
+    connection: duckdb.DuckDBPyConnection, table: str, doc_ids: pa.Array | pa.ChunkedArray, columns: list[str]
+) -> pa.Table:
+    """``doc_id`` and ``columns`` of the rows of ``table`` whose doc_id is in ``doc_ids``, in the
+    order of ``doc_ids`` (an id ``table`` lacks is left out).
+
+    Written as a mark join (``doc_id in (...)`` as a column), which DuckDB does not turn
+    around: documents can be a view whose rows it cannot estimate (``ingest.build_documents``),
+    and it would build a semi join's hash table on the view, every body of the corpus, instead
+    of on the ids."""
+    wanted = doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids
+    names = ", ".join('"' + name.replace('"', '""') + '"' for name in ["doc_id", *columns])
+    connection.register("wanted_doc_ids", pa.table({"doc_id": wanted}))
+    try:
+        found = connection.sql(
+            f"select {names} from (select {names}, doc_id in (select doc_id from wanted_doc_ids) as wanted "
+            f"from {table}) where wanted"
+        ).to_arrow_table()
+    finally:
+        connection.unregister("wanted_doc_ids")
+    at = pc.index_in(wanted.cast(found.schema.field(0).type), value_set=found.column(0).combine_chunks())
+    return found.take(pc.drop_null(at))

@@ -31,7 +31,7 @@ from .pipeline import run_core_steps
 from .plots import FIGURE_SIZE, new_axes, png_bytes
 from .release import spreadsheet_safe
 from .settings import Settings, SweepSettings
-from .store import TableBuild, open_database, write_table
+from .store import TableBuild, open_database, rows_with_ids, write_table
 from .streams import Progress
 from .tables import Tables, sql
 from .verify import MemoryBudgetExceeded, first_copies
@@ -130,16 +130,10 @@ def _sampled_documents(
 ) -> Iterator[pa.RecordBatch]:
     """The ``doc_id``, ``domain`` and ``body`` (what the steps read) of the ``sample`` rows of
     ``documents``, in input order, streamed."""
-    # by doc_id, not rowid: on the ray engine documents is a view over Parquet, which has none
+    # by doc_id, not rowid: documents can be a view over Parquet, which has none
     doc_ids = connection.sql(f"select doc_id from {tables.documents}").to_arrow_table().column(0).combine_chunks()
-    connection.register("sweep_sample", pa.table({"row": sample, "doc_id": doc_ids.take(pa.array(sample, pa.int64()))}))
-    try:
-        yield from connection.sql(
-            f"select d.doc_id, d.domain, d.body from {tables.documents} d join sweep_sample s on s.doc_id = d.doc_id "
-            "order by s.row"
-        ).to_arrow_reader(batch_size)
-    finally:
-        connection.unregister("sweep_sample")
+    sampled = rows_with_ids(connection, tables.documents, doc_ids.take(pa.array(sample, pa.int64())), ["domain", "body"])
+    yield from sampled.to_batches(batch_size)
 
 
 def _label(settings: Settings, varied: bool) -> str:

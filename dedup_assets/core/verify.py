@@ -18,7 +18,7 @@ from . import kernels
 from .minhash import shingle_set_jaccard
 from .settings import SketchParams, Thresholds
 from .sketch import kernel_blocks, list_matrix
-from .store import TableBuild
+from .store import TableBuild, rows_with_ids
 from .tables import Tables, sql
 from .text import document_shingles, kernel_text
 
@@ -140,7 +140,18 @@ def candidate_scores(
     """Per pair LSH found: exact shingle Jaccard (shingling each involved document once), the
     share of equal signature coordinates, and whether the content hashes (of the normalized
     token sequences) are equal."""
-    bodies = connection.sql(sql("candidate_bodies", tables)).to_arrow_table()
+    involved = connection.sql(
+        f"""
+        select left_doc_id as doc_id from {tables.candidate_pairs} where found_by = 'lsh'
+        union
+        select right_doc_id from {tables.candidate_pairs} where found_by = 'lsh'
+        """
+    ).to_arrow_table().column(0)
+    connection.register("candidate_documents", rows_with_ids(connection, tables.documents, involved, ["body"]))
+    try:
+        bodies = connection.sql(sql("candidate_bodies", tables)).to_arrow_table()
+    finally:
+        connection.unregister("candidate_documents")
     connection.register(
         "candidate_positions",
         pa.table({"doc_id": bodies.column("doc_id"), "position": np.arange(bodies.num_rows)}),

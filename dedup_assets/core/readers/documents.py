@@ -29,6 +29,8 @@ from .registry import reader_for
 from .standardize import standardize
 
 _EXAMPLES_SHOWN = 5
+# the column of document_rows that says whether an input record became a document
+KEPT = "kept_as_document"
 
 REJECTED_SCHEMA = pa.schema(
     [
@@ -85,41 +87,49 @@ def document_batches(
 
 
 def document_rows(
-    source: Path, stats: InputStats, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None
+    source: Path, files: list[Path], stats: InputStats, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """For an input whose bodies are read in place (:func:`bodies_in_place`): one row per input
-    record, in file order, with the columns of :func:`document_batches`, then ``kept`` (whether
-    the record became a document). ``body`` is null where the validated body is the file's own,
+    """For an input whose bodies are read in place, ``files`` as :func:`bodies_in_place` listed
+    them: one row per input record, in file order, with the columns of
+    :func:`document_batches`, then ``KEPT`` (whether the record became a document). ``body`` is null where the validated body is the file's own,
     so the text is not copied, and the validated body where it is not. Validated and counted as
     that stream is."""
-    return _validated(source, stats, batch_size, policy or InputPolicy(), _all_rows)
+    return _validated(source, stats, batch_size, policy or InputPolicy(), _all_rows, files)
 
 
 def bodies_in_place(source: Path, policy: InputPolicy | None = None) -> list[tuple[Path, str]] | None:
-    """Each input file and its body column, when every file is Parquet with a text body, which
-    can be read again from the file instead of being copied; None otherwise. Reads names and
-    footers only."""
+    """Each input file (as an absolute path) and its body column, when every file is Parquet
+    with a text body, which can be read again from the file instead of being copied; None
+    otherwise, and for a file whose name a reader would take for a pattern (``*``, ``?``, ``[``)
+    or that has a column named like ``KEPT``. Reads names and footers only."""
     policy = policy or InputPolicy()
     column = policy.fields.get("body", "body")
     found = []
     try:
         for path in input_files(source, policy.source_format):
             reader = reader_for(path, policy.source_format, policy.fields)
-            if reader.name != "parquet":
+            if reader.name != "parquet" or any(mark in str(path) for mark in "*?["):
                 return None
             schema = reader.schema(path)
             if column not in schema.names or schema.field(column).type not in (pa.string(), pa.large_string()):
                 return None
-            found.append((path, column))
+            if KEPT in (name.lower() for name in schema.names):
+                return None
+            found.append((path.resolve(), column))
     except InputError:  # the validating stream says what is wrong, where it reads the input
         return None
     return found
 
 
 def _validated(
-    source: Path, stats: InputStats, batch_size: int, policy: InputPolicy, shape: Callable[[_Screened], pa.RecordBatch]
+    source: Path,
+    stats: InputStats,
+    batch_size: int,
+    policy: InputPolicy,
+    shape: Callable[[_Screened], pa.RecordBatch],
+    paths: list[Path] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    paths = input_files(source, policy.source_format)
+    paths = input_files(source, policy.source_format) if paths is None else paths
     for path in paths:
         check_file(path, policy.source_format)
     extra = _extra_columns(paths, policy)
@@ -305,7 +315,7 @@ def _all_rows(screened: _Screened) -> pa.RecordBatch:
     standard = screened.standard
     at = standard.schema.get_field_index("body")
     overrides = _body_overrides(screened.raw_body, standard.column(at))
-    return standard.set_column(at, "body", overrides).append_column("kept", pa.array(screened.keep))
+    return standard.set_column(at, "body", overrides).append_column(KEPT, pa.array(screened.keep))
 
 
 def _body_overrides(raw: pa.Array, body: pa.Array) -> pa.Array:
