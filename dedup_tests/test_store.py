@@ -114,6 +114,7 @@ def test_rows_with_ids_gives_the_rows_asked_for_in_the_order_asked(tmp_path, see
             connection.execute("create view dedup.documents as select i.doc_id, t.body from dedup.ids i positional join dedup.texts t")
         wanted = rng.sample(list(rows), 400) + ["not-a-document"]
         found = rows_with_ids(connection, "dedup.documents", pa.array(wanted), ["body"])
+        none = rows_with_ids(connection, "dedup.documents", pa.array([], pa.string()), ["body"])
     expected = [(doc_id, rows[doc_id]) for doc_id in wanted if doc_id in rows]
     assert list(zip(found.column("doc_id").to_pylist(), found.column("body").to_pylist())) == expected
-    assert found.column_names == ["doc_id", "body"]
+    assert found.column_names == none.column_names == ["doc_id", "body"] and none.num_rows == 0

@@ -257,6 +257,8 @@ def rows_with_ids(
     of on the ids."""
     wanted = doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids
     names = ", ".join('"' + name.replace('"', '""') + '"' for name in ["doc_id", *columns])
+    if not len(wanted):  # nothing to scan the corpus for
+        return connection.sql(f"select {names} from {table} limit 0").to_arrow_table()
     connection.register("wanted_doc_ids", pa.table({"doc_id": wanted}))
     try:
         found = connection.sql(
