@@ -17,11 +17,6 @@ import ray.data
 
 
 LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 600_000}
-# Input bytes a shuffle's map task gathers in the candidate step (Ray's default is 1 GiB). The task
-# concatenates its input and partitions the copy: at 1 GiB one such task held 4.2 GB of a one-CPU
-# node at 5M. Only that step is changed: a run with 256 MiB in every step stalled in
-# verification with both nodes' CPUs held by idle read tasks.
-CANDIDATE_SHUFFLE_INPUT_BYTES = 256 * 2**20
 
 
 class RayUnavailable(RuntimeError):
@@ -47,19 +42,6 @@ def cluster_cpus() -> int:
 def cluster_object_store() -> int:
     """Bytes of object store memory over the cluster's nodes."""
     return int(ray.cluster_resources().get("object_store_memory", 0))
-
-
-@contextmanager
-def shuffle_input_bytes(limit: int) -> Iterator[None]:
-    """Shuffle map tasks gather at most ``limit`` bytes of input blocks inside the block (or the
-    decorated function); Ray Data's setting before is restored after it, raised or not."""
-    context = ray.data.DataContext.get_current()
-    before = context.shuffle_input_batch_bytes
-    context.shuffle_input_batch_bytes = limit
-    try:
-        yield
-    finally:
-        context.shuffle_input_batch_bytes = before
 
 
 def use_disk_shuffle(disk: bool) -> None:

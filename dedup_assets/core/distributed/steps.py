@@ -37,7 +37,6 @@ from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_
 from ..store import TableBuild
 from ..verify import pair_jaccard, shingle_sets
 from .components import connected_components
-from .session import CANDIDATE_SHUFFLE_INPUT_BYTES, shuffle_input_bytes
 from .datasets import (
     POSITION,
     folder_rows,
@@ -335,7 +334,6 @@ def _ordered_pairs(left: pa.ChunkedArray, right: pa.ChunkedArray) -> tuple[pa.Ar
     return pc.if_else(swap, right, left), pc.if_else(swap, left, right)
 
 
-@shuffle_input_bytes(CANDIDATE_SHUFFLE_INPUT_BYTES)
 def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, BucketPressure]:
     """``candidate_pairs`` (and ``first_copies``, which verification and the audit read),
     refusing buckets over ``limits`` before the join, as ``lsh.build_candidate_pairs``.
