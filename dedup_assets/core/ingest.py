@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,6 +23,7 @@ from .readers.documents import KEPT
 from .settings import InputPolicy
 from .store import TableBuild
 from .streams import Progress, prefetched
+from .tables import sql_string
 
 def document_stream(batches: Iterator[pa.RecordBatch], stats: InputStats, log: Progress) -> Iterator[pa.RecordBatch]:
     """The validated input, logged as it streams; the next batch is read and validated while
@@ -55,17 +56,11 @@ def build_documents(
     return TableBuild(sql=_in_place_view(files, rows_table), view=True, prepare=((rows_table, rows),)), stats
 
 
-def _sql_string(text: str) -> str:
-    # A view cannot take bound parameters, so the file names are written into its SQL as quoted
-    # literals, quotes doubled.
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _in_place_view(files: list[tuple[Path, str]], rows_table: str) -> str:
     """The documents view: each kept row with its body, the validated one where ``rows_table``
     holds it, else the file's. The files are scanned in the order listed, which is input order,
     and the rows were stored in it, so a positional join pairs them row for row."""
-    names = ", ".join(_sql_string(str(path)) for path, _ in files)
+    names = ", ".join(sql_string(str(path)) for path, _ in files)
     column = '"' + files[0][1].replace('"', '""') + '"'
     return (
         f"select r.* exclude ({KEPT}) replace (coalesce(r.body, p.{column}) as body) "
@@ -119,8 +114,7 @@ def confirmed_input(input_file: InputFile, source_format: str | None, rehash: bo
     input's bodies in place), the input is hashed again in a second thread meanwhile, and the
     function raises :class:`InputError` if it is no longer the input documents read, so that
     the release is not switched in; otherwise it returns the release as given."""
-    with ThreadPoolExecutor(max_workers=1) as hasher:
-        again = hasher.submit(describe_input, Path(input_file.path), source_format) if rehash else None
+    with input_identity(Path(input_file.path), source_format) if rehash else nullcontext() as again:
 
         def confirm(written: Written) -> Written:
             if again is not None and again.result().sha256 != input_file.sha256:

@@ -61,6 +61,12 @@ class Tables:
         return cls(**{name: f"{schema}.{name}" for name in PIPELINE_TABLES})
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a quoted SQL literal, quotes doubled: for a view, which cannot take bound
+    parameters, naming files."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 @cache
 def _template(name: str) -> str:
     return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..store import TableBuild
+from ..tables import sql_string
 
 # Each document's place in input order: how the per-document tables are ordered, and which copy
 # of a text is its first copy. Stored in the datasets, hidden from the views (the DuckDB
@@ -39,12 +40,6 @@ def table_folder(root: str | Path, table: str) -> Path:
 def table_bytes(root: str | Path, table: str) -> int:
     """The size of a table's Parquet files; 0 before it is written."""
     return sum(path.stat().st_size for path in table_folder(root, table).glob("*.parquet"))
-
-
-def _sql_string(text: str) -> str:
-    # A view cannot take bound parameters, so the folder is written into its SQL as a quoted
-    # literal; the folder is ours (root + table name), and quotes are doubled.
-    return "'" + text.replace("'", "''") + "'"
 
 
 def view_build(
@@ -63,7 +58,7 @@ def view_build(
         if casts
         else ""
     )
-    files = _sql_string(str(folder / "*.parquet"))
+    files = sql_string(str(folder / "*.parquet"))
     ordered = f" order by {', '.join(order)}" if order and not (order == (POSITION,) and in_position_order(folder)) else ""
     return TableBuild(sql=f"select *{exclude}{replace} from read_parquet({files}){ordered}", view=True)
 
