@@ -13,6 +13,7 @@ from .conftest import require_ray
 ray = require_ray()
 
 from dedup_assets.core.distributed.datasets import POSITION, write_batches  # noqa: E402
+from dedup_assets.core.distributed.session import ray_session  # noqa: E402
 from dedup_assets.core.distributed.steps import RayTables, _AtPositions  # noqa: E402
 
 ROWS = 5_000
@@ -55,3 +56,16 @@ def test_a_position_keyed_twice_is_taken_twice_and_no_keys_take_nothing(ray_clus
     empty = pa.table({POSITION: pa.array([], pa.int64()), "tag": pa.array([], pa.string())})
     dataset = _AtPositions(ray.data.from_arrow(empty)).take(tables, "documents", ["body"])
     assert dataset.count() == 0
+
+
+def test_the_tables_files_are_read_in_the_same_task_as_the_take(ray_cluster, tmp_path):
+    """A read split into more blocks than files is never fused with the take's map; on nodes of
+    one CPU its tasks held both CPUs while the map waited (the 5M run's crawl). Bodies of web
+    page length make Ray Data want more blocks than these files."""
+    batches = [pa.record_batch({"doc_id": [f"d{i}" for i in range(start, start + 500)], "body": ["w" * 2_000] * 500}) for start in range(0, ROWS, 500)]
+    write_batches(tmp_path, "documents", batches, rows_per_file=700)
+    keys = pa.table({POSITION: pa.array(range(0, ROWS, 7), pa.int64())})
+    with ray_session(None):  # the engine's Ray Data settings
+        dataset = _AtPositions(ray.data.from_arrow(keys)).take(RayTables(tmp_path, partitions=3), "documents", ["body"])
+        stats = dataset.materialize().stats()
+    assert "ReadParquet->MapBatches(join)" in stats and "SplitBlocks" not in stats, stats

@@ -94,8 +94,14 @@ class RayTables:
     root: Path
     partitions: int
 
-    def read(self, table: str, columns: list[str] | None = None) -> ray.data.Dataset:
-        return ray.data.read_parquet(str(table_folder(self.root, table)), columns=columns)
+    def read(self, table: str, columns: list[str] | None = None, *, block_per_file: bool = False) -> ray.data.Dataset:
+        """``table`` as a dataset. ``block_per_file`` reads each file as one block: Ray Data
+        otherwise splits a read of fewer files than its target parallelism into more blocks,
+        and a split read is never fused with the map after it, so on nodes of one CPU the
+        read tasks can hold every CPU while the map that would drain them waits for one."""
+        folder = table_folder(self.root, table)
+        blocks = {"override_num_blocks": len(list(folder.glob("*.parquet")))} if block_per_file else {}
+        return ray.data.read_parquet(str(folder), columns=columns, **blocks)
 
     def write(self, table: str, dataset: ray.data.Dataset, schema: pa.Schema) -> None:
         """Write ``dataset`` as ``table`` with exactly ``schema`` (joins widen strings to large
@@ -198,7 +204,7 @@ class _AtPositions:
             return keys
 
         # whole blocks: one fetch of the keys per block, not per batch of rows
-        return _arrow(tables.read(table, [*columns, POSITION]), join, batch_size=None)
+        return _arrow(tables.read(table, [*columns, POSITION], block_per_file=True), join, batch_size=None)
 
 
 # --- documents and fingerprint ------------------------------------------------------------------------------
