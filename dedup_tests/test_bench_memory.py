@@ -92,9 +92,9 @@ def test_each_sample_counts_for_every_step_that_ran_since_the_sample_before():
         ("check", "STEP_FAILURE"),
         ("last", "STEP_START"),
     ]
-    peaks.poll(events, sample(300))
-    peaks.poll([], sample(400))
-    peaks.poll([("last", "STEP_SUCCESS")], sample(350))
+    assert peaks.poll(events, sample(300)) == ["big", "short", "check"]  # ended, peaks final
+    assert peaks.poll([], sample(400)) == []
+    assert peaks.poll([("last", "STEP_SUCCESS")], sample(350)) == ["last"]
     peaks.poll([], sample(120))  # teardown
     peaks.poll([("never_sampled", "STEP_START"), ("never_sampled", "STEP_SUCCESS")], None)
 
@@ -304,7 +304,7 @@ NODE = textwrap.dedent(
 
 
 @pytest.mark.skipif(load_psutil() is None, reason="psutil (installed, or vendored by Ray) is needed")
-def test_the_nodes_of_a_joined_cluster_are_measured_apart_from_the_child():
+def test_the_nodes_of_a_joined_cluster_are_measured_apart_from_the_child(capfd):
     import subprocess
 
     node = subprocess.Popen([sys.executable, "-c", NODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -330,3 +330,6 @@ def test_the_nodes_of_a_joined_cluster_are_measured_apart_from_the_child():
     assert table[0] == "| step | seconds | node 0 (head): peak MB (processes) | node 1: peak MB (processes) |"
     big = steps["big"]["nodes"]["node 0 (head)"]["private_mb"]
     assert table[3] == f"| big | 1.200 | {big:,.0f} (2) | - |"
+    # each step's peaks were printed as it ended, so a run stopped later would have kept them
+    printed = [text for text in capfd.readouterr().err.splitlines() if text.startswith("[memory] big ended")]
+    assert printed == [f"[memory] big ended: tree {steps['big']['private_mb']:,.0f} MB, node 0 (head) {big:,.0f} MB"]

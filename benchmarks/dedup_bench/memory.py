@@ -157,8 +157,11 @@ class StepPeaks:
                 self.counted[figure] = max(self.counted[figure], now)
         return moved
 
-    def poll(self, events: Iterable[tuple[str, str]], sample: Sample | None) -> None:
+    def poll(self, events: Iterable[tuple[str, str]], sample: Sample | None) -> list[str]:
+        """Count ``sample`` for the steps that ran since the poll before; return the steps that
+        ended in this poll, whose peaks are now final."""
         active = list(self.running)
+        ended = []
         for step, event in events:
             if event in STARTS:
                 for names in (self.running, active, self.order):
@@ -166,8 +169,9 @@ class StepPeaks:
                         names.append(step)
             elif step in self.running:
                 self.running.remove(step)
+                ended.append(step)
         if sample is None:
-            return
+            return ended
         moved = self.moved_mb(sample)
         for step in [*(active or [OUTSIDE_STEPS]), WHOLE_RUN]:
             peak = self.peaks.setdefault(step, {"samples": 0, "pss_samples": 0})
@@ -183,6 +187,7 @@ class StepPeaks:
                 node_peak = peak.setdefault("nodes", {}).setdefault(node, {"private_mb": 0.0, "processes": 0})
                 node_peak["private_mb"] = max(node_peak["private_mb"], private_mb)
                 node_peak["processes"] = max(node_peak["processes"], processes)
+        return ended
 
     def by_step(self) -> dict[str, dict]:
         """The peaks in the order the steps started, then OUTSIDE_STEPS and WHOLE_RUN."""
@@ -254,8 +259,10 @@ class TreeSampler:
         read_log: Callable[[], bytes],
         interval: float = SAMPLE_INTERVAL_S,
         nodes: dict[str, list[int]] | None = None,
+        on_step_end: Callable[[str, dict], None] = lambda step, peak: None,
     ):
         self.psutil = psutil
+        self.on_step_end = on_step_end
         self.pid = pid
         self.nodes = nodes or {}
         self.read_log = read_log
@@ -305,7 +312,9 @@ class TreeSampler:
             except Exception as error:  # noqa: BLE001 -- never let sampling break the run
                 self.error = f"{type(error).__name__}: {error}"
                 return
-            self.peaks.poll(events, sample)
+            for step in self.peaks.poll(events, sample):
+                if step in self.peaks.peaks:
+                    self.on_step_end(step, self.peaks.peaks[step])
             self.cpu_s += time.thread_time() - started
             if self._stop.wait(self.interval):
                 return
@@ -398,10 +407,22 @@ class TreeSampler:
         return alive
 
 
+def step_line(step: str, peak: dict) -> str:
+    """One step's peaks as it ends: the process tree's, and each joined node's."""
+    nodes = "".join(f", {node} {figures['private_mb']:,.0f} MB" for node, figures in peak.get("nodes", {}).items())
+    return f"[memory] {step} ended: tree {peak.get('private_mb', 0):,.0f} MB{nodes}"
+
+
+def print_step_line(step: str, peak: dict) -> None:
+    # as each step ends, so that a run stopped or killed part way still leaves its figures
+    print(step_line(step, peak), file=sys.stderr, flush=True)
+
+
 def start_sampler(pid: int, log_fd: int, nodes: dict[str, list[int]] | None = None) -> TreeSampler | None:
     """A running sampler of ``pid``'s tree, its steps read from the log file ``log_fd``, and of
-    the trees of ``nodes``' processes, per node; None without psutil."""
+    the trees of ``nodes``' processes, per node, which prints each step's peaks as it ends;
+    None without psutil."""
     psutil = load_psutil()
     if psutil is None:
         return None
-    return TreeSampler(psutil, pid, FileTail(log_fd).read, nodes=nodes).start()
+    return TreeSampler(psutil, pid, FileTail(log_fd).read, nodes=nodes, on_step_end=print_step_line).start()
