@@ -350,16 +350,18 @@ def removals_meet_threshold(
         order by c.doc_id
         """
     ).to_arrow_table()
-    involved = pc.unique(pa.concat_arrays([removed.column(0).combine_chunks(), removed.column(1).combine_chunks()]))
-    bodies = rows_with_ids(connection, tables.documents, involved, ["body"])  # each body once
-    doc_ids = bodies.column(0).combine_chunks()
     jaccard = np.ones(removed.num_rows)
     scored = ~removed.column(2).to_numpy(zero_copy_only=False).astype(bool)
     if scored.any():
+        # each body once, and none of a removal that is a copy of its representative's text
+        pairs = removed.filter(pa.array(scored))
+        involved = pc.unique(pa.concat_arrays([pairs.column(0).combine_chunks(), pairs.column(1).combine_chunks()]))
+        bodies = rows_with_ids(connection, tables.documents, involved, ["body"])
+        doc_ids = bodies.column(0).combine_chunks()
         jaccard[scored] = pair_jaccard(
             bodies.column(1),
-            pc.index_in(removed.column(0), value_set=doc_ids).to_numpy()[scored],
-            pc.index_in(removed.column(1), value_set=doc_ids).to_numpy()[scored],
+            pc.index_in(pairs.column(0), value_set=doc_ids).to_numpy(),
+            pc.index_in(pairs.column(1), value_set=doc_ids).to_numpy(),
             shingle_size,
             hash_scheme,
         )
