@@ -5,6 +5,7 @@ import os
 import subprocess
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from dedup_assets.core.store import (
@@ -118,3 +119,17 @@ def test_rows_with_ids_gives_the_rows_asked_for_in_the_order_asked(tmp_path, see
     expected = [(doc_id, rows[doc_id]) for doc_id in wanted if doc_id in rows]
     assert list(zip(found.column("doc_id").to_pylist(), found.column("body").to_pylist())) == expected
     assert found.column_names == none.column_names == ["doc_id", "body"] and none.num_rows == 0
+
+
+def test_rows_with_ids_gives_bodies_of_more_than_2_gib_together(tmp_path):
+    """Taken in order, the bodies are joined into one column: 32-bit string offsets overflowed
+    past 2 GiB (the removals check at 5M documents)."""
+    body = "w" * (1 << 21)  # 2 MiB
+    half = pa.array([body] * 560)  # 1.1 GiB, given twice without a second copy
+    ids = pa.chunked_array([pa.array([f"a{i:04d}" for i in range(560)]), pa.array([f"b{i:04d}" for i in range(560)])])
+    with open_database(str(tmp_path / "db.duckdb"), "1GB", "dedup") as connection:
+        connection.register("documents", pa.table({"doc_id": ids, "body": pa.chunked_array([half, half])}))
+        wanted = pa.array([f"b{i:04d}" for i in range(559, -1, -1)] + [f"a{i:04d}" for i in range(560)])
+        found = rows_with_ids(connection, "documents", wanted, ["body"])
+    assert found.column("doc_id").to_pylist() == wanted.to_pylist()
+    assert pc.sum(pc.binary_length(found.column("body"))).as_py() == 1_120 * len(body)

@@ -268,4 +268,18 @@ def rows_with_ids(
     finally:
         connection.unregister("wanted_doc_ids")
     at = pc.index_in(wanted.cast(found.schema.field(0).type), value_set=found.column(0).combine_chunks())
-    return found.take(pc.drop_null(at))
+    # taking joins each column's chunks into one array, whose 32-bit offsets a few GB of bodies
+    # overflow (the removals check's bodies at 5M documents did): wide columns take 64-bit ones
+    return _with_large_offsets(found, columns).take(pc.drop_null(at))
+
+
+def _with_large_offsets(table: pa.Table, columns: list[str]) -> pa.Table:
+    wider = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
+    return table.cast(
+        pa.schema(
+            [
+                field.with_type(wider.get(field.type, field.type)) if field.name in columns else field
+                for field in table.schema
+            ]
+        )
+    )
