@@ -119,6 +119,7 @@ def test_rows_with_ids_gives_the_rows_asked_for_in_the_order_asked(tmp_path, see
     expected = [(doc_id, rows[doc_id]) for doc_id in wanted if doc_id in rows]
     assert list(zip(found.column("doc_id").to_pylist(), found.column("body").to_pylist())) == expected
     assert found.column_names == none.column_names == ["doc_id", "body"] and none.num_rows == 0
+    assert found.schema == none.schema  # one type whether anything is found or not
 
 
 def test_rows_with_ids_gives_bodies_of_more_than_2_gib_together(tmp_path):

@@ -249,7 +249,8 @@ def rows_with_ids(
     connection: duckdb.DuckDBPyConnection, table: str, doc_ids: pa.Array | pa.ChunkedArray, columns: list[str]
 ) -> pa.Table:
     """``doc_id`` and ``columns`` of the rows of ``table`` whose doc_id is in ``doc_ids``, in the
-    order of ``doc_ids`` (an id ``table`` lacks is left out).
+    order of ``doc_ids`` (an id ``table`` lacks is left out). Text and binary ``columns`` come
+    with 64-bit offsets (large_string, large_binary), whatever their size.
 
     Written as a mark join (``doc_id in (...)`` as a column), which DuckDB does not turn
     around: documents can be a view whose rows it cannot estimate (``ingest.build_documents``),
@@ -258,7 +259,7 @@ def rows_with_ids(
     wanted = doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids
     names = ", ".join('"' + name.replace('"', '""') + '"' for name in ["doc_id", *columns])
     if not len(wanted):  # nothing to scan the corpus for
-        return connection.sql(f"select {names} from {table} limit 0").to_arrow_table()
+        return _with_large_offsets(connection.sql(f"select {names} from {table} limit 0").to_arrow_table(), columns)
     connection.register("wanted_doc_ids", pa.table({"doc_id": wanted}))
     try:
         found = connection.sql(
