@@ -277,7 +277,7 @@ def test_a_folder_of_files_runs_with_every_check_passing(runner, tmp_path):
     assert sorted(kept.index) == ["a1", "a2", "b2"] and kept.loc["a2", "cluster_size"] == 2
 
 
-def test_release_parquet_leaves_hash_columns_uncompressed_and_without_statistics(runner):
+def test_release_parquet_stores_hashes_raw_and_keeps_no_statistics_of_hashes_or_bodies(runner):
     import pyarrow.parquet as pq
 
     runner.run(FIXTURE)
@@ -293,3 +293,8 @@ def test_release_parquet_leaves_hash_columns_uncompressed_and_without_statistics
     assert not any(columns[name].is_stats_set for name in hashes)
     deduped = pq.ParquetFile(runner.output_dir / "deduped_documents.parquet").metadata.row_group(0)
     assert {deduped.column(index).compression for index in range(deduped.num_columns)} == {"SNAPPY"}
+    stats = {
+        deduped.column(index).path_in_schema: deduped.column(index).is_stats_set
+        for index in range(deduped.num_columns)
+    }
+    assert not stats.pop("body") and all(stats.values())  # page text has none either

@@ -294,6 +294,14 @@ def _document_tokens(text, doc, scratch):
 def _document_shingles(text, doc, shingle_size, scratch):
     """Distinct shingle hashes of one document into ``scratch.shingles``; (tokens, distinct
     shingles)."""
+    token_count, positions = _shingle_hashes(text, doc, shingle_size, scratch)
+    return token_count, _distinct(scratch.shingles, positions, scratch.table)
+
+
+@nb.njit(cache=True)
+def _shingle_hashes(text, doc, shingle_size, scratch):
+    """The hash of every shingle of one document, repeats included, into ``scratch.shingles``
+    (as they are before :func:`_distinct` marks them); (tokens, shingles)."""
     tokens, shingles = scratch.tokens, scratch.shingles
     token_count = _document_tokens(text, doc, scratch)
     if token_count == 0:
@@ -308,7 +316,7 @@ def _document_shingles(text, doc, shingle_size, scratch):
     for offset in range(size):
         for first in range(positions):
             shingles[first] = mix64(shingles[first] ^ tokens[first + offset])
-    return token_count, _distinct(shingles, positions, scratch.table)
+    return token_count, positions
 
 
 # powers of the sequence hash's multiplier, mod 2^64
@@ -431,8 +439,9 @@ def probe_hits_kernel(text, shingle_size, probes, filter_bits, block_count):
     """Whether each document holds at least one of the ``probes`` (sorted distinct shingle
     hashes). A bitmap of the probes' top hash bits (``filter_bits``, a power-of-two number of
     bits) turns away almost every shingle with one cached read; the rest are looked up in
-    ``probes``. The sets themselves are not kept: only the few documents that hit are shingled
-    again, by the caller."""
+    ``probes``. Shingles are tested as they are hashed, repeats too: a repeat costs one more
+    cheap test, while making them distinct costs a hash table per document. The sets themselves
+    are not kept: only the few documents that hit are shingled again, by the caller."""
     documents = text.offsets.shape[0] - 1
     hits = np.zeros(documents, dtype=np.bool_)
     shift = np.uint64(64 - int(np.log2(filter_bits.shape[0] * 64)))
@@ -440,9 +449,9 @@ def probe_hits_kernel(text, shingle_size, probes, filter_bits, block_count):
     for block in nb.prange(block_count):
         scratch = _scratch(text, bounds[block], bounds[block + 1])
         for doc in range(bounds[block], bounds[block + 1]):
-            distinct = _document_shingles(text, doc, shingle_size, scratch)[1]
-            for index in range(distinct):
-                shingle = scratch.shingles[index]
+            shingles = _shingle_hashes(text, doc, shingle_size, scratch)[1]
+            for index in range(shingles):
+                shingle = scratch.shingles[index] | np.uint64(1)  # as _distinct stores it
                 bit = shingle >> shift
                 if not (filter_bits[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1):
                     continue

@@ -96,12 +96,16 @@ def hash_columns(schema: pa.Schema) -> set[str]:
     return {field.name for field in schema if is_hash(field.type)}
 
 
+# page text, whose min/max statistics prune nothing either, and cost a comparison of every body
+TEXT_COLUMNS = frozenset({"body"})
+
+
 def write_parquet(relation: duckdb.DuckDBPyRelation, sink: str | Path | io.RawIOBase) -> int:
     """Stream a query into a Parquet file (a path or a writable file); returns its row count.
 
     Written by Arrow without dictionary pages: for unique text such as bodies, DuckDB's writer
     spends much of its time building dictionaries it then discards. A worker thread reads the
-    next row group while this one is encoded.
+    next row group while this one is encoded. Hash and body columns have no statistics.
     """
     reader = relation.to_arrow_reader(DEFAULT_BATCH_SIZE)
     rows = 0
@@ -110,7 +114,7 @@ def write_parquet(relation: duckdb.DuckDBPyRelation, sink: str | Path | io.RawIO
         sink,
         reader.schema,
         compression={name: "none" if name in hashes else "snappy" for name in reader.schema.names},
-        write_statistics=[name for name in reader.schema.names if name not in hashes],
+        write_statistics=[name for name in reader.schema.names if name not in hashes | TEXT_COLUMNS],
         use_dictionary=False,
     ) as writer:
         for row_group in prefetched(_row_groups(reader)):
