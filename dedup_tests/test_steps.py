@@ -253,8 +253,9 @@ CHAIN = {
 
 
 def _cluster_tables(connection) -> list[str]:
-    """documents, fingerprinted and duplicate_pairs of a chain (chain-c newest), a tie broken by
-    token count, two copies and a document alone; returns the doc_ids in input order."""
+    """documents, fingerprinted, scored_pairs and duplicate_pairs of a chain (chain-c newest), a
+    tie broken by token count, two copies and a document alone; returns the doc_ids in input
+    order."""
     documents = [
         ("chain-a", "2026-01-01", 10, CHAIN["chain-a"]),
         ("chain-b", "2026-01-02", 10, CHAIN["chain-b"]),
@@ -273,19 +274,17 @@ def _cluster_tables(connection) -> list[str]:
         shingles = len(set(zip(*(body.split()[i:] for i in range(5))))) or 1
         connection.execute("insert into documents values (?, ?, ?, ?, ?)", [doc_id, crawled_at, "in.csv", row, body])
         connection.execute("insert into fingerprinted values (?, ?, ?)", [doc_id, tokens, shingles])
-    _load(
-        connection,
-        "duplicate_pairs",
-        [
-            {"left_doc_id": l, "right_doc_id": r, "found_by": found_by}
-            for l, r, found_by in (
-                ("chain-a", "chain-b", "lsh"),
-                ("chain-b", "chain-c", "lsh"),
-                ("tie-long", "tie-short", "lsh"),
-                ("same-a", "same-b", "content_hash"),
-            )
-        ],
-    )
+    edges = [
+        {"left_doc_id": l, "right_doc_id": r, "found_by": found_by, "jaccard": jaccard}
+        for l, r, found_by, jaccard in (
+            ("chain-a", "chain-b", "lsh", 86 / 106),
+            ("chain-b", "chain-c", "lsh", 86 / 106),
+            ("tie-long", "tie-short", "lsh", 35 / 36),
+            ("same-a", "same-b", "content_hash", 1.0),
+        )
+    ]
+    _load(connection, "scored_pairs", edges)
+    _load(connection, "duplicate_pairs", edges)
     return [d[0] for d in documents]
 
 
@@ -325,6 +324,21 @@ def test_star_mode_keeps_a_chained_member_apart(connection):
         ("tie-long", "cluster-tie-long", 2, 1, "tie-long", "kept_representative", 1.0, False),
         ("tie-short", "cluster-tie-long", 2, 2, "tie-long", "removed_duplicate", round(35 / 36, 4), False),
     ]
+
+
+def test_clusters_keep_verifications_jaccard_and_reread_only_unsettled_components(connection):
+    _cluster_tables(connection)
+    # a body changed after verification would fail its shingle count if it were read again
+    connection.execute("update documents set body = 'changed since' where doc_id = 'tie-short'")
+    connection.execute("update scored_pairs set jaccard = 0.9 where left_doc_id = 'tie-long'")
+    rows = _clusters(connection, "components")
+    assert ("tie-short", "cluster-tie-long", 2, 2, "tie-long", "removed_duplicate", 0.9, False) in rows
+    # chain-a was not scored with chain-c, its representative: measured from the bodies
+    chained = ("chain-a", "cluster-chain-a", 3, 3, "chain-c", "removed_duplicate", round(76 / 116, 4), True)
+    assert chained in rows
+    connection.execute("update documents set body = 'changed since' where doc_id = 'chain-a'")
+    with pytest.raises(ValueError, match="re-materialize fingerprinted"):
+        _clusters(connection, "components")
 
 
 def test_a_failed_stream_leaves_the_previous_table(connection):

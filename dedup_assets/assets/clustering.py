@@ -43,7 +43,11 @@ def _describe_clusters(cursor, table: str, mode: str) -> dict:
     }
 
 
-@asset(group_name=GROUP, kinds=KINDS | {"networkx", "sql"}, deps=["documents", "fingerprinted", "duplicate_pairs"])
+@asset(
+    group_name=GROUP,
+    kinds=KINDS | {"networkx", "sql"},
+    deps=["documents", "fingerprinted", "scored_pairs", "duplicate_pairs"],
+)
 def clusters(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:

@@ -92,6 +92,44 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class _TextScores:
+    """Exact Jaccard of pairs of texts (by text index): verification's where it scored the pair
+    (``sql/component_scores.sql``), otherwise measured here over the 64-bit shingle hashes of
+    the texts :meth:`shingle` was given."""
+
+    def __init__(self, scored: pa.Table, texts: int):
+        self.texts = texts
+        keys = self._keys(scored.column("left_index").to_numpy(), scored.column("right_index").to_numpy())
+        order = np.argsort(keys)
+        self.keys, self.jaccard = keys[order], scored.column("jaccard").to_numpy()[order]
+        self.row = np.full(texts, -1, dtype=np.int64)  # a text's row in the shingle sets, if shingled
+        self.values, self.offsets = np.zeros(0, np.uint64), np.zeros(1, np.int64)
+
+    def _keys(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        left, right = left.astype(np.int64), right.astype(np.int64)
+        return np.minimum(left, right) * self.texts + np.maximum(left, right)
+
+    def known(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(whether verification scored each pair, its Jaccard there, 0 where not)."""
+        keys = self._keys(left, right)
+        if not len(self.keys):
+            return np.zeros(len(keys), dtype=bool), np.zeros(len(keys))
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found = self.keys[at] == keys
+        return found, np.where(found, self.jaccard[at], 0.0)
+
+    def shingle(self, texts: np.ndarray, values: np.ndarray, offsets: np.ndarray) -> None:
+        """Take the shingle sets (CSR) of ``texts``, the only ones :meth:`measured` can use."""
+        self.row[texts] = np.arange(len(texts), dtype=np.int64)
+        self.values, self.offsets = values, offsets
+
+    def measured(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        rows_left, rows_right = self.row[left], self.row[right]
+        if (rows_left < 0).any() or (rows_right < 0).any():
+            raise RuntimeError("a pair to measure has a text that was not shingled")
+        return kernels.pair_jaccard_kernel(self.values, self.offsets, rows_left, rows_right, kernel_blocks())
+
+
 def star_members(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
@@ -109,26 +147,27 @@ def star_members(
     takes the members at or above ``threshold`` with it; rounds go on until none is left. Every
     round is one kernel call over all components at once; a component of n members that splits
     into s clusters costs up to n·s comparisons, fewer where the sizes alone rule a pair out
-    (J <= smaller / larger set). Jaccard is over the 64-bit shingle hashes, as the audit's (it
-    equals the string Jaccard unless two shingles collide); two copies of one text score 1."""
+    (J <= smaller / larger set). Two copies of one text score 1.
+
+    A pair verification scored (``scored_pairs``) keeps its Jaccard there; the others are
+    measured over the 64-bit shingle hashes, as the audit's (equal to the string Jaccard unless
+    two shingles collide). Most members are scored with their representative, so only the
+    components the first round does not settle are read and shingled: those with a pair left to
+    measure, or (star) a member left over, whose later rounds pair it with other members."""
     connection.register("component_roots", roots)
-    texts_wanted = pc.unique(roots.column("text_doc_id"))
-    connection.register("component_documents", rows_with_ids(connection, tables.documents, texts_wanted, ["body"]))
     try:
         members = connection.sql(sql("component_members", tables)).to_arrow_table()
         texts = connection.sql(sql("component_texts", tables)).to_arrow_table()
+        scores = _TextScores(connection.sql(sql("component_scores", tables)).to_arrow_table(), texts.num_rows)
     finally:
         connection.unregister("component_roots")
-        connection.unregister("component_documents")
-    shingle_counts = texts.column("shingle_count").to_numpy().astype(np.int64)
-    ensure_memory(texts.nbytes + int(shingle_counts.sum()) * 8, memory_budget_mb, "Clustering the duplicate components")
-    values, offsets = shingle_sets(texts.column("body"), shingle_size, shingle_counts)
-    sizes = np.diff(offsets)
+    sizes = texts.column("shingle_count").to_numpy().astype(np.int64)
     text = members.column("text_index").to_numpy().astype(np.int64)
     component = members.column("component_index").to_numpy().astype(np.int64)
     representative = np.full(len(text), -1, dtype=np.int64)
     jaccard = np.zeros(len(text), dtype=np.float64)
     left = np.arange(len(text), dtype=np.int64)  # members are in keep-rule order within components
+    first_round = True
     while len(left):
         starts = np.r_[True, component[left][1:] != component[left][:-1]]
         best = left[starts][np.cumsum(starts) - 1]
@@ -137,13 +176,26 @@ def star_members(
         if mode == "star":  # only pairs whose sizes allow the threshold
             small, large = np.sort(np.stack([sizes[text[left]], sizes[text[best]]]), axis=0)
             scored &= small >= threshold * large
-        scores = same.astype(np.float64)
-        scores[scored] = kernels.pair_jaccard_kernel(
-            values, offsets, text[left][scored], text[best][scored], kernel_blocks()
-        )
-        taken = scores >= threshold if mode == "star" else np.ones(len(left), dtype=bool)
+        round_scores = same.astype(np.float64)
+        pairs = np.flatnonzero(scored)
+        known, known_jaccard = scores.known(text[left][pairs], text[best][pairs])
+        round_scores[pairs[known]] = known_jaccard[known]
+        measure = pairs[~known]
+        if first_round:
+            unsettled = np.zeros(len(left), dtype=bool)
+            unsettled[measure] = True
+            if mode == "star":  # a member not taken now is paired again in a later round
+                unsettled |= ~same & (round_scores < threshold)
+            _shingle_components(
+                connection, tables, scores, texts.column("text_doc_id"), sizes,
+                text[np.isin(component, component[unsettled])], shingle_size, memory_budget_mb,
+            )
+            first_round = False
+        if len(measure):
+            round_scores[measure] = scores.measured(text[left][measure], text[best][measure])
+        taken = round_scores >= threshold if mode == "star" else np.ones(len(left), dtype=bool)
         representative[left[taken]] = best[taken]
-        jaccard[left[taken]] = scores[taken]
+        jaccard[left[taken]] = round_scores[taken]
         left = left[~taken]
     doc_ids = members.column("doc_id")
     return pa.table(
@@ -153,6 +205,31 @@ def star_members(
             "jaccard_to_representative": pa.array(jaccard),
         }
     )
+
+
+def _shingle_components(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    scores: _TextScores,
+    text_doc_ids: pa.ChunkedArray,
+    sizes: np.ndarray,
+    texts: np.ndarray,
+    shingle_size: int,
+    memory_budget_mb: int,
+) -> None:
+    """Read and shingle the bodies of ``texts`` (text indexes, repeats allowed) for ``scores``."""
+    texts = np.unique(texts)
+    if not len(texts):
+        return
+    bodies = rows_with_ids(connection, tables.documents, text_doc_ids.take(pa.array(texts)), ["body"])
+    if bodies.num_rows != len(texts):
+        raise ValueError(
+            f"{len(texts) - bodies.num_rows} texts of the duplicate components are missing from "
+            "documents: re-materialize documents and everything downstream"
+        )
+    counts = sizes[texts]
+    ensure_memory(bodies.nbytes + int(counts.sum()) * 8, memory_budget_mb, "Clustering the duplicate components")
+    scores.shingle(texts, *shingle_sets(bodies.column("body"), shingle_size, counts))
 
 
 def build_clusters(
