@@ -353,6 +353,28 @@ def test_a_failed_stream_leaves_the_previous_table(connection):
     assert connection.execute("select x from kept").fetchall() == [(1,)]
 
 
+@pytest.mark.parametrize(
+    "missing, message",
+    [
+        ("documents", "1 candidate pairs name documents missing from documents: re-materialize candidate_pairs"),
+        ("fingerprinted", "1 candidate documents are missing from fingerprinted: re-materialize fingerprinted"),
+    ],
+)
+def test_verification_names_the_table_a_candidate_document_is_missing_from(connection, missing, message):
+    text = "one two three four five six seven"
+    _load(connection, "documents", [{"doc_id": d, "body": text} for d in ("a", "b")])
+    _load(
+        connection,
+        "fingerprinted",
+        [{"doc_id": d, "content_hash": 1, "signature": [1] * 8, "shingle_count": 3} for d in ("a", "b")],
+    )
+    _candidates(connection, [("a", "b", "lsh")])
+    connection.execute(f"delete from {missing} where doc_id = 'b'")
+    with pytest.raises(ValueError) as raised:
+        build_scored_pairs(connection, TABLES, SketchParams("fss", 5, 8, 8, 42), Thresholds(0.7, 0.7), 100)
+    assert message in str(raised.value)
+
+
 def test_verification_refuses_bodies_changed_since_fingerprinting(connection):
     _load(connection, "documents", [{"doc_id": "a", "body": "one two three four five six"}, {"doc_id": "b", "body": "one two three four five six"}])
     _load(

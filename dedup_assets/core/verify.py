@@ -147,22 +147,18 @@ def candidate_scores(
         select right_doc_id from {tables.candidate_pairs} where found_by = 'lsh'
         """
     ).to_arrow_table().column(0)
-    connection.register("candidate_documents", rows_with_ids(connection, tables.documents, involved, ["body"]))
-    try:
-        bodies = connection.sql(sql("candidate_bodies", tables)).to_arrow_table()
-    finally:
-        connection.unregister("candidate_documents")
+    bodies = rows_with_ids(connection, tables.documents, involved, ["body"])
     connection.register(
-        "candidate_positions",
-        pa.table({"doc_id": bodies.column("doc_id"), "position": np.arange(bodies.num_rows)}),
+        "candidate_documents", pa.table({"doc_id": bodies.column("doc_id"), "position": np.arange(bodies.num_rows)})
     )
     try:
+        fingerprints = connection.sql(sql("candidate_fingerprints", tables)).to_arrow_table()
         pairs = connection.sql(
             f"""
             select p.left_doc_id, p.right_doc_id, l.position as left_row, r.position as right_row
             from {tables.candidate_pairs} p
-            join candidate_positions l on l.doc_id = p.left_doc_id
-            join candidate_positions r on r.doc_id = p.right_doc_id
+            join candidate_documents l on l.doc_id = p.left_doc_id
+            join candidate_documents r on r.doc_id = p.right_doc_id
             where p.found_by = 'lsh'
             """
         ).to_arrow_table()
@@ -170,14 +166,19 @@ def candidate_scores(
             f"select count(*) from {tables.candidate_pairs} where found_by = 'lsh'"
         ).fetchall()[0][0]
     finally:
-        connection.unregister("candidate_positions")
+        connection.unregister("candidate_documents")
     if pairs.num_rows != expected:
         raise ValueError(
-            f"{expected - pairs.num_rows} candidate pairs name documents missing from documents or "
-            "fingerprinted: re-materialize candidate_pairs and everything downstream"
+            f"{expected - pairs.num_rows} candidate pairs name documents missing from documents: "
+            "re-materialize candidate_pairs and everything downstream"
+        )
+    if fingerprints.num_rows != bodies.num_rows:
+        raise ValueError(
+            f"{bodies.num_rows - fingerprints.num_rows} candidate documents are missing from fingerprinted: "
+            "re-materialize fingerprinted and everything downstream"
         )
     left, right = pairs.column("left_row").to_numpy(), pairs.column("right_row").to_numpy()
-    content_hashes = bodies.column("content_hash").to_numpy()
+    content_hashes = fingerprints.column("content_hash").to_numpy()
     return pa.table(
         {
             "left_doc_id": pairs.column("left_doc_id"),
@@ -188,9 +189,9 @@ def candidate_scores(
                 right,
                 params.shingle_size,
                 params.hash_scheme,
-                bodies.column("shingle_count").to_numpy(),
+                fingerprints.column("shingle_count").to_numpy(),
             ),
-            "signature_overlap": signature_overlap(bodies.column("signature"), left, right),
+            "signature_overlap": signature_overlap(fingerprints.column("signature"), left, right),
             "is_exact": content_hashes[left] == content_hashes[right],
         }
     )
