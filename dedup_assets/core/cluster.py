@@ -21,7 +21,6 @@ import duckdb
 import networkx as nx
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import kernels
 from .sketch import kernel_blocks
@@ -188,7 +187,7 @@ def star_members(
                 unsettled |= ~same & (round_scores < threshold)
             _shingle_components(
                 connection, tables, scores, texts.column("text_doc_id"), sizes,
-                text[np.isin(component, component[unsettled])], shingle_size, memory_budget_mb,
+                text[np.isin(component, component[left[unsettled]])], shingle_size, memory_budget_mb,
             )
             first_round = False
         if len(measure):
