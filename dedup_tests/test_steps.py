@@ -341,6 +341,33 @@ def test_clusters_keep_verifications_jaccard_and_reread_only_unsettled_component
         _clusters(connection, "components")
 
 
+def test_clusters_refuse_members_missing_from_documents(connection):
+    _cluster_tables(connection)
+    connection.execute("delete from documents where doc_id = 'tie-short'")
+    with pytest.raises(ValueError) as raised:
+        _clusters(connection, "star")
+    assert "1 members and 0 texts of the duplicate components are missing from documents or fingerprinted" in str(
+        raised.value
+    )
+
+
+def test_star_mode_measures_a_later_rounds_pair_verification_did_not_score(connection):
+    _cluster_tables(connection)
+    # trio-r (newest) takes neither trio-x nor trio-y; round 2 pairs trio-y with trio-x, a pair
+    # verification did not score, so it is measured from the bodies
+    trio = [("trio-r", "2026-02-03", _words(700, 800)), ("trio-x", "2026-02-02", CHAIN["chain-a"]),
+            ("trio-y", "2026-02-01", CHAIN["chain-b"])]
+    for row, (doc_id, crawled_at, body) in enumerate(trio, start=100):
+        connection.execute("insert into documents values (?, ?, 'in.csv', ?, ?)", [doc_id, crawled_at, row, body])
+        connection.execute("insert into fingerprinted values (?, 10, 96)", [doc_id])
+    for table in ("scored_pairs", "duplicate_pairs"):
+        connection.execute(f"insert into {table} values ('trio-r', 'trio-x', 'lsh', 0.0)")
+    connection.execute("insert into duplicate_pairs values ('trio-x', 'trio-y', 'lsh', 0.9)")
+    rows = _clusters(connection, "star")
+    assert ("trio-y", "cluster-trio-x", 2, 2, "trio-x", "removed_duplicate", round(86 / 106, 4), False) in rows
+    assert ("trio-r", "cluster-trio-r", 1, 1, "trio-r", "kept_representative", 1.0, False) in rows
+
+
 def test_a_failed_stream_leaves_the_previous_table(connection):
     connection.execute("create table kept as select 1 as x")
 
@@ -357,7 +384,7 @@ def test_a_failed_stream_leaves_the_previous_table(connection):
     "missing, message",
     [
         ("documents", "1 candidate pairs name documents missing from documents: re-materialize candidate_pairs"),
-        ("fingerprinted", "1 candidate documents are missing from fingerprinted: re-materialize fingerprinted"),
+        ("fingerprinted", "fingerprinted has 1 rows for the 2 candidate documents (one missing or repeated): re-mat"),
     ],
 )
 def test_verification_names_the_table_a_candidate_document_is_missing_from(connection, missing, message):

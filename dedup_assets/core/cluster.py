@@ -5,8 +5,8 @@
 deduplicated corpus is the representatives' rows (``sql/deduped_documents.sql``).
 
 Components are transitive: A ~ B and B ~ C put C with A even when J(A, C) is low, so every
-member's exact Jaccard with its representative is measured, and a member below the threshold is
-*chained*. In ``star`` mode a component is split instead: its best-ranked document keeps the
+member's exact Jaccard with its representative is recorded (verification's where it scored the
+pair, else measured here), and a member below the threshold is *chained*. In ``star`` mode a component is split instead: its best-ranked document keeps the
 members at or above the threshold with it, and the rest are split again the same way.
 """
 
@@ -118,7 +118,8 @@ class _TextScores:
         return found, np.where(found, self.jaccard[at], 0.0)
 
     def shingle(self, texts: np.ndarray, values: np.ndarray, offsets: np.ndarray) -> None:
-        """Take the shingle sets (CSR) of ``texts``, the only ones :meth:`measured` can use."""
+        """Take the shingle sets (CSR) of ``texts``, the only ones :meth:`measured` can use
+        (called once: the first round decides every text a later round can need)."""
         self.row[texts] = np.arange(len(texts), dtype=np.int64)
         self.values, self.offsets = values, offsets
 
@@ -144,13 +145,14 @@ def star_members(
     ``components``: the representative is the component's best-ranked document (the keep rule
     of ``sql/clusters.sql``). ``star``: the best-ranked document of what is left of a component
     takes the members at or above ``threshold`` with it; rounds go on until none is left. Every
-    round is one kernel call over all components at once; a component of n members that splits
+    round measures with at most one kernel call over all components at once; a component of n
+    members that splits
     into s clusters costs up to n·s comparisons, fewer where the sizes alone rule a pair out
     (J <= smaller / larger set). Two copies of one text score 1.
 
     A pair verification scored (``scored_pairs``) keeps its Jaccard there; the others are
-    measured over the 64-bit shingle hashes, as the audit's (equal to the string Jaccard unless
-    two shingles collide). Most members are scored with their representative, so only the
+    measured over the 64-bit shingle hashes (verification's under ``fss``; the string Jaccard
+    of ``blake2b`` differs only where two shingles collide). Most members are scored with their representative, so only the
     components the first round does not settle are read and shingled: those with a pair left to
     measure, or (star) a member left over, whose later rounds pair it with other members."""
     connection.register("component_roots", roots)
@@ -158,8 +160,16 @@ def star_members(
         members = connection.sql(sql("component_members", tables)).to_arrow_table()
         texts = connection.sql(sql("component_texts", tables)).to_arrow_table()
         scores = _TextScores(connection.sql(sql("component_scores", tables)).to_arrow_table(), texts.num_rows)
+        distinct_texts = connection.execute("select count(distinct text_doc_id) from component_roots").fetchall()[0][0]
     finally:
         connection.unregister("component_roots")
+    # the three queries number the texts alike only when every member and text has its rows
+    if members.num_rows != roots.num_rows or texts.num_rows != distinct_texts:
+        raise ValueError(
+            f"{roots.num_rows - members.num_rows} members and {distinct_texts - texts.num_rows} texts of the "
+            "duplicate components are missing from documents or fingerprinted: re-materialize documents "
+            "and everything downstream"
+        )
     sizes = texts.column("shingle_count").to_numpy().astype(np.int64)
     text = members.column("text_index").to_numpy().astype(np.int64)
     component = members.column("component_index").to_numpy().astype(np.int64)

@@ -97,7 +97,7 @@ def hash_columns(schema: pa.Schema) -> set[str]:
 
 
 # page text, whose min/max statistics prune nothing either, and cost a comparison of every body
-TEXT_COLUMNS = frozenset({"body"})
+NO_STATISTICS_TEXT = frozenset({"body"})
 
 
 def write_parquet(relation: duckdb.DuckDBPyRelation, sink: str | Path | io.RawIOBase) -> int:
@@ -114,7 +114,7 @@ def write_parquet(relation: duckdb.DuckDBPyRelation, sink: str | Path | io.RawIO
         sink,
         reader.schema,
         compression={name: "none" if name in hashes else "snappy" for name in reader.schema.names},
-        write_statistics=[name for name in reader.schema.names if name not in hashes | TEXT_COLUMNS],
+        write_statistics=[name for name in reader.schema.names if name not in hashes | NO_STATISTICS_TEXT],
         use_dictionary=False,
     ) as writer:
         for row_group in prefetched(_row_groups(reader)):

@@ -172,10 +172,10 @@ def candidate_scores(
             f"{expected - pairs.num_rows} candidate pairs name documents missing from documents: "
             "re-materialize candidate_pairs and everything downstream"
         )
-    if fingerprints.num_rows != bodies.num_rows:
+    if not fingerprints.column("doc_id").equals(bodies.column("doc_id")):
         raise ValueError(
-            f"{bodies.num_rows - fingerprints.num_rows} candidate documents are missing from fingerprinted: "
-            "re-materialize fingerprinted and everything downstream"
+            f"fingerprinted has {fingerprints.num_rows:,} rows for the {bodies.num_rows:,} candidate documents "
+            "(one missing or repeated): re-materialize fingerprinted and everything downstream"
         )
     left, right = pairs.column("left_row").to_numpy(), pairs.column("right_row").to_numpy()
     content_hashes = fingerprints.column("content_hash").to_numpy()

@@ -563,8 +563,8 @@ def duplicate_pairs(tables: RayTables) -> TableBuild:
 def _rank_clusters(shingle_size: int, threshold: float) -> Callable[[pa.Table], pa.Table]:
     """Whole duplicate components' rows (any number of components, each complete): the keep
     rule's ranks within each (newest crawled_at, most tokens, smallest doc_id) and each member's
-    exact Jaccard with its representative, over 64-bit shingle hashes as
-    ``cluster.star_members`` measures it, for all components at once."""
+    exact Jaccard with its representative, over 64-bit shingle hashes (as
+    verification's under ``fss``), for all components at once."""
 
     def rank(members: pa.Table) -> pa.Table:
         _use_task_cpus()
