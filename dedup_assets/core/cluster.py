@@ -6,8 +6,9 @@ deduplicated corpus is the representatives' rows (``sql/deduped_documents.sql``)
 
 Components are transitive: A ~ B and B ~ C put C with A even when J(A, C) is low, so every
 member's exact Jaccard with its representative is recorded (verification's where it scored the
-pair, else measured here), and a member below the threshold is *chained*. In ``star`` mode a component is split instead: its best-ranked document keeps the
-members at or above the threshold with it, and the rest are split again the same way.
+pair, else measured here), and a member below the threshold is *chained*. In ``star`` mode a
+component is split instead: its best-ranked document keeps the members at or above the threshold
+with it, and the rest are split again the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import duckdb
 import networkx as nx
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import kernels
 from .sketch import kernel_blocks
@@ -146,24 +148,25 @@ def star_members(
     of ``sql/clusters.sql``). ``star``: the best-ranked document of what is left of a component
     takes the members at or above ``threshold`` with it; rounds go on until none is left. Every
     round measures with at most one kernel call over all components at once; a component of n
-    members that splits
-    into s clusters costs up to n·s comparisons, fewer where the sizes alone rule a pair out
-    (J <= smaller / larger set). Two copies of one text score 1.
+    members that splits into s clusters costs up to n·s comparisons, fewer where the sizes alone
+    rule a pair out (J <= smaller / larger set). Two copies of one text score 1.
 
     A pair verification scored (``scored_pairs``) keeps its Jaccard there; the others are
-    measured over the 64-bit shingle hashes (verification's under ``fss``; the string Jaccard
-    of ``blake2b`` differs only where two shingles collide). Most members are scored with their representative, so only the
-    components the first round does not settle are read and shingled: those with a pair left to
-    measure, or (star) a member left over, whose later rounds pair it with other members."""
+    measured over the 64-bit shingle hashes (verification's under ``fss``; the string Jaccard of
+    ``blake2b`` differs only where two shingles collide). Most members are scored with their
+    representative, so only the components the first round does not settle are read and
+    shingled: those with a pair left to measure, or (star) a member left over, whose later rounds
+    pair it with other members."""
     connection.register("component_roots", roots)
     try:
         members = connection.sql(sql("component_members", tables)).to_arrow_table()
         texts = connection.sql(sql("component_texts", tables)).to_arrow_table()
         scores = _TextScores(connection.sql(sql("component_scores", tables)).to_arrow_table(), texts.num_rows)
-        distinct_texts = connection.execute("select count(distinct text_doc_id) from component_roots").fetchall()[0][0]
     finally:
         connection.unregister("component_roots")
-    # the three queries number the texts alike only when every member and text has its rows
+    distinct_texts = pc.count_distinct(roots.column("text_doc_id")).as_py()
+    # the three queries number the texts alike only when every member and text has its rows (and
+    # every text is a member, so each is in documents and its body is found below)
     if members.num_rows != roots.num_rows or texts.num_rows != distinct_texts:
         raise ValueError(
             f"{roots.num_rows - members.num_rows} members and {distinct_texts - texts.num_rows} texts of the "
@@ -231,11 +234,6 @@ def _shingle_components(
     if not len(texts):
         return
     bodies = rows_with_ids(connection, tables.documents, text_doc_ids.take(pa.array(texts)), ["body"])
-    if bodies.num_rows != len(texts):
-        raise ValueError(
-            f"{len(texts) - bodies.num_rows} texts of the duplicate components are missing from "
-            "documents: re-materialize documents and everything downstream"
-        )
     counts = sizes[texts]
     ensure_memory(bodies.nbytes + int(counts.sum()) * 8, memory_budget_mb, "Clustering the duplicate components")
     scores.shingle(texts, *shingle_sets(bodies.column("body"), shingle_size, counts))
