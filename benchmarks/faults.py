@@ -54,12 +54,11 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 BENCHMARKS = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCHMARKS))
 
-from dedup_assets.core.pipeline import run_library  # noqa: E402
-from dedup_assets.core.release import MANIFEST_FILE, verify_release  # noqa: E402
-from dedup_assets.core.settings import Settings, SettingsError  # noqa: E402
-from dedup_bench.corpus import generate  # noqa: E402
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.release import MANIFEST_FILE, verify_release
+from dedup_assets.core.settings import Settings, SettingsError
+from dedup_bench.corpus import generate
 
 HEADER = ["doc_id", "source", "domain", "crawled_at", "title", "body"]
 FORMULA = "=cmd|' /C calc'!A0"

@@ -2,19 +2,15 @@
 documents."""
 
 import string
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-from dedup_bench.common import truth_path  # noqa: E402
-from dedup_bench.corpus import EDIT_RATES, MAX_TOKENS, MIN_TOKENS, SCHEMA, generate  # noqa: E402
-from dedup_bench.tokens import ZipfSampler, ragged_index  # noqa: E402
+from dedup_bench.common import truth_path
+from dedup_bench.corpus import EDIT_RATES, MAX_TOKENS, MIN_TOKENS, SCHEMA, generate
+from dedup_bench.tokens import ZipfSampler, ragged_index
 
 DOCUMENTS = 400
 

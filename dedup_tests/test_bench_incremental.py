@@ -2,19 +2,16 @@
 documents: the batch files it cuts its corpus into, and its comparison of the index with the
 one-shot run, here on runs of the library (the benchmark runs the Dagster CLI)."""
 
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-from dedup_assets.core.batches import find_batches  # noqa: E402
-from dedup_assets.core.pipeline import run_batch, run_library  # noqa: E402
-from dedup_bench.corpus import generate  # noqa: E402
-from dedup_bench.incremental import (  # noqa: E402
+from dedup_assets.core.batches import find_batches
+from dedup_assets.core.pipeline import run_batch, run_library
+from dedup_bench.corpus import generate
+from dedup_bench.incremental import (
     BATCH_FOLDER,
     ONE_SHOT_FOLDER,
     batch_keys,
@@ -22,7 +19,7 @@ from dedup_bench.incremental import (  # noqa: E402
     compare_child,
     write_batches,
 )
-from dedup_bench.ours import parse_in_process_seconds  # noqa: E402
+from dedup_bench.ours import parse_in_process_seconds
 
 DOCUMENTS, BATCHES = 300, 4
 

@@ -11,22 +11,19 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-from dedup_bench.common import Sketch, run_measured  # noqa: E402
-from dedup_bench.memory import (  # noqa: E402
+from dedup_bench.common import Sketch, run_measured
+from dedup_bench.memory import (
     OUTSIDE_STEPS,
     WHOLE_RUN,
     LineBuffer,
     Sample,
     ShmFiles,
     StepPeaks,
-    load_psutil,
     step_events,
 )
-from dedup_bench.ours import dagster_config  # noqa: E402
-from dedup_bench.report import engines_stages_table, nodes_table, roofline_table, stages_table  # noqa: E402
-from dedup_bench.roofline import measure_floors  # noqa: E402
+from dedup_bench.ours import dagster_config
+from dedup_bench.report import engines_stages_table, nodes_table, roofline_table, stages_table
+from dedup_bench.roofline import measure_floors
 
 RUN = "2026-11-30 23:39:01 +0000 - dagster - DEBUG - __ASSET_JOB - 0f3c1d2e-aaaa - 4242"
 
@@ -269,7 +266,6 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(load_psutil() is None, reason="psutil (installed, or vendored by Ray) is needed")
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
 def test_the_sampler_sums_the_childs_process_tree_per_step():
     finished = run_measured([sys.executable, "-c", CHILD, RUN, HOLDER], sample_memory=True)
@@ -278,7 +274,9 @@ def test_the_sampler_sums_the_childs_process_tree_per_step():
     assert memory["error"] is None
     steps = memory["steps"]
     assert list(steps) == ["small", "big", OUTSIDE_STEPS, WHOLE_RUN]
-    assert steps["big"]["processes"] == 3 and steps["small"]["processes"] == 1
+    # small's writer may or may not be alive at a sample (a loaded machine keeps it longer), but
+    # small never sees big's holder and worker
+    assert steps["big"]["processes"] == 3 and steps["small"]["processes"] in (1, 2)
     # 300 MB private below the child's child, and the 64 MB /dev/shm file once
     assert steps["big"]["private_mb"] > steps["small"]["private_mb"] + 300 + 50
     # PSS, read on every sample of a small tree, has the 300 MB; not the file, written, not mapped
@@ -303,7 +301,6 @@ NODE = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(load_psutil() is None, reason="psutil (installed, or vendored by Ray) is needed")
 def test_the_nodes_of_a_joined_cluster_are_measured_apart_from_the_child(capfd):
     import subprocess
 

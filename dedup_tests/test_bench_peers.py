@@ -1,15 +1,11 @@
 """The peer harness's own candidate and verification code (benchmarks/dedup_bench/peer_engines.py
 and peers.py), which every peer engine's accepted edges and recall go through."""
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-from dedup_bench.peer_engines import band_pairs, neighbor_list_pairs  # noqa: E402
+from dedup_bench.peer_engines import band_pairs, neighbor_list_pairs
 
 
 def test_band_pairs_are_rows_agreeing_on_a_whole_band():
@@ -32,6 +28,7 @@ def test_neighbor_lists_become_distinct_ordered_pairs_without_self_pairs():
     assert list(zip(left.tolist(), right.tolist())) == [(0, 2), (1, 3)]
 
 
+@pytest.mark.bench  # peers.py verifies with xxhash and SciPy, from the bench extra
 def test_verification_is_the_exact_jaccard_of_normalized_shingles():
     from dedup_bench.peers import hashed_sets, set_jaccard, shingle_set
 

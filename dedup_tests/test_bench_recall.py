@@ -2,8 +2,6 @@
 the recall of pairs of distinct texts, which the recall audit estimates, counted again in plain
 Python from the texts' content hashes and the accepted edges."""
 
-import sys
-from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -11,13 +9,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-from dedup_assets.core.pipeline import run_library  # noqa: E402
-from dedup_assets.core.settings import Settings  # noqa: E402
-from dedup_bench.common import THRESHOLD, BenchmarkError, truth_path  # noqa: E402
-from dedup_bench.corpus import generate  # noqa: E402
-from dedup_bench.recall import (  # noqa: E402
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.settings import Settings
+from dedup_bench.common import THRESHOLD, BenchmarkError, truth_path
+from dedup_bench.corpus import generate
+from dedup_bench.recall import (
     CorpusBodies,
     PlantedPairs,
     needed_doc_ids,

@@ -1,12 +1,8 @@
 """The benchmark's Common Crawl fetch case (benchmarks/dedup_bench/warc_fetch.py) on a few records:
 every record comes back through the loopback server, the local folder and the whole pipeline."""
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-from dedup_bench.warc_fetch import measure_warc_fetch  # noqa: E402
+from dedup_bench.warc_fetch import measure_warc_fetch
 
 
 def test_the_fetch_case_reads_every_record_three_ways(tmp_path):

@@ -18,11 +18,7 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from dedup_assets.core.publish import remains
 from dedup_assets.core.release import MANIFEST_FILE, verify_release
-
-from .conftest import PROJECT_ROOT
-
-sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-from dedup_bench.corpus import generate  # noqa: E402
+from dedup_bench.corpus import generate
 
 pytestmark = pytest.mark.faults
 

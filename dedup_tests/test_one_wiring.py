@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,11 +10,9 @@ import pytest
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.settings import Settings
 
-from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT
+from .conftest import FIXTURE, HARD_FIXTURE
 
-sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-
-from dedup_bench.corpus import generate  # noqa: E402
+from dedup_bench.corpus import generate
 
 GENERATED_DOCUMENTS = 3_000
 

@@ -1,16 +1,12 @@
 """The benchmark's recall-across-seeds arithmetic (benchmarks/dedup_bench/recall_spread.py)."""
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-from dedup_assets.core.scurve import lsh_probability  # noqa: E402
-from dedup_bench import recall_spread  # noqa: E402
+from dedup_assets.core.scurve import lsh_probability
+from dedup_bench import recall_spread
 
 
 def test_a_pair_is_found_only_when_a_whole_band_agrees():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
 from collections import defaultdict
 from dataclasses import replace
 from itertools import combinations
@@ -35,11 +34,9 @@ from dedup_assets.definitions import defs
 from dedup_assets.settings import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
 
-from .conftest import FIXTURE, PROJECT_ROOT, GraphRunner
+from .conftest import FIXTURE, GraphRunner
 
-sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-
-from dedup_bench.corpus import generate  # noqa: E402
+from dedup_bench.corpus import generate
 
 DOCUMENTS = 3_000
 SAMPLE = 1_000
@@ -100,6 +97,7 @@ def _lsh_edges(sample: Path, settings: Settings, folder: Path) -> tuple[dict, se
     return result, set(edges)
 
 
+@pytest.mark.slow
 def test_each_combination_measures_the_pipelines_edges_against_every_true_pair(corpus, tmp_path, monkeypatch):
     path, database = corpus
     truths = []

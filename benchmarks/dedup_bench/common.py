@@ -107,7 +107,7 @@ def run_measured(
     measured child. Output goes to temporary files, so a chatty child cannot block on a full pipe.
     Dirty pages of the previous run are flushed first, so that their writeback does not land in
     this run's time. With ``sample_memory``, a thread samples the memory of the child's whole
-    process tree while it runs, per Dagster step of its log (``memory.py``; None without psutil),
+    process tree while it runs, per Dagster step of its log (``memory.py``),
     and the trees of ``nodes``' processes (the Ray cluster it joins), per node.
     """
     env = child_env(extra_env)

@@ -40,9 +40,6 @@ process leaves the tree unreaped (its bytes stay counted; others' growth in that
 missed until the sum passes its earlier high). The growth over the highest earlier sum counts
 for every step that ran since the sample before, like the memory figures: a step boundary's
 interval counts for both. Ray's nodes joined by address are outside the tree.
-
-psutil is Ray's dependency, which Ray vendors (ray/thirdparty_files) rather than installs; it is
-imported from there when it is not installed itself. Without it no memory is sampled.
 """
 
 from __future__ import annotations
@@ -54,9 +51,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from importlib.util import find_spec
-from pathlib import Path
 from stat import S_ISREG
+
+import psutil
 
 SAMPLE_INTERVAL_S = 0.2
 PSS_CPU_SHARE = 0.03  # of one CPU, averaged over the run, for reading PSS
@@ -72,25 +69,6 @@ STEP_EVENT = re.compile(
     r" - "
 )
 STARTS = frozenset({"STEP_START", "STEP_RESTARTED"})
-
-
-def load_psutil():
-    """psutil, installed or as Ray's vendored copy; None when neither is there."""
-    try:
-        import psutil
-    except ImportError:
-        spec = find_spec("ray")  # finds the package without importing it
-        locations = list(spec.submodule_search_locations or []) if spec else []
-        vendored = [Path(place) / "thirdparty_files" for place in locations]
-        vendored = [str(path) for path in vendored if (path / "psutil").is_dir()]
-        if not vendored:
-            return None
-        sys.path.append(vendored[0])  # last: only what is missing resolves there
-        try:
-            import psutil
-        except ImportError:
-            return None
-    return psutil
 
 
 def step_events(lines: Iterable[str]) -> list[tuple[str, str]]:
@@ -418,11 +396,7 @@ def print_step_line(step: str, peak: dict) -> None:
     print(step_line(step, peak), file=sys.stderr, flush=True)
 
 
-def start_sampler(pid: int, log_fd: int, nodes: dict[str, list[int]] | None = None) -> TreeSampler | None:
+def start_sampler(pid: int, log_fd: int, nodes: dict[str, list[int]] | None = None) -> TreeSampler:
     """A running sampler of ``pid``'s tree, its steps read from the log file ``log_fd``, and of
-    the trees of ``nodes``' processes, per node, which prints each step's peaks as it ends;
-    None without psutil."""
-    psutil = load_psutil()
-    if psutil is None:
-        return None
+    the trees of ``nodes``' processes, per node, which prints each step's peaks as it ends."""
     return TreeSampler(psutil, pid, FileTail(log_fd).read, nodes=nodes, on_step_end=print_step_line).start()
