@@ -1,20 +1,37 @@
 # `make run` sets up .venv and materializes the whole graph on data/documents.csv (quietly, with a
 # summary at the end; `dagster asset materialize` prints Dagster's full log).
-# `make test` sets up .venv and runs the test suite (what CI runs).
+# `make test` runs the fast tier (minutes); `make test-all` installs every extra and runs the whole
+# suite, as CI does.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip install --quiet
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
+# pytest's workers: the fast tier's tests are independent, and two fill this machine's two cores
+WORKERS ?= 2
+# everything but the tiers that need an extra, a cluster, a browser or long runs
+FAST := not slow and not ray and not browser and not faults and not bench
 
-.PHONY: setup run dev test bench bench-smoke clean
+.PHONY: setup setup-ray setup-bench setup-all run dev test test-all bench bench-smoke clean
 
+# the pipeline, the UI and the fast test tier; Ray, the browser driver and the peers are extras
 setup: $(VENV)/.installed $(VENV)/.warm $(DAGSTER_HOME)/dagster.yaml
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,ray]"
+	$(PIP) --upgrade pip
+	$(PIP) -e ".[dev]"
+	rm -f $(VENV)/.extra-*
 	touch $@
+
+# one stamp per extra, made again whenever pyproject.toml changes (.installed removes them)
+$(VENV)/.extra-%: $(VENV)/.installed
+	$(PIP) -e ".[dev,$*]"
+	touch $@
+
+setup-ray: setup $(VENV)/.extra-ray
+setup-bench: setup $(VENV)/.extra-bench
+setup-all: setup $(VENV)/.extra-ray $(VENV)/.extra-browser $(VENV)/.extra-bench
 
 # compiled kernels, cached beside the code: again whenever the kernels or the buffers they take change
 $(VENV)/.warm: $(VENV)/.installed dedup_assets/core/kernels.py dedup_assets/core/text.py dedup_assets/core/readers/doc_ids.py dedup_assets/core/readers/csv_scan.py
@@ -32,13 +49,16 @@ dev: setup
 	$(BIN)/dagster dev -w workspace.yaml
 
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --durations=15 -m "$(FAST)"
+
+# the whole suite: the fast tier, then the slow, ray, browser, faults and bench tiers
+test-all: setup-all
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --durations=25
 
 # Side by side with the peers on a generated corpus: make bench DOCS=100000 PERM=128
 DOCS ?= 100000
 PERM ?= 128
-bench: setup
-	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
+bench: setup-bench
 	$(BIN)/python benchmarks/benchmark.py --docs $(DOCS) --perm $(PERM) --peers rensa,fastsketch-pre
 
 bench-smoke: setup

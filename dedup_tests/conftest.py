@@ -108,6 +108,15 @@ def require_ray():
     return pytest.importorskip("ray")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    # the ray tier's tests share a worker, so that `--dist loadgroup` starts one cluster, not one
+    # per worker (tryfirst: xdist reads the groups in this same hook)
+    for item in items:
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """A real multi-node Ray cluster on this machine: a head and one more node, one CPU and

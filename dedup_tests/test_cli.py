@@ -131,6 +131,7 @@ def test_the_project_env_file_fills_in_the_warehouse_settings(cli_env, tmp_path)
     assert 'environment variable "DEDUP_DUCKDB_MEMORY" which is not set' in missing.stderr
 
 
+@pytest.mark.slow
 def test_dg_checks_the_definitions_and_launches_the_named_job(cli_env):
     checked = run_command([DG, "check", "defs"], cli_env)
     assert checked.returncode == 0, checked.stderr[-3000:]
@@ -152,6 +153,7 @@ print(compiled_here())
 """
 
 
+@pytest.mark.slow
 def test_warm_up_leaves_every_kernel_a_run_needs_cached(tmp_path):
     """From an empty kernel cache: the warm-up compiles, a second one loads, and a run on the
     fixture then compiles nothing (its buffers differ from the warm-up's made-up documents)."""

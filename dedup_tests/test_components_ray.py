@@ -9,14 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import require_ray
-
-ray = require_ray()
-
-from dedup_assets.core.distributed.components import connected_components  # noqa: E402
+pytestmark = pytest.mark.ray
 
 
 def dataset(edges):
+    import ray  # the ray tier's tests import Ray only once the ray_cluster fixture has it
+
     return ray.data.from_arrow(
         pa.table(
             {
@@ -28,6 +26,10 @@ def dataset(edges):
 
 
 def components(edges, log=lambda message: None, **options):
+    import ray
+
+    from dedup_assets.core.distributed.components import connected_components
+
     result = connected_components(dataset(edges), num_partitions=2, log=log, **options)
     table = pa.concat_tables(ray.get(result.to_arrow_refs()))
     assert table.schema == pa.schema([("doc_id", pa.string()), ("root_doc_id", pa.string())])
@@ -162,6 +164,8 @@ def test_single_and_duplicate_edges(ray_cluster):
 
 @pytest.mark.parametrize("budget, where", [(10_000, "on this node"), (0, "on the cluster")])
 def test_the_edge_budget_picks_where_components_run(ray_cluster, tmp_path, budget, where):
+    import ray
+
     from dedup_assets.core.distributed.datasets import table_folder
     from dedup_assets.core.distributed.steps import RayTables, _component_roots
 

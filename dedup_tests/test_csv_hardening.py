@@ -190,8 +190,9 @@ def test_many_rows_whose_quotes_run_on_are_scanned_once_not_once_per_line(tmp_pa
     READER.count(_write(tmp_path, HEADER + _row(1), "small.csv"))  # compiles the kernels if need be
     started = time.perf_counter()
     assert READER.count(path) == lines + 1
-    # seconds; it takes about 0.1, and scanning to the end from each line would take many minutes
-    assert time.perf_counter() - started < 10
+    # seconds; it takes about 0.1, and scanning to the end from each line would take many minutes:
+    # the bound is loose so that a loaded machine cannot fail it
+    assert time.perf_counter() - started < 60
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,8 @@ import pytest
 
 from .conftest import FIXTURE, PROJECT_ROOT
 
+pytestmark = pytest.mark.slow
+
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 STARTUP_SECONDS = 120
 RUN_SECONDS = 180

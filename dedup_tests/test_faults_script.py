@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import PROJECT_ROOT
+
+pytestmark = pytest.mark.faults
 
 SCRIPT = PROJECT_ROOT / "benchmarks" / "faults.py"
 CASES = ["csv_unclosed_quote", "csv_short_row", "crawled_at_values", "missing_input"]

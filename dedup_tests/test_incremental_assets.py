@@ -383,6 +383,7 @@ def dagster_materialize(env: dict, cwd: Path, *args: str) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_a_batch_file_put_in_the_folder_materializes_with_one_command_in_key_order_only(cli, tmp_path):
     work = tmp_path / "work"
     folder = Path(cli["DEDUP_BATCHES"])

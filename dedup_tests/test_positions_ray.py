@@ -8,19 +8,19 @@ import random
 import pyarrow as pa
 import pytest
 
-from .conftest import require_ray
+from dedup_assets.core.distributed.datasets import POSITION, write_batches
 
-ray = require_ray()
-
-from dedup_assets.core.distributed.datasets import POSITION, write_batches  # noqa: E402
-from dedup_assets.core.distributed.session import ray_session  # noqa: E402
-from dedup_assets.core.distributed.steps import RayTables, _AtPositions  # noqa: E402
+# Ray is imported by the tests, once the ray_cluster fixture has it, so the fast tier collects this
+# module without the ray extra
+pytestmark = pytest.mark.ray
 
 ROWS = 5_000
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
+    from dedup_assets.core.distributed.steps import RayTables
+
     root = tmp_path_factory.mktemp("positions")
     batches = [
         pa.record_batch({"doc_id": [f"d{i}" for i in range(start, start + 250)], "body": [f"text {i}" for i in range(start, start + 250)]})
@@ -31,6 +31,10 @@ def tables(tmp_path_factory):
 
 
 def taken(tables, keys: pa.Table, blocks: int) -> list[dict]:
+    import ray
+
+    from dedup_assets.core.distributed.steps import _AtPositions
+
     dataset = _AtPositions(ray.data.from_arrow(keys).repartition(blocks)).take(tables, "documents", ["doc_id", "body"])
     rows = pa.concat_tables([table for table in ray.get(dataset.to_arrow_refs()) if table.num_rows] or [pa.table({})]).to_pylist()
     return sorted(rows, key=lambda row: (row[POSITION], row["tag"]))
@@ -49,6 +53,10 @@ def test_each_key_gets_its_documents_columns_and_keys_without_a_document_are_lef
 
 
 def test_a_position_keyed_twice_is_taken_twice_and_no_keys_take_nothing(ray_cluster, tables):
+    import ray
+
+    from dedup_assets.core.distributed.steps import _AtPositions
+
     keys = pa.table({POSITION: pa.array([10, 10, 4_999], pa.int64()), "tag": ["a", "b", "c"]})
     assert [(row[POSITION], row["tag"], row["doc_id"]) for row in taken(tables, keys, blocks=2)] == [
         (10, "a", "d10"), (10, "b", "d10"), (4_999, "c", "d4999"),
@@ -62,6 +70,11 @@ def test_the_tables_files_are_read_in_the_same_task_as_the_take(ray_cluster, tmp
     """A read split into more blocks than files is never fused with the take's map; on nodes of
     one CPU its tasks held both CPUs while the map waited (the 5M run's crawl). Bodies of web
     page length make Ray Data want more blocks than these files."""
+    import ray
+
+    from dedup_assets.core.distributed.session import ray_session
+    from dedup_assets.core.distributed.steps import RayTables, _AtPositions
+
     batches = [pa.record_batch({"doc_id": [f"d{i}" for i in range(start, start + 500)], "body": ["w" * 2_000] * 500}) for start in range(0, ROWS, 500)]
     write_batches(tmp_path, "documents", batches, rows_per_file=700)
     keys = pa.table({POSITION: pa.array(range(0, ROWS, 7), pa.int64())})

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,11 +17,12 @@ from dagster import AssetCheckKey, AssetKey
 from dedup_assets.checks import rules
 from dedup_assets.core.distributed.datasets import in_position_order
 from dedup_assets.ray_engine import RayEngine
-from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, require_ray
+from dedup_bench.corpus import generate
 
-require_ray()
-sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-from dedup_bench.corpus import generate  # noqa: E402
+from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner
+
+# the ray_cluster fixture requires Ray (and fails under DEDUP_REQUIRE_RAY without it)
+pytestmark = pytest.mark.ray
 
 CONSISTENCY = AssetCheckKey(AssetKey("deduped_documents"), "engine_matches_duckdb")
 CLUSTER_CASES = PROJECT_ROOT / "data" / "cluster_cases.csv"

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from .conftest import FIXTURE, PROJECT_ROOT, THEIR_NAMES
 
@@ -55,6 +56,7 @@ def _incremental_example() -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_the_readme_incremental_example_splits_runs_batches_and_matches_the_one_shot_run(tmp_path):
     # a project folder of its own (the example writes batches/, output/ and var/ where it runs),
     # with the project's env.sh, .env, fixture and virtualenv

@@ -122,6 +122,7 @@ def test_rows_with_ids_gives_the_rows_asked_for_in_the_order_asked(tmp_path, see
     assert found.schema == none.schema  # one type whether anything is found or not
 
 
+@pytest.mark.slow
 def test_rows_with_ids_gives_bodies_of_more_than_2_gib_together(tmp_path):
     """Taken in order, the bodies are joined into one column: 32-bit string offsets overflowed
     past 2 GiB (the removals check at 5M documents)."""

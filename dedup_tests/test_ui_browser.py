@@ -19,6 +19,8 @@ import pytest
 from .conftest import PROJECT_ROOT
 from .test_dagster_dev import _graphql, dagster_dev, materialize_through_ui  # noqa: F401 (fixture)
 
+pytestmark = pytest.mark.browser
+
 SCREENSHOTS = PROJECT_ROOT / "var" / "ui-screenshots"
 # this machine's closed network makes Chromium hang on Google hosts without these
 CHROMIUM_ARGS = [

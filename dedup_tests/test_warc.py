@@ -5,6 +5,7 @@ import os
 import subprocess
 
 import duckdb
+import pytest
 
 from dedup_assets.core.readers import InputPolicy, InputStats, count_input_records, document_batches
 
@@ -32,6 +33,7 @@ def test_records_become_documents_or_rejects_with_reasons(tmp_path):
     assert stats.rows == 8 == count_input_records(crawl)
 
 
+@pytest.mark.slow
 def test_cli_run_on_a_crawl_keeps_lineage_and_clusters_mirrors(tmp_path):
     crawl = write_crawl(tmp_path / "crawl.warc.gz")
     home = tmp_path / "home"

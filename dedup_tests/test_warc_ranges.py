@@ -333,6 +333,7 @@ def test_dedup_cache_comes_from_the_environment_unless_fetch_cache_is_set(monkey
     assert DedupSettings().settings().fetch_cache is None
 
 
+@pytest.mark.slow
 def test_cli_run_accounts_for_every_target_and_a_rerun_fetches_from_the_cache(server, tmp_path, cli_env):
     env = {**offline(cli_env), "DEDUP_INPUT": str(_targets(server, tmp_path)), "DEDUP_CACHE": str(tmp_path / "cache")}
     config = json.dumps({"resources": {"dedup": {"config": {"warc_base_url": _base_url(server), "fetch_retries": 2}}}})
