@@ -1,5 +1,6 @@
 """The README's own-data example, run as a new user would: its command, in a shell, on a CSV with
-the column names it describes."""
+the column names it describes; and docs/incremental.md's example, run in a project folder of its
+own."""
 
 from __future__ import annotations
 
@@ -50,9 +51,9 @@ def test_the_readme_own_data_example_deduplicates_a_csv_with_other_column_names(
 
 
 def _incremental_example() -> str:
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- incremental -->\n```bash\n(.*?)```", readme, flags=re.S)
-    assert found, "the README's incremental example (after <!-- incremental -->) is missing"
+    page = (PROJECT_ROOT / "docs" / "incremental.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- incremental -->\n```bash\n(.*?)```", page, flags=re.S)
+    assert found, "docs/incremental.md's example (after <!-- incremental -->) is missing"
     return found.group(1)
 
 
