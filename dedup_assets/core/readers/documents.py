@@ -10,8 +10,6 @@ traced back to its file.
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..settings import DEFAULT_BATCH_SIZE, InputPolicy
+from .columns import extra_columns, mapped_schema
 from .doc_ids import FirstSeen
 from .files import check_file, input_files
-from .protocol import REQUIRED_COLUMNS, RESERVED_COLUMNS, InputError, Reader
+from .protocol import InputError
 from .registry import reader_for
 from .standardize import standardize
 
@@ -132,7 +131,7 @@ def _validated(
     paths = input_files(source, policy.source_format) if paths is None else paths
     for path in paths:
         check_file(path, policy.source_format)
-    extra = _extra_columns(paths, policy)
+    extra = extra_columns(paths, policy)
     stats.extra_columns = list(extra)
     first_seen = FirstSeen()
     for path in paths:
@@ -148,109 +147,6 @@ def _validated(
             f"deduplicate. The first: {first['source_file']} record {first['input_row']}: "
             f"{first['reason']}: {first['detail']}. Fix the input, or point DEDUP_INPUT at another one."
         )
-
-
-# DuckDB, which stores the documents, tells column names apart without case
-_RESERVED = {name.lower() for name in RESERVED_COLUMNS}
-
-
-def _own_columns(reader: Reader, names: list[str]) -> list[str]:
-    """The file's own columns among the names of ``reader.schema``."""
-    appended = list(reader.appended_columns)
-    kept = len(names) - len(appended)
-    return names[:kept] if names[kept:] == appended else names
-
-
-def _renamed(path: Path, names: list[str], fields: dict[str, str]) -> dict[str, str]:
-    """The file's column -> ours, for the columns ``fields`` maps (ours -> the file's)."""
-    reserved = sorted(ours for ours in fields if ours.lower() in _RESERVED)
-    if reserved:
-        raise InputError(
-            f"fields maps {', '.join(reserved)}, which the pipeline fills itself; map only the input's "
-            "own columns (doc_id, source, domain, crawled_at, title, body or extra ones)."
-        )
-    targets = list(fields.values())
-    repeated = sorted({theirs for theirs in targets if targets.count(theirs) > 1})
-    if repeated:
-        raise InputError(
-            f"fields maps more than one of our columns to {', '.join(repeated)}; each input column "
-            "can fill one of ours."
-        )
-    renames = {theirs: ours for ours, theirs in fields.items() if theirs in names and theirs != ours}
-    clashes = [ours for ours in renames.values() if ours in names and ours not in renames]
-    if clashes:
-        raise InputError(
-            f"{path}: fields maps {', '.join(f'{ours} to {fields[ours]}' for ours in clashes)}, but the "
-            f"file also has a {clashes[0]} column. Map it to one column only, or rename one of them."
-        )
-    return renames
-
-
-def _refuse_clashing_names(
-    path: Path, names: list[str], renames: dict[str, str], fields: dict[str, str]
-) -> None:
-    """Refuse a file column (as ``fields`` renames it) named like a column the pipeline adds, or
-    like another column of the file: one would be taken for the other, or hide it."""
-    taken = [name for name in names if name.lower() in _RESERVED]
-    if taken:
-        renamed = {**fields, **{f"input_{name}": name for name in taken}}
-        config = {"resources": {"dedup": {"config": {"fields": renamed}}}}
-        raise InputError(
-            f"{path}: the input has column(s) {', '.join(taken)}, named like the columns the pipeline "
-            f"adds to every document ({', '.join(RESERVED_COLUMNS)}): the input's would be taken for "
-            "the pipeline's, or hide them. Rename them with the fields setting (our name -> the "
-            f"input's), e.g. --config-json {shlex.quote(json.dumps(config))}, or drop them from the input."
-        )
-    lowered = [name.lower() for name in names]
-    repeated = sorted({name for name in names if lowered.count(name.lower()) > 1})
-    if repeated:
-        original = {ours: theirs for theirs, ours in renames.items()}
-        shown = [
-            f"{name} (fields renames {original[name]} to it)" if name in original else name for name in repeated
-        ]
-        raise InputError(
-            f"{path}: more than one column is named {', '.join(shown)} (names are compared without "
-            "case). Give each column its own name, in the file or with the fields setting."
-        )
-
-
-def _mapped_schema(path: Path, reader: Reader, fields: dict[str, str]) -> tuple[pa.Schema, list[str]]:
-    """The columns of a file as ours, and the names (in order) that make a batch so."""
-    schema = reader.schema(path)
-    if not reader.columns_from_file:
-        return schema, schema.names
-    own = _own_columns(reader, schema.names)
-    renames = _renamed(path, own, fields)
-    mapped = [renames.get(name, name) for name in own]
-    _refuse_clashing_names(path, mapped, renames, fields)
-    # by position: an appended column may share a name with one that fields renames away
-    names = mapped + schema.names[len(own):]
-    return pa.schema([field_.with_name(name) for field_, name in zip(schema, names)]), names
-
-
-def _extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataType]:
-    """Columns beyond the six, across all files; a column typed differently by two files is text."""
-    extra: dict[str, pa.DataType] = {}
-    for path in paths:
-        reader = reader_for(path, policy.source_format, policy.fields)
-        schema, _ = _mapped_schema(path, reader, policy.fields)
-        missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
-        if missing:
-            found = _own_columns(reader, reader.schema(path).names)
-            raise InputError(
-                f"{path}: missing required column(s) {', '.join(missing)}. Found: "
-                f"{', '.join(found) or '(none)'}. Every input needs "
-                + ", ".join(REQUIRED_COLUMNS)
-                + """; map yours with the fields setting, e.g. --config-json '{"resources": """
-                + """{"dedup": {"config": {"fields": {"doc_id": "id", "body": "text"}}}}}'."""
-            )
-        for field_ in schema:
-            if field_.name in REQUIRED_COLUMNS or field_.name == "input_row":
-                continue
-            known = extra.setdefault(field_.name, field_.type)
-            if known != field_.type:
-                extra[field_.name] = pa.large_string()
-    return extra
 
 
 @dataclass(frozen=True)
@@ -272,7 +168,7 @@ def _screened_batches(
     first_seen: FirstSeen,
 ) -> Iterator[_Screened]:
     reader = reader_for(path, policy.source_format, policy.fields)
-    _, names = _mapped_schema(path, reader, policy.fields)
+    _, names = mapped_schema(path, reader, policy.fields)
     records_read = 0
 
     def reject_record(number: int, doc_id: str, reason: str, detail: str) -> None:
