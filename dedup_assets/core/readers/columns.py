@@ -1,5 +1,5 @@
 """The columns of an input file as ours: renamed by the ``fields`` setting, checked against the
-names the pipeline adds and against each other."""
+names the pipeline adds and against each other, and typed as the documents need them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pyarrow as pa
 from ..settings import InputPolicy
 from .protocol import REQUIRED_COLUMNS, RESERVED_COLUMNS, InputError, Reader
 from .registry import reader_for
+from .standardize import TEXT_COLUMNS
 
 # DuckDB, which stores the documents, tells column names apart without case
 _RESERVED = {name.lower() for name in RESERVED_COLUMNS}
@@ -88,7 +89,32 @@ def mapped_schema(path: Path, reader: Reader, fields: dict[str, str]) -> tuple[p
     _refuse_clashing_names(path, mapped, renames, fields)
     # by position: an appended column may share a name with one that fields renames away
     names = mapped + schema.names[len(own):]
+    _refuse_non_text(path, schema, names)
     return pa.schema([field_.with_name(name) for field_, name in zip(schema, names)]), names
+
+
+def _is_text(data_type: pa.DataType) -> bool:
+    if pa.types.is_dictionary(data_type):
+        data_type = data_type.value_type
+    return pa.types.is_null(data_type) or pa.types.is_string(data_type) or pa.types.is_large_string(data_type)
+
+
+def _refuse_non_text(path: Path, schema: pa.Schema, names: list[str]) -> None:
+    """Refuse a text column (``names``: ours, in the order of ``schema``) of another type: read as
+    text, a number or a byte string would be a different text, unseen. A whole-number doc_id
+    is taken, as its digits."""
+    for field_, ours in zip(schema, names):
+        if ours not in TEXT_COLUMNS or _is_text(field_.type):
+            continue
+        if ours == "doc_id" and pa.types.is_integer(field_.type):
+            continue
+        theirs = field_.name
+        named = theirs if theirs == ours else f"{theirs} (our {ours})"
+        raise InputError(
+            f"{path}: column {named} is {field_.type}, not text; {ours} must be a string column. Store it as "
+            f"text, e.g. with DuckDB: COPY (SELECT * REPLACE (CAST({theirs} AS VARCHAR) AS {theirs}) FROM "
+            f"'{path.name}') TO 'text.parquet', or map {ours} to a text column with the fields setting."
+        )
 
 
 def extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataType]:
