@@ -10,6 +10,7 @@ traced back to its file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ import pyarrow.compute as pc
 
 from ..settings import DEFAULT_BATCH_SIZE, InputPolicy
 from .columns import extra_columns, mapped_schema
-from .doc_ids import FirstSeen
+from .doc_ids import CONTROL_CHARACTERS, FirstSeen, escaped
 from .files import check_file, input_files
 from .protocol import InputError
 from .registry import reader_for
@@ -77,8 +78,9 @@ def document_batches(
     or record number within its file).
 
     A record with a problem is left out and recorded in ``stats.rejected`` with its reason
-    (``missing_field``, ``invalid_crawled_at``, ``too_large``, ``duplicate_doc_id`` — the first
-    record with a doc_id is kept — and the WARC/JSONL reasons), unless ``policy.fail_on_reject``,
+    (``missing_field``, ``invalid_doc_id`` — a control character in it —, ``invalid_crawled_at``,
+    ``too_large``, ``duplicate_doc_id`` — the first record with a doc_id is kept — and the
+    readers' reasons), unless ``policy.fail_on_reject``,
     which raises :class:`InputError` instead. A problem with the whole input (no such file, a
     missing column, a column named like one the pipeline adds, an unreadable file) always
     raises; what the files' names and headers show, before any record is read."""
@@ -239,21 +241,26 @@ def _screen(
     body_bytes = pc.binary_length(batch.column("body").cast(pa.large_binary())).to_numpy()
     # the first problem of each row, in this order; checked in C, then only flagged rows in Python
     problems = [
-        (pc.equal(batch.column("doc_id"), "").to_numpy(zero_copy_only=False), "missing_field"),
+        (pc.equal(doc_ids, "").to_numpy(zero_copy_only=False), "missing_field"),
+        (pc.match_substring_regex(doc_ids, CONTROL_CHARACTERS).to_numpy(zero_copy_only=False), "invalid_doc_id"),
         (batch.column("crawled_at").is_null().to_numpy(zero_copy_only=False), "invalid_crawled_at"),
         (body_bytes > policy.max_body_bytes, "too_large"),
     ]
-    flagged = problems[0][0] | problems[1][0] | problems[2][0]
+    flagged = np.logical_or.reduce([mask for mask, _ in problems])
     rejects: list[tuple[int, str, str, str]] = []
     keep = np.ones(batch.num_rows, dtype=bool)
     for index in np.flatnonzero(flagged).tolist():
         reason = next(reason for mask, reason in problems if mask[index])
-        detail = {
-            "missing_field": "doc_id is empty",
-            "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
-            "too_large": f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}",
-        }[reason]
-        rejects.append((int(input_rows[index]), doc_ids[index].as_py(), reason, detail))
+        doc_id = doc_ids[index].as_py()
+        if reason == "invalid_doc_id":
+            detail = _control_detail(doc_id)
+        else:
+            detail = {
+                "missing_field": "doc_id is empty",
+                "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
+                "too_large": f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}",
+            }[reason]
+        rejects.append((int(input_rows[index]), escaped(doc_id), reason, detail))
         keep[index] = False
     source = str(path)
     earlier = first_seen.register(source, doc_ids, input_rows, ~flagged)
@@ -270,6 +277,15 @@ def _screen(
     for row, doc_id, reason, detail in rejects:
         _record_reject(stats, path, row, doc_id, reason, detail)
     return keep
+
+
+def _control_detail(doc_id: str) -> str:
+    found = re.search(CONTROL_CHARACTERS, doc_id)
+    return (
+        f"doc_id has the control character U+{ord(found.group()):04X} at character {found.start() + 1} "
+        "(shown as \\xNN); an id must be printable text: remove it, or map doc_id to another column "
+        "with the fields setting"
+    )
 
 
 def _record_reject(stats: InputStats, path: Path, row: int, doc_id: str, reason: str, detail: str) -> None:
@@ -295,6 +311,8 @@ def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]]) -> str
             f"{path}: column crawled_at cannot be parsed at {_rows_list(rows)} (doc_id '{doc_id}'). "
             "Use ISO 8601, for example 2026-01-31 or 2026-01-31T12:00:00Z."
         )
+    if reason == "invalid_doc_id":
+        return f"{path}: column doc_id has a control character at {_rows_list(rows)} (doc_id '{doc_id}'): {detail}."
     if reason == "too_large":
         return f"{path}: row {row} (doc_id '{doc_id}'): {detail}. Raise max_body_bytes or remove the row."
     return f"{path}: row {row}: column doc_id repeats '{doc_id}' ({detail}). Give each document a unique doc_id."
