@@ -56,6 +56,9 @@ class InputStats:
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
     # [path, bytes, mtime_ns] of the files whose bodies documents reads in place (none: copied)
     read_in_place: list[list] = field(default_factory=list)
+    # file -> [documents, characters]: the documents with characters that decoding replaced by
+    # U+FFFD (bytes that are not UTF-8), which their replaced_characters column counts
+    replaced: dict[str, list[int]] = field(default_factory=dict)
 
     def reject_document(self, source_file: str, row: int, doc_id: str, reason: str, detail: str) -> None:
         """Turn a record read as a document into a rejected one (a check that needs more than
@@ -197,12 +200,25 @@ def _screened_batches(
             # utf8_is_space stops at the first other character; trimming would copy every body
             stats.empty_bodies += pc.sum(pc.equal(bodies, "")).as_py() or 0
             stats.empty_bodies += pc.sum(pc.utf8_is_space(bodies)).as_py() or 0
+            _count_replaced(stats, path, standard, keep, kept)
             yield _Screened(standard, keep, batch.column("body"))
     except (pa.ArrowInvalid, OSError, duckdb.Error) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "utf8" in detail.lower():
             raise InputError(f"{path}: has bytes that are not valid UTF-8 ({detail}). Re-encode the file as UTF-8.") from None
         raise InputError(f"{path}: cannot be read as {reader.label}: {detail}") from None
+
+
+def _count_replaced(stats: InputStats, path: Path, standard: pa.RecordBatch, keep: np.ndarray, kept: int) -> None:
+    if "replaced_characters" not in standard.schema.names:
+        return
+    replaced = standard.column("replaced_characters")
+    replaced = replaced if kept == len(keep) else replaced.filter(keep)
+    rows = pc.sum(pc.greater(replaced, 0)).as_py() or 0
+    if rows:
+        tally = stats.replaced.setdefault(str(path), [0, 0])
+        tally[0] += rows
+        tally[1] += pc.sum(replaced).as_py()
 
 
 def _accepted(screened: _Screened) -> pa.RecordBatch:
