@@ -107,7 +107,10 @@ def test_a_plain_jsonl_line_above_the_limit_is_skipped_to_its_newline(tmp_path):
 def test_a_csv_row_far_above_max_body_bytes_is_rejected_unparsed(tmp_path):
     path = tmp_path / "in.csv"
     path.write_text(
-        HEADER + "a,s,d,2026-01-01,t,short\n" + f"b,s,d,2026-01-01,t,{'y' * 3_000_000}\n" + "c,s,d,2026-01-01,t,ok\n",
+        HEADER
+        + "a,s,d,2026-01-01,t,short\n"
+        + f"b,s,d,2026-01-01,t,{'y' * 3_000_000}\n"
+        + "c,s,d,2026-01-01,t,ok\n",
         encoding="utf-8",
     )
     table, stats = _read(path, max_body_bytes=1_000)
@@ -148,15 +151,15 @@ def test_a_few_replaced_characters_are_counted_in_the_manifest_and_the_log(runne
     path.write_bytes(data)
     with DagsterInstance.ephemeral() as instance:
         result = runner.run(path, instance=instance)
-        warned = [entry.user_message for entry in instance.all_logs(result.run_id) if entry.level == logging.WARNING]
+        logged = instance.all_logs(result.run_id)
+        warned = [entry.user_message for entry in logged if entry.level == logging.WARNING]
     assert result.success
     counts = runner.manifest()["counts"]
     assert (counts["replaced_character_rows"], counts["replaced_characters"]) == (2, 3)
     replaced = [message for message in warned if "replaced by U+FFFD" in message]
     assert replaced and f"{path}: 2 rows, 3 characters" in replaced[0], warned
-    metadata = next(
-        e.materialization.metadata for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == "documents"
-    )
+    events = result.get_asset_materialization_events()
+    metadata = next(e.materialization.metadata for e in events if e.asset_key.path[-1] == "documents")
     assert f"| {path} | 2 | 3 |" in metadata["replaced_characters"].value
 
 

@@ -35,6 +35,11 @@ saying what is wrong.
 Input rows = `documents` + `rejected_documents`."""
 
 
+def _replaced(stats: InputStats) -> list[tuple[str, int, int]]:
+    """(file, documents, characters) of the files whose documents had characters replaced."""
+    return [(file, rows, chars) for file, (rows, chars) in sorted(stats.replaced.items())]
+
+
 def _documents_metadata(cursor, table: str, stats: InputStats) -> dict:
     return {
         "input_records": MetadataValue.int(stats.rows),
@@ -42,9 +47,7 @@ def _documents_metadata(cursor, table: str, stats: InputStats) -> dict:
         "domains": MetadataValue.int(scalar(cursor, f"select count(distinct domain) from {table}")),
         "empty_bodies": MetadataValue.int(stats.empty_bodies),
         "extra_columns": ", ".join(stats.extra_columns) or "none",
-        "replaced_characters": markdown_table(
-            ["file", "documents", "characters"], [(file, rows, chars) for file, (rows, chars) in sorted(stats.replaced.items())]
-        ),
+        "replaced_characters": markdown_table(["file", "documents", "characters"], _replaced(stats)),
         "preview": preview(cursor, f"select doc_id, domain, crawled_at, title, input_row from {table} order by doc_id"),
     }
 
@@ -100,8 +103,9 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
     rejected_rows = warehouse.write("rejected_documents", build_rejected_documents(stats), lineage)
     if stats.replaced:
         context.log.warning(
-            "Bytes that are not UTF-8 were replaced by U+FFFD (counted per document in replaced_characters): "
-            + "; ".join(f"{file}: {rows:,} rows, {chars:,} characters" for file, (rows, chars) in sorted(stats.replaced.items()))
+            "Bytes that are not UTF-8 were replaced by U+FFFD (counted per document in "
+            "replaced_characters): "
+            + "; ".join(f"{file}: {rows:,} rows, {chars:,} characters" for file, rows, chars in _replaced(stats))
         )
     if stats.rejected:
         context.log.warning(

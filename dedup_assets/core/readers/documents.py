@@ -244,6 +244,12 @@ def _body_overrides(raw: pa.Array, body: pa.Array) -> pa.Array:
     return pc.replace_with_mask(overrides, suspect, pc.if_else(differs, validated, pa.nulls(len(validated), body.type)))
 
 
+_DETAILS = {
+    "missing_field": "doc_id is empty",
+    "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
+}
+
+
 def _screen(
     path: Path,
     batch: pa.RecordBatch,
@@ -270,12 +276,10 @@ def _screen(
         doc_id = doc_ids[index].as_py()
         if reason == "invalid_doc_id":
             detail = _control_detail(doc_id)
+        elif reason == "too_large":
+            detail = f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}"
         else:
-            detail = {
-                "missing_field": "doc_id is empty",
-                "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
-                "too_large": f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}",
-            }[reason]
+            detail = _DETAILS[reason]
         rejects.append((int(input_rows[index]), escaped(doc_id), reason, detail))
         keep[index] = False
     source = str(path)
