@@ -106,20 +106,25 @@ def test_source_format_overrides_the_extension_and_csv_text_is_nfc(tmp_path):
     assert table.column("title").to_pylist() == ["Caf\u00e9"]
 
 
-def test_parquet_with_unexpected_column_types_is_read_or_rejected(tmp_path):
+def test_parquet_text_columns_of_other_types_are_refused_by_name_and_integer_ids_read(tmp_path):
+    """A number read as text would be a different text, unseen; a whole-number id is its digits."""
+    columns = {
+        "doc_id": pa.array([1.0, 2.0]),
+        "source": pa.array([7, 8]),
+        "domain": ["a.com", "b.com"],
+        "crawled_at": pa.array([20260101, 20260102]),
+        "title": ["t", "t"],
+        "body": ["x", "y"],
+    }
     path = tmp_path / "typed.parquet"
-    pa.parquet.write_table(
-        pa.table({
-            "doc_id": pa.array([1.0, 2.0]),
-            "source": pa.array([7, 8]),
-            "domain": ["a.com", "b.com"],
-            "crawled_at": pa.array([20260101, 20260102]),
-            "title": ["t", "t"],
-            "body": pa.array([123, 456]),
-        }),
-        path,
-    )
+    pa.parquet.write_table(pa.table(columns), path)
+    with pytest.raises(InputError, match=r"typed\.parquet: column doc_id is double, not text"):
+        list(document_batches(path, InputStats()))
+    pa.parquet.write_table(pa.table({**columns, "doc_id": pa.array([1, 2])}), path)
+    with pytest.raises(InputError, match=r"typed\.parquet: column source is int64, not text"):
+        list(document_batches(path, InputStats()))
+    pa.parquet.write_table(pa.table({**columns, "doc_id": pa.array([1, 2]), "source": ["s", "s"]}), path)
     stats = InputStats()
     with pytest.raises(InputError, match=r"all 2 records were rejected \(invalid_crawled_at 2\)"):
         list(document_batches(path, stats))
-    assert stats.rows == 2 and {r["reason"] for r in stats.rejected} == {"invalid_crawled_at"}
+    assert [r["doc_id"] for r in stats.rejected] == ["1", "2"]

@@ -18,17 +18,26 @@ title, body`, any extra columns (such as WARC lineage), `source_file` and `input
 Reads the input (`DEDUP_INPUT` or `input_path`: a CSV, Parquet, JSONL or WARC file, a folder or a
 glob, or a targets file of WARC byte ranges, fetched from `warc_base_url`) in batches. A row that cannot be a document goes to `rejected_documents` with its reason
 instead (or fails the run with `fail_on_reject`); a problem with the whole input (missing file or
-column, unreadable file) fails the run with what to fix. `crawled_at` is stored in UTC. Empty
-bodies are kept; they become singletons.
+column, a text column that is not text, a file that is mostly not UTF-8) fails the run with what
+to fix. `crawled_at` is stored in UTC; `doc_id` is kept byte for byte. Bytes that are not UTF-8
+are replaced by U+FFFD and counted in `replaced_characters` (in the metadata per file, and in the
+manifest's counts). Empty bodies are kept; they become singletons.
 
 A Parquet input's bodies are read in place (`parquet_bodies: in_place`, engine duckdb): this is
 then a view joining the validated rows (`document_rows`) with the files' body column, and later
 assets refuse to run if a file has changed since."""
 
 REJECTED_DESCRIPTION = """Input rows that did not become documents, each with `source_file`,
-`input_row`, `doc_id`, a `reason` (such as `missing_field`, `invalid_crawled_at`, `too_large`,
-`duplicate_doc_id`: the first row with a doc_id is kept) and a `detail` saying what is wrong.
+`input_row`, `doc_id`, a `reason` (such as `missing_field`, `invalid_doc_id`: a control
+character in it, shown as `\\xNN`, `invalid_crawled_at`, `too_large`, `decode_error`,
+`invalid_field_type`, `duplicate_doc_id`: the first row with a doc_id is kept) and a `detail`
+saying what is wrong.
 Input rows = `documents` + `rejected_documents`."""
+
+
+def _replaced(stats: InputStats) -> list[tuple[str, int, int]]:
+    """(file, documents, characters) of the files whose documents had characters replaced."""
+    return [(file, rows, chars) for file, (rows, chars) in sorted(stats.replaced.items())]
 
 
 def _documents_metadata(cursor, table: str, stats: InputStats) -> dict:
@@ -38,6 +47,7 @@ def _documents_metadata(cursor, table: str, stats: InputStats) -> dict:
         "domains": MetadataValue.int(scalar(cursor, f"select count(distinct domain) from {table}")),
         "empty_bodies": MetadataValue.int(stats.empty_bodies),
         "extra_columns": ", ".join(stats.extra_columns) or "none",
+        "replaced_characters": markdown_table(["file", "documents", "characters"], _replaced(stats)),
         "preview": preview(cursor, f"select doc_id, domain, crawled_at, title, input_row from {table} order by doc_id"),
     }
 
@@ -91,6 +101,12 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
             },
         )
     rejected_rows = warehouse.write("rejected_documents", build_rejected_documents(stats), lineage)
+    if stats.replaced:
+        context.log.warning(
+            "Bytes that are not UTF-8 were replaced by U+FFFD (counted per document in "
+            "replaced_characters): "
+            + "; ".join(f"{file}: {rows:,} rows, {chars:,} characters" for file, rows, chars in _replaced(stats))
+        )
     if stats.rejected:
         context.log.warning(
             f"{len(stats.rejected):,} of {stats.rows:,} input rows rejected: "

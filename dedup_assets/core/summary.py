@@ -28,6 +28,9 @@ def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pair_slots
         "input_record_rows": documents + counts["rejected_document_rows"],
         "rejected_document_rows": counts["rejected_document_rows"],
         "document_rows": documents,
+        # documents with characters decoding replaced by U+FFFD (bytes that were not UTF-8), and those characters
+        "replaced_character_rows": counts["replaced_character_rows"],
+        "replaced_characters": counts["replaced_characters"],
         "possible_pair_rows": possible,
         "candidate_pair_rows": candidates,
         "candidate_pair_slots": int(pair_slots),

@@ -34,6 +34,7 @@ from .csv_scan import (
     CsvScan,
     file_bytes,
 )
+from .encoding import ReplacedRows, replaced_characters
 from .protocol import Reject
 
 
@@ -109,21 +110,32 @@ def _rows(path: Path, scan: CsvScan, batch_size: int) -> Iterator[pa.RecordBatch
         )
 
 
-def _decoded_csv(batch: pa.RecordBatch) -> tuple[list[pa.Array], np.ndarray]:
+def row_limit(max_body_bytes: int) -> int:
+    """The bytes a row may have: a body within ``max_body_bytes``, with every quote doubled, and
+    room for the other fields. A larger row is rejected unparsed, so a row takes memory bounded
+    by the limit."""
+    return 2 * max_body_bytes + (1 << 20)
+
+
+def _decoded_csv(batch: pa.RecordBatch) -> tuple[list[pa.Array], np.ndarray, int]:
     """CSV cells arrive as bytes; decode them as UTF-8, replacing what is not, and count the
-    replaced characters per row (``replaced_characters``) so nothing is dropped silently."""
+    replaced characters per row (``replaced_characters``) so nothing is dropped silently. Also
+    the batch's bytes."""
     columns, replaced = [], np.zeros(batch.num_rows, dtype=np.int64)
+    size = 0
     for column in batch.columns:
+        size += column.nbytes
         try:
             columns.append(column.cast(pa.large_string()))
         except pa.ArrowInvalid:
-            text = [value.decode("utf-8", errors="replace") for value in column.to_pylist()]
-            replaced += np.array([value.count("\ufffd") for value in text], dtype=np.int64)
+            raw = column.to_pylist()
+            text = [value.decode("utf-8", errors="replace") for value in raw]
+            replaced += np.array([replaced_characters(*pair) for pair in zip(raw, text)], dtype=np.int64)
             columns.append(pa.array(text, pa.large_string()))
-    return columns, replaced
+    return columns, replaced, size
 
 
-def _detail(bad: np.ndarray, header_fields: int) -> str:
+def _detail(bad: np.ndarray, header_fields: int, max_body_bytes: int) -> str:
     line, problem_line = int(bad[BAD_LINE]), int(bad[BAD_PROBLEM_LINE])
     problem = int(bad[BAD_PROBLEM])
     there = "here" if problem_line == line else f"on line {problem_line}"
@@ -143,13 +155,17 @@ def _detail(bad: np.ndarray, header_fields: int) -> str:
         hint = "; quote a field that has a comma in it" if fields > header_fields else ""
         return f"line {line}: has {fields} fields, the header has {header_fields}{runs_on}{hint}"
     size = int(bad[BAD_RESUME] - bad[BAD_START])
-    return f"line {line}: the row has {size:,} bytes, above the {csv_scan.MAX_ROW_BYTES:,} a CSV row may have"
+    limit = min(row_limit(max_body_bytes), csv_scan.MAX_ROW_BYTES)
+    return (
+        f"line {line}: the row has {size:,} bytes, above the {limit:,} a CSV row may have with "
+        f"max_body_bytes={max_body_bytes:,}; raise max_body_bytes or remove the row"
+    )
 
 
-def _reject_malformed(bad: np.ndarray, header_fields: int, reject: Reject) -> None:
+def _reject_malformed(bad: np.ndarray, header_fields: int, max_body_bytes: int, reject: Reject) -> None:
     for row in bad:
         reason = "too_large" if row[BAD_PROBLEM] == TOO_LARGE else "malformed_row"
-        reject(int(row[BAD_RECORD]), "", reason, _detail(row, header_fields))
+        reject(int(row[BAD_RECORD]), "", reason, _detail(row, header_fields, max_body_bytes))
 
 
 class CsvReader:
@@ -172,9 +188,12 @@ class CsvReader:
     ) -> Iterator[pa.RecordBatch]:
         """Every well-formed data row becomes a row, numbered ``input_row`` (blank lines are not
         rows); a malformed one goes to ``reject`` as ``malformed_row`` with its line, or as
-        ``too_large`` beyond what a CSV row may have. Validation may reject rows later."""
-        scan = csv_scan.scan(path, file_bytes(path))
+        ``too_large`` beyond :func:`row_limit`. A file whose rows are mostly not UTF-8 is refused
+        (:class:`.encoding.ReplacedRows`). Validation may reject rows later."""
+        max_body_bytes = policy.max_body_bytes
+        scan = csv_scan.scan(path, file_bytes(path), row_limit(max_body_bytes))
         names, bad, reported, rows_read = scan.names, scan.bad, 0, 0
+        replaced_rows = ReplacedRows(path)
         # the n-th good record is record n plus the malformed ones before it; this is how many
         # good records come before each malformed one
         good_before = bad[:, BAD_RECORD] - 1 - np.arange(len(bad))
@@ -187,14 +206,16 @@ class CsvReader:
             # the malformed records before this batch's last row first, so that the first
             # problem a strict run meets is roughly the first in the file
             until = int(np.searchsorted(bad[:, BAD_RECORD], numbers[-1]))
-            _reject_malformed(bad[reported:until], len(names), reject)
+            _reject_malformed(bad[reported:until], len(names), max_body_bytes, reject)
             reported = until
-            columns, replaced = _decoded_csv(batch)
+            columns, replaced, size = _decoded_csv(batch)
+            replaced_rows.add(batch.num_rows, int(np.count_nonzero(replaced)), size)
             yield pa.RecordBatch.from_arrays(
                 [*columns, pa.array(replaced), pa.array(numbers)],
                 names=[*names, "replaced_characters", "input_row"],
             )
-        _reject_malformed(bad[reported:], len(names), reject)
+        _reject_malformed(bad[reported:], len(names), max_body_bytes, reject)
+        replaced_rows.finish()
 
     def count(self, path: Path) -> int:
         """Data records as the strict scan sees them: a quoted line end stays in its row, and a

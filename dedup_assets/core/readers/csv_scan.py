@@ -286,8 +286,10 @@ def header(path: Path, data: np.ndarray) -> tuple[list[str], int]:
     return names, end
 
 
-def scan(path: Path, data: np.ndarray) -> CsvScan:
-    """The whole file's records, as the strict scan sees them."""
+def scan(path: Path, data: np.ndarray, max_row_bytes: int | None = None) -> CsvScan:
+    """The whole file's records, as the strict scan sees them; a record above ``max_row_bytes``
+    (at most, and by default, ``MAX_ROW_BYTES``) is ``TOO_LARGE``."""
+    limit = MAX_ROW_BYTES if max_row_bytes is None else min(max_row_bytes, MAX_ROW_BYTES)
     names, data_start = header(path, data)
     state = np.zeros(_RUN_LINE + 1, dtype=np.int64)
     state[_POSITION], state[_KNOWN_LINE] = data_start, 1
@@ -295,7 +297,7 @@ def scan(path: Path, data: np.ndarray) -> CsvScan:
     bad = np.empty((_BAD_CHUNK, 7), dtype=np.int64)
     words = _words(data)
     while True:
-        filled = _scan(data, words, state, len(names), MAX_ROW_BYTES, bad)
+        filled = _scan(data, words, state, len(names), limit, bad)
         chunks.append(bad[:filled].copy())
         if filled < len(bad):
             break

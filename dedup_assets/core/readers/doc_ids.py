@@ -18,6 +18,15 @@ from ..text import utf8_buffers
 
 _FREE_SLOT = -1  # a table slot without an id
 NOT_SEEN = -1  # a row whose id no earlier row had
+# C0 controls and DEL, which no id needs and which a CSV or a terminal would show as something else
+CONTROL_CHARACTERS = r"[\x00-\x1f\x7f]"
+_ESCAPES = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F]}
+
+
+def escaped(doc_id: str) -> str:
+    """The id as a reject shows it: control characters as ``\\xNN``, a lone surrogate as
+    ``\\udNNN`` (neither could be written as they are)."""
+    return doc_id.translate(_ESCAPES).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @nb.njit(inline="always")

@@ -10,8 +10,7 @@ traced back to its file.
 
 from __future__ import annotations
 
-import json
-import shlex
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..settings import DEFAULT_BATCH_SIZE, InputPolicy
-from .doc_ids import FirstSeen
+from .columns import extra_columns, mapped_schema
+from .doc_ids import CONTROL_CHARACTERS, FirstSeen, escaped
 from .files import check_file, input_files
-from .protocol import REQUIRED_COLUMNS, RESERVED_COLUMNS, InputError, Reader
+from .protocol import InputError
 from .registry import reader_for
 from .standardize import standardize
 
@@ -56,6 +56,9 @@ class InputStats:
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
     # [path, bytes, mtime_ns] of the files whose bodies documents reads in place (none: copied)
     read_in_place: list[list] = field(default_factory=list)
+    # file -> [documents, characters]: the documents with characters that decoding replaced by
+    # U+FFFD (bytes that are not UTF-8), which their replaced_characters column counts
+    replaced: dict[str, list[int]] = field(default_factory=dict)
 
     def reject_document(self, source_file: str, row: int, doc_id: str, reason: str, detail: str) -> None:
         """Turn a record read as a document into a rejected one (a check that needs more than
@@ -78,8 +81,9 @@ def document_batches(
     or record number within its file).
 
     A record with a problem is left out and recorded in ``stats.rejected`` with its reason
-    (``missing_field``, ``invalid_crawled_at``, ``too_large``, ``duplicate_doc_id`` — the first
-    record with a doc_id is kept — and the WARC/JSONL reasons), unless ``policy.fail_on_reject``,
+    (``missing_field``, ``invalid_doc_id`` — a control character in it —, ``invalid_crawled_at``,
+    ``too_large``, ``duplicate_doc_id`` — the first record with a doc_id is kept — and the
+    readers' reasons), unless ``policy.fail_on_reject``,
     which raises :class:`InputError` instead. A problem with the whole input (no such file, a
     missing column, a column named like one the pipeline adds, an unreadable file) always
     raises; what the files' names and headers show, before any record is read."""
@@ -132,7 +136,7 @@ def _validated(
     paths = input_files(source, policy.source_format) if paths is None else paths
     for path in paths:
         check_file(path, policy.source_format)
-    extra = _extra_columns(paths, policy)
+    extra = extra_columns(paths, policy)
     stats.extra_columns = list(extra)
     first_seen = FirstSeen()
     for path in paths:
@@ -148,109 +152,6 @@ def _validated(
             f"deduplicate. The first: {first['source_file']} record {first['input_row']}: "
             f"{first['reason']}: {first['detail']}. Fix the input, or point DEDUP_INPUT at another one."
         )
-
-
-# DuckDB, which stores the documents, tells column names apart without case
-_RESERVED = {name.lower() for name in RESERVED_COLUMNS}
-
-
-def _own_columns(reader: Reader, names: list[str]) -> list[str]:
-    """The file's own columns among the names of ``reader.schema``."""
-    appended = list(reader.appended_columns)
-    kept = len(names) - len(appended)
-    return names[:kept] if names[kept:] == appended else names
-
-
-def _renamed(path: Path, names: list[str], fields: dict[str, str]) -> dict[str, str]:
-    """The file's column -> ours, for the columns ``fields`` maps (ours -> the file's)."""
-    reserved = sorted(ours for ours in fields if ours.lower() in _RESERVED)
-    if reserved:
-        raise InputError(
-            f"fields maps {', '.join(reserved)}, which the pipeline fills itself; map only the input's "
-            "own columns (doc_id, source, domain, crawled_at, title, body or extra ones)."
-        )
-    targets = list(fields.values())
-    repeated = sorted({theirs for theirs in targets if targets.count(theirs) > 1})
-    if repeated:
-        raise InputError(
-            f"fields maps more than one of our columns to {', '.join(repeated)}; each input column "
-            "can fill one of ours."
-        )
-    renames = {theirs: ours for ours, theirs in fields.items() if theirs in names and theirs != ours}
-    clashes = [ours for ours in renames.values() if ours in names and ours not in renames]
-    if clashes:
-        raise InputError(
-            f"{path}: fields maps {', '.join(f'{ours} to {fields[ours]}' for ours in clashes)}, but the "
-            f"file also has a {clashes[0]} column. Map it to one column only, or rename one of them."
-        )
-    return renames
-
-
-def _refuse_clashing_names(
-    path: Path, names: list[str], renames: dict[str, str], fields: dict[str, str]
-) -> None:
-    """Refuse a file column (as ``fields`` renames it) named like a column the pipeline adds, or
-    like another column of the file: one would be taken for the other, or hide it."""
-    taken = [name for name in names if name.lower() in _RESERVED]
-    if taken:
-        renamed = {**fields, **{f"input_{name}": name for name in taken}}
-        config = {"resources": {"dedup": {"config": {"fields": renamed}}}}
-        raise InputError(
-            f"{path}: the input has column(s) {', '.join(taken)}, named like the columns the pipeline "
-            f"adds to every document ({', '.join(RESERVED_COLUMNS)}): the input's would be taken for "
-            "the pipeline's, or hide them. Rename them with the fields setting (our name -> the "
-            f"input's), e.g. --config-json {shlex.quote(json.dumps(config))}, or drop them from the input."
-        )
-    lowered = [name.lower() for name in names]
-    repeated = sorted({name for name in names if lowered.count(name.lower()) > 1})
-    if repeated:
-        original = {ours: theirs for theirs, ours in renames.items()}
-        shown = [
-            f"{name} (fields renames {original[name]} to it)" if name in original else name for name in repeated
-        ]
-        raise InputError(
-            f"{path}: more than one column is named {', '.join(shown)} (names are compared without "
-            "case). Give each column its own name, in the file or with the fields setting."
-        )
-
-
-def _mapped_schema(path: Path, reader: Reader, fields: dict[str, str]) -> tuple[pa.Schema, list[str]]:
-    """The columns of a file as ours, and the names (in order) that make a batch so."""
-    schema = reader.schema(path)
-    if not reader.columns_from_file:
-        return schema, schema.names
-    own = _own_columns(reader, schema.names)
-    renames = _renamed(path, own, fields)
-    mapped = [renames.get(name, name) for name in own]
-    _refuse_clashing_names(path, mapped, renames, fields)
-    # by position: an appended column may share a name with one that fields renames away
-    names = mapped + schema.names[len(own):]
-    return pa.schema([field_.with_name(name) for field_, name in zip(schema, names)]), names
-
-
-def _extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataType]:
-    """Columns beyond the six, across all files; a column typed differently by two files is text."""
-    extra: dict[str, pa.DataType] = {}
-    for path in paths:
-        reader = reader_for(path, policy.source_format, policy.fields)
-        schema, _ = _mapped_schema(path, reader, policy.fields)
-        missing = [column for column in REQUIRED_COLUMNS if column not in schema.names]
-        if missing:
-            found = _own_columns(reader, reader.schema(path).names)
-            raise InputError(
-                f"{path}: missing required column(s) {', '.join(missing)}. Found: "
-                f"{', '.join(found) or '(none)'}. Every input needs "
-                + ", ".join(REQUIRED_COLUMNS)
-                + """; map yours with the fields setting, e.g. --config-json '{"resources": """
-                + """{"dedup": {"config": {"fields": {"doc_id": "id", "body": "text"}}}}}'."""
-            )
-        for field_ in schema:
-            if field_.name in REQUIRED_COLUMNS or field_.name == "input_row":
-                continue
-            known = extra.setdefault(field_.name, field_.type)
-            if known != field_.type:
-                extra[field_.name] = pa.large_string()
-    return extra
 
 
 @dataclass(frozen=True)
@@ -272,7 +173,7 @@ def _screened_batches(
     first_seen: FirstSeen,
 ) -> Iterator[_Screened]:
     reader = reader_for(path, policy.source_format, policy.fields)
-    _, names = _mapped_schema(path, reader, policy.fields)
+    _, names = mapped_schema(path, reader, policy.fields)
     records_read = 0
 
     def reject_record(number: int, doc_id: str, reason: str, detail: str) -> None:
@@ -299,12 +200,25 @@ def _screened_batches(
             # utf8_is_space stops at the first other character; trimming would copy every body
             stats.empty_bodies += pc.sum(pc.equal(bodies, "")).as_py() or 0
             stats.empty_bodies += pc.sum(pc.utf8_is_space(bodies)).as_py() or 0
+            _count_replaced(stats, path, standard, keep, kept)
             yield _Screened(standard, keep, batch.column("body"))
     except (pa.ArrowInvalid, OSError, duckdb.Error) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "utf8" in detail.lower():
             raise InputError(f"{path}: has bytes that are not valid UTF-8 ({detail}). Re-encode the file as UTF-8.") from None
         raise InputError(f"{path}: cannot be read as {reader.label}: {detail}") from None
+
+
+def _count_replaced(stats: InputStats, path: Path, standard: pa.RecordBatch, keep: np.ndarray, kept: int) -> None:
+    if "replaced_characters" not in standard.schema.names:
+        return
+    replaced = standard.column("replaced_characters")
+    replaced = replaced if kept == len(keep) else replaced.filter(keep)
+    rows = pc.sum(pc.greater(replaced, 0)).as_py() or 0
+    if rows:
+        tally = stats.replaced.setdefault(str(path), [0, 0])
+        tally[0] += rows
+        tally[1] += pc.sum(replaced).as_py()
 
 
 def _accepted(screened: _Screened) -> pa.RecordBatch:
@@ -330,6 +244,12 @@ def _body_overrides(raw: pa.Array, body: pa.Array) -> pa.Array:
     return pc.replace_with_mask(overrides, suspect, pc.if_else(differs, validated, pa.nulls(len(validated), body.type)))
 
 
+_DETAILS = {
+    "missing_field": "doc_id is empty",
+    "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
+}
+
+
 def _screen(
     path: Path,
     batch: pa.RecordBatch,
@@ -343,21 +263,24 @@ def _screen(
     body_bytes = pc.binary_length(batch.column("body").cast(pa.large_binary())).to_numpy()
     # the first problem of each row, in this order; checked in C, then only flagged rows in Python
     problems = [
-        (pc.equal(batch.column("doc_id"), "").to_numpy(zero_copy_only=False), "missing_field"),
+        (pc.equal(doc_ids, "").to_numpy(zero_copy_only=False), "missing_field"),
+        (pc.match_substring_regex(doc_ids, CONTROL_CHARACTERS).to_numpy(zero_copy_only=False), "invalid_doc_id"),
         (batch.column("crawled_at").is_null().to_numpy(zero_copy_only=False), "invalid_crawled_at"),
         (body_bytes > policy.max_body_bytes, "too_large"),
     ]
-    flagged = problems[0][0] | problems[1][0] | problems[2][0]
+    flagged = np.logical_or.reduce([mask for mask, _ in problems])
     rejects: list[tuple[int, str, str, str]] = []
     keep = np.ones(batch.num_rows, dtype=bool)
     for index in np.flatnonzero(flagged).tolist():
         reason = next(reason for mask, reason in problems if mask[index])
-        detail = {
-            "missing_field": "doc_id is empty",
-            "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
-            "too_large": f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}",
-        }[reason]
-        rejects.append((int(input_rows[index]), doc_ids[index].as_py(), reason, detail))
+        doc_id = doc_ids[index].as_py()
+        if reason == "invalid_doc_id":
+            detail = _control_detail(doc_id)
+        elif reason == "too_large":
+            detail = f"body has {int(body_bytes[index]):,} bytes, above max_body_bytes={policy.max_body_bytes:,}"
+        else:
+            detail = _DETAILS[reason]
+        rejects.append((int(input_rows[index]), escaped(doc_id), reason, detail))
         keep[index] = False
     source = str(path)
     earlier = first_seen.register(source, doc_ids, input_rows, ~flagged)
@@ -374,6 +297,15 @@ def _screen(
     for row, doc_id, reason, detail in rejects:
         _record_reject(stats, path, row, doc_id, reason, detail)
     return keep
+
+
+def _control_detail(doc_id: str) -> str:
+    found = re.search(CONTROL_CHARACTERS, doc_id)
+    return (
+        f"doc_id has the control character U+{ord(found.group()):04X} at character {found.start() + 1} "
+        "(shown as \\xNN); an id must be printable text: remove it, or map doc_id to another column "
+        "with the fields setting"
+    )
 
 
 def _record_reject(stats: InputStats, path: Path, row: int, doc_id: str, reason: str, detail: str) -> None:
@@ -399,6 +331,8 @@ def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]]) -> str
             f"{path}: column crawled_at cannot be parsed at {_rows_list(rows)} (doc_id '{doc_id}'). "
             "Use ISO 8601, for example 2026-01-31 or 2026-01-31T12:00:00Z."
         )
+    if reason == "invalid_doc_id":
+        return f"{path}: column doc_id has a control character at {_rows_list(rows)} (doc_id '{doc_id}'): {detail}."
     if reason == "too_large":
         return f"{path}: row {row} (doc_id '{doc_id}'): {detail}. Raise max_body_bytes or remove the row."
     return f"{path}: row {row}: column doc_id repeats '{doc_id}' ({detail}). Give each document a unique doc_id."

@@ -71,8 +71,8 @@ def standardize(
     """The six columns as text (``crawled_at`` as a UTC timestamp, null where it does not
     parse), the extra columns (null where this file lacks one), ``source_file`` and ``input_row``
     (numbered from ``first_record`` unless the reader numbered its rows)."""
+    # doc_id as it is, byte for byte: " a " and "a" are two ids
     arrays = {name: _text(batch.column(name)) for name in TEXT_COLUMNS}
-    arrays["doc_id"] = pc.utf8_trim_whitespace(arrays["doc_id"])
     arrays["title"], arrays["body"] = _nfc(arrays["title"]), _nfc(arrays["body"])
     arrays["crawled_at"] = _timestamps(batch.column("crawled_at"))
     names = batch.schema.names

@@ -6,9 +6,15 @@ with document_files as (
   -- the column either way, and reads no other column of documents.
   select doc_id, coalesce(nullif(warc_filename::varchar, ''), source_file) as warc_file
   from (select null::varchar as warc_filename where false union all by name select * from {documents})
+), replaced as (
+  -- replaced_characters, which the CSV, JSONL and WARC readers add (a Parquet input has none)
+  select replaced_characters
+  from (select null::bigint as replaced_characters where false union all by name select * from {documents})
 )
 select
   (select count(*) from {documents}) as document_rows,
+  (select count(*) filter (where replaced_characters > 0) from replaced) as replaced_character_rows,
+  (select coalesce(sum(replaced_characters), 0) from replaced) as replaced_characters,
   (select count(*) from {rejected_documents}) as rejected_document_rows,
   (select count(*) from {candidate_pairs}) as candidate_pair_rows,
   (select count(*) filter (where left_domain = right_domain) from {candidate_pairs})
