@@ -17,7 +17,7 @@ from pydantic import Field, PrivateAttr
 
 from .core.distributed.plan import PARTITION_BYTES, Shuffle, shuffle_plan
 
-RAY_EXTRA = "pip install -e '.[ray]'"
+RAY_EXTRA = "make setup-ray in the project folder, or pip install -e '.[ray]' there"
 
 
 class RayEngine(ConfigurableResource):

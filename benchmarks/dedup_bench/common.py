@@ -16,7 +16,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = BENCH_DIR.parent
-INSTALL_HINT = "run `pip install -e '.[bench]'` in the repository root"
+INSTALL_HINT = "run `make setup-bench` (or `pip install -e '.[bench]'`) in the repository root"
 
 THRESHOLD = 0.7
 SHINGLE_SIZE = 5

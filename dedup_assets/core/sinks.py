@@ -2,7 +2,7 @@
 writes and hashes them, and the file is written with O_DIRECT in whole aligned blocks.
 
 Writing directly skips copying every byte into freshly allocated page cache, which is what bounds
-buffered writes of large files on machines like ours (see the README's performance section).
+buffered writes of large files on machines like ours (see docs/performance.md).
 """
 
 from __future__ import annotations
