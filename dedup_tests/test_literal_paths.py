@@ -16,7 +16,7 @@ import pytest
 
 from dedup_assets.core.batches import BatchError, find_batches, key_path_name
 from dedup_assets.core.pipeline import run_batch, run_library
-from dedup_assets.core.readers import InputStats, document_batches, read_documents
+from dedup_assets.core.readers import InputError, InputStats, document_batches, read_documents
 from dedup_assets.core.readers.files import describe_input, input_files
 from dedup_assets.core.settings import InputPolicy
 from dedup_assets.core.tables import READ_IN_PLACE, duckdb_file
@@ -210,3 +210,8 @@ def test_a_batch_file_whose_name_is_not_utf8_is_refused_naming_it(tmp_path):
     assert batches.keys() == ["short"]
     with pytest.raises(BatchError, match=r"not valid UTF-8.*Rename it"):
         batches.batch(os.fsdecode(b"k\xff"))
+
+
+def test_a_pattern_matching_nothing_says_how_to_match_a_mark_itself(tmp_path):
+    with pytest.raises(InputError, match=r"no such file or folder, and as a pattern it matches no file.*\[\[\]"):
+        input_files(tmp_path / "a[1].csv")

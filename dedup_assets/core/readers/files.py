@@ -66,7 +66,10 @@ def input_files(source: Path, source_format: str | None = None, left_out: list[P
         matches = _each_once(path for path in _walk(root, left_out, parts[fixed:]) if path.is_file())
         files = _not_databases(matches, left_out)
         if not files:
-            raise InputError(f"{source}: the pattern matches no file. Check DEDUP_INPUT.")
+            raise InputError(
+                f"{source}: no such file or folder, and as a pattern it matches no file. Check "
+                "DEDUP_INPUT (in a pattern, [*], [?] and [[] match the mark itself)."
+            )
         return files
     try:
         is_folder = source.is_dir()
