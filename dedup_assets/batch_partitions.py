@@ -30,9 +30,9 @@ def folder_batches() -> BatchFolder:
 
 
 def partition_keys(folder: BatchFolder) -> list[str]:
-    """Every key of the folder, colliding ones too: running one then fails with both names,
-    instead of Dagster's word that the partition does not exist."""
-    return sorted({*folder.keys(), *folder.collisions})
+    """Every key of the folder, refused ones too: running one then fails saying why (naming
+    both entries of a collision), instead of Dagster's word that the partition does not exist."""
+    return sorted({*folder.keys(), *folder.blocked()})
 
 
 def new_keys(instance: DagsterInstance, folder: BatchFolder) -> list[str]:

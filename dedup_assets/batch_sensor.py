@@ -22,7 +22,7 @@ from dagster import (
 
 from .assets.incremental import GROUP, TABLES
 from .batch_partitions import BATCHES, folder_batches, new_keys
-from .core.batches import Batch, BatchError, collision_message
+from .core.batches import Batch, BatchError, key_path_name
 from .core.incremental import batch_command, forget_command, indexed_batches
 from .core.release import BATCHES_FOLDER, MANIFEST_FILE
 from .settings import DedupSettings
@@ -61,7 +61,8 @@ def _released(output_dir: Path, key: str, input_sha256: str) -> bool:
     """Whether batch ``key``'s release is written, for the input the index holds: the run adds a
     batch to the index first and then writes its release."""
     try:
-        manifest = json.loads((output_dir / BATCHES_FOLDER / key / MANIFEST_FILE).read_text(encoding="utf-8"))
+        release = output_dir / BATCHES_FOLDER / key_path_name(key)
+        manifest = json.loads((release / MANIFEST_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return manifest.get("input", {}).get("sha256") == input_sha256
@@ -81,7 +82,7 @@ def new_batches(context: SensorEvaluationContext, dedup: DedupSettings, warehous
     except BatchError as error:
         return SkipReason(str(error))
     ignored = f" (not batches: {', '.join(folder.ignored)})" if folder.ignored else ""
-    keys = sorted({*folder.keys(), *folder.collisions})
+    keys = sorted({*folder.keys(), *folder.blocked()})
     if not keys:
         return SkipReason(f"{folder.folder} holds no batch{ignored}")
     added = new_keys(context.instance, folder)
@@ -113,8 +114,9 @@ def new_batches(context: SensorEvaluationContext, dedup: DedupSettings, warehous
             f"added after them. Take them out with `{forget_command(key)}` to add them all again in "
             f"key order, or move batch {key} out of {folder.folder}."
         )
-    if key in folder.collisions:
-        return skip(collision_message(key, folder.collisions[key], folder.folder) + " Later batches wait for it.")
+    refusal = folder.refusal(key)
+    if refusal:
+        return skip(refusal + " Later batches wait for it.")
     # the index decides what is done; this tag lets a failed run hold its batch back until the
     # file changes (and a batch taken out with forget-batches runs again)
     version = f"{key}@{_fingerprint(folder.batch(key))}"

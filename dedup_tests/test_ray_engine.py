@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -109,6 +111,21 @@ def test_bad_input_fails_on_ray_with_the_duckdb_engines_message(ray_cluster, tmp
         messages.append(failure.event_specific_data.error.message)
     assert "document_position" in messages[0] and "fields" in messages[0]
     assert messages[1] == messages[0]
+
+
+def test_ray_tables_under_a_path_with_pattern_marks_are_the_duckdb_engines(ray_cluster, tmp_path):
+    """The datasets folder (beside the database) and the input files have * and [ in their
+    paths: DuckDB's views over the folders and Ray's reads take each as itself."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    source = pd.read_csv(FIXTURE, dtype=str, keep_default_na=False)
+    for number, name in enumerate(("a1", "a[1]", "b*")):
+        part = source.iloc[number * 8 : (number + 1) * 8]
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False), folder / f"{name}.parquet")
+    duckdb_runner, ray_runner, result = run_both(tmp_path / "runs[1]*", folder)
+    evaluation = check_result(result, CONSISTENCY)
+    assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
+    assert sorted(ray_runner.table("documents").doc_id) == sorted(source.doc_id)
 
 
 def test_a_difference_fails_the_check_and_a_large_corpus_is_not_compared():

@@ -7,7 +7,7 @@ from dagster import AssetExecutionContext, AssetSpec, Failure, MaterializeResult
 
 from ..batch_partitions import BATCHES, folder_batches
 from ..core import incremental
-from ..core.batches import Batch
+from ..core.batches import Batch, key_path_name
 from ..core.incremental import IndexTables
 from ..core.ingest import build_documents, build_rejected_documents, input_identity
 from ..core.lsh import FOUND_BY
@@ -250,7 +250,8 @@ def batch_clusters(
 )
 def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
     """Adds the staged batch to the index in one transaction (replacing it when it is the latest
-    batch and is built again), then writes its release to `DEDUP_OUTPUT_DIR/batches/KEY/`, switched
+    batch and is built again), then writes its release to `DEDUP_OUTPUT_DIR/batches/KEY/` (each
+    character of the key but letters, digits, `-_.+=,@~` and space spelled `%XX`), switched
     in whole: `deduped_documents.parquet` (the batch's kept documents), `duplicate_pairs.csv` (the
     edges found for it), `clusters.csv`, `bridges.csv`, `rejected_documents.csv` and
     `manifest.json` (the batch's counts and the running totals)."""
@@ -267,7 +268,7 @@ def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehous
     counts, totals = written["counts"], written["totals"]
     return MaterializeResult(
         metadata={
-            "output_dir": MetadataValue.path(str(dedup.output_folder() / "batches" / key)),
+            "output_dir": MetadataValue.path(str(dedup.output_folder() / "batches" / key_path_name(key))),
             "files": markdown_table(
                 ["file", "rows", "sha256"], ((o["file"], o["rows"], o["sha256"][:12] + "…") for o in written["outputs"])
             ),

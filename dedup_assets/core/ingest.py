@@ -27,9 +27,15 @@ from .tables import sql_string
 
 def document_stream(batches: Iterator[pa.RecordBatch], stats: InputStats, log: Progress) -> Iterator[pa.RecordBatch]:
     """The validated input, logged as it streams; the next batch is read and validated while
-    the caller stores the previous one."""
+    the caller stores the previous one. What the pipeline wrote inside the input folder, and
+    so left out of it, is said once the files are listed."""
     last = time.monotonic()
-    for batch in prefetched(batches):
+    for number, batch in enumerate(prefetched(batches)):
+        if number == 0 and stats.left_out:
+            log(
+                "documents: not read, as the pipeline wrote them (an output folder, a release or a "
+                f"database inside the input folder): {', '.join(map(str, stats.left_out))}"
+            )
         if time.monotonic() - last >= 5.0:
             last = time.monotonic()
             log(f"documents: {stats.rows:,} rows read")
@@ -47,9 +53,11 @@ def build_documents(
     its body left out where it is the file's own, and the view joins it, position by
     position, with the files' body column (``stats.read_in_place`` names the files)."""
     stats = InputStats()
-    files = bodies_in_place(path, policy) if rows_table else None
+    left_out: list[Path] = []  # the copying stream lists the files again, and says so itself
+    files = bodies_in_place(path, policy, left_out) if rows_table else None
     if not files:
         return TableBuild(batches=document_stream(document_batches(path, stats, batch_size, policy), stats, log)), stats
+    stats.left_out = left_out
     paths = [file for file, _ in files]
     stats.read_in_place = file_identities(paths)
     rows = TableBuild(batches=document_stream(document_rows(path, paths, stats, batch_size, policy), stats, log))
@@ -59,7 +67,8 @@ def build_documents(
 def _in_place_view(files: list[tuple[Path, str]], rows_table: str) -> str:
     """The documents view: each kept row with its body, the validated one where ``rows_table``
     holds it, else the file's. The files are scanned in the order listed, which is input order,
-    and the rows were stored in it, so a positional join pairs them row for row."""
+    and the rows were stored in it, so a positional join pairs them row for row. DuckDB reads
+    each name as given: :func:`bodies_in_place` takes no name it would read as a pattern."""
     names = ", ".join(sql_string(str(path)) for path, _ in files)
     column = '"' + files[0][1].replace('"', '""') + '"'
     return (

@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .batches import key_path_name
+
 PAYLOAD_COLUMNS = ("doc_id", "domain", "body", "signature", "lsh_bands")
 SUFFIX = ".arrow"
 
@@ -50,7 +52,7 @@ def payload_folder(database: str) -> Path:
 def _versions(folder: Path, key: str) -> list[Path]:
     if not folder.is_dir():
         return []
-    name = re.compile(rf"{re.escape(key)}\.[0-9a-f]{{16}}{re.escape(SUFFIX)}")
+    name = re.compile(rf"{re.escape(key_path_name(key))}\.[0-9a-f]{{16}}{re.escape(SUFFIX)}")
     return [path for path in folder.iterdir() if name.fullmatch(path.name)]
 
 
@@ -59,7 +61,7 @@ def write_payload(folder: Path, key: str, input_sha256: str, table: pa.Table) ->
     batch gets another file, so the file the index names is never overwritten): a temporary
     file, flushed, renamed, and the folder flushed. Returns the file's name."""
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / f"{key}.{input_sha256[:16]}{SUFFIX}"
+    final = folder / f"{key_path_name(key)}.{input_sha256[:16]}{SUFFIX}"
     partial = folder / f".{final.name}.{os.getpid()}"
     with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table.select(list(PAYLOAD_COLUMNS)))

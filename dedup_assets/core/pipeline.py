@@ -148,8 +148,8 @@ def run_batch(
 ) -> dict:
     """Add batch ``key`` of ``folder`` to the incremental index in ``database_path`` (schema
     ``incremental``), with the same steps as the ``incremental`` assets, and with ``output_dir``
-    write its release to ``output_dir/batches/KEY``. Returns per-step seconds and the batch's
-    counts."""
+    write its release to ``output_dir/batches/NAME`` (:func:`key_path_name`). Returns per-step
+    seconds and the batch's counts."""
     tables = incremental.IndexTables.in_schema()
     path = folder.batch(key).path
     params = settings.sketch_params()

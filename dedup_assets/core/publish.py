@@ -37,6 +37,7 @@ from .readers import InputFile
 from .release import (
     BATCHES_FOLDER, KEPT_FOLDERS, MANIFEST_FILE, TUNING_FOLDER, is_release, write_files_and_manifest, write_release,
 )
+from .batches import key_path_name
 from .settings import Settings
 from .tables import Tables
 
@@ -301,15 +302,16 @@ def publish_batch_release(
     database: str,
     log: Callable[[str], None],
 ) -> dict:
-    """A batch's release files (each query binds the key) into ``output_root/batches/KEY``
-    through :func:`publish`, holding the output root's lock too: a one-shot release, which
+    """A batch's release files (each query binds the key) into ``output_root/batches/NAME``
+    (:func:`key_path_name`) through :func:`publish`, holding the output root's lock too: a
+    one-shot release, which
     carries the batch releases over when it replaces the root, never switches meanwhile."""
     output_root = output_root.expanduser().resolve()
     with _said_of_the_place(output_root):
         output_root.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_root, holder_for(database)):
             return publish(
-                output_root / BATCHES_FOLDER / key,
+                output_root / BATCHES_FOLDER / key_path_name(key),
                 lambda folder: write_files_and_manifest(connection, queries, [key], folder, manifest),
                 database,
                 log,

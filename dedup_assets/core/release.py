@@ -323,12 +323,12 @@ def _file_rows(path: Path) -> int:
         return 1
     if path.suffix == ".png":  # one picture
         return 1
-    with duckdb.connect() as connection:
-        # a cell may be as long as the file (cluster_inspection lists a cluster's members in one)
-        return connection.execute(
-            "select count(*) from read_csv(?, header = true, all_varchar = true, max_line_size = ?)",
-            [str(path), max(path.stat().st_size, 1 << 21)],
-        ).fetchall()[0][0]
+    with duckdb.connect() as connection, path.open("rb") as handle:
+        # a cell may be as long as the file (cluster_inspection lists a cluster's members in one);
+        # the open file, as DuckDB would read a glob mark in an output folder's path as a pattern
+        return connection.read_csv(
+            handle, header=True, all_varchar=True, max_line_size=max(path.stat().st_size, 1 << 21)
+        ).aggregate("count(*)").fetchall()[0][0]
 
 
 def _write_file(

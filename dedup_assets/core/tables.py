@@ -6,6 +6,7 @@ values from users are always bound parameters, named in each file's header.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -65,6 +66,21 @@ def sql_string(text: str) -> str:
     """``text`` as a quoted SQL literal, quotes doubled: for a view, which cannot take bound
     parameters, naming files."""
     return "'" + text.replace("'", "''") + "'"
+
+
+_GLOB_MARK = re.compile(r"([*?[])")
+
+
+def duckdb_file(path: str | Path) -> str | None:
+    """``path`` as DuckDB's ``read_*`` functions take it to name that one file or folder; None
+    if they cannot. They read a name with ``*``, ``?`` or ``[`` as a glob (DuckDB 2.0: beside
+    ``a1.parquet``, ``a[1].parquet`` reads ``a1.parquet``), so each is put alone in brackets,
+    where it matches itself. Their glob splits names at a backslash as well, so a path with
+    one and a glob mark cannot be named at all."""
+    text = str(path)
+    if not _GLOB_MARK.search(text):
+        return text
+    return None if "\\" in text else _GLOB_MARK.sub(r"[\1]", text)
 
 
 @cache

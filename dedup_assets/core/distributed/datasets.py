@@ -24,8 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..settings import SettingsError
 from ..store import TableBuild
-from ..tables import sql_string
+from ..tables import duckdb_file, sql_string
 
 # Each document's place in input order: how the per-document tables are ordered, and which copy
 # of a text is its first copy. Stored in the datasets, hidden from the views (the DuckDB
@@ -58,7 +59,13 @@ def view_build(
         if casts
         else ""
     )
-    files = sql_string(str(folder / "*.parquet"))
+    named = duckdb_file(folder)
+    if named is None:
+        raise SettingsError(
+            f"{folder}: DuckDB cannot read a folder whose path has a backslash and one of * ? [. "
+            "Set the ray_engine's dataset_root (DEDUP_DATASETS) to a path without them."
+        )
+    files = sql_string(f"{named}/*.parquet")  # every file of the folder, whatever it is named
     ordered = f" order by {', '.join(order)}" if order and not (order == (POSITION,) and in_position_order(folder)) else ""
     return TableBuild(sql=f"select *{exclude}{replace} from read_parquet({files}){ordered}", view=True)
 

@@ -46,35 +46,52 @@ def describe_input(source: Path, source_format: str | None = None) -> InputFile:
     return InputFile(str(source), sum(path.stat().st_size for path in paths), digest.hexdigest())
 
 
-def input_files(source: Path, source_format: str | None = None) -> list[Path]:
+def input_files(source: Path, source_format: str | None = None, left_out: list[Path] | None = None) -> list[Path]:
     """The files of an input: one file, every file a reader reads under a folder (every file,
     when ``source_format`` is set), or a glob's matches, in sorted order. A file reached by
-    more than one path (through symlinks or hard links) is one file, named by its first path."""
-    if _GLOB_MAGIC.search(str(source)):
+    more than one path (through symlinks or hard links) is one file, named by its first path.
+
+    ``source`` is a glob only when it has ``*``, ``?`` or ``[`` and names no file or folder as
+    it is; a file or folder is then read under its own name, whatever it holds. What the
+    pipeline writes (:func:`_is_output`) is never read as input: it is added to ``left_out``."""
+    left_out = [] if left_out is None else left_out
+    try:
+        exists = source.exists()
+    except PermissionError:  # a folder above it cannot be entered
+        raise unreadable(source) from None
+    if _GLOB_MAGIC.search(str(source)) and not exists:
         parts = source.parts
         fixed = next(index for index, part in enumerate(parts) if _GLOB_MAGIC.search(part))
         root = Path(*parts[:fixed]) if fixed else Path(".")
-        files = _each_once(path for path in _walk(root, parts[fixed:]) if path.is_file())
+        matches = _each_once(path for path in _walk(root, left_out, parts[fixed:]) if path.is_file())
+        files = _not_databases(matches, left_out)
         if not files:
-            raise InputError(f"{source}: the pattern matches no file. Check DEDUP_INPUT.")
+            raise InputError(
+                f"{source}: no such file or folder, and as a pattern it matches no file. Check "
+                "DEDUP_INPUT (in a pattern, [*], [?] and [[] match the mark itself)."
+            )
         return files
     try:
         is_folder = source.is_dir()
     except PermissionError:  # a folder above it cannot be entered
         raise unreadable(source) from None
     if is_folder:
+        written: list[Path] = []
         files = _each_once(
-            path for path in _walk(source) if path.is_file() and matching_reader(path, source_format)
+            path for path in _walk(source, written) if path.is_file() and matching_reader(path, source_format)
         )
+        left_out += [path for path in written if path.is_dir() or matching_reader(path, source_format)]
+        files = _not_databases(files, left_out)
         if not files:
             raise InputError(f"{source}: the folder has no {SUPPORTED_NAMES} file. Check DEDUP_INPUT.")
         return files
     return [source]
 
 
-def _walk(root: Path, pattern: tuple[str, ...] | None = None) -> Iterator[Path]:
+def _walk(root: Path, left_out: list[Path], pattern: tuple[str, ...] | None = None) -> Iterator[Path]:
     """The paths of everything but folders under ``root``; with a glob ``pattern`` (its parts
-    below ``root``), those it matches, as ``glob.glob(recursive=True)`` would.
+    below ``root``), those it matches, as ``glob.glob(recursive=True)`` would. What the
+    pipeline wrote is not entered or given, but added to ``left_out``.
 
     Symlinked folders are followed, but a folder (by device and inode) is entered once per set
     of pattern parts still to match, so a symlink loop ends (``glob`` follows one until the path
@@ -101,16 +118,60 @@ def _walk(root: Path, pattern: tuple[str, ...] | None = None) -> Iterator[Path]:
                 "the disk or mount, or leave the folder out of DEDUP_INPUT."
             ) from None
         subfolders = []
+        names = {entry.name for entry in entries}
         for entry in entries:
             path = Path(folder, entry.name)
             reached = _advance(pattern, states, entry.name) if pattern else states
             if pattern and not reached:
+                continue
+            if _is_output(entry, names):
+                left_out.append(path)
                 continue
             if entry.is_dir():  # follows a symlink
                 subfolders.append((path, reached))
             elif not pattern or len(pattern) in reached:
                 yield path
         pending.extend(reversed(subfolders))
+
+
+# beside a release folder ``out``: its lock (kept), and what a killed switch leaves
+_RELEASE_SIBLING = re.compile(r"\.(.+)\.(lock|staging-\d+|previous-\d+)")
+_DUCKDB_MAGIC = b"DUCK"  # at byte 8 of a DuckDB database file
+
+
+def _is_output(entry: os.DirEntry, names: set[str]) -> bool:
+    """Whether a folder entry is what the pipeline writes there: a release folder, known by the
+    lock file beside it (an output folder inside the input folder would otherwise be read
+    back as input on the next run), what a release leaves beside it, or the payloads folder of
+    a DuckDB database."""
+    sibling = _RELEASE_SIBLING.fullmatch(entry.name)
+    if sibling and (sibling[2] == "lock" or f".{sibling[1]}.lock" in names):
+        return True
+    return entry.is_dir() and (
+        f".{entry.name}.lock" in names
+        or (entry.name.endswith(".payloads") and _is_database(Path(entry.path).with_suffix("")))
+    )
+
+
+def _not_databases(files: list[Path], left_out: list[Path]) -> list[Path]:
+    """``files`` but DuckDB databases and their write-ahead logs, which are added to
+    ``left_out``. Only names of no input format are opened to tell."""
+    kept = []
+    for path in files:
+        plain = format_stem(path.name) == path.name
+        if plain and (_is_database(path) or (path.suffix == ".wal" and _is_database(path.with_suffix("")))):
+            left_out.append(path)
+        else:
+            kept.append(path)
+    return kept
+
+
+def _is_database(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(12)[8:] == _DUCKDB_MAGIC
+    except OSError:  # not a file, or unreadable: the walk says what it is
+        return False
 
 
 def _advance(pattern: tuple[str, ...], states: frozenset[int], name: str) -> frozenset[int]:

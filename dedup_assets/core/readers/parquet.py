@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..settings import InputPolicy
+from ..tables import duckdb_file
 from .protocol import InputError, Reject
 
 
@@ -37,11 +38,19 @@ class ParquetReader:
         # file's row order.
         reader_db = duckdb.connect(config={"memory_limit": "512MB"})
         reader_db.execute("set enable_progress_bar = false")
-        return reader_db.read_parquet(str(path)).to_arrow_reader(batch_size)
+        name = duckdb_file(path)
+        if name is None:  # a name DuckDB cannot give literally; it reads the open file instead
+            return _batches_of_open_file(reader_db, path, batch_size)
+        return reader_db.read_parquet(name).to_arrow_reader(batch_size)
 
     def count(self, path: Path) -> int:
         """The row count the file's footer records."""
         return pq.ParquetFile(path).metadata.num_rows
+
+
+def _batches_of_open_file(reader_db: duckdb.DuckDBPyConnection, path: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
+    with path.open("rb") as handle:
+        yield from reader_db.read_parquet(handle).to_arrow_reader(batch_size)
 
 
 READER = ParquetReader()
