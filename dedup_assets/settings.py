@@ -17,7 +17,7 @@ from dagster import Config, ConfigurableResource
 from pydantic import Field, model_validator
 
 from .core.settings import (
-    CLUSTER_MODES, ENGINES, HASH_SCHEMES, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
+    CLUSTER_MODES, ENGINES, HASH_SCHEMES, HOT_BUCKETS, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
 )
 from .core.tables import TABLE_LAYOUT
 
@@ -33,6 +33,7 @@ SourceFormat = Enum("SourceFormat", {name: name for name in SOURCE_FORMATS}, typ
 ClusterMode = Enum("ClusterMode", {name: name for name in CLUSTER_MODES}, type=str)
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)
 ParquetBodies = Enum("ParquetBodies", {name: name for name in PARQUET_BODIES}, type=str)
+HotBuckets = Enum("HotBuckets", {name: name for name in HOT_BUCKETS}, type=str)
 
 
 def _from_environment(variable: str, default: str) -> Path:
@@ -97,7 +98,14 @@ class DedupSettings(ConfigurableResource):
     )
     max_bucket_size: int = Field(
         default=DEFAULTS.max_bucket_size,
-        description="Refuse the LSH self-join when one bucket holds more distinct texts.",
+        description="Refuse the LSH self-join when one bucket holds more distinct texts (hot_buckets: "
+        "refuse), or leave such buckets out of it (hot_buckets: skip).",
+    )
+    hot_buckets: HotBuckets = Field(
+        default=HotBuckets(DEFAULTS.hot_buckets),
+        description="refuse: a bucket over max_bucket_size stops the run, as the published method does; "
+        "skip: such buckets are left out of the join and listed in hot_buckets.csv, and the recall "
+        "audit measures what that cost (engine duckdb, one-shot runs).",
     )
     memory_budget_mb: int = Field(
         default=DEFAULTS.memory_budget_mb,

@@ -124,7 +124,7 @@ def test_bucket_pressure_counts_the_rows_of_the_join_and_of_the_copies(seed):
     copies = rng.integers(1, 5, size=40)
     copies[0] = 1_000_000  # however many copies a text has, alone in a bucket it takes no slots
     bands[0] = [100, 101, 102]
-    slots, largest, largest_key, buckets, shared, shared_counts = kernels.bucket_pressure_kernel(bands, copies)
+    slots, largest, largest_key, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, 40)
     for band in range(3):
         keys, sizes = np.unique(bands[:, band], return_counts=True)
         expected = 0
@@ -137,7 +137,35 @@ def test_bucket_pressure_counts_the_rows_of_the_join_and_of_the_copies(seed):
         assert (largest[band], largest_key[band]) == (sizes.max(), keys[np.argmax(sizes)])
         assert buckets[band] == len(keys)
         assert shared[band, : shared_counts[band]].tolist() == keys[sizes > 1].tolist()
-    ones = kernels.bucket_pressure_kernel(bands, np.ones(40, dtype=np.int64))[0]
+    assert hot[3].tolist() == [0, 0, 0]  # max_size of the row count: no bucket is hot
+    ones = kernels.bucket_pressure_kernel(bands, np.ones(40, dtype=np.int64), 40)[0]
     assert ones.tolist() == [
         sum(n * (n - 1) // 2 for n in np.unique(bands[:, band], return_counts=True)[1]) for band in range(3)
     ]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_buckets_over_max_size_are_listed_as_hot_and_count_in_no_other_figure(seed):
+    rng = np.random.default_rng(seed)
+    bands = rng.integers(0, 8, size=(60, 4)).astype(np.uint64)
+    copies = rng.integers(1, 4, size=60)
+    max_size = 8
+    slots, largest, _, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, max_size)
+    hot_keys, hot_sizes, hot_documents, hot_counts = hot
+    for band in range(4):
+        keys, sizes = np.unique(bands[:, band], return_counts=True)
+        over = sizes > max_size
+        assert hot_keys[band, : hot_counts[band]].tolist() == keys[over].tolist()
+        assert hot_sizes[band, : hot_counts[band]].tolist() == sizes[over].tolist()
+        assert hot_documents[band, : hot_counts[band]].tolist() == [
+            int(copies[bands[:, band] == key].sum()) for key in keys[over]
+        ]
+        admitted = keys[~over]
+        assert buckets[band] == len(admitted)
+        assert largest[band] == (sizes[~over].max() if len(admitted) else 0)
+        assert shared[band, : shared_counts[band]].tolist() == keys[~over & (sizes > 1)].tolist()
+        expected = 0
+        for key in admitted:
+            members = copies[bands[:, band] == key]
+            expected += sum(int(members[i] + members[j] - 1) for i in range(len(members)) for j in range(i + 1, len(members)))
+        assert slots[band] == expected

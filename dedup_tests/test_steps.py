@@ -79,7 +79,7 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
     )
     pressure = bucket_pressure(connection, TABLES)
     assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9)
-    assert band_buckets(connection, TABLES, copy_groups(connection, TABLES))[1].to_pylist() == [
+    assert band_buckets(connection, TABLES, copy_groups(connection, TABLES), 5)[1].to_pylist() == [
         {"band_index": 0, "lsh_band": 7},
         {"band_index": 1, "lsh_band": 9},
     ]
@@ -90,20 +90,48 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
     assert BucketPressure.from_lineage({"num_perm": 64}) is None  # tables built before the figures
 
 
+def test_a_hot_bucket_is_refused_by_name_or_with_skip_left_out_of_the_join_and_listed(connection):
+    # d0..d4 share bucket 7 of band 0 and nothing else but d0 and d1, which share band 1's key 50
+    _load(connection, "documents", [{"doc_id": f"d{i}", "domain": "a.example"} for i in range(5)])
+    _band_keys(connection, {"d0": [7, 50], "d1": [7, 50], "d2": [7, 52], "d3": [7, 53], "d4": [7, 54]})
+    with pytest.raises(PairBudgetExceeded) as refused:
+        build_candidate_pairs(connection, TABLES, PairLimits(100, 4))
+    assert str(refused.value).startswith(
+        "LSH bucket 000:0000000000000007 holds 5 different texts, above max_bucket_size=4: every two"
+    )
+    assert "set hot_buckets: skip to leave such buckets out of the join" in str(refused.value)
+    build, pressure, hot = build_candidate_pairs(connection, TABLES, PairLimits(100, 4, skip_hot_buckets=True))
+    write_table(connection, "candidate_pairs", build)
+    # only the pair of the other band's shared bucket: the hot bucket's ten pairs are left out
+    assert connection.execute("select left_doc_id, right_doc_id, shared_bands from candidate_pairs").fetchall() == [
+        ("d0", "d1", 1)
+    ]
+    # the pressure of what was joined: band 1's buckets (one of two texts, three of one)
+    assert pressure == BucketPressure(1, 2, "001:0000000000000032", 4)
+    assert hot.to_pylist() == [
+        {
+            "band_index": 0, "lsh_band": 7, "bucket_key": "000:0000000000000007", "texts": 5, "documents": 5,
+            "example_doc_ids": ["d0", "d1", "d2"],
+        }
+    ]
+    # at the limit, nothing is hot
+    assert build_candidate_pairs(connection, TABLES, PairLimits(100, 5, skip_hot_buckets=True))[2].num_rows == 0
+
+
 def test_the_worst_bucket_among_equals_is_the_first_band_then_the_smallest_key(connection):
     _band_keys(connection, {"a": [5, 1], "b": [5, 1], "c": [2, 10], "d": [2, 11]})
     assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000002", 5)
     _band_keys(connection, {})
     assert bucket_pressure(connection, TABLES) == BucketPressure(0, 0, None, 0)
     _load(connection, "documents", [{"doc_id": "a", "domain": "a.example"}])
-    build, _ = build_candidate_pairs(connection, TABLES, PairLimits(0, 2))
+    build, _, _ = build_candidate_pairs(connection, TABLES, PairLimits(0, 2))
     assert write_table(connection, "candidate_pairs", build) == 0
 
 
 def test_candidates_are_global_ordered_and_count_shared_bands(connection):
     _load(connection, "documents", [{"doc_id": d, "domain": f"{d}.example"} for d in ("a", "b", "c")])
     _band_keys(connection, {"b": [1, 2], "a": [1, 2], "c": [9, 1]})  # c: same value, other band
-    build, _ = build_candidate_pairs(connection, TABLES, PairLimits(100, 2))
+    build, _, _ = build_candidate_pairs(connection, TABLES, PairLimits(100, 2))
     write_table(connection, "candidate_pairs", build)
     assert connection.execute("select * from candidate_pairs").fetchall() == [
         ("a", "b", "a.example", "b.example", 2, "lsh")
@@ -127,7 +155,7 @@ def test_exact_copies_are_paired_with_their_first_copy_not_joined(connection):
     )
     # one bucket of two texts, a (3 documents) and b: a-b, and b with the two further copies of a
     assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000001", 9)
-    build, _ = build_candidate_pairs(connection, TABLES, PairLimits(3, 2))
+    build, _, _ = build_candidate_pairs(connection, TABLES, PairLimits(3, 2))
     write_table(connection, "candidate_pairs", build)
     rows = connection.execute(
         "select left_doc_id, right_doc_id, shared_bands, found_by from candidate_pairs"

@@ -1,9 +1,10 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.lsh import FOUND_BY, build_candidate_pairs
+from ..core.lsh import FOUND_BY, HOT_BUCKET_ROWS_SCHEMA, build_candidate_pairs, hot_buckets_build
 from ..core.plots import markdown_image, scurve_png
 from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
+from ..core.tables import HOT_BUCKETS
 from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
@@ -28,17 +29,22 @@ def candidate_pairs(
     Before joining, the band buckets are sized: if they would create more pair rows than
     `max_pair_slots` (unset: derived from `memory_budget_mb`), or one bucket holds more than
     `max_bucket_size` distinct texts, the run stops and names the worst bucket, instead of
-    exhausting memory.
+    exhausting memory. With `hot_buckets: skip`, buckets over `max_bucket_size` are left out of
+    the join instead and listed in the table `hot_buckets` (key, distinct texts, documents, three
+    example doc_ids) and the release's `hot_buckets.csv`; pairs only they would have made are
+    missed, which the recall audit measures.
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
     limits = settings.pair_limits()
     with user_errors(), warehouse.cursor() as cursor:
-        if settings.engine == "ray":
+        if settings.engine == "ray":  # which refuses hot buckets (settings: no skip on ray)
             build, pressure = ray_engine.steps().candidate_pairs(ray_engine.tables(warehouse.database), limits)
+            hot = HOT_BUCKET_ROWS_SCHEMA.empty_table()
         else:
-            build, pressure = build_candidate_pairs(cursor, tables, limits)
+            build, pressure, hot = build_candidate_pairs(cursor, tables, limits)
     rows = warehouse.write("candidate_pairs", build, {**lineage, **pressure.as_lineage()})
+    warehouse.write(HOT_BUCKETS, hot_buckets_build(hot), lineage)
     params = settings.sketch_params()
     with warehouse.cursor() as cursor:
         possible = possible_pairs(scalar(cursor, f"select count(*) from {tables.documents}"))
@@ -55,6 +61,18 @@ def candidate_pairs(
                 "largest_bucket_size": MetadataValue.int(pressure.largest_bucket_size),
                 "largest_bucket_key": pressure.largest_bucket_key or "none",
                 "max_bucket_size": MetadataValue.int(limits.max_bucket_size),
+                "hot_buckets_skipped": MetadataValue.int(hot.num_rows),
+                **(
+                    {"hot_buckets": markdown_table(
+                        ["bucket", "texts", "documents", "example doc_ids"],
+                        [
+                            (row["bucket_key"], row["texts"], row["documents"], ", ".join(row["example_doc_ids"]))
+                            for row in hot.slice(0, 20).to_pylist()
+                        ],
+                    )}
+                    if hot.num_rows
+                    else {}
+                ),
                 "pairs_found_by": markdown_table(
                     ["found_by", "pairs"], [(name, found_by.get(name, 0)) for name in FOUND_BY]
                 ),

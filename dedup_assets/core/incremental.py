@@ -291,7 +291,7 @@ def build_batch_pairs(
         TableBuild(sql="select doc_id, domain, body from universe_rows", arrow_inputs={"universe_rows": rows}),
     )
     write_table(connection, universe.band_memberships, build_band_memberships(universe))
-    candidates, pressure = build_candidate_pairs(connection, universe, limits)
+    candidates, pressure, _ = build_candidate_pairs(connection, universe, limits)  # none hot: index_settings
     write_table(connection, universe.candidate_pairs, candidates)
     scored, reshingled = build_scored_pairs(connection, universe, params, thresholds, memory_budget_mb)
     write_table(connection, universe.scored_pairs, scored)
@@ -962,6 +962,13 @@ def index_settings(settings: Settings) -> dict:
             f"engine {settings.engine!r} runs the one-shot graph only: the incremental index lives "
             "in the DuckDB file and adds each batch there. Run the batches with engine 'duckdb', "
             "or the one-shot graph over the batch folder (DEDUP_INPUT) with engine 'ray'."
+        )
+    if settings.hot_buckets != "refuse":
+        raise SettingsError(
+            f"hot_buckets {settings.hot_buckets!r} applies to the one-shot graph only: a batch's "
+            "decisions are final, and the index keeps no list of the buckets a batch left out. Run "
+            "the batches with hot_buckets 'refuse', or the one-shot graph over the batch folder "
+            "(DEDUP_INPUT) with hot_buckets 'skip'."
         )
     values = {**settings.as_dict(), **settings.derived(), "table_layout": INDEX_LAYOUT}
     return {name: values[name] for name in INDEX_SETTINGS}

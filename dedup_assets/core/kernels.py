@@ -479,11 +479,15 @@ def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count)
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
-def bucket_pressure_kernel(bands, copies):
+def bucket_pressure_kernel(bands, copies, max_size):
     """Per band (column of ``bands``: one row per distinct text, ``copies`` the documents that
     have it): pair slots, the largest bucket's size in distinct texts and its key (the smallest
     key among equals), the number of buckets, and the keys of its shared buckets (two distinct
     texts or more): band b's are ``shared[b, :shared_counts[b]]``, ascending.
+
+    A bucket of more than ``max_size`` texts is hot: it counts in none of those figures, and is
+    listed instead, band b's keys, sizes and documents in ``hot_*[b, :hot_counts[b]]``
+    (``max_size`` of the row count or more: none is).
 
     A bucket of k texts that n documents have takes (k-1)n - k(k-1)/2 slots: the k(k-1)/2 pairs
     of the self-join, and each further copy paired with the other k-1 texts. With one document
@@ -496,6 +500,12 @@ def bucket_pressure_kernel(bands, copies):
     buckets = np.zeros(count, dtype=np.int64)
     shared = np.empty((count, bands.shape[0]), dtype=np.uint64)
     shared_counts = np.zeros(count, dtype=np.int64)
+    # a band of n texts has at most n // (max_size + 1) hot buckets
+    hot_room = bands.shape[0] // (min(max_size, bands.shape[0]) + 1) + 1
+    hot_keys = np.empty((count, hot_room), dtype=np.uint64)
+    hot_sizes = np.empty((count, hot_room), dtype=np.int64)
+    hot_documents = np.empty((count, hot_room), dtype=np.int64)
+    hot_counts = np.zeros(count, dtype=np.int64)
     for band in nb.prange(count):
         keys = shared[band]
         keys[:] = bands[:, band]
@@ -508,6 +518,12 @@ def bucket_pressure_kernel(bands, copies):
                 documents += copies[order[end]]
                 end += 1
             size = end - start
+            if size > max_size:
+                hot = hot_counts[band]
+                hot_keys[band, hot], hot_sizes[band, hot], hot_documents[band, hot] = keys[start], size, documents
+                hot_counts[band] += 1
+                start = end
+                continue
             slots[band] += (size - 1) * documents - size * (size - 1) // 2
             buckets[band] += 1
             if size > largest[band]:
@@ -517,7 +533,8 @@ def bucket_pressure_kernel(bands, copies):
                 keys[shared_counts[band]] = keys[start]
                 shared_counts[band] += 1
             start = end
-    return slots, largest, largest_key, buckets, shared, shared_counts
+    hot = (hot_keys, hot_sizes, hot_documents, hot_counts)
+    return slots, largest, largest_key, buckets, shared, shared_counts, hot
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)

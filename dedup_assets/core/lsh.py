@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, fields
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import kernels
 from .settings import PAIR_SLOT_BYTES, PairLimits
@@ -73,56 +74,112 @@ def copy_groups(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Tab
     return connection.sql(sql("copy_groups", tables)).to_arrow_table()
 
 
+# the columns of hot_buckets: buckets the join leaves out under hot_buckets: skip
+HOT_BUCKET_SCHEMA = pa.schema(
+    [
+        ("band_index", pa.int16()),
+        ("lsh_band", pa.uint64()),
+        ("texts", pa.int64()),
+        ("documents", pa.int64()),
+    ]
+)
+HOT_BUCKET_ROWS_SCHEMA = pa.schema(
+    [
+        *list(HOT_BUCKET_SCHEMA)[:2],
+        ("bucket_key", pa.string()),
+        *list(HOT_BUCKET_SCHEMA)[2:],
+        ("example_doc_ids", pa.list_(pa.string())),
+    ]
+)
+
+
 def band_buckets(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, groups: pa.Table
-) -> tuple[BucketPressure, pa.Table]:
-    """The bucket pressure and the shared buckets (``band_index``, ``lsh_band`` of every bucket
-    with two distinct texts or more), from the band keys of each distinct text that
-    band_memberships holds (documents with shingles), given its ``copy_groups``."""
+    connection: duckdb.DuckDBPyConnection, tables: Tables, groups: pa.Table, max_bucket_size: int
+) -> tuple[BucketPressure, pa.Table, pa.Table]:
+    """The bucket pressure, the shared buckets (``band_index``, ``lsh_band`` of every bucket
+    with two distinct texts or more) and the hot buckets (more than ``max_bucket_size`` distinct
+    texts, ``HOT_BUCKET_SCHEMA``), from the band keys of each distinct text that band_memberships
+    holds (documents with shingles), given its ``copy_groups``. Hot buckets count in neither
+    the pressure nor the shared buckets."""
     connection.register("copy_groups", groups)
     try:
         keys = connection.sql(sql("bucket_keys", tables)).to_arrow_table()
     finally:
         connection.unregister("copy_groups")
-    slots, largest, largest_keys, buckets, shared, shared_counts = kernels.bucket_pressure_kernel(
-        list_matrix(keys.column("lsh_bands")), keys.column("copies").to_numpy()
+    slots, largest, largest_keys, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(
+        list_matrix(keys.column("lsh_bands")), keys.column("copies").to_numpy(), max_bucket_size
     )
     shared_buckets = pa.table(
-        {
-            "band_index": np.repeat(np.arange(len(shared_counts), dtype=np.int16), shared_counts),
-            "lsh_band": np.concatenate(
-                [shared[band, :count] for band, count in enumerate(shared_counts)] or [np.zeros(0, np.uint64)]
-            ),
-        }
+        {"band_index": _band_indexes(shared_counts), "lsh_band": _per_band(shared, shared_counts, np.uint64)}
+    )
+    hot_keys, hot_sizes, hot_documents, hot_counts = hot
+    hot_buckets = pa.table(
+        [
+            _band_indexes(hot_counts),
+            _per_band(hot_keys, hot_counts, np.uint64),
+            _per_band(hot_sizes, hot_counts, np.int64),
+            _per_band(hot_documents, hot_counts, np.int64),
+        ],
+        schema=HOT_BUCKET_SCHEMA,
     )
     if not len(largest) or largest.max() == 0:
-        return BucketPressure(0, 0, None, 0), shared_buckets
+        return BucketPressure(0, 0, None, 0), shared_buckets, hot_buckets
     worst = int(np.argmax(largest))  # the first band among equals
     pressure = BucketPressure(
-        int(slots.sum()), int(largest[worst]), f"{worst:03d}:{int(largest_keys[worst]):016x}", int(buckets.sum())
+        int(slots.sum()), int(largest[worst]), bucket_key(worst, int(largest_keys[worst])), int(buckets.sum())
     )
-    return pressure, shared_buckets
+    return pressure, shared_buckets, hot_buckets
+
+
+def _band_indexes(counts: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(len(counts), dtype=np.int16), counts)
+
+
+def _per_band(values: np.ndarray, counts: np.ndarray, dtype) -> np.ndarray:
+    """Band b's first ``counts[b]`` values (row b of ``values``), band after band."""
+    return np.concatenate([values[band, :count] for band, count in enumerate(counts)] or [np.zeros(0, dtype)])
 
 
 def bucket_pressure(connection: duckdb.DuckDBPyConnection, tables: Tables) -> BucketPressure:
-    return band_buckets(connection, tables, copy_groups(connection, tables))[0]
+    """The pressure of every bucket, none left out as hot."""
+    return band_buckets(connection, tables, copy_groups(connection, tables), _NONE_HOT)[0]
 
 
-def ensure_within_limits(pressure: BucketPressure, limits: PairLimits) -> None:
+# a bucket size no bucket exceeds: bucket_pressure_kernel's "none is hot"
+_NONE_HOT = np.iinfo(np.int64).max
+
+
+def bucket_key(band_index: int, lsh_band: int) -> str:
+    """How a bucket is named in messages and files: its band, then its key in hex."""
+    return f"{band_index:03d}:{lsh_band:016x}"
+
+
+def ensure_within_limits(pressure: BucketPressure, limits: PairLimits, hot: pa.Table | None = None) -> None:
     """Refuse buckets the candidate step should not join, saying what to change. Exact copies
-    are folded before buckets are sized, so what remains are near duplicates."""
+    are folded before buckets are sized, so what remains are near duplicates. ``hot``: the
+    buckets over max_bucket_size (``HOT_BUCKET_SCHEMA``), refused unless hot_buckets: skip
+    leaves them out."""
     advice = (
         "Strip boilerplate (navigation, cookie notices, footers) before deduplicating, or raise "
         "rows_per_band (with auto_bands: lower false_negative_weight) so that sharing a bucket takes "
         "more equal signature values"
     )
-    if pressure.largest_bucket_size > limits.max_bucket_size:
+    largest_size, largest_key = pressure.largest_bucket_size, pressure.largest_bucket_key
+    hot_count = 0 if hot is None else hot.num_rows
+    if hot_count:  # the largest hot bucket: the first band, then the smallest key, among equals
+        worst = pc.index(hot["texts"], pc.max(hot["texts"])).as_py()
+        largest_size = hot["texts"][worst].as_py()
+        largest_key = bucket_key(hot["band_index"][worst].as_py(), hot["lsh_band"][worst].as_py())
+    if largest_size > limits.max_bucket_size and not limits.skip_hot_buckets:
+        others = f" ({hot_count:,} buckets in all are over it)" if hot_count > 1 else ""
         raise PairBudgetExceeded(
-            f"LSH bucket {pressure.largest_bucket_key} holds {pressure.largest_bucket_size:,} "
-            f"different texts, above max_bucket_size={limits.max_bucket_size:,}: every two of them "
-            "would be paired and scored. So many different pages in one bucket are near "
+            f"LSH bucket {largest_key} holds {largest_size:,} "
+            f"different texts, above max_bucket_size={limits.max_bucket_size:,}{others}: every two of "
+            "them would be paired and scored. So many different pages in one bucket are near "
             f"duplicates, usually through shared boilerplate or a template. {advice}; raise "
-            "max_bucket_size if they are near duplicates you want clustered."
+            "max_bucket_size if they are near duplicates you want clustered; or set hot_buckets: "
+            "skip to leave such buckets out of the join (the release lists each one, and the recall "
+            "audit measures what leaving them out cost)."
         )
     if pressure.pair_slots > limits.max_pair_slots:
         budget = f"max_pair_slots={limits.max_pair_slots:,}"
@@ -142,15 +199,32 @@ def ensure_within_limits(pressure: BucketPressure, limits: PairLimits) -> None:
 
 def build_candidate_pairs(
     connection: duckdb.DuckDBPyConnection, tables: Tables, limits: PairLimits
-) -> tuple[TableBuild, BucketPressure]:
+) -> tuple[TableBuild, BucketPressure, pa.Table]:
     """Refuses, before joining, a corpus whose buckets exceed ``limits``; the join then reads
     only the band rows of first copies in shared buckets, usually a small share of all band
-    rows."""
+    rows. Also the hot buckets it left out (``hot_bucket_rows``), none unless hot_buckets: skip."""
     groups = copy_groups(connection, tables)
-    pressure, shared_buckets = band_buckets(connection, tables, groups)
-    ensure_within_limits(pressure, limits)
+    pressure, shared_buckets, hot = band_buckets(connection, tables, groups, limits.max_bucket_size)
+    ensure_within_limits(pressure, limits, hot)
     build = TableBuild(
         sql=sql("candidate_pairs", tables),
         arrow_inputs={"shared_buckets": shared_buckets, "copy_groups": groups},
     )
-    return build, pressure
+    return build, pressure, hot_bucket_rows(connection, tables, hot)
+
+
+def hot_buckets_build(rows: pa.Table) -> TableBuild:
+    """The ``hot_buckets`` table from :func:`hot_bucket_rows`."""
+    return TableBuild(sql="select * from hot_bucket_rows", arrow_inputs={"hot_bucket_rows": rows})
+
+
+def hot_bucket_rows(connection: duckdb.DuckDBPyConnection, tables: Tables, hot: pa.Table) -> pa.Table:
+    """The hot buckets as the ``hot_buckets`` table lists them: key, texts, documents and the
+    first doc_ids in it (``sql/hot_buckets.sql``); none read when there are none."""
+    if not hot.num_rows:
+        return HOT_BUCKET_ROWS_SCHEMA.empty_table()
+    connection.register("hot", hot)
+    try:
+        return connection.sql(sql("hot_buckets", tables)).to_arrow_table().cast(HOT_BUCKET_ROWS_SCHEMA)
+    finally:
+        connection.unregister("hot")

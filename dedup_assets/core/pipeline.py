@@ -21,14 +21,14 @@ from .batches import BatchFolder
 from .cluster import build_clusters, build_deduped_documents
 from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
 from .ingest import build_documents, build_rejected_documents, input_identity
-from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
+from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs, hot_buckets_build
 from .publish import publish_batch_release, publish_release
 from .release import library_versions
 from .settings import DEFAULT_DUCKDB_MEMORY, Settings
 from .sketch import build_fingerprinted
 from .store import open_database, write_table
 from .summary import run_counts
-from .tables import DOCUMENT_ROWS, SCHEMA, Tables
+from .tables import DOCUMENT_ROWS, HOT_BUCKETS, SCHEMA, Tables, beside
 from .verify import build_duplicate_pairs, build_scored_pairs
 
 
@@ -63,8 +63,9 @@ def run_core_steps(
         write_table(connection, tables.fingerprinted, build_fingerprinted(reader, tables, params, settings.batch_size, log))
         write_table(connection, tables.band_memberships, build_band_memberships(tables))
     with stage("candidates"):
-        build, pressure = build_candidate_pairs(connection, tables, settings.pair_limits())
+        build, pressure, hot = build_candidate_pairs(connection, tables, settings.pair_limits())
         candidates = write_table(connection, tables.candidate_pairs, build)
+        write_table(connection, beside(tables.candidate_pairs, HOT_BUCKETS), hot_buckets_build(hot))
     with stage("verify"):
         build, _ = build_scored_pairs(connection, tables, params, settings.thresholds(), settings.memory_budget_mb)
         write_table(connection, tables.scored_pairs, build)

@@ -27,12 +27,13 @@ from .settings import DEFAULT_BATCH_SIZE, Settings
 from .sinks import BackgroundFile
 from .streams import prefetched
 from .summary import reason_counts, rejected_by_reason, run_counts
-from .tables import Tables, sql
+from .tables import HOT_BUCKETS, Tables, beside, sql
 
 # DuckDB hands over batches of DEFAULT_BATCH_SIZE rows, whose memory is reused from batch to
 # batch; they are gathered without a copy into row groups of about ROW_GROUP_ROWS rows.
 ROW_GROUP_ROWS = 49_152
 SUMMARY_FILE = "candidate_summary.csv"
+HOT_BUCKETS_FILE = "hot_buckets.csv"
 MANIFEST_FILE = "manifest.json"
 # files of figures that manifest.json also holds, under these keys
 SUMMARY_FILES = {"recall_audit.json": "recall_audit", "evaluation.json": "evaluation"}
@@ -166,6 +167,10 @@ def manifest_entries(
     """Everything ``manifest.json`` says besides its list of files; ``signatures``: whether
     fingerprinted.parquet has them."""
     counts = run_counts(cursor, tables, pressure.pair_slots)
+    if settings.hot_buckets == "skip":
+        counts["hot_buckets_skipped"], counts["largest_hot_bucket_texts"] = cursor.execute(
+            f"select count(*), coalesce(max(texts), 0) from {beside(tables.candidate_pairs, HOT_BUCKETS)}"
+        ).fetchone()
     return {
         "product": "dedup-assets",
         "settings": settings.as_dict(),
@@ -211,6 +216,11 @@ def write_release(
         documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
     signatures = settings.signatures_released(documents)
     queries = release_queries(tables, signatures)
+    if settings.hot_buckets == "skip":  # the buckets left out of the join, each with examples
+        queries[HOT_BUCKETS_FILE] = (
+            "select bucket_key, band_index, lsh_band, texts, documents, to_json(example_doc_ids) as example_doc_ids "
+            f"from {beside(tables.candidate_pairs, HOT_BUCKETS)} order by band_index, lsh_band"
+        )
     largest_first = sorted(
         (name for name in queries if name != SUMMARY_FILE), key=lambda name: name not in LARGE_FILES
     )

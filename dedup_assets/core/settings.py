@@ -19,11 +19,15 @@ Engine = Literal["duckdb", "ray"]
 # in_place: a Parquet input's bodies are read from its files, not copied into the database. Not a
 # stage setting: either way documents holds the same rows, so no table is built again for it.
 ParquetBodies = Literal["in_place", "copy"]
+# refuse: a bucket over max_bucket_size stops the run (the published method); skip: such buckets
+# are left out of the self-join and listed, and the recall audit measures what that cost
+HotBuckets = Literal["refuse", "skip"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
 CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
 ENGINES: tuple[str, ...] = get_args(Engine)
 PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
+HOT_BUCKETS: tuple[str, ...] = get_args(HotBuckets)
 
 # The fast sketch's 2 * num_perm rounds must fit in its 10 round bits (kernels.py).
 MAX_SKETCH_SIZE = 1 << 9
@@ -72,6 +76,8 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
         "hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
         "false_negative_weight", "bands", "rows_in_use",
     ),
+    # max_bucket_size decides which buckets hot_buckets: skip leaves out of the join
+    "candidate_pairs": ("hot_buckets", "max_bucket_size"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
     "clusters": ("cluster_mode",),
     "recall_audit": ("audit_sample_size",),
@@ -148,6 +154,7 @@ class PairLimits:
     max_pair_slots: int
     max_bucket_size: int
     memory_budget_mb: int | None = None
+    skip_hot_buckets: bool = False  # hot_buckets: skip
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,7 @@ class Settings:
     signature_overlap_threshold: float = 0.7
     max_pair_slots: int | None = None  # None: derived from memory_budget_mb
     max_bucket_size: int = 1_000
+    hot_buckets: str = "refuse"
     memory_budget_mb: int = 3072
     batch_size: int = DEFAULT_BATCH_SIZE
     max_body_bytes: int = InputPolicy.max_body_bytes
@@ -271,6 +279,13 @@ class Settings:
                 "on one node. Use cluster_mode components with engine ray (the chained members are "
                 "still flagged), or engine duckdb."
             )
+        if self.hot_buckets not in HOT_BUCKETS:
+            raise SettingsError(f"hot_buckets must be one of {', '.join(HOT_BUCKETS)}, got {self.hot_buckets!r}")
+        if self.engine == "ray" and self.hot_buckets == "skip":
+            raise SettingsError(
+                "hot_buckets skip runs on engine duckdb only. Use engine duckdb, or hot_buckets "
+                "refuse (the default) with engine ray."
+            )
         if self.batch_size > MAX_BATCH_SIZE:
             raise SettingsError(f"batch_size must be at most {MAX_BATCH_SIZE:,}, got {self.batch_size:,}")
 
@@ -294,10 +309,11 @@ class Settings:
     def pair_limits(self) -> PairLimits:
         """The candidate step's limits: the slot budget, unless set, is what memory_budget_mb
         holds at PAIR_SLOT_BYTES a slot."""
+        skip = self.hot_buckets == "skip"
         if self.max_pair_slots is not None:
-            return PairLimits(self.max_pair_slots, self.max_bucket_size)
+            return PairLimits(self.max_pair_slots, self.max_bucket_size, skip_hot_buckets=skip)
         slots = self.memory_budget_mb * 2**20 // PAIR_SLOT_BYTES
-        return PairLimits(slots, self.max_bucket_size, self.memory_budget_mb)
+        return PairLimits(slots, self.max_bucket_size, self.memory_budget_mb, skip)
 
     def input_policy(self) -> InputPolicy:
         return InputPolicy(

@@ -37,6 +37,9 @@ PIPELINE_TABLES = (
 # documents' validated rows without the bodies a view reads from the input's Parquet files
 # (``ingest.build_documents``): a table of the documents asset, not an asset of its own
 DOCUMENT_ROWS = "document_rows"
+# the buckets over max_bucket_size that hot_buckets: skip left out of the self-join
+# (``lsh.hot_bucket_rows``): a table of the candidate_pairs asset, beside it in its schema
+HOT_BUCKETS = "hot_buckets"
 # the documents lineage entry naming those files: [path, bytes, mtime_ns] each
 READ_IN_PLACE = "input_read_in_place"
 
@@ -60,6 +63,11 @@ class Tables:
     @classmethod
     def in_schema(cls, schema: str) -> Tables:
         return cls(**{name: f"{schema}.{name}" for name in PIPELINE_TABLES})
+
+
+def beside(table: str, name: str) -> str:
+    """Table ``name`` in the schema of ``table`` (schema-qualified)."""
+    return f"{table.rpartition('.')[0]}.{name}"
 
 
 def sql_string(text: str) -> str:

@@ -1,0 +1,71 @@
+"""hot_buckets: a bucket over max_bucket_size is refused by name (the default, as the published
+method does), or with hot_buckets: skip left out of the join, listed in the table and the
+release, and its cost measured by the recall audit; every document still accounted for."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+
+import pytest
+
+from .conftest import document, write_csv
+
+FOOTER = " ".join(f"footer{n}" for n in range(150))
+
+
+def _boilerplate_corpus(path):
+    """Ten pages that are one shared footer and a few words of their own (near duplicates of
+    each other through it), and two unrelated pages that are near duplicates of each other."""
+    rng = random.Random(7)
+    rows = [document(f"page{n}", f"{' '.join(f'own{n}x{w}' for w in range(6))} {FOOTER}") for n in range(10)]
+    story = " ".join(f"story{rng.randrange(10_000)}" for _ in range(120))
+    rows += [document("story-a", story), document("story-b", story + " one more line at the end")]
+    return write_csv(path, rows)
+
+
+def test_a_hot_bucket_is_refused_by_default_and_the_message_names_the_way_out(runner, tmp_path):
+    result = runner.run(_boilerplate_corpus(tmp_path / "pages.csv"), max_bucket_size=3, raise_on_error=False)
+    assert not result.success
+    (failure,) = result.get_step_failure_events()
+    message = failure.event_specific_data.error.message
+    assert "above max_bucket_size=3" in message and "set hot_buckets: skip" in message
+
+
+def test_skipped_hot_buckets_are_listed_and_the_audit_measures_what_they_cost(runner, tmp_path):
+    result = runner.run(
+        _boilerplate_corpus(tmp_path / "pages.csv"), max_bucket_size=3, hot_buckets="skip", audit_sample_size=0
+    )
+    assert result.success
+    hot = runner.table("hot_buckets")
+    assert len(hot) >= 1 and (hot["texts"] > 3).all()
+    assert all(set(ids) <= {f"page{n}" for n in range(10)} and len(ids) == 3 for ids in hot["example_doc_ids"])
+    manifest = runner.manifest()
+    assert manifest["settings"]["hot_buckets"] == "skip"
+    assert manifest["counts"]["hot_buckets_skipped"] == len(hot)
+    assert manifest["counts"]["largest_hot_bucket_texts"] == hot["texts"].max()
+    with open(runner.output_dir / "hot_buckets.csv", newline="", encoding="utf-8") as listed:
+        rows = list(csv.DictReader(listed))
+    assert [row["bucket_key"] for row in rows] == hot["bucket_key"].tolist()
+    assert json.loads(rows[0]["example_doc_ids"]) == list(hot["example_doc_ids"][0])
+    # the pages only the hot buckets paired are missed, and the exhaustive audit says so; the
+    # pair elsewhere is still found
+    audit = manifest["recall_audit"]
+    assert audit["found_pairs"] < audit["true_pairs"]
+    pairs = runner.table("duplicate_pairs")
+    assert ("story-a", "story-b") in set(zip(pairs["left_doc_id"], pairs["right_doc_id"]))
+    # nothing is lost: every document has its row in the clusters
+    assert sorted(runner.table("clusters")["doc_id"]) == sorted([f"page{n}" for n in range(10)] + ["story-a", "story-b"])
+
+
+def test_skip_is_refused_at_launch_where_it_does_not_apply():
+    from dedup_assets.core.incremental import index_settings
+    from dedup_assets.core.settings import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="hot_buckets skip runs on engine duckdb only"):
+        Settings(engine="ray", hot_buckets="skip")
+    with pytest.raises(SettingsError, match="hot_buckets 'skip' applies to the one-shot graph only"):
+        index_settings(Settings(hot_buckets="skip"))
+    with pytest.raises(SettingsError, match="hot_buckets must be one of refuse, skip"):
+        Settings(hot_buckets="drop")
