@@ -78,7 +78,7 @@ def forget_batches_command(argv: list[str]) -> int:
 
 def cdx_targets_command(argv: list[str]) -> int:
     from .core.readers.protocol import InputError
-    from .core.readers.warc_ranges import refuse_unacknowledged_terms
+    from .core.readers.http_fetch import refuse_unacknowledged_terms
     from .core.settings import COMMON_CRAWL_CDX_API_URL, FetchSettings
 
     parser = argparse.ArgumentParser(

@@ -34,10 +34,10 @@ from .run_health import fail_dead_runs, new_run  # noqa: E402
 
 QUIET_LOGGER = "dedup_console"
 _INSTANCE_ATTEMPTS = 3
-# how a step ends when the run is stopped (SIGTERM, Ctrl-C): Dagster's error, or DuckDB's when a
-# query was running (an InterruptException, or a RuntimeError from a result being streamed);
-# Dagster then records the run's end itself
-INTERRUPTED = ("DagsterExecutionInterruptedError", "InterruptException")
+# how a step ends when the run is stopped (SIGTERM, Ctrl-C): Dagster's error, DuckDB's when a
+# query was running (an InterruptException, or a RuntimeError from a result being streamed), or
+# ours from a stream given up in another thread (RunStopped); Dagster then records the run's end
+INTERRUPTED = ("DagsterExecutionInterruptedError", "InterruptException", "RunStopped")
 INTERRUPTED_QUERY = "Query interrupted"
 STOPPED = (
     "the run was stopped (SIGTERM or Ctrl-C). The steps that finished are kept in the database and "

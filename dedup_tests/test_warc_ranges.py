@@ -22,7 +22,7 @@ from dedup_assets.cli import main
 from dedup_assets.core.readers import InputError, InputStats, count_input_records, document_batches, read_documents
 from dedup_assets.core.readers.csv import READER as CSV_READER
 from dedup_assets.core.readers.registry import reader_for
-from dedup_assets.core.readers.warc_ranges import is_common_crawl
+from dedup_assets.core.readers.http_fetch import is_common_crawl
 from dedup_assets.core.settings import COMMON_CRAWL_TERMS, InputPolicy, Settings, SettingsError
 from dedup_assets.settings import DedupSettings
 

@@ -115,8 +115,10 @@ class _RangeHandler(BaseHTTPRequestHandler):
     """Serves the server's folder, honouring Range; a file named in ``faults`` misbehaves: "reset"
     (the connection is reset), "503 twice" (then answers), "503" (always), "slow 404" (after
     0.3 s), "ignores range" (200, the whole file), "truncated" (206 with 100 bytes too few),
-    "wrong range" (206 with as many bytes, from one byte on), "trickle" (a byte every 50 ms),
-    "redirect loop" (302 to itself), or "redirect <url>" (302 there)."""
+    "wrong range" (206 with as many bytes, from one byte on), "trickle" (a byte every 50 ms, for
+    5 s) or "trickle <seconds>" (the body spread over that long), "trickle headers" (a header
+    line a second, for two minutes), "redirect loop" (302 to itself), or "redirect <url>" (302
+    there)."""
 
     protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
     disable_nagle_algorithm = True  # else the body waits for the headers' delayed ACK (40 ms)
@@ -144,6 +146,9 @@ class _RangeHandler(BaseHTTPRequestHandler):
             time.sleep(0.3)
             self.send_error(404)
             return
+        if fault == "trickle headers":
+            self._trickle_headers()
+            return
         if fault and fault.startswith("redirect"):
             location = self.path if fault == "redirect loop" else fault.removeprefix("redirect ")
             self.send_response(302)
@@ -161,8 +166,10 @@ class _RangeHandler(BaseHTTPRequestHandler):
         first, last = (int(part) for part in self.headers["Range"].removeprefix("bytes=").split("-"))
         if fault == "wrong range":
             first, last = first + 1, last + 1
-        if fault == "trickle":
-            self._trickle(path.read_bytes()[first : last + 1])
+        if fault and fault.startswith("trickle"):
+            body = path.read_bytes()[first : last + 1]
+            seconds = fault.removeprefix("trickle")
+            self._trickle(body, float(seconds), float(seconds) / len(body)) if seconds else self._trickle(body, 5, 0.05)
             return
         with path.open("rb") as handle:
             handle.seek(first)
@@ -178,19 +185,31 @@ class _RangeHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _trickle(self, body: bytes) -> None:
-        """A 206 whose body comes a byte at a time, each before a per-read timeout would end it;
-        stops after 5 s, or when the client hangs up."""
+    def _trickle(self, body: bytes, seconds: float, interval: float) -> None:
+        """A 206 whose body comes a byte every ``interval`` s, each before a per-read timeout
+        would end it; stops after ``seconds``, or when the client hangs up."""
         self.send_response(206)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        ends = time.monotonic() + 5
+        ends = time.monotonic() + seconds
         try:
             for index in range(len(body)):
                 if time.monotonic() > ends:
                     break
                 self.wfile.write(body[index : index + 1])
-                time.sleep(0.05)
+                time.sleep(interval)
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def _trickle_headers(self) -> None:
+        """A 206 whose headers never end: a line a second, so every read gets one before a
+        per-read timeout would end it; stops after two minutes, or when the client hangs up."""
+        try:
+            self.wfile.write(b"HTTP/1.1 206 Partial Content\r\n")
+            for number in range(120):
+                time.sleep(1)
+                self.wfile.write(f"X-Still-Thinking-{number}: yes\r\n".encode())
         except OSError:
             pass
         self.close_connection = True

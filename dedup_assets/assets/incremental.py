@@ -3,6 +3,8 @@ deduplicated against every document of the earlier batches. Each step stages the
 of the ``incremental`` schema; ``batch_release`` adds it to the index in one transaction and
 writes its release, so a batch that fails half way leaves the index as it was."""
 
+import threading
+
 from dagster import AssetExecutionContext, AssetSpec, Failure, MaterializeResult, MetadataValue, asset, multi_asset
 
 from ..batch_partitions import BATCHES, folder_batches
@@ -15,6 +17,7 @@ from ..core.publish import publish_batch_release
 from ..core.release import library_versions
 from ..core.sketch import build_fingerprinted
 from ..core.store import read_lineage, table_exists
+from ..core.streams import stop_on_signals
 from ..core.summary import reason_counts
 from ..errors import user_errors
 from ..settings import DedupSettings
@@ -84,8 +87,9 @@ def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, wareho
             indexed = incremental.indexed_batches(cursor, TABLES)
         incremental.refuse_out_of_order(indexed, folder_batches().earlier(key), key)
         incremental.refuse_other_settings(indexed, current, key)
-    build, stats = build_documents(batch.path, settings.batch_size, settings.input_policy(), context.log.info)
-    with input_identity(batch.path, settings.source_format) as identity:
+    stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
+    build, stats = build_documents(batch.path, settings.batch_size, settings.input_policy(stop), context.log.info)
+    with stop_on_signals(stop), input_identity(batch.path, settings.source_format) as identity:
         warehouse.write_table(TABLES.staged_documents, build, incremental.UNSCREENED)
     lineage = incremental.staged_lineage(indexed, key, current, identity.result())
     with warehouse.cursor() as cursor, user_errors():

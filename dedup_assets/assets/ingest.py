@@ -1,7 +1,10 @@
+import threading
+
 from dagster import AssetExecutionContext, AssetSpec, MaterializeResult, MetadataValue, multi_asset
 
 from ..core.ingest import build_documents, build_rejected_documents, input_identity
 from ..core.readers import InputStats
+from ..core.streams import stop_on_signals
 from ..core.tables import DOCUMENT_ROWS, READ_IN_PLACE
 from ..errors import user_errors
 from ..lineage import combined_lineage
@@ -74,8 +77,9 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
     warehouse.open()  # a locked database fails now, before the input is hashed
     path = dedup.input_file()
     rows_table = warehouse.qualified(DOCUMENT_ROWS) if settings.bodies_read_in_place() else None
-    build, stats = build_documents(path, settings.batch_size, settings.input_policy(), context.log.info, rows_table)
-    with input_identity(path, settings.source_format) as identity:
+    stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
+    build, stats = build_documents(path, settings.batch_size, settings.input_policy(stop), context.log.info, rows_table)
+    with stop_on_signals(stop), input_identity(path, settings.source_format) as identity:
 
         def with_identity() -> dict:
             # the input's identity is known once the stream is read; it is written with the rows

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 from .readers.protocol import InputError
-from .readers.warc_ranges import Backoff, transient
+from .readers.http_fetch import Backoff, transient
 from .settings import FetchSettings
 
 TARGET_COLUMNS = ("url", "filename", "offset", "length", "digest", "timestamp", "mime", "status")

@@ -7,6 +7,7 @@ graph's (``manifest.json`` aside from paths).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -27,6 +28,7 @@ from .release import library_versions
 from .settings import DEFAULT_DUCKDB_MEMORY, Settings
 from .sketch import build_fingerprinted
 from .store import open_database, write_table
+from .streams import stop_on_signals
 from .summary import run_counts
 from .tables import DOCUMENT_ROWS, HOT_BUCKETS, SCHEMA, Tables, beside
 from .verify import build_duplicate_pairs, build_scored_pairs
@@ -94,10 +96,13 @@ def run_library(
         return _timed(stages, name)
 
     with open_database(database_path, duckdb_memory, SCHEMA) as connection:
+        stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
         with stage("documents"), input_identity(Path(input_path), settings.source_format) as identity:
             rows_table = f"{SCHEMA}.{DOCUMENT_ROWS}" if settings.bodies_read_in_place() else None
-            build, stats = build_documents(Path(input_path), settings.batch_size, settings.input_policy(), log, rows_table)
-            write_table(connection, tables.documents, build)
+            policy = settings.input_policy(stop)
+            build, stats = build_documents(Path(input_path), settings.batch_size, policy, log, rows_table)
+            with stop_on_signals(stop):
+                write_table(connection, tables.documents, build)
             write_table(connection, tables.rejected_documents, build_rejected_documents(stats))
             input_file = identity.result()
         pressure = run_core_steps(connection, tables, settings, log, stage).pressure
@@ -161,9 +166,11 @@ def run_batch(
         current = incremental.index_settings(settings)
         incremental.refuse_other_settings(indexed, current, key)
         start = incremental.batch_start(indexed, key)
+        stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
         with _timed(stages, "documents"), input_identity(path, settings.source_format) as identity:
-            build, stats = build_documents(path, settings.batch_size, settings.input_policy(), log)
-            write_table(connection, tables.staged_documents, build, incremental.UNSCREENED)
+            build, stats = build_documents(path, settings.batch_size, settings.input_policy(stop), log)
+            with stop_on_signals(stop):
+                write_table(connection, tables.staged_documents, build, incremental.UNSCREENED)
             lineage = incremental.staged_lineage(indexed, key, current, identity.result())
             incremental.screen_indexed_doc_ids(connection, tables, lineage, stats, settings.fail_on_reject)
             write_table(connection, tables.staged_rejected, build_rejected_documents(stats), lineage)

@@ -7,6 +7,7 @@ Every value object checks itself when it is made, so a bad setting fails before 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal, get_args
 
@@ -189,13 +190,16 @@ class FetchSettings:
 @dataclass(frozen=True)
 class InputPolicy:
     """How the input is read, and what to do with a row that cannot be a document. ``fields``
-    maps our column names to the input's (CSV and Parquet columns, JSONL fields)."""
+    maps our column names to the input's (CSV and Parquet columns, JSONL fields). ``stop`` is
+    set when the run is stopping (:func:`.streams.stop_on_signals` sets it): a reader waiting on the
+    network in a thread of its own gives up."""
 
     max_body_bytes: int = 10_000_000
     fail_on_reject: bool = False
     fields: dict = field(default_factory=dict)
     source_format: str | None = None
     fetch: FetchSettings = field(default_factory=FetchSettings)  # targets files only
+    stop: threading.Event | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.source_format is not None and self.source_format not in SOURCE_FORMATS:
@@ -315,7 +319,7 @@ class Settings:
         slots = self.memory_budget_mb * 2**20 // PAIR_SLOT_BYTES
         return PairLimits(slots, self.max_bucket_size, self.memory_budget_mb, skip)
 
-    def input_policy(self) -> InputPolicy:
+    def input_policy(self, stop: threading.Event | None = None) -> InputPolicy:
         return InputPolicy(
             self.max_body_bytes,
             self.fail_on_reject,
@@ -329,6 +333,7 @@ class Settings:
                 self.fetch_timeout_s,
                 self.fetch_cache,
             ),
+            stop,
         )
 
     def as_dict(self) -> dict:

@@ -1,10 +1,14 @@
-"""Helpers for batch streams: read ahead in a worker thread, and log throughput as they pass."""
+"""Helpers for batch streams: read ahead in a worker thread, log throughput as they pass, and
+tell the threads producing them that the run is stopping."""
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TypeVar
 
 Progress = Callable[[str], None]
@@ -42,3 +46,35 @@ class ThroughputLog:
                 f"{self.label}: {self.done:,}/{self.total:,} documents, {rate:,.0f} docs/s, "
                 f"about {remaining:,.0f} s to go"
             )
+
+
+class RunStopped(KeyboardInterrupt):
+    """A stream given up because its run is stopping: the interrupt, raised in a thread the
+    signal never reaches (Dagster takes a step raising a KeyboardInterrupt for interrupted)."""
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGINT or SIGTERM while the block runs, before the handler the signal had
+    runs (Dagster's, which raises in the main thread). A thread the interrupt never reaches, such
+    as one fetching for a stream DuckDB reads in a thread of its own, watches it. A signal with no
+    Python handler (ignored, or ending the process) is left alone, as is a block outside the
+    main thread, where no handler can be set: ``stop`` is then never set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {
+        signum: handler for signum in (signal.SIGINT, signal.SIGTERM) if callable(handler := signal.getsignal(signum))
+    }
+
+    def stopping(signum, frame) -> None:
+        stop.set()
+        before[signum](signum, frame)
+
+    for signum in before:
+        signal.signal(signum, stopping)
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)

@@ -1,18 +1,22 @@
 """Targets input: a CSV or Parquet file naming WARC records by byte range, each record fetched
-from ``warc_base_url`` (an http(s) server or a local folder), verified, then read as a local WARC
-record is (:func:`.warc.record_entry`).
+from ``warc_base_url`` (an http(s) server, :mod:`.http_fetch`, or a local folder), verified, then
+read as a local WARC record is (:func:`.warc.record_entry`).
 
 A target row is a document or one reject with its row number: ``invalid_target`` (a missing or
-non-integer column), ``fetch_failed`` (a missing file, or retries exhausted: the last status or
-error is in the detail), ``range_not_honored`` (the server sent the whole file), ``length_mismatch``,
-``not_one_record`` (the bytes are not one gzip member holding one WARC record), ``uri_mismatch``,
+non-integer column, or a filename that could lead outside ``warc_base_url``: a dot segment or a
+backslash over HTTP, a path outside the folder), ``fetch_failed`` (a missing file, a redirect
+outside ``warc_base_url``, or retries exhausted: the last status or error is in the detail),
+``range_not_honored`` (the server sent the whole file), ``length_mismatch``, ``not_one_record``
+(the bytes are not one gzip member holding one WARC record), ``uri_mismatch``,
 ``digest_mismatch``, ``too_large``, then the WARC rules; whatever else goes wrong in a fetch
 (an HTTP, OS or value error) is that row's ``fetch_failed``, never the run's crash. Fetches overlap
-in a bounded thread pool; rows come out in the targets file's order, whatever order the fetches
-finish in. Each attempt has ``fetch_timeout_s`` in all, and a stopping run ends the waits between
-retries. A ``fetch_cache`` folder keeps every record that passed the checks by (filename, offset,
-length) with its sha256, so a re-run fetches none of them again, and an entry whose bytes no
-longer match is fetched again; a cache that cannot be read or written is only a miss.
+in a bounded pool of threads; rows come out in the targets file's order, whatever order the
+fetches finish in. Each attempt has ``fetch_timeout_s`` in all, headers and body together. A run
+that stops (``policy.stop``: SIGINT, SIGTERM) ends its fetches at once and raises
+:class:`.RunStopped`: the stream is not whole, so nothing of it is kept. A ``fetch_cache`` folder
+keeps every record that passed the checks by (filename, offset, length) with its sha256, so a
+re-run fetches none of them again, and an entry whose bytes no longer match is fetched again; a
+cache that cannot be read or written is only a miss.
 """
 
 from __future__ import annotations
@@ -22,25 +26,24 @@ import functools
 import hashlib
 import io
 import os
-import random
-import re
 import tempfile
 import threading
-import time
 import zlib
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import httpx
 import pyarrow as pa
 
-from ..settings import COMMON_CRAWL_TERMS, FetchSettings, InputPolicy
+from ..settings import FetchSettings, InputPolicy
+from ..streams import RunStopped
 from . import csv, parquet
+from .http_fetch import Http, Rejected, Target, Workers, refuse_unacknowledged_terms
 from .protocol import REQUIRED_COLUMNS, InputError, Reject
 from .warc import WARC_SCHEMA, Entry, record_entry, records_of
 
@@ -62,39 +65,9 @@ _SCHEMES = (
     },
 )
 _LOCATING = ("filename", "offset", "length")
-# Common Crawl's bucket, virtual-hosted (commoncrawl.s3[.region].amazonaws.com) or path-style
-# (s3[.region].amazonaws.com/commoncrawl)
-_CC_BUCKET_HOST = re.compile(r"commoncrawl\.s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com")
-_S3_HOST = re.compile(r"s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com")
-_MAX_BACKOFF_S = 30.0
 _HEADERS_ROOM = 1 << 20  # WARC and HTTP headers a record may carry beyond max_body_bytes
 _AHEAD = 4  # fetches queued per worker, so a slow one does not idle the others
-
-
-@dataclass(frozen=True)
-class Target:
-    row: int
-    url: str
-    filename: str
-    offset: int
-    length: int
-    digest: str
-
-    def span(self) -> str:
-        return f"bytes {self.offset}-{self.offset + self.length - 1}"
-
-    def where(self) -> str:
-        return f"{self.filename} {self.span()}"
-
-
-class _Rejected(Exception):
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason, self.detail = reason, detail
-
-
-class _Retry(Exception):
-    """A transient answer (429 or 5xx): worth asking again."""
+_POLL_S = 0.25  # how often a wait for a fetch looks whether the run is stopping
 
 
 def _scheme(names: list[str]) -> dict[str, str] | None:
@@ -181,135 +154,6 @@ def _digest_value(digest: str) -> str:
     return value.upper()
 
 
-_ACKNOWLEDGE = (
-    "set acknowledge_common_crawl_terms to true (--config-json '{\"resources\": {\"dedup\": {\"config\": "
-    "{\"acknowledge_common_crawl_terms\": true}}}}'), or set warc_base_url to a mirror or a local folder"
-)
-
-
-def is_common_crawl(url: str) -> bool:
-    """Whether ``url`` is on Common Crawl's own servers: commoncrawl.org or a host under it, or its
-    S3 bucket in any of the bucket's spellings."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower().rstrip(".")
-    if host == "commoncrawl.org" or host.endswith(".commoncrawl.org") or _CC_BUCKET_HOST.fullmatch(host):
-        return True
-    bucket = unquote(parts.path).lstrip("/").split("/", 1)[0].lower()
-    return bool(_S3_HOST.fullmatch(host)) and bucket == "commoncrawl"
-
-
-def refuse_unacknowledged_terms(url: str, acknowledged: bool, what: str = "warc_base_url", how: str = _ACKNOWLEDGE) -> None:
-    """Common Crawl's own servers serve its data only under its terms: refuse, before any request,
-    unless the user says they accept them."""
-    if not acknowledged and is_common_crawl(url):
-        raise InputError(
-            f"{what} is Common Crawl's own endpoint ({url}), whose data may be used only under its "
-            f"terms of use: {COMMON_CRAWL_TERMS}. Read them, then {how}. Nothing was fetched."
-        )
-
-
-def transient(status: int) -> bool:
-    """An HTTP answer worth asking again after a wait: 429 or 5xx."""
-    return status == 429 or status >= 500
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """The retry policy of every fetch: ``retries`` more attempts after the first, each after an
-    exponential wait with jitter (from ``base_s``, at most 30 s) that ``stop`` cuts short."""
-
-    retries: int
-    base_s: float
-    stop: threading.Event
-
-    def attempts(self) -> Iterator[int]:
-        """Attempt numbers from 0, until ``retries`` are used up or ``stop`` is set."""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                # jitter, so parallel fetches that failed together spread out
-                ceiling = min(_MAX_BACKOFF_S, self.base_s * 2 ** (attempt - 1))
-                self.stop.wait(ceiling / 2 + random.uniform(0, ceiling / 2))
-            if self.stop.is_set():
-                return
-            yield attempt
-
-
-class _Http:
-    def __init__(self, base_url: str, fetch: FetchSettings, stop: threading.Event):
-        self.base_url = base_url.rstrip("/") + "/"
-        self.backoff = Backoff(fetch.retries, fetch.backoff_s, stop)
-        self.timeout_s = fetch.timeout_s
-        # a redirect to Common Crawl's own servers needs the terms acknowledged as much as a
-        # warc_base_url there does
-        hooks = [] if fetch.acknowledge_common_crawl_terms else [self._refuse_common_crawl]
-        self.client = httpx.Client(
-            timeout=fetch.timeout_s,
-            limits=httpx.Limits(max_connections=fetch.concurrency),
-            follow_redirects=True,
-            event_hooks={"request": hooks},
-        )
-
-    @staticmethod
-    def _refuse_common_crawl(request: httpx.Request) -> None:
-        try:
-            refuse_unacknowledged_terms(str(request.url), False, "the target of a redirect")
-        except InputError as error:
-            raise _Rejected("fetch_failed", str(error)) from None
-
-    def close(self) -> None:
-        self.client.close()
-
-    def get(self, target: Target) -> bytes:
-        url = self.base_url + target.filename.lstrip("/")
-        last, tried = "not tried: the run is stopping", 0
-        for tried in self.backoff.attempts():
-            try:
-                return self._once(url, target)
-            except _Retry as error:
-                last = str(error)
-            except httpx.TransportError as error:  # connection errors and timeouts
-                last = f"{type(error).__name__}: {error or 'no detail'}"
-            except httpx.InvalidURL as error:
-                raise _Rejected("invalid_target", f"{url}: not a URL ({error}); fix the filename") from None
-        raise _Rejected(
-            "fetch_failed",
-            f"{url} {target.span()}: gave up after {tried + 1} attempts, the last: {last}; "
-            "check the server, or raise fetch_retries or fetch_timeout_s",
-        )
-
-    def _once(self, url: str, target: Target) -> bytes:
-        end = target.offset + target.length - 1
-        deadline = time.monotonic() + self.timeout_s  # httpx's timeout is per read, this per answer
-        # identity: the bytes on disk are the gzip member, which must not be decoded on the way
-        headers = {"Range": f"bytes={target.offset}-{end}", "Accept-Encoding": "identity"}
-        with self.client.stream("GET", url, headers=headers) as response:
-            status = response.status_code
-            if transient(status):
-                raise _Retry(f"HTTP {status}")
-            if status == 200:
-                raise _Rejected(
-                    "range_not_honored",
-                    f"{url} answered 200 with the whole file ({response.headers.get('content-length', 'unknown')} "
-                    f"bytes) instead of 206 with {target.span()}; use a server that honours Range",
-                )
-            if status != 206:
-                raise _Rejected("fetch_failed", f"{url} {target.span()}: HTTP {status}; check warc_base_url and the filename")
-            content_range = response.headers.get("content-range")
-            if content_range is not None and not content_range.startswith(f"bytes {target.offset}-{end}/"):
-                raise _Rejected(
-                    "length_mismatch",
-                    f"{url} answered {content_range!r} for {target.span()}; use a server that honours Range",
-                )
-            body = bytearray()
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) > target.length:
-                    break  # one byte over is enough to know
-                if time.monotonic() > deadline:
-                    raise _Retry(f"the answer took over fetch_timeout_s={self.timeout_s:g} s")
-            return bytes(body)
-
-
 class _Folder:
     def __init__(self, folder: Path):
         self.folder = folder.expanduser().resolve()
@@ -321,7 +165,7 @@ class _Folder:
         try:
             path = (self.folder / target.filename).resolve()
             if not path.is_relative_to(self.folder):
-                raise _Rejected(
+                raise Rejected(
                     "invalid_target",
                     f"{target.where()}: the filename leads outside warc_base_url ({self.folder}); "
                     "give a path inside that folder",
@@ -331,15 +175,15 @@ class _Folder:
                 return handle.read(target.length)
         except (OSError, ValueError, OverflowError) as error:  # ValueError: a NUL in the name
             detail = getattr(error, "strerror", None) or str(error)
-            raise _Rejected(
+            raise Rejected(
                 "fetch_failed", f"{target.where()}: {detail}; check warc_base_url and the filename"
             ) from None
 
 
-def _source(base_url: str, fetch: FetchSettings, stop: threading.Event) -> _Http | _Folder:
+def _source(base_url: str, fetch: FetchSettings, stop: threading.Event) -> Http | _Folder:
     scheme = urlsplit(base_url).scheme.lower()
     if scheme in ("http", "https"):
-        return _Http(base_url, fetch, stop)
+        return Http(base_url, fetch, stop)
     if scheme == "file":
         return _Folder(Path(url2pathname(urlsplit(base_url).path)))
     if len(scheme) > 1:  # a one-letter scheme is a Windows drive
@@ -388,11 +232,11 @@ class _Cache:
 
 
 def _fetched(source, target: Target) -> bytes:
-    """The target's bytes, exactly ``length`` of them (raises _Rejected)."""
+    """The target's bytes, exactly ``length`` of them (raises Rejected)."""
     data = source.get(target)
     if len(data) != target.length:
         more = "more than" if len(data) > target.length else f"{len(data):,} bytes, not"
-        raise _Rejected(
+        raise Rejected(
             "length_mismatch",
             f"{target.where()}: got {more} the {target.length:,} bytes the target names; "
             "check the offset and length, or the server",
@@ -405,27 +249,27 @@ def _one_member(target: Target, data: bytes, max_body_bytes: int) -> bytes:
     try:
         raw = inflater.decompress(data, max_body_bytes + _HEADERS_ROOM)
     except zlib.error as error:
-        raise _Rejected("not_one_record", f"{target.where()} is not a gzip member ({error}); check the offset") from None
+        raise Rejected("not_one_record", f"{target.where()} is not a gzip member ({error}); check the offset") from None
     if inflater.unconsumed_tail:
-        raise _Rejected("too_large", f"{target.where()}: the record is above max_body_bytes={max_body_bytes:,}")
+        raise Rejected("too_large", f"{target.where()}: the record is above max_body_bytes={max_body_bytes:,}")
     if not inflater.eof:
-        raise _Rejected("not_one_record", f"{target.where()} ends inside its gzip member; check the length")
+        raise Rejected("not_one_record", f"{target.where()} ends inside its gzip member; check the length")
     if inflater.unused_data:
-        raise _Rejected("not_one_record", f"{target.where()} holds more than one gzip member; check the length")
+        raise Rejected("not_one_record", f"{target.where()} holds more than one gzip member; check the length")
     return raw
 
 
 def _checked(target: Target, record) -> None:
     uri = record.rec_headers.get_header("WARC-Target-URI") or ""
     if target.url and uri != target.url:
-        raise _Rejected(
+        raise Rejected(
             "uri_mismatch",
             f"{target.where()} holds a record of {uri or '(no WARC-Target-URI)'}, not {target.url}; "
             "check the offset, or the url",
         )
     declared = record.rec_headers.get_header("WARC-Payload-Digest") or ""
     if target.digest and _digest_value(declared) != _digest_value(target.digest):
-        raise _Rejected(
+        raise Rejected(
             "digest_mismatch",
             f"{target.where()}: the record's WARC-Payload-Digest is {declared or '(none)'}, the target's "
             f"digest {target.digest}; the record is not the one the index saw",
@@ -438,18 +282,18 @@ def _entry(target: Target, data: bytes, max_body_bytes: int) -> Entry:
     try:
         record = next(records, None)
         if record is None:
-            raise _Rejected("not_one_record", f"{target.where()} holds no WARC record")
+            raise Rejected("not_one_record", f"{target.where()} holds no WARC record")
         _checked(target, record)
         payload = record.content_stream().read(max_body_bytes + 1)
         records.read_to_end(record)
         entry = record_entry(target.filename, record, payload, target.offset, target.length, max_body_bytes, True)
         if next(records, None) is not None:
-            raise _Rejected("not_one_record", f"{target.where()} holds more than one WARC record; check the length")
-    except _Rejected:
+            raise Rejected("not_one_record", f"{target.where()} holds more than one WARC record; check the length")
+    except Rejected:
         raise
     except Exception as error:  # warcio and the HTML parser raise many types for a damaged record
         detail = " ".join(str(error).split()) or type(error).__name__
-        raise _Rejected("decode_error", f"{target.where()}: cannot read the WARC record ({detail})") from None
+        raise Rejected("decode_error", f"{target.where()}: cannot read the WARC record ({detail})") from None
     if isinstance(entry, dict):
         entry["target_row"] = target.row
     return entry
@@ -459,7 +303,7 @@ def _outcome(source, cache: _Cache | None, target: Target, max_body_bytes: int) 
     """The target's entry, or its reject: whatever goes wrong in a fetch is the row's, never the run's."""
     try:
         if target.length > max_body_bytes + _HEADERS_ROOM:
-            raise _Rejected(
+            raise Rejected(
                 "too_large",
                 f"{target.where()}: {target.length:,} bytes is above max_body_bytes={max_body_bytes:,} "
                 "plus room for headers; nothing was fetched. Raise max_body_bytes, or check the length",
@@ -470,13 +314,24 @@ def _outcome(source, cache: _Cache | None, target: Target, max_body_bytes: int) 
         if cache and cached is None:
             cache.put(target, data)  # only a record that passed the checks: a bad mirror leaves nothing
         return entry
-    except _Rejected as rejected:
+    except Rejected as rejected:
         return "", rejected.reason, rejected.detail
     except (httpx.HTTPError, OSError, ValueError, OverflowError) as error:
         detail = " ".join(str(error).split()) or "no detail"
         return "", "fetch_failed", (
             f"{target.where()}: {type(error).__name__}: {detail}; check warc_base_url, the filename and the server"
         )
+
+
+def _result(outcome: Future, path: Path, row: int, run_stop: threading.Event | None) -> Entry:
+    """A fetch's entry or reject. The run's interrupt reaches only the main thread, and this may
+    wait in another (DuckDB's, reading the stream): ``run_stop`` says the run is stopping."""
+    while True:
+        try:
+            return outcome.result(timeout=_POLL_S)
+        except FutureTimeout:
+            if run_stop is not None and run_stop.is_set():
+                raise RunStopped(f"{path}: the run stopped while row {row} was fetched") from None
 
 
 class WarcRangesReader:
@@ -496,10 +351,10 @@ class WarcRangesReader:
     ) -> Iterator[pa.RecordBatch]:
         fetch = policy.fetch
         refuse_unacknowledged_terms(fetch.base_url, fetch.acknowledge_common_crawl_terms)
-        stop = threading.Event()  # set when the run stops: sleeping retries end, none start
+        stop = threading.Event()  # set when the reading ends: sleeping retries end, none start
         source = _source(fetch.base_url, fetch, stop)
-        cache = _Cache(Path(fetch.cache).expanduser()) if fetch.cache and isinstance(source, _Http) else None
-        pool = ThreadPoolExecutor(max_workers=fetch.concurrency, thread_name_prefix="warc-fetch")
+        cache = _Cache(Path(fetch.cache).expanduser()) if fetch.cache and isinstance(source, Http) else None
+        pool = Workers(fetch.concurrency, "warc-fetch")
         pending: deque[tuple[int, Future | tuple]] = deque()
         rows: list[dict] = []
         try:
@@ -513,8 +368,9 @@ class WarcRangesReader:
                         pending.append((target[0], target[1:]))
                 if not pending:
                     break
-                row, outcome = pending.popleft()
-                entry = outcome.result() if isinstance(outcome, Future) else outcome
+                row, outcome = pending[0]
+                entry = _result(outcome, path, row, policy.stop) if isinstance(outcome, Future) else outcome
+                pending.popleft()
                 if not isinstance(entry, dict):
                     reject(row, *entry)
                     continue
@@ -526,9 +382,11 @@ class WarcRangesReader:
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=WARC_RANGES_SCHEMA)
         finally:
-            stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)
-            source.close()
+            for _, outcome in pending:
+                if isinstance(outcome, Future):
+                    outcome.cancel()  # those still queued are never started
+            pool.shutdown()
+            source.close()  # ends the fetches under way; none is waited for
 
     def count(self, path: Path) -> int:
         """The targets file's rows, as its own reader counts them."""
