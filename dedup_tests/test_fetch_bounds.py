@@ -69,9 +69,10 @@ def test_a_run_failing_on_a_reject_does_not_wait_for_a_body_still_trickling(serv
     started = time.monotonic()
     with pytest.raises(InputError, match="record 1 .*fetch_failed"):
         _run(targets, warc_base_url=_warcs_url(server), fetch_retries=0, fetch_timeout_s=120, fail_on_reject=True)
-    # row 2's body would take two minutes, its deadline as long
+    # row 2's body would take two minutes, its deadline as long; its fetch may not even have
+    # begun when row 1 failed the run (a loaded machine), and it is never tried again
     assert time.monotonic() - started < 30
-    assert server.requests["warcs/slow.warc.gz"] == 1
+    assert server.requests["warcs/slow.warc.gz"] in (0, 1)
 
 
 DOT_SEGMENTS = [
