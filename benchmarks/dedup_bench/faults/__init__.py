@@ -23,8 +23,9 @@ behave as expected.
 
 The cases come in families, a module each: ``process_faults`` (the CLI killed, stopped, raced,
 locked out, starved of disk), ``csv_faults``, ``compressed_faults`` (damaged .jsonl.gz and
-.warc.gz), ``input_faults`` (awkward inputs and bad settings), ``scale_faults`` (identical
-documents). ``outcome`` holds a row of the table and the accounting, ``fault_runs`` the runs in
-processes of their own, ``writers`` the inputs written, ``matrix`` the list of cases and
-:func:`~dedup_bench.faults.matrix.main`.
+.warc.gz), ``input_faults`` (awkward inputs and bad settings), ``hostile_input`` (records made to
+break a reader: a lone surrogate, a decompression bomb, another encoding, wrong types, control
+characters in ids), ``scale_faults`` (identical documents). ``outcome`` holds a row of the table
+and the accounting, ``fault_runs`` the runs in processes of their own, ``writers`` the inputs
+written, ``matrix`` the list of cases and :func:`~dedup_bench.faults.matrix.main`.
 """

@@ -5,19 +5,14 @@ refused with a clear error), and every intact record read."""
 from __future__ import annotations
 
 import gzip
-import json
 
 from .outcome import Outcome, Work, account, library_release, library_run, reasons
-from .writers import bodies, rows_of, write_warc
+from .writers import bodies, jsonl_lines, rows_of, write_warc
 
 
 def jsonl_gz_flipped_byte(work: Work) -> Outcome:
     rows = rows_of(work.rng, 2_000)
-    lines = [
-        json.dumps({"id": row["doc_id"], "text": row["body"], "timestamp": row["crawled_at"]})
-        + "\n"
-        for row in rows
-    ]
+    lines = jsonl_lines(rows)
     outcome = Outcome(
         "2,000-line .jsonl.gz, one byte inverted in the middle of a gzip member's data: "
         "in a file of 20 members (100 lines each), and in a file of one member"

@@ -18,6 +18,17 @@ from dedup_bench import faults
 from .compressed_faults import jsonl_gz_flipped_byte, warc_corrupt_member, warc_cut_in_last_record
 from .csv_faults import csv_huge_body, csv_short_row, csv_unclosed_quote
 from .fault_runs import Cli, library_child
+from .hostile_input import (
+    cp1252_csv,
+    csv_replaced_characters,
+    csv_row_too_large,
+    doc_id_control_characters,
+    jsonl_gz_huge_line,
+    jsonl_lone_surrogate,
+    jsonl_number_text,
+    padded_doc_ids,
+    parquet_int_body,
+)
 from .input_faults import (
     bad_settings,
     crawled_at_values,
@@ -60,6 +71,15 @@ CASES: list[tuple[str, Callable[[Work], Outcome]]] = [
     ("missing_input", missing_input),
     ("formula_cells", formula_cells),
     ("bad_settings", bad_settings),
+    ("jsonl_lone_surrogate", jsonl_lone_surrogate),
+    ("jsonl_gz_huge_line", jsonl_gz_huge_line),
+    ("csv_row_too_large", csv_row_too_large),
+    ("cp1252_csv", cp1252_csv),
+    ("csv_replaced_characters", csv_replaced_characters),
+    ("parquet_int_body", parquet_int_body),
+    ("jsonl_number_text", jsonl_number_text),
+    ("doc_id_control_characters", doc_id_control_characters),
+    ("padded_doc_ids", padded_doc_ids),
     ("identical_documents", identical_documents),
 ]
 

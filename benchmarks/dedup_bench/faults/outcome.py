@@ -130,6 +130,7 @@ class LibraryRun:
     release: str
     release_whole: bool
     tables: list[str]
+    failure: Exception | None = None  # the error whole, where the run was in this process
 
 
 def library_run(
@@ -138,14 +139,17 @@ def library_run(
     """``run_library`` into the case's folder; the documents and rejects its database holds."""
     database, output = folder / "db.duckdb", folder / "out"
     folder.mkdir(parents=True, exist_ok=True)
-    error = None
+    failure = None
     try:
         run_library(
             str(input_path), str(database), str(output) if release else None, settings or Settings()
         )
-    except Exception as failure:  # the message is the observation
-        error = describe_error(failure)
-    return read_library_run(database, output if release else None, error)
+    except Exception as error:  # the message is the observation
+        failure = error
+    said = None if failure is None else describe_error(failure)
+    run = read_library_run(database, output if release else None, said)
+    run.failure = failure
+    return run
 
 
 def read_library_run(database: Path, output: Path | None, error: str | None) -> LibraryRun:

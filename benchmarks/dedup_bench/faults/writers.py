@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import random
 import string
 from pathlib import Path
@@ -53,6 +54,15 @@ def write_csv(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes("\n".join([",".join(header), *lines, ""]).encode(encoding))
     return path
+
+
+def jsonl_lines(rows: list[dict]) -> list[str]:
+    """Each row as one JSONL line with its line end, in the fields JSONL dumps commonly have."""
+    return [
+        json.dumps({"id": row["doc_id"], "text": row["body"], "timestamp": row["crawled_at"]})
+        + "\n"
+        for row in rows
+    ]
 
 
 def bodies(rows: list[dict]) -> dict[str, dict]:
