@@ -19,7 +19,16 @@ from dedup_assets.core.release import MANIFEST_FILE
 from dedup_assets.core.settings import Settings
 
 from .fault_runs import library_run_in_child
-from .outcome import LibraryRun, Outcome, Work, account, library_release, library_run, reasons
+from .outcome import (
+    TABLES_QUERY,
+    LibraryRun,
+    Outcome,
+    Work,
+    account,
+    library_release,
+    library_run,
+    reasons,
+)
 from .writers import HEADER, MALFORMED, bodies, csv_lines, jsonl_lines, rows_of, write_csv
 
 # the bytes a reader must not let into a release, which they could break or hide in
@@ -48,8 +57,8 @@ def documents_written(folder: Path) -> int:
     if not database.exists():
         return 0
     with duckdb.connect(str(database), read_only=True) as connection:
-        query = "select count(*) from information_schema.tables where table_name = 'documents'"
-        if not connection.execute(query).fetchone()[0]:
+        tables = connection.execute(TABLES_QUERY).fetchall()
+        if ("documents",) not in tables:
             return 0
         return connection.execute("select count(*) from dedup.documents").fetchone()[0]
 
