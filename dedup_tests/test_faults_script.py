@@ -10,12 +10,30 @@ from pathlib import Path
 
 import pytest
 
+from dedup_bench.faults import matrix
+from dedup_bench.faults.outcome import Outcome
+
 from .conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.faults
 
 SCRIPT = PROJECT_ROOT / "benchmarks" / "faults.py"
-CASES = ["csv_unclosed_quote", "csv_short_row", "crawled_at_values", "missing_input"]
+CASES = [
+    "csv_unclosed_quote",
+    "csv_short_row",
+    "crawled_at_values",
+    "missing_input",
+    # hostile input (dedup_bench/faults/hostile_input.py), some 15 s together
+    "jsonl_lone_surrogate",
+    "jsonl_gz_huge_line",
+    "csv_row_too_large",
+    "cp1252_csv",
+    "csv_replaced_characters",
+    "parquet_int_body",
+    "jsonl_number_text",
+    "doc_id_control_characters",
+    "padded_doc_ids",
+]
 
 
 def test_the_fault_matrix_prints_one_row_per_case_and_the_totals():
@@ -54,3 +72,17 @@ def test_an_unknown_case_is_refused():
     )
     assert result.returncode == 2
     assert "no such case: no_such_case" in result.stderr
+
+
+def test_a_case_not_as_expected_fails_the_matrix(monkeypatch, capsys):
+    def wrong(work):
+        outcome = Outcome("nothing", "something else", lost=0)
+        outcome.expect(False, "it should have been nothing")
+        return outcome
+
+    monkeypatch.setattr(matrix, "CASES", [("wrong_case", wrong)])
+    assert matrix.main(["--only", "wrong_case"]) == 1
+    printed = capsys.readouterr().out
+    row = "| wrong_case | nothing | something else | 0 | — | NO: it should have been nothing |"
+    assert row in printed.splitlines()
+    assert "cases not as expected: 1 (wrong_case)" in printed
