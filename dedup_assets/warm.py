@@ -22,6 +22,8 @@ CACHED_KERNELS = (
     kernels.needs_reference_kernel,
     kernels.shingle_sets_kernel,
     kernels.probe_hits_kernel,
+    kernels.probe_pairs_kernel,
+    kernels._probe_pairs,
     kernels.pair_jaccard_kernel,
     kernels.bucket_pressure_kernel,
     kernels.pair_overlap_kernel,

@@ -169,3 +169,19 @@ def test_buckets_over_max_size_are_listed_as_hot_and_count_in_no_other_figure(se
             members = copies[bands[:, band] == key]
             expected += sum(int(members[i] + members[j] - 1) for i in range(len(members)) for j in range(i + 1, len(members)))
         assert slots[band] == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_probe_pairs_are_every_distinct_row_and_owner_in_order(seed):
+    rng = np.random.default_rng(seed)
+    owner_count = int(rng.integers(1, 150))  # more than one 64-bit word of owners, or fewer
+    keys_count = 40
+    sizes = rng.integers(0, 12, keys_count)
+    owner_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    owners = rng.integers(0, owner_count, owner_offsets[-1]).astype(np.int64)
+    rows = np.sort(rng.integers(0, 30, 300)).astype(np.int64)
+    keys = rng.integers(0, keys_count, 300).astype(np.int64)
+    found_rows, found_owners = kernels.probe_pairs_kernel(rows, keys, owner_offsets, owners, owner_count)
+    every = sorted({(int(row), int(owner)) for row, key in zip(rows, keys) for owner in owners[owner_offsets[key] : owner_offsets[key + 1]]})
+    assert list(zip(found_rows.tolist(), found_owners.tolist())) == every
+    assert kernels.probe_pairs_kernel(rows[:0], keys[:0], owner_offsets, owners, owner_count)[0].shape == (0,)

@@ -94,13 +94,8 @@ def _candidates(values: np.ndarray, offsets: np.ndarray, probes: _Probes) -> tup
     at = np.minimum(np.searchsorted(probes.hashes, values), len(probes.hashes) - 1)
     hit = probes.hashes[at] == values
     rows = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))[hit]
-    keys = at[hit]
-    counts = probes.owner_offsets[keys + 1] - probes.owner_offsets[keys]
-    starts = np.repeat(probes.owner_offsets[keys], counts)
-    within = np.arange(counts.sum(), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    owners = probes.owners[starts + within]
-    pairs = np.unique(np.stack([np.repeat(rows, counts), owners], axis=1), axis=0)
-    return pairs[:, 0], pairs[:, 1]
+    owner_count = int(probes.owners.max()) + 1 if len(probes.owners) else 0
+    return kernels.probe_pairs_kernel(rows, at[hit], probes.owner_offsets, probes.owners, owner_count)
 
 
 def exact_pairs(

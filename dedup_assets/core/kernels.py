@@ -434,6 +434,48 @@ def shingle_sets_kernel(text, shingle_size, row_offsets, values, block_count):
     return mismatches.sum() == 0
 
 
+@nb.njit(cache=True, nogil=True)
+def _probe_pairs(rows, keys, owner_offsets, owners, seen, out_rows, out_owners):
+    # the distinct owners of each row's hits, in order: rows arrive grouped (non-decreasing), so
+    # one bitmap of owners serves a row at a time and is cleared as it is read out
+    count, start = 0, 0
+    while start < rows.shape[0]:
+        end = start
+        while end < rows.shape[0] and rows[end] == rows[start]:
+            key = keys[end]
+            for index in range(owner_offsets[key], owner_offsets[key + 1]):
+                owner = owners[index]
+                seen[owner >> 6] |= np.uint64(1) << np.uint64(owner & 63)
+            end += 1
+        for word in range(seen.shape[0]):
+            bits = seen[word]
+            while bits:
+                low = bits & (~bits + np.uint64(1))  # the lowest set bit
+                if out_rows.shape[0]:
+                    out_rows[count] = rows[start]
+                    out_owners[count] = word * 64 + int(np.log2(np.float64(low)) + 0.5)
+                count += 1
+                bits ^= low
+            seen[word] = 0
+        start = end
+    return count
+
+
+@nb.njit(cache=True, nogil=True)
+def probe_pairs_kernel(rows, keys, owner_offsets, owners, owner_count):
+    """(row, owner) once for every row of ``rows`` (non-decreasing) whose probe hit ``keys``
+    has ``owner`` among its owners (``owners[owner_offsets[key]:owner_offsets[key + 1]]``),
+    ordered by row, then owner: what ``np.unique`` of every (row, owner) gives, without making
+    them (a shared footer makes billions). Counted first, then filled."""
+    seen = np.zeros((owner_count + 63) // 64, dtype=np.uint64)
+    empty = np.zeros(0, dtype=np.int64)
+    count = _probe_pairs(rows, keys, owner_offsets, owners, seen, empty, empty)
+    out_rows = np.empty(count, dtype=np.int64)
+    out_owners = np.empty(count, dtype=np.int64)
+    _probe_pairs(rows, keys, owner_offsets, owners, seen, out_rows, out_owners)
+    return out_rows, out_owners
+
+
 @nb.njit(cache=True, parallel=True, nogil=True)
 def probe_hits_kernel(text, shingle_size, probes, filter_bits, block_count):
     """Whether each document holds at least one of the ``probes`` (sorted distinct shingle
