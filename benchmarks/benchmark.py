@@ -9,12 +9,14 @@
     python benchmarks/benchmark.py (--docs N | --smoke) --incremental K
         [--perm 128|64] [--scheme fss|blake2b] [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --warc-fetch N [--workdir DIR] [--json-out FILE]
+    python benchmarks/benchmark.py --boilerplate N [--workdir DIR] [--json-out FILE]
 
 The work is done by the ``dedup_bench`` package beside this script: ``corpus`` generates the
 corpus, ``ours`` runs the Dagster CLI and the library core, ``peers`` runs one peer engine, each
 in its own process, and ``report`` prints the tables. ``--incremental K`` runs ``incremental``
 instead: the one-shot Dagster run, the same documents as K batches, and one small batch after
-them. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
+them. ``--boilerplate N`` runs ``boilerplate``: N pages, a fifth of them with one shared footer,
+through the library with ``hot_buckets`` refuse and skip. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
 server. The machine is shared and noisy, so compare the runs of one invocation as ratios.
 
 ``--engine ray`` runs the Dagster graph on the ray engine (a local Ray started for the run) and no
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
 from dedup_bench.incremental import measure_incremental
+from dedup_bench.boilerplate import measure_boilerplate, print_boilerplate_report
 from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
 from dedup_assets.core.settings import ENGINES
@@ -63,6 +66,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="N",
         help="the Common Crawl fetch benchmark instead: N records of about 20 KB by byte range from "
         "a loopback server, as a local folder, and through the whole library pipeline",
+    )
+    source.add_argument(
+        "--boilerplate",
+        type=int,
+        metavar="N",
+        help="the boilerplate benchmark instead: N generated pages, every fifth with one shared "
+        "~3 KB footer, through the library with hot_buckets refuse and then skip",
     )
     source.add_argument(
         "--smoke",
@@ -163,6 +173,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     check_engine(parser, args)
+    if args.boilerplate is not None:
+        if args.boilerplate < 2 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
+            parser.error("--boilerplate N takes N ≥ 2 pages and none of --peers, --incremental, --recall-seeds, --auto-bands")
+        return args
     if args.warc_fetch is not None:
         if args.warc_fetch < 1 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
             parser.error("--warc-fetch N takes N ≥ 1 records and none of --peers, --incremental, --recall-seeds, --auto-bands")
@@ -190,10 +204,10 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     chosen = args.engine != "duckdb" or args.both_engines or args.compare_engines or args.ray_nodes
     if not chosen:
         return
-    if args.warc_fetch is not None or args.incremental or args.smoke:
+    if args.warc_fetch is not None or args.boilerplate is not None or args.incremental or args.smoke:
         parser.error(
             "--engine ray, --both-engines, --compare-engines and --ray-nodes are for the engines "
-            "benchmark: not with --warc-fetch, --incremental or --smoke (the CI smoke run stays on duckdb)"
+            "benchmark: not with --warc-fetch, --boilerplate, --incremental or --smoke (the CI smoke run stays on duckdb)"
         )
     if args.skip_dagster:
         parser.error(
@@ -225,6 +239,14 @@ def check_incremental(parser: argparse.ArgumentParser, args: argparse.Namespace)
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.boilerplate:
+        record = measure_boilerplate(args.workdir.resolve(), args.boilerplate)
+        print_boilerplate_report(record)
+        if args.json_out:
+            args.json_out.parent.mkdir(parents=True, exist_ok=True)
+            with args.json_out.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"mode": "boilerplate", "argv": argv, **record}) + "\n")
+        return 0 if record["every_document_accounted_for"] else 1
     if args.warc_fetch:
         record = measure_warc_fetch(args.workdir, args.warc_fetch)
         print("\n".join(["## dedup-assets benchmark: WARC records by byte range", "", *record["lines"]]))
