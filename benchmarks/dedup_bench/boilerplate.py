@@ -128,8 +128,8 @@ def print_boilerplate_report(record: dict) -> None:
     print(f"| refuse | {refuse['wall_s']:.1f} | {refuse['peak_rss_mb']:,.0f} | {outcome[:160]}… |")
     audit = skip["recall_audit"]
     print(
-        f"| skip | {skip['wall_s']:.1f} | {skip['peak_rss_mb']:,.0f} | {skip['hot_buckets_skipped']:,} buckets left "
-        f"out (largest {skip['largest_hot_bucket_texts']:,} texts); {skip['documents']:,} documents, "
+        f"| skip | {skip['wall_s']:.1f} | {skip['peak_rss_mb']:,.0f} | hot buckets left out: "
+        f"{skip['hot_buckets_skipped']:,} (largest {skip['largest_hot_bucket_texts']:,} texts); {skip['documents']:,} documents, "
         f"{skip['rejected']:,} rejected, {skip['clustered']:,} in clusters; {skip['candidates']:,} candidates, "
         f"{skip['duplicate_pairs']:,} duplicate pairs; audited recall {audit['recall']} "
         f"({audit['ci_low']}–{audit['ci_high']}, {audit['found_pairs']:,} of {audit['true_pairs']:,}) |"
