@@ -71,7 +71,10 @@ def test_a_full_database_disk_fails_the_batch_in_one_sentence_leaves_no_temporar
             filler, selection = fill(disk, leave=0), None
             expected = f"Cannot write {batches.database}: no space is left on the device. "
         else:  # room for the staging tables, not for the payload file
-            assert materialize(INCREMENTAL_ASSETS[:-1], partition_key=KEY, instance=instance, resources=batches.resources()).success
+            staged = materialize(
+                INCREMENTAL_ASSETS[:-1], partition_key=KEY, instance=instance, resources=batches.resources()
+            )
+            assert staged.success
             filler, selection = fill(disk, leave=256 * 1024), [release.key]
             expected = f"Cannot write the payload of batch {KEY} to {payloads}: no space is left on the device. "
         failed = materialize(
@@ -83,9 +86,11 @@ def test_a_full_database_disk_fails_the_batch_in_one_sentence_leaves_no_temporar
         assert not payloads.is_dir() or os.listdir(payloads) == []
 
         filler.unlink()
-        assert materialize(
-            INCREMENTAL_ASSETS, selection=selection, partition_key=KEY, instance=instance, resources=batches.resources()
-        ).success
+        again = materialize(
+            INCREMENTAL_ASSETS, selection=selection, partition_key=KEY, instance=instance,
+            resources=batches.resources(),
+        )
+        assert again.success
         (payload,) = os.listdir(payloads)
         assert payload.startswith(f"{KEY}.") and payload.endswith(".arrow")
         assert batches.indexed_keys() == [KEY]
@@ -109,7 +114,9 @@ def test_a_full_database_disk_mid_query_ends_the_step_in_one_sentence(tmp_path):
         warehouse = DuckDBWarehouse(database=str(disk / "w.duckdb"), memory_limit="1GB")
         with pytest.raises(Failure) as raised, warehouse.cursor() as cursor:
             # outside any transaction of the store's: DuckDB's own autocommit
-            cursor.execute("create table big as select repeat('x', 1000) || i::varchar as s from range(100000) r(i)")
+            cursor.execute(
+                "create table big as select repeat('x', 1000) || i::varchar as s from range(100000) r(i)"
+            )
         warehouse.teardown_after_execution(None)
     assert raised.value.description == (
         f"Cannot write {disk / 'w.duckdb'}: no space is left on the device. " + DATABASE_SETTING

@@ -322,7 +322,8 @@ def test_cdx_targets_writes_a_targets_file_that_runs(server, tmp_path, capsys):
 @pytest.mark.faults
 def test_cdx_targets_on_a_full_disk_says_so_in_one_line_and_leaves_no_temporary_file(tmp_path, capsys):
     rows = [
-        {"url": f"https://example.com/{i}", "digest": "A" * 32, "length": 100, "offset": 100 * i, "filename": "p.warc.gz"}
+        {"url": f"https://example.com/{i}", "digest": "A" * 32, "length": 100, "offset": 100 * i,
+         "filename": "p.warc.gz"}
         for i in range(200)
     ]
     with tmpfs(tmp_path / "disk", "64k") as disk:

@@ -32,7 +32,8 @@ DATABASE = "DEDUP_DATABASE to a file on a disk with room (its .wal, .tmp and .pa
 
 
 def place_error(
-    error: BaseException, path: Path | str, setting: str = OUTPUT_DIR, what: str = "", codes=tuple(_PLACE_ERRORS)
+    error: BaseException, path: Path | str, setting: str = OUTPUT_DIR, what: str = "",
+    codes=tuple(_PLACE_ERRORS),
 ) -> str | None:
     """The user's sentence for an error that is about the place written to (one of ``codes``,
     errno values), or None."""
