@@ -10,12 +10,14 @@ command that builds it, and a locked file fails in seconds with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 import duckdb
 from dagster import ConfigurableResource, Failure, InitResourceContext
 from pydantic import Field, PrivateAttr
 
+from .core.places import DATABASE, SPACE, said_of_the_place
 from .core.store import TableBuild, open_database, read_lineage, table_exists, write_table
 from .core.tables import SCHEMA, Tables
 from .errors import user_errors
@@ -52,10 +54,17 @@ class DuckDBWarehouse(ConfigurableResource):
             with user_errors():
                 self._connection = open_database(self.database, self.memory_limit, self.schema_name)
 
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A cursor of the run's connection, which is opened on first use."""
+    @contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor of the run's connection, which is opened on first use. A full disk under the
+        database (its file, WAL or spill folder) ends the step with one sentence naming it,
+        wherever the query was."""
         self.open()
-        return self._connection.cursor()
+        with (
+            said_of_the_place(self.database, DATABASE, Failure, codes=SPACE),
+            self._connection.cursor() as cursor,
+        ):
+            yield cursor
 
     def upstream_lineage(self, name: str, downstream: str) -> dict:
         """The lineage of table ``name``, read for asset ``downstream``; fails with the command

@@ -17,7 +17,8 @@ import pytest
 
 from dedup_assets.core import publish as publish_module
 from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.publish import ReleaseError, ReleaseLocked, place_error, publish, release_lock, remains
+from dedup_assets.core.places import place_error
+from dedup_assets.core.publish import ReleaseError, ReleaseLocked, publish, release_lock, remains
 from dedup_assets.core.readers import file_sha256
 from dedup_assets.core.release import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
 from dedup_assets.core.settings import Settings

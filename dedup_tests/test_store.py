@@ -84,15 +84,17 @@ def test_a_full_or_read_only_database_disk_is_one_sentence_naming_the_file(tmp_p
             with pytest.raises(DuckDBUnavailable) as raised:
                 write_table(connection, "dedup.big", big)
         assert str(raised.value) == (
-            f"Cannot write dedup.big to {database}: no space is left on its disk. Free space, or set "
-            "DEDUP_DATABASE to a file on a disk with room (DuckDB spills to a .tmp folder beside it)."
+            f"Cannot write dedup.big to {database}: no space is left on the device. Free space or fix the "
+            "folder's permissions, or set DEDUP_DATABASE to a file on a disk with room (its .wal, .tmp and "
+            ".payloads sit beside it), then run again."
         )
         subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
         with pytest.raises(DuckDBUnavailable) as raised:
             open_database(str(database), "1GB", "dedup")
         assert str(raised.value) == (
-            f"Cannot open {database} for writing: its file system is read-only. Set DEDUP_DATABASE "
-            "to a file in a writable folder."
+            f"Cannot write {database}: the file system is read-only. Free space or fix the folder's "
+            "permissions, or set DEDUP_DATABASE to a file on a disk with room (its .wal, .tmp and .payloads "
+            "sit beside it), then run again."
         )
     finally:
         subprocess.run(["umount", "--lazy", str(disk)], check=True)

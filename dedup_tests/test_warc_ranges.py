@@ -28,6 +28,7 @@ from dedup_assets.settings import DedupSettings
 
 from .conftest import GraphRunner
 from .test_cli import MODULE, cli_env, materialize  # noqa: F401 (cli_env: a fixture)
+from .test_disk_full import fill, tmpfs
 from .warc_fixtures import range_server, write_crawl, write_pages
 
 TARGET_COLUMNS = ["url", "filename", "offset", "length", "digest", "mime", "status"]
@@ -316,6 +317,25 @@ def test_cdx_targets_writes_a_targets_file_that_runs(server, tmp_path, capsys):
     assert list(written.columns) == ["url", "filename", "offset", "length", "digest", "timestamp", "mime", "status"]
     documents, stats = _run(out, warc_base_url=_base_url(server))
     assert stats.rejected == [] and [d["target_row"] for d in documents] == [1, 2, 3]
+
+
+@pytest.mark.faults
+def test_cdx_targets_on_a_full_disk_says_so_in_one_line_and_leaves_no_temporary_file(tmp_path, capsys):
+    rows = [
+        {"url": f"https://example.com/{i}", "digest": "A" * 32, "length": 100, "offset": 100 * i,
+         "filename": "p.warc.gz"}
+        for i in range(200)
+    ]
+    with tmpfs(tmp_path / "disk", "64k") as disk:
+        fill(disk, leave=4096)
+        out = disk / "targets.csv"
+        code, _ = _cdx_targets(_cdx_lines(rows), out)
+        assert (code, capsys.readouterr().err) == (
+            2,
+            f"Error: Cannot write {out}: no space is left on the device. Free space or fix the folder's "
+            "permissions, or set --out to a file on a disk with room, then run again.\n",
+        )
+        assert [path.name for path in disk.iterdir()] == ["filler"]
 
 
 def test_cdx_targets_from_common_crawls_index_needs_the_terms_acknowledged(tmp_path, capsys):

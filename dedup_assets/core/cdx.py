@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 
+from .places import said_of_the_place
 from .readers.protocol import InputError
 from .readers.http_fetch import Backoff, transient
 from .settings import FetchSettings
@@ -111,19 +112,19 @@ def write_targets(
     backoff = Backoff(retries, backoff_s, threading.Event())
     with httpx.Client(timeout=timeout_s) as client:
         found = [capture for pattern in patterns for capture in _captures(client, endpoint, pattern, backoff)]
-    out.parent.mkdir(parents=True, exist_ok=True)
     # beside its final place, then renamed over it: a stopped run leaves no half-written file
-    temporary = tempfile.NamedTemporaryFile(
-        "w", dir=out.parent, suffix=".tmp", delete=False, newline="", encoding="utf-8"
-    )
-    with temporary as handle:
+    with said_of_the_place(out, "--out to a file on a disk with room", InputError):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        temporary = tempfile.NamedTemporaryFile(
+            "w", dir=out.parent, suffix=".tmp", delete=False, newline="", encoding="utf-8"
+        )
         try:
-            writer = csv.DictWriter(handle, TARGET_COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(found)
+            with temporary as handle:  # its last bytes are written as it closes, which can fail too
+                writer = csv.DictWriter(handle, TARGET_COLUMNS, extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows(found)
+            os.replace(handle.name, out)
         except BaseException:
-            handle.close()
-            os.unlink(handle.name)
+            Path(temporary.name).unlink(missing_ok=True)
             raise
-    os.replace(handle.name, out)
     return len(found)

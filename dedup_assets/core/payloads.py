@@ -6,6 +6,9 @@ with a few thousand earlier documents scattered over the whole index; DuckDB rea
 every block to fetch scattered rows, while a memory-mapped file reads only the pages of the rows
 taken. Each file's rows are checked against the doc_ids the index expects at those positions,
 so a file that does not belong to the index is refused, not trusted.
+
+A file is written under a hidden temporary name (``.NAME.PID``) and renamed once whole; a failed
+write removes it, and what a killed run left is removed when the folder is next used.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .batches import key_path_name
+from .places import DATABASE, said_of_the_place
 
 PAYLOAD_COLUMNS = ("doc_id", "domain", "body", "signature", "lsh_bands")
 SUFFIX = ".arrow"
+_PARTIAL = re.compile(rf"\..+{re.escape(SUFFIX)}\.\d+")
 
 
 class PayloadError(RuntimeError):
@@ -41,12 +46,19 @@ class Span:
 
 
 def payload_folder(database: str) -> Path:
-    """The folder beside the database file that holds its payload files."""
+    """The folder beside the database file that holds its payload files, without the temporary
+    files of a killed run: whoever asks holds the database open, which no other run then can,
+    so no temporary file there is still being written."""
     if not database or database == ":memory:":
         raise PayloadError(
             "Incremental batches need a database file: set DEDUP_DATABASE to a file path, not :memory:."
         )
-    return Path(f"{database}.payloads")
+    folder = Path(f"{database}.payloads")
+    if folder.is_dir():
+        for path in folder.iterdir():
+            if _PARTIAL.fullmatch(path.name):
+                path.unlink(missing_ok=True)
+    return folder
 
 
 def _versions(folder: Path, key: str) -> list[Path]:
@@ -60,18 +72,23 @@ def write_payload(folder: Path, key: str, input_sha256: str, table: pa.Table) ->
     """Write a batch's payload whole, under a name of its own input (another input of the same
     batch gets another file, so the file the index names is never overwritten): a temporary
     file, flushed, renamed, and the folder flushed. Returns the file's name."""
-    folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"{key_path_name(key)}.{input_sha256[:16]}{SUFFIX}"
     partial = folder / f".{final.name}.{os.getpid()}"
-    with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table.select(list(PAYLOAD_COLUMNS)))
-    for path in (partial, folder):
-        descriptor = os.open(path, os.O_RDONLY)
+    with said_of_the_place(folder, DATABASE, PayloadError, f"the payload of batch {key}"):
+        folder.mkdir(parents=True, exist_ok=True)
         try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-    os.replace(partial, final)
+            with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table.select(list(PAYLOAD_COLUMNS)))
+            for path in (partial, folder):
+                descriptor = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
+            os.replace(partial, final)
+        except BaseException:
+            partial.unlink(missing_ok=True)  # a kill skips this: payload_folder removes it next time
+            raise
     return final.name
 
 

@@ -33,6 +33,7 @@ import duckdb
 
 from .ingest import confirmed_input
 from .lsh import BucketPressure
+from .places import OUTPUT_DIR, said_of_the_place
 from .readers import InputFile
 from .release import (
     BATCHES_FOLDER, KEPT_FOLDERS, MANIFEST_FILE, TUNING_FOLDER, is_release, write_files_and_manifest, write_release,
@@ -42,14 +43,6 @@ from .settings import Settings
 from .tables import Tables
 
 Result = TypeVar("Result")
-# errors where the fault is the place written to, not the data: said with the path and what to do
-_PLACE_ERRORS = {
-    errno.ENOSPC: "no space is left on the device",
-    errno.EDQUOT: "the disk quota is used up",
-    errno.EROFS: "the file system is read-only",
-    errno.EACCES: "permission is denied",
-    errno.EPERM: "permission is denied",
-}
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -60,20 +53,6 @@ class ReleaseError(RuntimeError):
 
 class ReleaseLocked(ReleaseError):
     """Another run is writing a release to the same folder."""
-
-
-def place_error(error: Exception, path: Path | str) -> ReleaseError | None:
-    """The user's version of an error that is about the place written to, or None."""
-    code = getattr(error, "errno", None)
-    if code not in _PLACE_ERRORS:  # Arrow and DuckDB keep only the system's message
-        code = next((known for known in _PLACE_ERRORS if os.strerror(known) in str(error)), None)
-    if code is None:
-        return None
-    return ReleaseError(
-        f"Cannot write {getattr(error, 'filename', None) or path}: {_PLACE_ERRORS[code]}. Free space or "
-        "fix the folder's permissions, or set DEDUP_OUTPUT_DIR (output_dir) to a writable folder, then "
-        "run again."
-    )
 
 
 def _sibling(output_dir: Path, kind: str) -> Path:
@@ -134,7 +113,7 @@ def publish(
     # a link's target is the folder swapped, so the link keeps pointing at the release, and two
     # spellings of one folder share one lock
     output_dir = output_dir.expanduser().resolve()
-    with _said_of_the_place(output_dir):
+    with said_of_the_place(output_dir, OUTPUT_DIR, ReleaseError):
         output_dir.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_dir, holder_for(database)):
             _clean_remains(output_dir, log)
@@ -150,19 +129,6 @@ def publish(
                 shutil.rmtree(staging, ignore_errors=True)  # a kill skips this; the next run cleans up
                 raise
             return result
-
-
-@contextmanager
-def _said_of_the_place(path: Path) -> Iterator[None]:
-    """An error about the place written to (full, read-only, not allowed) as one sentence naming
-    ``path``; any other error as it is."""
-    try:
-        yield
-    except (OSError, duckdb.IOException) as error:
-        problem = place_error(error, path)
-        if problem is None:
-            raise
-        raise problem from None
 
 
 def _refuse_unreplaceable(output_dir: Path) -> None:
@@ -307,7 +273,7 @@ def publish_batch_release(
     one-shot release, which
     carries the batch releases over when it replaces the root, never switches meanwhile."""
     output_root = output_root.expanduser().resolve()
-    with _said_of_the_place(output_root):
+    with said_of_the_place(output_root, OUTPUT_DIR, ReleaseError):
         output_root.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_root, holder_for(database)):
             return publish(
@@ -331,7 +297,7 @@ def publish_tuning_files(
     the root, never switches meanwhile. Returns the folder."""
     output_root = output_root.expanduser().resolve()
     folder = output_root / TUNING_FOLDER
-    with _said_of_the_place(output_root):
+    with said_of_the_place(output_root, OUTPUT_DIR, ReleaseError):
         # the same folders as a release: a folder the next release could not replace is refused now
         _refuse_unreplaceable(output_root)
         output_root.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .places import DATABASE, SPACE, place_error
+
 LINEAGE_TABLE = "asset_lineage"
 _LOCK_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
 
@@ -57,16 +59,16 @@ def open_database(
     if database != ":memory:":
         database = str(Path(database).expanduser())
         Path(database).parent.mkdir(parents=True, exist_ok=True)
+    existed = database == ":memory:" or Path(database).exists()
     for delay in (*_LOCK_RETRY_SECONDS, None):
         try:
             connection = connect(database, memory_limit)
         except duckdb.IOException as error:
-            if "Read-only file system" in str(error) or "Permission denied" in str(error):
-                raise DuckDBUnavailable(
-                    f"Cannot open {database} for writing: "
-                    + ("its file system is read-only" if "Read-only" in str(error) else "permission is denied")
-                    + ". Set DEDUP_DATABASE to a file in a writable folder."
-                ) from None
+            problem = place_error(error, database, DATABASE)
+            if problem is not None:
+                if not existed:
+                    _remove_if_empty(Path(database))
+                raise DuckDBUnavailable(problem) from None
             if delay is None:
                 raise DuckDBUnavailable(
                     f"Cannot open {database} for writing: {error}. Another process (a DuckDB "
@@ -84,6 +86,13 @@ def open_database(
             connection.execute(f"create schema if not exists {schema}")
         return connection
     raise AssertionError("unreachable")
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Remove the empty file a creation that could not write its header leaves: DuckDB refuses
+    it as not a database, so the run after space is freed would fail too."""
+    if path.is_file() and path.stat().st_size == 0:
+        path.unlink()
 
 
 @dataclass(frozen=True)
@@ -204,12 +213,10 @@ def transaction(connection: duckdb.DuckDBPyConnection, what: str) -> Iterator[No
             connection.execute("rollback")
         except duckdb.TransactionException:  # a commit that failed has rolled back already
             pass
-        if isinstance(error, duckdb.Error) and "No space left on device" in str(error):
-            raise DuckDBUnavailable(
-                f"Cannot write {what} to {database_path(connection)}: no space is left on its disk. "
-                "Free space, or set DEDUP_DATABASE to a file on a disk with room (DuckDB spills "
-                "to a .tmp folder beside it)."
-            ) from None
+        if isinstance(error, duckdb.Error):
+            problem = place_error(error, database_path(connection), DATABASE, what, SPACE)
+            if problem is not None:
+                raise DuckDBUnavailable(problem) from None
         raise
 
 
