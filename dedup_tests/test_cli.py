@@ -110,6 +110,7 @@ def test_bad_input_reports_file_and_row(cli_env, tmp_path):
     assert f"{bad}: column crawled_at cannot be parsed at row 2 (doc_id 'b')" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_project_env_file_fills_in_the_warehouse_settings(cli_env, tmp_path):
     """Started from a folder holding the project's .env, without DEDUP_DATABASE set, the run uses
     the .env's default path (the other CLI tests, run from the project folder, show that a value
@@ -180,6 +181,7 @@ def _quiet_run(env: dict, *args: str) -> subprocess.CompletedProcess:
     return run_command([sys.executable, "-m", "dedup_assets.run", *args], env)
 
 
+@pytest.mark.slow
 def test_the_quiet_run_prints_a_line_per_asset_and_the_counts(cli_env):
     result = _quiet_run(cli_env)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -198,6 +200,7 @@ def test_the_quiet_run_prints_a_line_per_asset_and_the_counts(cli_env):
     assert not [line for line in lines if "DEBUG" in line or "Warning" in line]
 
 
+@pytest.mark.slow
 def test_a_check_that_warns_is_said_and_the_quiet_run_still_succeeds(cli_env):
     # 2 bands of 32 rows miss most near duplicates: the recall audit's check warns
     config = '{"resources": {"dedup": {"config": {"num_perm": 64, "rows_per_band": 32, "audit_sample_size": 0}}}}'
@@ -221,6 +224,7 @@ def test_the_quiet_run_says_a_user_error_once_without_a_trace(cli_env, tmp_path)
     assert "Stack Trace" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_the_quiet_run_ends_on_a_failed_check_in_its_own_words(cli_env, tmp_path):
     result = _quiet_run({**cli_env, "DEDUP_INPUT": str(fixture_with_a_wrong_contract(tmp_path))})
     assert result.returncode == 1
