@@ -18,6 +18,12 @@ from dedup_bench import faults
 from .compressed_faults import jsonl_gz_flipped_byte, warc_corrupt_member, warc_cut_in_last_record
 from .csv_faults import csv_huge_body, csv_short_row, csv_unclosed_quote
 from .fault_runs import Cli, library_child
+from .fetch_faults import (
+    fetch_dot_segment_filename,
+    fetch_redirect_other_port,
+    fetch_trickled_headers,
+    sigterm_stalled_fetch,
+)
 from .hostile_input import (
     cp1252_csv,
     csv_replaced_characters,
@@ -80,6 +86,10 @@ CASES: list[tuple[str, Callable[[Work], Outcome]]] = [
     ("jsonl_number_text", jsonl_number_text),
     ("doc_id_control_characters", doc_id_control_characters),
     ("padded_doc_ids", padded_doc_ids),
+    ("fetch_trickled_headers", fetch_trickled_headers),
+    ("fetch_dot_segment_filename", fetch_dot_segment_filename),
+    ("fetch_redirect_other_port", fetch_redirect_other_port),
+    ("sigterm_stalled_fetch", sigterm_stalled_fetch),
     ("identical_documents", identical_documents),
 ]
 
