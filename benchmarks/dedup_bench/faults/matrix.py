@@ -45,6 +45,14 @@ from .input_faults import (
     utf16_csv,
 )
 from .outcome import Outcome, Work, describe_error
+from .path_faults import (
+    bracketed_file_name,
+    bracketed_input_path,
+    case_twin_batch_keys,
+    output_inside_input,
+    pattern_batch_keys,
+    starred_file_name,
+)
 from .process_faults import (
     concurrent_runs,
     full_disk,
@@ -86,6 +94,12 @@ CASES: list[tuple[str, Callable[[Work], Outcome]]] = [
     ("jsonl_number_text", jsonl_number_text),
     ("doc_id_control_characters", doc_id_control_characters),
     ("padded_doc_ids", padded_doc_ids),
+    ("bracketed_file_name", bracketed_file_name),
+    ("starred_file_name", starred_file_name),
+    ("bracketed_input_path", bracketed_input_path),
+    ("pattern_batch_keys", pattern_batch_keys),
+    ("case_twin_batch_keys", case_twin_batch_keys),
+    ("output_inside_input", output_inside_input),
     ("fetch_trickled_headers", fetch_trickled_headers),
     ("fetch_dot_segment_filename", fetch_dot_segment_filename),
     ("fetch_redirect_other_port", fetch_redirect_other_port),
