@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dedup_bench import faults
 
+from .boilerplate_faults import hot_bucket_refused, hot_bucket_skipped
 from .compressed_faults import jsonl_gz_flipped_byte, warc_corrupt_member, warc_cut_in_last_record
 from .csv_faults import csv_huge_body, csv_short_row, csv_unclosed_quote
 from .fault_runs import Cli, library_child
@@ -104,6 +105,8 @@ CASES: list[tuple[str, Callable[[Work], Outcome]]] = [
     ("fetch_dot_segment_filename", fetch_dot_segment_filename),
     ("fetch_redirect_other_port", fetch_redirect_other_port),
     ("sigterm_stalled_fetch", sigterm_stalled_fetch),
+    ("hot_bucket_refused", hot_bucket_refused),
+    ("hot_bucket_skipped", hot_bucket_skipped),
     ("identical_documents", identical_documents),
 ]
 
