@@ -25,7 +25,12 @@ The cases come in families, a module each: ``process_faults`` (the CLI killed, s
 locked out, starved of disk), ``csv_faults``, ``compressed_faults`` (damaged .jsonl.gz and
 .warc.gz), ``input_faults`` (awkward inputs and bad settings), ``hostile_input`` (records made to
 break a reader: a lone surrogate, a decompression bomb, another encoding, wrong types, control
-characters in ids), ``scale_faults`` (identical documents). ``outcome`` holds a row of the table
-and the accounting, ``fault_runs`` the runs in processes of their own, ``writers`` the inputs
-written, ``matrix`` the list of cases and :func:`~dedup_bench.faults.matrix.main`.
+characters in ids), ``path_faults`` (file names and batch keys with ``*`` ``?`` ``[``, batch keys
+one file system takes for one, an output folder inside the input), ``fetch_faults`` (a targets
+file against a loopback server that trickles, redirects elsewhere or is asked for a dot segment,
+and a CLI run stopped in a fetch; the server is ``misbehaving_server``), ``boilerplate_faults``
+(a shared footer filling buckets past max_bucket_size, refused and skipped), ``scale_faults``
+(identical documents). ``outcome`` holds a row of the table and the accounting, ``fault_runs``
+the runs in processes of their own, ``writers`` the inputs written, ``matrix`` the list of cases
+and :func:`~dedup_bench.faults.matrix.main`.
 """

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -102,6 +103,18 @@ class Cli:
 
     def signal(self, number: int) -> None:
         os.kill(self.process.pid, number)
+
+    def terminate(self, timeout: float) -> tuple[int, float]:
+        """SIGTERM; the exit status and the seconds it took to exit. A run still there after
+        ``timeout`` is killed, so a case that hangs ends."""
+        signalled = time.monotonic()
+        self.signal(signal.SIGTERM)
+        try:
+            returncode = self.finish(timeout)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            returncode = self.finish()
+        return returncode, time.monotonic() - signalled
 
     def finish(self, timeout: float = CLI_TIMEOUT) -> int:
         returncode = self.process.wait(timeout)

@@ -15,9 +15,16 @@ from pathlib import Path
 
 from dedup_bench import faults
 
+from .boilerplate_faults import hot_bucket_refused, hot_bucket_skipped
 from .compressed_faults import jsonl_gz_flipped_byte, warc_corrupt_member, warc_cut_in_last_record
 from .csv_faults import csv_huge_body, csv_short_row, csv_unclosed_quote
 from .fault_runs import Cli, library_child
+from .fetch_faults import (
+    fetch_dot_segment_filename,
+    fetch_redirect_other_port,
+    fetch_trickled_headers,
+    sigterm_stalled_fetch,
+)
 from .hostile_input import (
     cp1252_csv,
     csv_replaced_characters,
@@ -39,6 +46,14 @@ from .input_faults import (
     utf16_csv,
 )
 from .outcome import Outcome, Work, describe_error
+from .path_faults import (
+    bracketed_file_name,
+    bracketed_input_path,
+    case_twin_batch_keys,
+    output_inside_input,
+    pattern_batch_keys,
+    starred_file_name,
+)
 from .process_faults import (
     concurrent_runs,
     full_disk,
@@ -80,6 +95,18 @@ CASES: list[tuple[str, Callable[[Work], Outcome]]] = [
     ("jsonl_number_text", jsonl_number_text),
     ("doc_id_control_characters", doc_id_control_characters),
     ("padded_doc_ids", padded_doc_ids),
+    ("bracketed_file_name", bracketed_file_name),
+    ("starred_file_name", starred_file_name),
+    ("bracketed_input_path", bracketed_input_path),
+    ("pattern_batch_keys", pattern_batch_keys),
+    ("case_twin_batch_keys", case_twin_batch_keys),
+    ("output_inside_input", output_inside_input),
+    ("fetch_trickled_headers", fetch_trickled_headers),
+    ("fetch_dot_segment_filename", fetch_dot_segment_filename),
+    ("fetch_redirect_other_port", fetch_redirect_other_port),
+    ("sigterm_stalled_fetch", sigterm_stalled_fetch),
+    ("hot_bucket_refused", hot_bucket_refused),
+    ("hot_bucket_skipped", hot_bucket_skipped),
     ("identical_documents", identical_documents),
 ]
 

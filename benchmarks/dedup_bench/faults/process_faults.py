@@ -130,14 +130,7 @@ def sigterm_during_release(work: Work) -> Outcome:
     labels = {work.corpus_small: "A", work.corpus_a: "B"}
     victim = Cli(work.folder, work.corpus_a)
     written = victim.wait_for_staging_file()
-    signalled = time.monotonic()
-    victim.signal(signal.SIGTERM)
-    try:
-        returncode = victim.finish(timeout=60)
-    except subprocess.TimeoutExpired:
-        victim.signal(signal.SIGKILL)
-        returncode = victim.finish()
-    exit_seconds = time.monotonic() - signalled
+    returncode, exit_seconds = victim.terminate(timeout=60)
     status = [record.dagster_run.status.value for record in started_runs(work.folder)]
     intact = (out / MANIFEST_FILE).read_text() == before
     after_term, whole = describe_release(out, labels)
