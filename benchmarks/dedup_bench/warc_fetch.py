@@ -5,7 +5,7 @@ and the whole library pipeline's documents per second with fetching in the loop.
     .venv/bin/python benchmarks/benchmark.py --warc-fetch 10000
 
 The WARC files (warcio-written, 1,000 records each, pages of seeded random words) and their
-targets file are made once under ``--workdir``. The server (the tests' Range server) runs in its
+targets file are made once under ``--workdir``. The server (``loopback_warcs``, the tests' too) runs in its
 own process, so it does not share the reader's interpreter lock.
 """
 
@@ -14,24 +14,21 @@ from __future__ import annotations
 import multiprocessing
 import random
 import signal
-import sys
 import tempfile
 import time
 from io import BytesIO
 from pathlib import Path
 
-from .common import REPO_ROOT, progress
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
-sys.path.insert(0, str(REPO_ROOT))  # the tests' WARC writer and Range server
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.readers import InputStats, document_batches
+from dedup_assets.core.settings import Settings
 
-from warcio.archiveiterator import ArchiveIterator  # noqa: E402
-from warcio.statusandheaders import StatusAndHeaders  # noqa: E402
-from warcio.warcwriter import WARCWriter  # noqa: E402
-
-from dedup_assets.core.pipeline import run_library  # noqa: E402
-from dedup_assets.core.readers import InputStats, document_batches  # noqa: E402
-from dedup_assets.core.settings import Settings  # noqa: E402
-from dedup_tests.warc_fixtures import page, range_server  # noqa: E402
+from .common import progress
+from .loopback_warcs import page, range_server
 
 PER_FILE = 1_000
 WORDS = [f"w{number}" for number in range(5_000)]

@@ -10,14 +10,15 @@ import csv
 import json
 import shutil
 import time
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.settings import Settings
 
+from ..loopback_warcs import reached_directly, serving
 from .fault_runs import Cli, started_runs
 from .hostile_input import read_and_rejected, rejected_rows
-from .misbehaving_server import MisbehavingServer, reached_directly, serving
 from .outcome import (
     LibraryRun,
     Outcome,
@@ -30,7 +31,7 @@ from .outcome import (
 from .writers import MALFORMED, write_warc
 
 PAGES = "pages.warc.gz"
-STALLED = "/warcs/stalled.warc.gz"  # the path whose headers trickle
+STALLED = "warcs/stalled.warc.gz"  # the path whose headers trickle
 TARGET_COLUMNS = ("url", "filename", "offset", "length")
 
 
@@ -78,12 +79,12 @@ def with_stalled_row(work: Work) -> tuple[Path, list[dict]]:
     """Three target rows, the second of ``stalled.warc.gz`` (a copy of the pages, served at
     ``STALLED``)."""
     served, records = served_records(work, 3)
-    shutil.copy(served / "warcs" / PAGES, served / STALLED.lstrip("/"))
+    shutil.copy(served / "warcs" / PAGES, served / STALLED)
     return served, [records[0], faulty(records[1], Path(STALLED).name), records[2]]
 
 
 def fetch_rows(
-    work: Work, outcome: Outcome, server: MisbehavingServer, rows: list[dict], **settings
+    work: Work, outcome: Outcome, server: ThreadingHTTPServer, rows: list[dict], **settings
 ) -> LibraryRun:
     """The library run of a targets file of ``rows`` from ``server``'s ``warcs/``, accounted
     for in ``outcome`` against what each row must come out with."""
@@ -117,7 +118,7 @@ def fetch_trickled_headers(work: Work) -> Outcome:
             work, outcome, server, rows, fetch_timeout_s=timeout, fetch_retries=retries
         )
         seconds = time.monotonic() - started
-        stalled_requests = server.requests.count(STALLED)
+        stalled_requests = server.requests[STALLED]
     bound = timeout * (retries + 1) + margin
     detail = expect_rows(outcome, run, [(2, "fetch_failed")], [1, 3])
     outcome.expect("fetch_timeout_s" in detail, f"the reject names no fetch_timeout_s: {detail}")
@@ -139,7 +140,7 @@ def fetch_dot_segment_filename(work: Work) -> Outcome:
     rows = [records[0], *map(faulty, records[1:3], escapes), records[3]]
     with reached_directly(), serving(served) as server:
         run = fetch_rows(work, outcome, server, rows)
-        requested = list(server.requests)
+        requested = list(server.requests.elements())
     expect_rows(outcome, run, [(2, "invalid_target"), (3, "invalid_target")], [1, 4])
     reached = sorted({path for path in requested if "x.warc.gz" in path})
     outcome.expect(not reached, f"the server was asked for {reached}")
@@ -156,9 +157,9 @@ def fetch_redirect_other_port(work: Work) -> Outcome:
     rows = [records[0], faulty(records[1], "moved.warc.gz"), records[2]]
     # the other server holds the same files: followed, the redirect would give a document
     with reached_directly(), serving(served) as other, serving(served) as server:
-        server.faults["/warcs/moved.warc.gz"] = f"redirect {other.url}/warcs/{PAGES}"
+        server.faults["warcs/moved.warc.gz"] = f"redirect {other.url}/warcs/{PAGES}"
         run = fetch_rows(work, outcome, server, rows, fetch_retries=0)
-        other_requests = list(other.requests)
+        other_requests = list(other.requests.elements())
     detail = expect_rows(outcome, run, [(2, "fetch_failed")], [1, 3])
     outcome.expect("redirected outside warc_base_url" in detail, f"the reject says: {detail}")
     outcome.expect(not other_requests, f"the other server was asked for {other_requests}")
@@ -168,7 +169,7 @@ def fetch_redirect_other_port(work: Work) -> Outcome:
     return outcome
 
 
-def stall(cli: Cli, server: MisbehavingServer, path: str, timeout: float) -> bool:
+def stall(cli: Cli, server: ThreadingHTTPServer, path: str, timeout: float) -> bool:
     """Until the run has asked for ``path`` (False if it ended first or took ``timeout``), and a
     second more, so it waits inside the headers."""
     deadline = time.monotonic() + timeout
