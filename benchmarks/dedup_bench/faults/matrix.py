@@ -17,6 +17,13 @@ from dedup_bench import faults
 
 from .compressed_faults import jsonl_gz_flipped_byte, warc_corrupt_member, warc_cut_in_last_record
 from .csv_faults import csv_huge_body, csv_short_row, csv_unclosed_quote
+from .disk_faults import (
+    cdx_targets_full_disk,
+    database_full_before_batch,
+    database_full_before_payload,
+    dedup_run_full_database,
+    killed_run_temporary_payload,
+)
 from .fault_runs import Cli, library_child
 from .hostile_input import (
     cp1252_csv,
@@ -81,6 +88,11 @@ CASES: list[tuple[str, Callable[[Work], Outcome]]] = [
     ("doc_id_control_characters", doc_id_control_characters),
     ("padded_doc_ids", padded_doc_ids),
     ("identical_documents", identical_documents),
+    ("database_full_before_batch", database_full_before_batch),
+    ("database_full_before_payload", database_full_before_payload),
+    ("dedup_run_full_database", dedup_run_full_database),
+    ("killed_run_temporary_payload", killed_run_temporary_payload),
+    ("cdx_targets_full_disk", cdx_targets_full_disk),
 ]
 
 
