@@ -33,6 +33,12 @@ CASES = [
     "jsonl_number_text",
     "doc_id_control_characters",
     "padded_doc_ids",
+    # full disks (dedup_bench/faults/disk_faults.py), some 12 s together; dedup_run_full_database
+    # runs the CLI twice (13 s) and test_disk_full does already
+    "database_full_before_batch",
+    "database_full_before_payload",
+    "killed_run_temporary_payload",
+    "cdx_targets_full_disk",
 ]
 
 
