@@ -29,7 +29,9 @@ characters in ids), ``path_faults`` (file names and batch keys with ``*`` ``?`` 
 one file system takes for one, an output folder inside the input), ``fetch_faults`` (a targets
 file against a loopback server that trickles, redirects elsewhere or is asked for a dot segment,
 and a CLI run stopped in a fetch; the server is ``dedup_bench.loopback_warcs``), ``boilerplate_faults``
-(a shared footer filling buckets past max_bucket_size, refused and skipped), ``scale_faults``
+(a shared footer filling buckets past max_bucket_size, refused and skipped), ``disk_faults``
+(a full disk under the database and its payload files, under ``dedup run``, and under a targets
+file), ``scale_faults``
 (identical documents). ``outcome`` holds a row of the table and the accounting, ``fault_runs``
 the runs in processes of their own, ``writers`` the inputs written, ``matrix`` the list of cases
 and :func:`~dedup_bench.faults.matrix.main`.

@@ -18,6 +18,13 @@ from dedup_bench import faults
 from .boilerplate_faults import hot_bucket_refused, hot_bucket_skipped
 from .compressed_faults import jsonl_gz_flipped_byte, warc_corrupt_member, warc_cut_in_last_record
 from .csv_faults import csv_huge_body, csv_short_row, csv_unclosed_quote
+from .disk_faults import (
+    cdx_targets_full_disk,
+    database_full_before_batch,
+    database_full_before_payload,
+    dedup_run_full_database,
+    killed_run_temporary_payload,
+)
 from .fault_runs import Cli, library_child
 from .fetch_faults import (
     fetch_dot_segment_filename,
@@ -108,6 +115,11 @@ CASES: list[tuple[str, Callable[[Work], Outcome]]] = [
     ("hot_bucket_refused", hot_bucket_refused),
     ("hot_bucket_skipped", hot_bucket_skipped),
     ("identical_documents", identical_documents),
+    ("database_full_before_batch", database_full_before_batch),
+    ("database_full_before_payload", database_full_before_payload),
+    ("dedup_run_full_database", dedup_run_full_database),
+    ("killed_run_temporary_payload", killed_run_temporary_payload),
+    ("cdx_targets_full_disk", cdx_targets_full_disk),
 ]
 
 
