@@ -47,9 +47,11 @@ def test_a_line_with_a_lone_surrogate_is_one_decode_error_and_the_others_are_rea
     assert "surrogate" in stats.rejected[0]["detail"]
 
 
-# Reads a JSONL file in a process of its own, so its peak memory is the reading's alone.
+# Reads a JSONL file in a process of its own, so its peak memory is the reading's alone: VmHWM,
+# the peak of this process's own memory, since ru_maxrss starts at the parent's (a test worker that
+# ran large tests before).
 _MEASURE = """
-import json, resource, sys, time
+import json, re, sys, time
 from pathlib import Path
 from dedup_assets.core.readers import InputStats, count_input_records, document_batches
 path, started, stats = Path(sys.argv[1]), time.monotonic(), InputStats()
@@ -59,7 +61,7 @@ print(json.dumps({
     "rejected": [[r["input_row"], r["reason"], r["detail"]] for r in stats.rejected],
     "count": count_input_records(path),
     "seconds": time.monotonic() - started,
-    "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "peak_mib": int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) / 1024,
 }))
 """
 
