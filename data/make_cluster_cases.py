@@ -24,18 +24,16 @@ from __future__ import annotations
 
 import csv
 import random
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402  (the project's own dependency)
-import pyarrow as pa  # noqa: E402
+import numpy as np
+import pyarrow as pa
 
-from dedup_assets.core.settings import Settings  # noqa: E402
-from dedup_assets.core.sketch import fingerprint_batch  # noqa: E402
-from dedup_assets.core.verify import pair_jaccard  # noqa: E402
+from dedup_assets.core.settings import Settings
+from dedup_assets.core.sketch import fingerprint_batch
+from dedup_assets.core.verify import pair_jaccard
 
 OUTPUT = ROOT / "data" / "cluster_cases.csv"
 COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]

@@ -1,14 +1,19 @@
 """The boilerplate benchmark's corpus (benchmarks/dedup_bench/boilerplate.py): the generated
 corpus with one shared footer on every fifth page, and the benchmark's two runs of it."""
 
-import json
 import subprocess
 import sys
 
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_bench.boilerplate import FOOTER_EVERY, footer, write_boilerplate_corpus
+from dedup_bench.boilerplate import (
+    FOOTER_EVERY,
+    footer,
+    measure_boilerplate,
+    print_boilerplate_report,
+    write_boilerplate_corpus,
+)
 from dedup_bench.corpus import generate
 
 from .conftest import PROJECT_ROOT
@@ -27,13 +32,23 @@ def test_every_fifth_page_carries_the_footer_and_the_rest_are_the_corpus_as_gene
 
 
 @pytest.mark.slow
-def test_the_benchmark_runs_both_settings_and_accounts_for_every_page(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "benchmarks/benchmark.py", "--boilerplate", "600", "--workdir", str(tmp_path), "--json-out", str(tmp_path / "r.jsonl")],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    record = json.loads((tmp_path / "r.jsonl").read_text())
-    skip = record["runs"]["skip"]
+def test_the_benchmark_refuses_then_skips_and_accounts_for_every_page(tmp_path, capsys):
+    # 120 footer pages and a bucket limit of 20: hot buckets, which the default 1,000 would need
+    # some 30,000 pages to make
+    record = measure_boilerplate(tmp_path, 600, max_bucket_size=20)
+    refuse, skip = record["runs"]["refuse"], record["runs"]["skip"]
+    assert "above max_bucket_size=20" in refuse["refused"]
+    assert skip["hot_buckets_skipped"] > 0 and skip["largest_hot_bucket_texts"] > 20
     assert record["every_document_accounted_for"] and skip["documents"] == 600 == skip["clustered"]
-    assert "| skip |" in result.stdout and "Every document accounted for: True" in result.stdout
+    print_boilerplate_report(record)
+    printed = capsys.readouterr().out
+    assert "| refuse |" in printed and "hot buckets left out:" in printed
+    assert "Every document accounted for: True" in printed
+
+
+def test_the_benchmark_script_takes_boilerplate_alone():
+    result = subprocess.run(
+        [sys.executable, "benchmarks/benchmark.py", "--boilerplate", "600", "--peers", "rensa"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2 and "--boilerplate N takes N" in result.stderr

@@ -69,3 +69,17 @@ def test_skip_is_refused_at_launch_where_it_does_not_apply():
         index_settings(Settings(hot_buckets="skip"))
     with pytest.raises(SettingsError, match="hot_buckets must be one of refuse, skip"):
         Settings(hot_buckets="drop")
+
+
+def test_the_bucket_limit_rebuilds_tables_only_where_it_decides_their_rows(runner):
+    from .conftest import FIXTURE
+
+    assert runner.run(FIXTURE).success
+    # refused, max_bucket_size decides no row: tables built with another limit are still good
+    assert runner.run(FIXTURE, selection="scored_pairs*", max_bucket_size=500).success
+    # skipping, it does: the candidates must be built again, and the refusal says from where
+    failed = runner.run(FIXTURE, selection="scored_pairs*", hot_buckets="skip", raise_on_error=False)
+    assert not failed.success
+    message = failed.get_step_failure_events()[0].event_specific_data.error.message
+    assert "built with hot_buckets='refuse', this run uses hot_buckets='skip'" in message
+    assert "Re-materialize candidate_pairs and everything downstream of it" in message

@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dedup_assets.core.settings import Settings
+
 from .common import BenchmarkError, last_json_line, module_command, progress, run_measured
 from .corpus import DEFAULT_SEED, SCHEMA, generate
 from .ours import DUCKDB_MEMORY, fresh_dir
@@ -64,9 +66,8 @@ def run_child(job: dict) -> dict:
 
     from dedup_assets.core.lsh import PairBudgetExceeded
     from dedup_assets.core.pipeline import run_library
-    from dedup_assets.core.settings import Settings
 
-    settings = Settings(hot_buckets=job["hot_buckets"], audit_sample_size=AUDIT_SAMPLE)
+    settings = Settings(hot_buckets=job["hot_buckets"], max_bucket_size=job["max_bucket_size"], audit_sample_size=AUDIT_SAMPLE)
     try:
         run_library(job["input_path"], job["database_path"], job["output_dir"], settings, duckdb_memory=DUCKDB_MEMORY)
     except PairBudgetExceeded as refused:
@@ -92,7 +93,7 @@ def run_child(job: dict) -> dict:
     }
 
 
-def measure_boilerplate(workdir: Path, documents: int) -> dict:
+def measure_boilerplate(workdir: Path, documents: int, max_bucket_size: int = Settings.max_bucket_size) -> dict:
     """Both runs of the boilerplate corpus, each in a measured child (the corpus is written in
     a child too: a child's peak RSS starts at its parent's)."""
     written = run_measured(module_command("boilerplate", "corpus", str(documents), str(workdir)))
@@ -107,6 +108,7 @@ def measure_boilerplate(workdir: Path, documents: int) -> dict:
             "database_path": str(folder / "pipeline.duckdb"),
             "output_dir": str(folder / "out"),
             "hot_buckets": mode,
+            "max_bucket_size": max_bucket_size,
         }
         progress(f"boilerplate: run_library with hot_buckets: {mode}")
         run = run_measured(module_command("boilerplate", "run", json.dumps(job)))

@@ -53,6 +53,7 @@ class _Probes:
     hashes: np.ndarray
     owner_offsets: np.ndarray
     owners: np.ndarray
+    owner_count: int  # sampled documents with probes: the owners are below it
 
 
 def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> _Probes:
@@ -67,7 +68,8 @@ def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> _Probe
     order = np.argsort(hashes_all, kind="stable")
     hashes_all, owners_all = hashes_all[order], owners_all[order]
     unique, starts = np.unique(hashes_all, return_index=True)
-    return _Probes(unique, np.append(starts, len(hashes_all)).astype(np.int64), owners_all)
+    owner_count = int(owners_all.max()) + 1 if len(owners_all) else 0
+    return _Probes(unique, np.append(starts, len(hashes_all)).astype(np.int64), owners_all, owner_count)
 
 
 # bits of the probe filter per probe: few enough to stay in cache, enough that an unrelated
@@ -94,8 +96,7 @@ def _candidates(values: np.ndarray, offsets: np.ndarray, probes: _Probes) -> tup
     at = np.minimum(np.searchsorted(probes.hashes, values), len(probes.hashes) - 1)
     hit = probes.hashes[at] == values
     rows = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))[hit]
-    owner_count = int(probes.owners.max()) + 1 if len(probes.owners) else 0
-    return kernels.probe_pairs_kernel(rows, at[hit], probes.owner_offsets, probes.owners, owner_count)
+    return kernels.probe_pairs_kernel(rows, at[hit], probes.owner_offsets, probes.owners, probes.owner_count)
 
 
 def exact_pairs(

@@ -48,8 +48,9 @@ from .verify import build_scored_pairs
 
 INDEX_SCHEMA = "incremental"
 # The version of the index tables' columns, the index's own ``table_layout``: raised when an index
-# table changes, not with the one-shot tables' TABLE_LAYOUT (3: first copies in input order).
-INDEX_LAYOUT = 3
+# table changes, not with the one-shot tables' TABLE_LAYOUT (3: first copies in input order; 4:
+# doc_ids kept byte for byte, where an index of layout 3 holds them trimmed).
+INDEX_LAYOUT = 4
 # what changes the tables a batch adds (the recall audit reads them and adds nothing)
 INDEX_SETTINGS = tuple(
     name

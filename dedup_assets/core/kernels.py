@@ -435,19 +435,24 @@ def shingle_sets_kernel(text, shingle_size, row_offsets, values, block_count):
 
 
 @nb.njit(cache=True, nogil=True)
-def _probe_pairs(rows, keys, owner_offsets, owners, seen, out_rows, out_owners):
+def _probe_pairs(rows, keys, owner_offsets, owners, seen, touched, out_rows, out_owners):
     # the distinct owners of each row's hits, in order: rows arrive grouped (non-decreasing), so
-    # one bitmap of owners serves a row at a time and is cleared as it is read out
+    # one bitmap of owners serves a row at a time; only the words the row touched are read out and
+    # cleared, so a row costs its hits, not the whole sample
     count, start = 0, 0
     while start < rows.shape[0]:
-        end = start
+        end, words = start, 0
         while end < rows.shape[0] and rows[end] == rows[start]:
             key = keys[end]
             for index in range(owner_offsets[key], owner_offsets[key + 1]):
                 owner = owners[index]
-                seen[owner >> 6] |= np.uint64(1) << np.uint64(owner & 63)
+                word = owner >> 6
+                if seen[word] == 0:
+                    touched[words] = word
+                    words += 1
+                seen[word] |= np.uint64(1) << np.uint64(owner & 63)
             end += 1
-        for word in range(seen.shape[0]):
+        for word in np.sort(touched[:words]):
             bits = seen[word]
             while bits:
                 low = bits & (~bits + np.uint64(1))  # the lowest set bit
@@ -468,11 +473,12 @@ def probe_pairs_kernel(rows, keys, owner_offsets, owners, owner_count):
     ordered by row, then owner: what ``np.unique`` of every (row, owner) gives, without making
     them (a shared footer makes billions). Counted first, then filled."""
     seen = np.zeros((owner_count + 63) // 64, dtype=np.uint64)
+    touched = np.empty(seen.shape[0], dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64)
-    count = _probe_pairs(rows, keys, owner_offsets, owners, seen, empty, empty)
+    count = _probe_pairs(rows, keys, owner_offsets, owners, seen, touched, empty, empty)
     out_rows = np.empty(count, dtype=np.int64)
     out_owners = np.empty(count, dtype=np.int64)
-    _probe_pairs(rows, keys, owner_offsets, owners, seen, out_rows, out_owners)
+    _probe_pairs(rows, keys, owner_offsets, owners, seen, touched, out_rows, out_owners)
     return out_rows, out_owners
 
 

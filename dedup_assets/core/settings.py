@@ -77,8 +77,9 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
         "hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
         "false_negative_weight", "bands", "rows_in_use",
     ),
-    # max_bucket_size decides which buckets hot_buckets: skip leaves out of the join
-    "candidate_pairs": ("hot_buckets", "max_bucket_size"),
+    # hot_bucket_limit: max_bucket_size where hot_buckets: skip makes it decide the rows (refused,
+    # it decides none, and a change of it rebuilds nothing)
+    "candidate_pairs": ("hot_buckets", "hot_bucket_limit"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
     "clusters": ("cluster_mode",),
     "recall_audit": ("audit_sample_size",),
@@ -351,10 +352,12 @@ class Settings:
         return self.release_signatures
 
     def derived(self) -> dict:
-        """The LSH bands in use: what rows_per_band, or auto_bands with the threshold, came to.
+        """The LSH bands in use: what rows_per_band, or auto_bands with the threshold, came to; and
+        the size past which a bucket is left out of the join (None: such a bucket is refused).
         Recorded in lineage beside the settings (never in place of one)."""
         params = self.sketch_params()
-        return {"bands": params.bands, "rows_in_use": params.rows_per_band}
+        limit = self.max_bucket_size if self.hot_buckets == "skip" else None
+        return {"bands": params.bands, "rows_in_use": params.rows_per_band, "hot_bucket_limit": limit}
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,8 @@ def _screen(
     body_bytes = pc.binary_length(batch.column("body").cast(pa.large_binary())).to_numpy()
     # the first problem of each row, in this order; checked in C, then only flagged rows in Python
     problems = [
-        (pc.equal(doc_ids, "").to_numpy(zero_copy_only=False), "missing_field"),
+        # blank: nothing but spaces is no id, though ids are otherwise kept byte for byte
+        (pc.match_substring_regex(doc_ids, r"^ *$").to_numpy(zero_copy_only=False), "missing_field"),
         (pc.match_substring_regex(doc_ids, CONTROL_CHARACTERS).to_numpy(zero_copy_only=False), "invalid_doc_id"),
         (batch.column("crawled_at").is_null().to_numpy(zero_copy_only=False), "invalid_crawled_at"),
         (body_bytes > policy.max_body_bytes, "too_large"),
