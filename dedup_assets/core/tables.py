@@ -76,7 +76,7 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-_GLOB_MARK = re.compile(r"([*?[])")
+GLOB_MARK = re.compile(r"([*?[])")  # what makes a name a pattern, to DuckDB and to glob
 
 
 def duckdb_file(path: str | Path) -> str | None:
@@ -86,9 +86,9 @@ def duckdb_file(path: str | Path) -> str | None:
     where it matches itself. Their glob splits names at a backslash as well, so a path with
     one and a glob mark cannot be named at all."""
     text = str(path)
-    if not _GLOB_MARK.search(text):
+    if not GLOB_MARK.search(text):
         return text
-    return None if "\\" in text else _GLOB_MARK.sub(r"[\1]", text)
+    return None if "\\" in text else GLOB_MARK.sub(r"[\1]", text)
 
 
 @cache

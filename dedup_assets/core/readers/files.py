@@ -12,11 +12,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..tables import GLOB_MARK
 from .encoding import refuse_wide_encoding
 from .protocol import REQUIRED_COLUMNS, InputError
 from .registry import SUPPORTED_NAMES, format_stem, matching_reader, reader_for
 
-_GLOB_MAGIC = re.compile(r"[*?[]")
 _TEXT_FORMATS = ("csv", "jsonl")
 
 
@@ -59,9 +59,9 @@ def input_files(source: Path, source_format: str | None = None, left_out: list[P
         exists = source.exists()
     except PermissionError:  # a folder above it cannot be entered
         raise unreadable(source) from None
-    if _GLOB_MAGIC.search(str(source)) and not exists:
+    if GLOB_MARK.search(str(source)) and not exists:
         parts = source.parts
-        fixed = next(index for index, part in enumerate(parts) if _GLOB_MAGIC.search(part))
+        fixed = next(index for index, part in enumerate(parts) if GLOB_MARK.search(part))
         root = Path(*parts[:fixed]) if fixed else Path(".")
         matches = _each_once(path for path in _walk(root, left_out, parts[fixed:]) if path.is_file())
         files = _not_databases(matches, left_out)
