@@ -336,7 +336,7 @@ def test_forgotten_batches_leave_the_index_as_before_them_and_can_be_added_again
     assert _index(database) == index
 
 
-@pytest.mark.parametrize("name, value", [("num_perm", 128), ("jaccard_threshold", 0.8)])
+@pytest.mark.parametrize("name, value", [("num_perm", 128), ("jaccard_threshold", 0.8), ("shingle_unit", "char")])
 def test_a_batch_with_other_algorithm_settings_is_refused_naming_both_values(tmp_path, name, value):
     batches, _ = _fixture_in_three_batches(tmp_path / "batches")
     database = tmp_path / "index.duckdb"
