@@ -20,40 +20,7 @@ from dedup_assets.core.tables import SCHEMA, Tables
 from dedup_assets.core.text import Shingling, document_shingles, shingling_warning
 from dedup_assets.core.verify import exact_jaccard
 
-from .conftest import document, write_csv
-
-
-HAN = [chr(0x4E00 + offset) for offset in range(2_000)]
-KANA = [chr(code) for code in range(0x3041, 0x3097)]
-
-
-def _page(rng: random.Random) -> str:
-    """150 to 400 characters of Han and kana with full-width punctuation, no spaces."""
-    characters = [rng.choice(HAN if rng.random() < 0.7 else KANA) for _ in range(rng.randrange(150, 400))]
-    for position in range(rng.randrange(8, 20), len(characters), rng.randrange(9, 25)):
-        characters[position] = rng.choice("，。、！？")
-    return "".join(characters)
-
-
-def _edited(rng: random.Random, page: str, share: float) -> str:
-    characters = list(page)
-    for _ in range(max(1, round(share * len(characters)))):
-        characters[rng.randrange(len(characters))] = rng.choice(HAN)
-    return "".join(characters)
-
-
-def _chinese_corpus(pages: int = 120, seed: int = 36) -> list[dict]:
-    """Pages, a near-duplicate of each of half of them (1% to 6% of characters replaced, so some
-    fall below the threshold) and a few exact copies, in a seeded order."""
-    rng = random.Random(seed)
-    rows = [document(f"zh-{index:03d}", _page(rng)) for index in range(pages)]
-    rows += [
-        document(f"{row['doc_id']}-edit", _edited(rng, row["body"], rng.uniform(0.01, 0.06)), crawled_at="2026-02-01")
-        for row in rows[: pages // 2]
-    ]
-    rows += [document(f"{row['doc_id']}-copy", row["body"], crawled_at="2025-12-01") for row in rows[:10]]
-    rng.shuffle(rows)
-    return rows
+from .conftest import HAN, chinese_pages as _chinese_corpus, document, page_without_spaces as _page, write_csv
 
 
 def _true_pairs(rows: list[dict], shingling: Shingling, threshold: float = 0.7) -> dict[tuple[str, str], float]:
