@@ -138,16 +138,22 @@ def test_bucket_pressure_counts_the_rows_of_the_join_and_of_the_copies(seed):
     copies = rng.integers(1, 5, size=40)
     copies[0] = 1_000_000  # however many copies a text has, alone in a bucket it takes no slots
     bands[0] = [100, 101, 102]
-    slots, largest, largest_key, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, 40)
+    slots, published, largest, largest_key, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(
+        bands, copies, 40
+    )
     for band in range(3):
         keys, sizes = np.unique(bands[:, band], return_counts=True)
-        expected = 0
+        expected = every_two = 0
         for key in keys:
             members = copies[bands[:, band] == key]
             expected += sum(
                 int(members[i] + members[j] - 1) for i in range(len(members)) for j in range(i + 1, len(members))
             )
+            # the published figure: every two documents in the bucket, copies of one text included
+            documents = int(members.sum())
+            every_two += documents * (documents - 1) // 2
         assert slots[band] == expected
+        assert published[band] == every_two
         assert (largest[band], largest_key[band]) == (sizes.max(), keys[np.argmax(sizes)])
         assert buckets[band] == len(keys)
         assert shared[band, : shared_counts[band]].tolist() == keys[sizes > 1].tolist()
@@ -164,7 +170,7 @@ def test_buckets_over_max_size_are_listed_as_hot_and_count_in_no_other_figure(se
     bands = rng.integers(0, 8, size=(60, 4)).astype(np.uint64)
     copies = rng.integers(1, 4, size=60)
     max_size = 8
-    slots, largest, _, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, max_size)
+    slots, _, largest, _, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, max_size)
     hot_keys, hot_sizes, hot_documents, hot_counts = hot
     for band in range(4):
         keys, sizes = np.unique(bands[:, band], return_counts=True)

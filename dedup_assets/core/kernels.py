@@ -596,10 +596,21 @@ def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count)
     return result
 
 
+@nb.njit(cache=True)
+def bucket_pair_slots(size, documents):
+    """A bucket's pair slots (scalars or arrays), with ``size`` distinct texts that ``documents``
+    documents have: the join's, (size-1)·documents - size(size-1)/2 (the pairs of its texts, and
+    each further copy paired with the other texts, since exact copies are grouped first; a text
+    alone in its bucket takes none, however many copies it has); and the published use case's,
+    every two documents in it, documents(documents-1)/2."""
+    return (size - 1) * documents - size * (size - 1) // 2, documents * (documents - 1) // 2
+
+
 @nb.njit(cache=True, parallel=True, nogil=True)
 def bucket_pressure_kernel(bands, copies, max_size):
     """Per band (column of ``bands``: one row per distinct text, ``copies`` the documents that
-    have it): pair slots, the largest bucket's size in distinct texts and its key (the smallest
+    have it): pair slots (:func:`bucket_pair_slots`: the join's, and the published), the largest
+    bucket's size in distinct texts and its key (the smallest
     key among equals), the number of buckets, and the keys of its shared buckets (two distinct
     texts or more): band b's are ``shared[b, :shared_counts[b]]``, ascending.
 
@@ -607,12 +618,10 @@ def bucket_pressure_kernel(bands, copies, max_size):
     listed instead, band b's keys, sizes and documents in ``hot_*[b, :hot_counts[b]]``
     (``max_size`` of the row count or more: none is).
 
-    A bucket of k texts that n documents have takes (k-1)n - k(k-1)/2 slots: the k(k-1)/2 pairs
-    of the self-join, and each further copy paired with the other k-1 texts. With one document
-    per text that is k(k-1)/2; a text alone in its bucket takes none, however many copies it has.
     A sort per band costs less than DuckDB grouping every band row."""
     count = bands.shape[1]
     slots = np.zeros(count, dtype=np.int64)
+    published = np.zeros(count, dtype=np.int64)
     largest = np.zeros(count, dtype=np.int64)
     largest_key = np.zeros(count, dtype=np.uint64)
     buckets = np.zeros(count, dtype=np.int64)
@@ -642,7 +651,9 @@ def bucket_pressure_kernel(bands, copies, max_size):
                 hot_counts[band] += 1
                 start = end
                 continue
-            slots[band] += (size - 1) * documents - size * (size - 1) // 2
+            joined, every_two = bucket_pair_slots(size, documents)
+            slots[band] += joined
+            published[band] += every_two
             buckets[band] += 1
             if size > largest[band]:
                 largest[band] = size
@@ -652,7 +663,7 @@ def bucket_pressure_kernel(bands, copies, max_size):
                 shared_counts[band] += 1
             start = end
     hot = (hot_keys, hot_sizes, hot_documents, hot_counts)
-    return slots, largest, largest_key, buckets, shared, shared_counts, hot
+    return slots, published, largest, largest_key, buckets, shared, shared_counts, hot
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)

@@ -125,7 +125,7 @@ def run_library(
             )
             write_table(connection, tables.evaluation, build, {EVALUATION_SUMMARY: summary})
         if output_dir is None:
-            counts = run_counts(connection, tables, pressure.pair_slots)
+            counts = run_counts(connection, tables, pressure)
         else:
             with stage("release"):
                 written = publish_release(

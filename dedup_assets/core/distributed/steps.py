@@ -316,13 +316,16 @@ def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
     then the smallest key, among equals)."""
     bucket_count = buckets.count()
     if bucket_count == 0:
-        return BucketPressure(0, 0, None, 0)
-    slots = _arrow(
-        buckets,
-        lambda batch: pa.table(
-            {"slots": pc.subtract(pc.multiply(pc.subtract(batch["size"], 1), batch["documents"]), pc.divide(pc.multiply(batch["size"], pc.subtract(batch["size"], 1)), 2))}
-        ),
-    ).sum("slots")
+        return BucketPressure(0, 0, None, 0, 0)
+
+    def bucket_slots(batch: pa.Table) -> pa.Table:
+        joined, every_two = kernels.bucket_pair_slots(
+            batch["size"].to_numpy().astype(np.int64), batch["documents"].to_numpy().astype(np.int64)
+        )
+        return pa.table({"slots": joined, "published": every_two})
+
+    slots = _arrow(buckets, bucket_slots)
+    slots, published = slots.sum("slots"), slots.sum("published")
     largest = buckets.max("size")
     worst = buckets.filter(expr=f"size == {int(largest)}")
     band = worst.min("band_index")
@@ -333,7 +336,9 @@ def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
         lambda batch: pa.table({"lsh_band": pa.array([pc.min(batch["lsh_band"]).as_py()], pa.uint64())}),
     ).take_all()
     key = min(row["lsh_band"] for row in keys)
-    return BucketPressure(int(slots), int(largest), f"{int(band):03d}:{int(key):016x}", int(bucket_count))
+    return BucketPressure(
+        int(slots), int(largest), f"{int(band):03d}:{int(key):016x}", int(bucket_count), int(published)
+    )
 
 
 def _ordered_pairs(left: pa.ChunkedArray, right: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
