@@ -23,8 +23,9 @@ from .common import GROUP, KINDS
 from .metadata import markdown_table, preview, scalar, table_metadata
 
 DOCUMENTS_DESCRIPTION = """The input corpus, validated: `doc_id, source, domain, crawled_at,
-title, body`, any extra columns (such as WARC lineage), `source_file` and `input_row` (the
-1-based row, line or record it came from), in input order.
+title, body` (only `doc_id` and `body` are required; the others default to the file's name, the
+url's host, null and empty), any extra columns (such as WARC lineage), `source_file` and
+`input_row` (the 1-based row, line or record it came from), in input order.
 
 Reads the input (`DEDUP_INPUT` or `input_path`: a CSV, Parquet, JSONL or WARC file, a folder or a
 glob, or a targets file of WARC byte ranges, fetched from `warc_base_url`) in batches. A row that cannot be a document goes to `rejected_documents` with its reason
