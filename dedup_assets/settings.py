@@ -141,9 +141,10 @@ class DedupSettings(ConfigurableResource):
     fields: dict[str, str] = Field(
         default_factory=dict,
         description="Our column -> the input's column (CSV, Parquet) or field (JSONL) that fills "
-        'it, e.g. {"doc_id": "id", "body": "text"}. JSONL defaults: doc_id<-id, body<-text, '
-        "url<-url, title<-title, crawled_at<-timestamp, domain<-domain (else the url's host), "
-        "source<-source (else 'jsonl').",
+        'it, e.g. {"doc_id": "id", "body": "text"}. Only doc_id and body are required; where the '
+        "input has none, source is the file's name, domain the url's host, title empty and "
+        "crawled_at null. JSONL defaults: doc_id<-id, body<-text, url<-url, title<-title, "
+        "crawled_at<-timestamp, domain<-domain, source<-source.",
     )
     jsonl_fields: dict[str, str] = Field(
         default_factory=dict, description="Deprecated: the former name of fields (fields wins)."

@@ -66,6 +66,22 @@ class GraphRunner:
         return json.loads((self.output_dir / "manifest.json").read_text(encoding="utf-8"))
 
 
+def fixture_as_a_dump(path: Path) -> Path:
+    """The fixture with only the columns id, text, url, date, headline, as a user's dump might
+    have it: no source, and each domain as the host of a url."""
+    fixture = pd.read_csv(FIXTURE, dtype=str, keep_default_na=False)
+    pd.DataFrame(
+        {
+            "id": fixture["doc_id"],
+            "text": fixture["body"],
+            "url": "https://" + fixture["domain"] + "/pages/" + fixture["doc_id"],
+            "date": fixture["crawled_at"],
+            "headline": fixture["title"],
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
 def fixture_with_a_wrong_contract(folder: Path) -> Path:
     """The fixture beside a contract that expects 13 clusters where the run makes 12."""
     fixture = folder / "documents.csv"

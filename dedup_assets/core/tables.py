@@ -20,7 +20,8 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 # 4: clusters has jaccard_to_representative and chained.
 # 5: lineage records the bands in use (bands, rows_in_use) and auto_bands.
 # 6: tokens in every script (a Han, Hiragana or Katakana character each; marks that are letters
-#    kept), and lineage records shingle_unit.
+#    kept), lineage records shingle_unit; and the input contract: only doc_id and body are
+#    required, so undated rows are documents.
 TABLE_LAYOUT = 6
 PIPELINE_TABLES = (
     "documents",

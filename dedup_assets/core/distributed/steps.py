@@ -568,7 +568,7 @@ def duplicate_pairs(tables: RayTables) -> TableBuild:
 
 def _rank_clusters(shingling: Shingling, threshold: float) -> Callable[[pa.Table], pa.Table]:
     """Whole duplicate components' rows (any number of components, each complete): the keep
-    rule's ranks within each (newest crawled_at, most tokens, smallest doc_id) and each member's
+    rule's ranks within each (newest crawled_at, undated last, most tokens, smallest doc_id) and each member's
     exact Jaccard with its representative, over 64-bit shingle hashes (as
     verification's under ``fss``), for all components at once."""
 
@@ -580,7 +580,7 @@ def _rank_clusters(shingling: Shingling, threshold: float) -> Callable[[pa.Table
                 ("root_doc_id", "ascending"), ("crawled_at", "descending"), ("token_count", "descending"),
                 ("doc_id", "ascending"),
             ],
-            null_placement="at_end",
+            null_placement="at_end",  # an undated document after every dated one, as sql/clusters.sql
         )
         members = members.take(order)
         count = members.num_rows
