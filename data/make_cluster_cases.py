@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from dedup_assets.core.settings import Settings
 from dedup_assets.core.sketch import fingerprint_batch
-from dedup_assets.core.verify import pair_jaccard
+from dedup_assets.core.jaccard import pair_jaccard
 
 OUTPUT = ROOT / "data" / "cluster_cases.csv"
 COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]

@@ -10,7 +10,8 @@ from dedup_assets.core.scurve import lsh_probability
 from dedup_assets.core.minhash import hash_int, lsh_band_keys, minhash_signature
 from dedup_assets.core.settings import SettingsError, SketchParams
 from dedup_assets.core.sketch import fingerprint_batch
-from dedup_assets.core.verify import exact_jaccard, signature_overlap
+from dedup_assets.core.jaccard import exact_jaccard
+from dedup_assets.core.verify import signature_overlap
 from dedup_assets.core.text import Shingling, document_shingles
 
 

@@ -29,7 +29,7 @@ from dedup_assets.core.release import verify_release
 from dedup_assets.core.settings import Settings
 from dedup_assets.core.store import read_lineage, write_lineage
 from dedup_assets.core.tables import SCHEMA, Tables
-from dedup_assets.core.verify import exact_jaccard
+from dedup_assets.core.jaccard import exact_jaccard
 
 from .conftest import FIXTURE, document, write_csv
 

@@ -18,7 +18,7 @@ from dedup_assets.core.scurve import lsh_probability
 from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.core.tables import SCHEMA, Tables
 from dedup_assets.core.text import Shingling, document_shingles, shingling_warning
-from dedup_assets.core.verify import exact_jaccard
+from dedup_assets.core.jaccard import exact_jaccard
 
 from .conftest import HAN, chinese_pages as _chinese_corpus, document, page_without_spaces as _page, write_csv
 

@@ -35,7 +35,7 @@ class CorpusBodies:
 
     def __init__(self, corpus: Path, needed: np.ndarray, batch_size: int = 65_536):
         from dedup_assets.core.text import Shingling
-        from dedup_assets.core.verify import exact_jaccard
+        from dedup_assets.core.jaccard import exact_jaccard
 
         wanted = pa.array(np.unique(needed), pa.int64())
         corpus_file = pq.ParquetFile(corpus)

@@ -72,7 +72,7 @@ def sketchers(bodies: pa.Array, shingle_size: int, perm: int, rows_per_band: int
     from dedup_assets.core.settings import SketchParams
     from dedup_assets.core.sketch import fingerprint_batch, list_matrix
     from dedup_assets.core.text import Shingling
-    from dedup_assets.core.verify import shingle_sets
+    from dedup_assets.core.jaccard import shingle_sets
 
     doc_ids = pa.array(np.arange(len(bodies)).astype(str))
 

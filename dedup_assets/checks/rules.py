@@ -16,7 +16,7 @@ from ..core.contract import contract_mismatches, contract_path_for, load_contrac
 from ..core.scurve import lsh_probability, weak_bands_warning
 from ..core.summary import duplicate_clusters, reason_counts
 from ..core.text import Shingling
-from ..core.verify import pair_jaccard
+from ..core.jaccard import pair_jaccard
 
 _SHOWN = 5
 

@@ -25,7 +25,8 @@ from .sketch import kernel_blocks
 from .store import TableBuild, read_lineage, rows_with_ids
 from .tables import Tables, sql
 from .text import Shingling, kernel_text
-from .verify import first_copies, shingle_sets
+from .jaccard import shingle_sets
+from .verify import first_copies
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from . import kernels
 from .sketch import kernel_blocks
 from .store import TableBuild, rows_with_ids
 from .text import Shingling
-from .verify import ensure_memory, first_copies, shingle_sets
+from .jaccard import shingle_sets
+from .verify import ensure_memory, first_copies
 from .tables import Tables, sql
 
 

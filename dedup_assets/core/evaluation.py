@@ -30,7 +30,7 @@ from .readers import InputError, file_sha256
 from .store import TableBuild, read_lineage, rows_with_ids
 from .tables import Tables, sql
 from .text import Shingling
-from .verify import exact_jaccard
+from .jaccard import exact_jaccard
 
 PAIR_COLUMNS = ("left_doc_id", "right_doc_id", "label")
 CLUSTER_COLUMNS = ("doc_id", "cluster_label")

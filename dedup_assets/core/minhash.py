@@ -71,9 +71,3 @@ def blake2b_columns(bodies: pa.Array, params: SketchParams):
             keys = lsh_band_keys(signatures[row][: params.bands * params.rows_per_band], params.rows_per_band)
             bands[row] = [int(key[4:], 16) for key in keys]
     return token_counts, shingle_counts, content, signatures, bands
-
-
-def shingle_set_jaccard(left: set, right: set) -> float:
-    """Jaccard of two shingle sets (0 for two empty sets)."""
-    union = len(left | right)
-    return len(left & right) / union if union else 0.0

@@ -36,7 +36,7 @@ from ..settings import PairLimits, SketchParams, Thresholds
 from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_matrix
 from ..store import TableBuild
 from ..text import Shingling
-from ..verify import pair_jaccard, shingle_sets
+from ..jaccard import pair_jaccard, shingle_sets
 from .components import connected_components
 from .datasets import (
     POSITION,
