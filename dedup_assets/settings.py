@@ -20,6 +20,7 @@ from .core.settings import (
     CLUSTER_MODES, ENGINES, HASH_SCHEMES, HOT_BUCKETS, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
 )
 from .core.tables import TABLE_LAYOUT
+from .core.text import SHINGLE_UNITS
 
 DEFAULTS = Settings()
 SWEEP_DEFAULTS = SweepSettings()
@@ -34,6 +35,7 @@ ClusterMode = Enum("ClusterMode", {name: name for name in CLUSTER_MODES}, type=s
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)
 ParquetBodies = Enum("ParquetBodies", {name: name for name in PARQUET_BODIES}, type=str)
 HotBuckets = Enum("HotBuckets", {name: name for name in HOT_BUCKETS}, type=str)
+ShingleUnit = Enum("ShingleUnit", {name: name for name in SHINGLE_UNITS}, type=str)
 
 
 def _from_environment(variable: str, default: str) -> Path:
@@ -76,7 +78,15 @@ class DedupSettings(ConfigurableResource):
         description="fss: compiled 64-bit shingle hashes and a Fast Similarity Sketch; "
         "blake2b: the published MinHash definition, bit for bit (slow, for reference).",
     )
-    shingle_size: int = Field(default=DEFAULTS.shingle_size, description="Tokens per shingle.")
+    shingle_size: int = Field(
+        default=DEFAULTS.shingle_size, description="Tokens (or, with shingle_unit char, characters) per shingle; 1 to 64."
+    )
+    shingle_unit: ShingleUnit = Field(
+        default=ShingleUnit(DEFAULTS.shingle_unit),
+        description="word: shingles of shingle_size tokens (every Han, Hiragana and Katakana "
+        "character is a token); char: of shingle_size characters of the normalized text, spaces "
+        "removed (for Thai, Khmer, Lao or Myanmar text, or by choice; 3 to 5 is usual).",
+    )
     num_perm: int = Field(default=DEFAULTS.num_perm, description="MinHash values per signature.")
     rows_per_band: int = Field(
         default=DEFAULTS.rows_per_band,

@@ -16,7 +16,7 @@ from dedup_assets.core.minhash import minhash_signature
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.settings import HASH_SCHEMES
 from dedup_assets.core.tables import Tables
-from dedup_assets.core.text import document_shingles
+from dedup_assets.core.text import Shingling, document_shingles
 
 from .conftest import FIXTURE, HARD_FIXTURE, document, write_csv, fixture_with_a_wrong_contract
 
@@ -140,7 +140,7 @@ def test_blake2b_signatures_are_stored_exactly_as_uint64(runner):
     assert column_type == "UBIGINT[64]"
     bodies = dict(zip(*read_documents(FIXTURE).select(["doc_id", "body"]).to_pydict().values()))
     for doc_id in ("billing-canonical", "note-parking"):
-        expected = minhash_signature(document_shingles(bodies[doc_id], 5), 64, 42)
+        expected = minhash_signature(document_shingles(bodies[doc_id], Shingling(5)), 64, 42)
         assert list(stored[doc_id]) == [int(v) for v in expected]
     # values above 2**53 would not survive a float round trip
     assert max(v for signature in stored.values() for v in signature) > 2**53

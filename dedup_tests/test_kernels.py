@@ -29,13 +29,13 @@ def _token_hash(token: bytes) -> int:
     return _mix64(value ^ rest ^ ((len(token) << 56) & MASK))
 
 
-def _kernel_token_hashes(text: bytes) -> list[int]:
+def _kernel_token_hashes(text: bytes, per_character: bool = False) -> list[int]:
     data = np.frombuffer(text, dtype=np.uint8)
-    capacity = len(text) // 2 + 1
+    capacity = len(text) + 1
     out = np.empty(capacity, dtype=np.uint64)
     lowered = np.empty(len(text) + 128, dtype=np.uint8)
     token_bounds = np.empty((2, capacity), dtype=np.uint64)
-    count = kernels._token_hashes(data, 0, len(text), out, lowered, token_bounds)
+    count = kernels._token_hashes(data, 0, len(text), out, lowered, token_bounds, per_character)
     return out[:count].tolist()
 
 
@@ -69,8 +69,22 @@ def test_a_token_filling_whole_blocks_to_the_end():
 
 
 def test_no_tokens():
-    assert _kernel_token_hashes(b"") == []
-    assert _kernel_token_hashes(b" ,.-\n" * 30) == []
+    for per_character in (False, True):
+        assert _kernel_token_hashes(b"", per_character) == []
+        assert _kernel_token_hashes(b" ,.-\n" * 30, per_character) == []
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_character_tokens_are_each_utf8_character_of_every_token(seed):
+    rng = np.random.default_rng(seed)
+    characters = list("abcXYZ09") + ["é", "中", "文", "ก", "\u0e38", "한"]
+    for _ in range(200):
+        words = [
+            "".join(rng.choice(characters, int(rng.integers(1, 12))).tolist()) for _ in range(rng.integers(0, 20))
+        ]
+        text = " ".join(words).encode("utf-8")
+        expected = [_token_hash(ch.lower().encode("utf-8")) for word in words for ch in word]
+        assert _kernel_token_hashes(text, per_character=True) == expected, text
 
 
 def test_byte_classes_of_every_byte():

@@ -49,8 +49,9 @@ from .verify import build_scored_pairs
 INDEX_SCHEMA = "incremental"
 # The version of the index tables' columns, the index's own ``table_layout``: raised when an index
 # table changes, not with the one-shot tables' TABLE_LAYOUT (3: first copies in input order; 4:
-# doc_ids kept byte for byte, where an index of layout 3 holds them trimmed).
-INDEX_LAYOUT = 4
+# doc_ids kept byte for byte, where an index of layout 3 holds them trimmed; 5: tokens in every
+# script, so an index fingerprinted with clause-long Chinese tokens takes no new batch).
+INDEX_LAYOUT = 5
 # what changes the tables a batch adds (the recall audit reads them and adds nothing)
 INDEX_SETTINGS = tuple(
     name

@@ -35,6 +35,7 @@ from ..lsh import BucketPressure, ensure_within_limits
 from ..settings import PairLimits, SketchParams, Thresholds
 from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_matrix
 from ..store import TableBuild
+from ..text import Shingling
 from ..verify import pair_jaccard, shingle_sets
 from .components import connected_components
 from .datasets import (
@@ -483,7 +484,7 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
             {
                 "left_doc_id": batch["left_doc_id"],
                 "right_doc_id": batch["right_doc_id"],
-                "jaccard": pair_jaccard(texts, rows, rows + count, params.shingle_size, params.hash_scheme, counts),
+                "jaccard": pair_jaccard(texts, rows, rows + count, params.shingling, params.hash_scheme, counts),
                 "signature_overlap": batch["signature_overlap"],
                 "is_exact": batch["is_exact"],
             }
@@ -560,7 +561,7 @@ def duplicate_pairs(tables: RayTables) -> TableBuild:
 # --- cluster ----------------------------------------------------------------------------------
 
 
-def _rank_clusters(shingle_size: int, threshold: float) -> Callable[[pa.Table], pa.Table]:
+def _rank_clusters(shingling: Shingling, threshold: float) -> Callable[[pa.Table], pa.Table]:
     """Whole duplicate components' rows (any number of components, each complete): the keep
     rule's ranks within each (newest crawled_at, most tokens, smallest doc_id) and each member's
     exact Jaccard with its representative, over 64-bit shingle hashes (as
@@ -583,7 +584,7 @@ def _rank_clusters(shingle_size: int, threshold: float) -> Callable[[pa.Table], 
         sizes = np.diff(np.append(starts, count))
         first = np.repeat(starts, sizes)  # each row's representative: its component's first row
         counts = members["shingle_count"].to_numpy().astype(np.int64)
-        values, offsets = shingle_sets(members["body"], shingle_size, counts)
+        values, offsets = shingle_sets(members["body"], shingling, counts)
         jaccard = kernels.pair_jaccard_kernel(values, offsets, np.arange(count, dtype=np.int64), first, kernel_blocks())
         texts = members["text_doc_id"].combine_chunks()
         jaccard[pc.equal(texts, texts.take(first)).to_numpy(zero_copy_only=False)] = 1.0
@@ -655,7 +656,7 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
 
 
 def clusters(
-    tables: RayTables, shingle_size: int, threshold: float, driver_edges: int, log: Callable[[str], None]
+    tables: RayTables, shingling: Shingling, threshold: float, driver_edges: int, log: Callable[[str], None]
 ) -> TableBuild:
     """``clusters``: connected components of the accepted edges (``_component_roots``), every member
     ranked by the keep rule and measured against its representative; every other document its
@@ -702,7 +703,7 @@ def clusters(
     # what a grouping by root cost
     buckets = 4 * partitions
     ranked = _arrow(members, lambda batch: _component_buckets(batch, buckets)).groupby("bucket", num_partitions=partitions).map_groups(
-        _rank_clusters(shingle_size, threshold), batch_format="pyarrow"
+        _rank_clusters(shingling, threshold), batch_format="pyarrow"
     )
     singles = _arrow(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
     every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
