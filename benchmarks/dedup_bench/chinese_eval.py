@@ -4,7 +4,7 @@
         [--set num_perm=128 ...] [--config 'name:key=value,key=value' ...] [--json-out FILE]
 
 One truth for every configuration: every pair of documents whose character 5-shingles
-(``chinese_corpus.truth_shingles``) have exact Jaccard >= 0.7, found over the whole corpus by the
+(``chinese_corpus.TRUTH_SHINGLING``) have exact Jaccard >= 0.7, found over the whole corpus by the
 recall audit's exact search (``audit.exact_pairs``: prefix filtering, nothing missed). Each
 configuration runs the library pipeline (``ours.library_child``) on the corpus, and gets:
 
@@ -16,10 +16,7 @@ configuration runs the library pipeline (``ours.library_child``) on the corpus, 
 - S-curve: the mean over the true pairs of 1-(1-J^r)^b at that Jaccard (0 below the threshold),
   what the bands should find (``recall_spread.independent_expectation``).
 
-A configuration is ``Settings`` fields, plus ``view=characters`` to run on a copy of the corpus
-whose bodies have a space between every two characters: what the pipeline does when every Han
-character is a token, on any version of the tokenizer. A configuration the installed library
-does not know (``shingle_unit`` before it has one) is reported as not run.
+A configuration is ``Settings`` fields; one the library refuses is reported as not run.
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_assets.core.audit import exact_pairs
@@ -41,7 +37,7 @@ from dedup_assets.core.scurve import SUGGESTED_WEIGHT
 from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.core.text import document_shingles
 
-from .chinese_corpus import KINDS, TRUTH_SHINGLE_SIZE, character_view, write_corpus
+from .chinese_corpus import KINDS, TRUTH_SHINGLING, write_corpus
 from .common import THRESHOLD, progress, truth_path
 from .corpus import DEFAULT_SEED
 from .ours import fresh_dir, library_child
@@ -49,28 +45,29 @@ from .recall import CorpusBodies, PlantedPairs, recall_report, stored_pairs
 from .recall_spread import independent_expectation
 from .report import fmt_number, markdown_table
 
-# Character shingles of 3 for char mode: on this prose unrelated articles share few 3-grams
-# (mean Jaccard about 0.004, 99th percentile 0.03), so they stay far below the threshold, and
-# 3 characters (about two words) is the most any edit can break; char 5 is run beside it.
-CHAR_SHINGLE_SIZE = 3
+# Character shingles of 5 for char mode: on Han text they are the default's five-word shingles
+# (every Han character a word), so a char run means by 0.7 what a word run does. Char 3 is run
+# beside it as the looser choice: it also accepts pairs whose 5-shingle Jaccard is below 0.7
+# (more heavily edited copies), and its recall audit is slower (25 s to 7 s at 2,000 documents:
+# short shingles common in the language are among the audit's probes).
+CHAR_SHINGLE_SIZE = 5
+LOOSE_CHAR_SHINGLE_SIZE = 3
 AUTO = {"auto_bands": True, "false_negative_weight": SUGGESTED_WEIGHT}
+CHAR = {"shingle_unit": "char", "shingle_size": CHAR_SHINGLE_SIZE}
 CONFIGS: dict[str, dict] = {
     "default": {},
     f"default, auto bands w={SUGGESTED_WEIGHT}": AUTO,
-    "characters as words": {"view": "characters"},
-    "characters as words, auto bands": {"view": "characters", **AUTO},
-    f"char {CHAR_SHINGLE_SIZE}": {"shingle_unit": "char", "shingle_size": CHAR_SHINGLE_SIZE},
-    "char 5": {"shingle_unit": "char", "shingle_size": 5},
-    f"char {CHAR_SHINGLE_SIZE}, auto bands": {"shingle_unit": "char", "shingle_size": CHAR_SHINGLE_SIZE, **AUTO},
+    f"char {CHAR_SHINGLE_SIZE}": CHAR,
+    f"char {CHAR_SHINGLE_SIZE}, auto bands": {**CHAR, **AUTO},
+    f"char {LOOSE_CHAR_SHINGLE_SIZE}": {**CHAR, "shingle_size": LOOSE_CHAR_SHINGLE_SIZE},
+    f"char {LOOSE_CHAR_SHINGLE_SIZE}, auto bands": {**CHAR, "shingle_size": LOOSE_CHAR_SHINGLE_SIZE, **AUTO},
 }
-VIEWS = ("raw", "characters")
 
 
 def true_pairs(corpus: Path, bodies: CorpusBodies) -> PlantedPairs:
     """Every pair with truth Jaccard >= THRESHOLD, exact, as (origin, copy) = (earlier, later)."""
-    view = pa.array([character_view(body) for body in pq.read_table(corpus, columns=["body"])["body"].to_pylist()])
-    rows = np.arange(len(view), dtype=np.int64)
-    found = exact_pairs([view], view, rows, TRUTH_SHINGLE_SIZE, THRESHOLD)
+    texts = pq.read_table(corpus, columns=["body"])["body"].combine_chunks()
+    found = exact_pairs([texts], texts, np.arange(len(texts), dtype=np.int64), TRUTH_SHINGLING, THRESHOLD)
     doc_ids = pq.read_table(corpus, columns=["doc_id"])["doc_id"].to_numpy()
     left, right = doc_ids[found.left], doc_ids[found.right]
     return PlantedPairs(left, right, bodies.pair_keys(left, right), found.jaccard)
@@ -88,15 +85,6 @@ def subset(pairs: PlantedPairs, keep: np.ndarray) -> PlantedPairs:
     return PlantedPairs(pairs.origin[keep], pairs.copy[keep], pairs.keys[keep], pairs.jaccard[keep])
 
 
-def run_shingling(settings: Settings, view: str = "raw") -> Callable[[str], set[str]]:
-    """The library's reference shingling of the run's settings (with its unit once it has one),
-    of the bodies as the run read them."""
-    unit = getattr(settings, "shingle_unit", None)
-    options = {} if unit is None else {"unit": unit}
-    prepare = character_view if view == "characters" else str
-    return lambda body: document_shingles(prepare(body), settings.shingle_size, **options)
-
-
 def run_jaccard(pairs: PlantedPairs, bodies: CorpusBodies, shingles: Callable[[str], set[str]]) -> np.ndarray:
     """Each pair's exact Jaccard under ``shingles``, each document shingled once."""
     ids = np.unique(np.concatenate([pairs.origin, pairs.copy]))
@@ -105,34 +93,21 @@ def run_jaccard(pairs: PlantedPairs, bodies: CorpusBodies, shingles: Callable[[s
     return np.array([shingle_set_jaccard(sets[a], sets[b]) for a, b in pairs_ids], dtype=np.float64)
 
 
-def character_corpus(corpus: Path) -> Path:
-    """The corpus with its bodies in the character view, beside it."""
-    out = corpus.with_name(corpus.stem + ".characters.parquet")
-    table = pq.read_table(corpus)
-    view = pa.array([character_view(body) for body in table["body"].to_pylist()], table.schema.field("body").type)
-    pq.write_table(table.set_column(table.schema.get_field_index("body"), "body", view), out)
-    return out
-
-
 def evaluate(
     name: str, overrides: dict, corpus: Path, workdir: Path, bodies: CorpusBodies,
     truth: PlantedPairs, planted: PlantedPairs, kinds: np.ndarray,
 ) -> dict:
     """One configuration's run and figures; ``{"skipped": why}`` when the library refuses it."""
-    fields = {key: value for key, value in overrides.items() if key != "view"}
-    view = overrides.get("view", "raw")
-    if view not in VIEWS:
-        raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
     try:
-        settings = Settings(**fields)
+        settings = Settings(**overrides)
     except (TypeError, SettingsError) as refused:
         return {"name": name, "overrides": overrides, "skipped": str(refused)}
     params = settings.sketch_params()
     folder = fresh_dir(workdir / "runs" / "".join(ch if ch.isalnum() else "-" for ch in name))
     database = folder / "pipeline.duckdb"
     job = {
-        "input_path": str(character_corpus(corpus) if view == "characters" else corpus),
-        "database_path": str(database), "output_dir": str(folder / "out"), "settings": fields, "head_rows": None,
+        "input_path": str(corpus), "database_path": str(database), "output_dir": str(folder / "out"),
+        "settings": overrides, "head_rows": None,
     }
     progress(f"{name}: run_library with {overrides or 'the defaults'}")
     started = time.perf_counter()
@@ -141,7 +116,7 @@ def evaluate(
     found = recall_report(database, truth, bodies)
     accepted = stored_pairs(database, "duplicate_pairs")
     accepted_keys = bodies.pair_keys(*accepted)
-    own = run_jaccard(truth, bodies, run_shingling(settings, view))
+    own = run_jaccard(truth, bodies, lambda body: document_shingles(body, params.shingling))
     reaching = own >= settings.jaccard_threshold
     return {
         "name": name,
@@ -149,6 +124,7 @@ def evaluate(
         "bands": params.bands,
         "rows_per_band": params.rows_per_band,
         "seconds": seconds,
+        "stages": result["stages"],
         "candidates": result["candidates"],
         "accepted_edges": len(accepted_keys),
         "true_pairs": len(truth.keys),
@@ -169,7 +145,7 @@ def print_report(record: dict) -> None:
     corpus = record["corpus"]
     print(
         f"## Chinese near-duplicates: {corpus['documents']:,} documents of {corpus['source']} "
-        f"(seed {record['seed']}), {record['true_pairs']:,} true pairs (character {TRUTH_SHINGLE_SIZE}-shingle "
+        f"(seed {record['seed']}), {record['true_pairs']:,} true pairs (character {TRUTH_SHINGLING.size}-shingle "
         f"Jaccard >= {THRESHOLD})\n"
     )
     ran = [run for run in record["runs"] if "skipped" not in run]
