@@ -79,7 +79,7 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
         without_shingles=("empty1", "empty2"),  # they share no bucket
     )
     pressure = bucket_pressure(connection, TABLES)
-    assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9)
+    assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9, 11)
     assert band_buckets(connection, TABLES, copy_groups(connection, TABLES), 5)[1].to_pylist() == [
         {"band_index": 0, "lsh_band": 7},
         {"band_index": 1, "lsh_band": 9},
@@ -108,7 +108,7 @@ def test_a_hot_bucket_is_refused_by_name_or_with_skip_left_out_of_the_join_and_l
         ("d0", "d1", 1)
     ]
     # the pressure of what was joined: band 1's buckets (one of two texts, three of one)
-    assert pressure == BucketPressure(1, 2, "001:0000000000000032", 4)
+    assert pressure == BucketPressure(1, 2, "001:0000000000000032", 4, 1)
     assert hot.to_pylist() == [
         {
             "band_index": 0, "lsh_band": 7, "bucket_key": "000:0000000000000007", "texts": 5, "documents": 5,
@@ -121,9 +121,9 @@ def test_a_hot_bucket_is_refused_by_name_or_with_skip_left_out_of_the_join_and_l
 
 def test_the_worst_bucket_among_equals_is_the_first_band_then_the_smallest_key(connection):
     _band_keys(connection, {"a": [5, 1], "b": [5, 1], "c": [2, 10], "d": [2, 11]})
-    assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000002", 5)
+    assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000002", 5, 3)
     _band_keys(connection, {})
-    assert bucket_pressure(connection, TABLES) == BucketPressure(0, 0, None, 0)
+    assert bucket_pressure(connection, TABLES) == BucketPressure(0, 0, None, 0, 0)
     _load(connection, "documents", [{"doc_id": "a", "domain": "a.example"}])
     build, _, _ = build_candidate_pairs(connection, TABLES, PairLimits(0, 2))
     assert write_table(connection, "candidate_pairs", build) == 0
@@ -154,8 +154,10 @@ def test_exact_copies_are_paired_with_their_first_copy_not_joined(connection):
         without_shingles=("e1", "e2"),
         content={"a1": 7, "a2": 7, "a3": 7, "c1": 8, "c2": 8, "x": 9, "y": 9},
     )
-    # one bucket of two texts, a (3 documents) and b: a-b, and b with the two further copies of a
-    assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000001", 9)
+    # one bucket of two texts, a (3 documents) and b: a-b, and b with the two further copies of a;
+    # published, every two documents sharing a bucket: 6 in a and b's, 3 in the copies of a's
+    # other band, 1 in each of c's two
+    assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000001", 9, 11)
     build, _, _ = build_candidate_pairs(connection, TABLES, PairLimits(3, 2))
     write_table(connection, "candidate_pairs", build)
     rows = connection.execute(
@@ -204,7 +206,7 @@ def test_pairs_with_copies_take_their_first_copies_scores_without_shingling(conn
 
 
 def test_a_bucket_of_too_many_different_texts_is_refused_with_advice_for_near_duplicates():
-    hot = BucketPressure(4_950, 100, "003:00000000000000ff", 9)
+    hot = BucketPressure(4_950, 100, "003:00000000000000ff", 9, 4_950)
     ensure_within_limits(hot, PairLimits(max_pair_slots=4_950, max_bucket_size=100))
     with pytest.raises(PairBudgetExceeded) as raised:
         ensure_within_limits(hot, PairLimits(max_pair_slots=10**9, max_bucket_size=99))
@@ -214,7 +216,7 @@ def test_a_bucket_of_too_many_different_texts_is_refused_with_advice_for_near_du
 
 
 def test_the_pair_budget_says_where_it_came_from_and_what_to_change():
-    pressure = BucketPressure(6_000_000, 12, "000:0000000000000001", 9)
+    pressure = BucketPressure(6_000_000, 12, "000:0000000000000001", 9, 6_000_000)
     derived = Settings().pair_limits()
     assert derived == PairLimits(3072 * 2**20 // PAIR_SLOT_BYTES, 1_000, 3072)
     with pytest.raises(PairBudgetExceeded) as raised:

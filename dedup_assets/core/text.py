@@ -82,6 +82,7 @@ def _within(code_point: int, blocks: tuple[tuple[int, int], ...]) -> bool:
     return any(first <= code_point <= last for first, last in blocks)
 
 
+@cache  # per distinct character: the reference runs it on every character of its documents
 def _is_accent(ch: str) -> bool:
     return unicodedata.combining(ch) != 0 and _within(ord(ch), _ACCENT_BLOCKS)
 
