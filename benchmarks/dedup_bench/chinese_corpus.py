@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_assets.core.minhash import shingle_set_jaccard
+from dedup_assets.core.jaccard import shingle_set_jaccard
 from dedup_assets.core.text import Shingling, document_shingles
 
 from .common import INSTALL_HINT, BenchmarkError, truth_path

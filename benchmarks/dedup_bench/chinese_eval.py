@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from dedup_assets.core.audit import exact_pairs
-from dedup_assets.core.minhash import shingle_set_jaccard
+from dedup_assets.core.jaccard import shingle_set_jaccard
 from dedup_assets.core.scurve import SUGGESTED_WEIGHT
 from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.core.text import document_shingles
