@@ -21,7 +21,7 @@ from dagster import (
 )
 
 from .assets.incremental import GROUP, TABLES
-from .batch_partitions import BATCHES, folder_batches, new_keys
+from .batch_partitions import BATCHES, folder_batches, new_keys, partition_keys
 from .core.batches import Batch, BatchError, key_path_name
 from .core.incremental import batch_command, forget_command, indexed_batches
 from .core.release import BATCHES_FOLDER, MANIFEST_FILE
@@ -82,7 +82,7 @@ def new_batches(context: SensorEvaluationContext, dedup: DedupSettings, warehous
     except BatchError as error:
         return SkipReason(str(error))
     ignored = f" (not batches: {', '.join(folder.ignored)})" if folder.ignored else ""
-    keys = sorted({*folder.keys(), *folder.blocked()})
+    keys = partition_keys(folder)
     if not keys:
         return SkipReason(f"{folder.folder} holds no batch{ignored}")
     added = new_keys(context.instance, folder)

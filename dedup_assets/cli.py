@@ -2,6 +2,7 @@
 
 - ``dedup run [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
 - ``dedup verify-release DIR``: checks a release folder against its ``manifest.json``.
+- ``dedup register-batches``: adds the batch folder's files as partitions of the Dagster instance.
 - ``dedup forget-batches KEY``: takes batch KEY and every later batch out of the incremental index.
 - ``dedup cdx-targets --crawl ID PATTERN... --out FILE``: a targets file of a crawl's HTML
   captures of URL patterns, from a CDX API (Common Crawl's index by default).
@@ -36,6 +37,45 @@ def verify_release_command(argv: list[str]) -> int:
             print(f"  {problem}", file=sys.stderr)
         return 1
     print(f"{folder}: every file matches manifest.json.")
+    return 0
+
+
+def register_batches_command(argv: list[str]) -> int:
+    argparse.ArgumentParser(
+        prog="dedup register-batches",
+        description="Add each batch of the batch folder (DEDUP_BATCHES, default batches) as a "
+        "partition of the Dagster instance of DAGSTER_HOME, so that `dagster asset materialize "
+        "--select 'group:incremental' --partition KEY` finds it. Under `make dev` the new_batches "
+        "sensor does this every 30 seconds.",
+    ).parse_args(argv)
+    if not os.environ.get("DAGSTER_HOME"):
+        print(
+            "Error: DAGSTER_HOME is not set, so there is no instance to keep the partitions in. "
+            "Run `. ./env.sh` first (it sets DAGSTER_HOME), or set it to a folder.",
+            file=sys.stderr,
+        )
+        return 2
+    from dagster import DagsterInstance
+
+    from .batch_partitions import partition_keys, register_folder_batches
+    from .core.batches import BatchError
+    from .core.incremental import batch_command
+
+    try:
+        with DagsterInstance.get() as instance:
+            folder, added = register_folder_batches(instance)
+    except BatchError as error:
+        print(f"Error: {error}", file=sys.stderr)
+        return 2
+    keys = partition_keys(folder)
+    if not keys:
+        print(f"{folder.folder} holds no batch; nothing to register.")
+        return 0
+    print(
+        f"{folder.folder}: {len(keys)} batch(es), {len(added)} newly registered as partitions"
+        + (f" ({', '.join(added)})" if added else "")
+        + f". Add them in key order, each with: {batch_command('KEY')}"
+    )
     return 0
 
 
@@ -114,12 +154,14 @@ def cdx_targets_command(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    commands = ("run", "verify-release", "forget-batches", "cdx-targets")
+    commands = ("run", "verify-release", "register-batches", "forget-batches", "cdx-targets")
     if not argv or argv[0] not in commands:
         print(f"usage: dedup {{{','.join(commands)}}} ...\n\n{__doc__}", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     if argv[0] == "verify-release":
         return verify_release_command(argv[1:])
+    if argv[0] == "register-batches":
+        return register_batches_command(argv[1:])
     if argv[0] == "forget-batches":
         return forget_batches_command(argv[1:])
     if argv[0] == "cdx-targets":

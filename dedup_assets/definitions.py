@@ -1,15 +1,14 @@
 """Wires the one-shot, incremental and tuning assets, their checks, the named jobs, the sensors
-and the two resources together, and registers the batch folder's files as partitions; nothing
-else happens here."""
-
-import sys
+and the resources together; nothing else happens here. Loading it reads no file or command-line
+argument and writes nothing: the resources find their files when a run starts, and the batch
+folder's files become partitions through ``dedup register-batches`` or the ``new_batches``
+sensor."""
 
 from dagster import Definitions, EnvVar, in_process_executor
 
 from .assets import PIPELINE_ASSETS
 from .assets.incremental import INCREMENTAL_ASSETS
 from .assets.tuning import TUNING_ASSETS
-from .batch_partitions import register_folder_batches, warn_if_partition_missing
 from .batch_sensor import new_batches
 from .checks import PIPELINE_CHECKS
 from .jobs import PIPELINE_JOBS
@@ -17,9 +16,6 @@ from .run_health import dead_runs
 from .ray_engine import RayEngine
 from .settings import DedupSettings
 from .warehouse import DuckDBWarehouse
-
-# the batch folder's files become partitions, in the instance of DAGSTER_HOME
-register_folder_batches()
 
 defs = Definitions(
     assets=[*PIPELINE_ASSETS, *INCREMENTAL_ASSETS, *TUNING_ASSETS],
@@ -35,6 +31,3 @@ defs = Definitions(
     },
     executor=in_process_executor,
 )
-
-# a CLI command that needs a partition and names none is told what to select first
-warn_if_partition_missing(sys.argv, INCREMENTAL_ASSETS)

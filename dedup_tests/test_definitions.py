@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 from dagster import Definitions, EnvVar
 from pydantic import ValidationError
@@ -6,6 +10,8 @@ from dedup_assets.core.settings import Settings
 from dedup_assets.definitions import defs
 from dedup_assets.settings import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
+
+from .conftest import FIXTURE
 
 ASSETS = {
     "documents",
@@ -122,3 +128,57 @@ def test_jsonl_fields_is_kept_as_the_former_name_of_fields():
     assert old.fields == {"doc_id": "key", "body": "content"}
     both = DedupSettings(jsonl_fields={"doc_id": "key"}, fields={"doc_id": "id"}).settings().input_policy()
     assert both.fields == {"doc_id": "id"}
+
+
+# Loads the definitions with sys.argv that fails when read, and lists what was opened, listed,
+# made or removed under the watched folders (Python's audit events).
+LOAD_WATCHED = r"""
+import os, sys
+
+class Untouchable(list):
+    def refuse(self, *args):
+        raise AssertionError("loading the definitions read sys.argv")
+    __len__ = __getitem__ = __iter__ = __contains__ = __eq__ = refuse
+
+WATCHED = tuple(sys.argv[1:])
+EVENTS = {"open", "os.listdir", "os.scandir", "os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.chmod"}
+touched = []
+
+def audit(event, args):
+    if event in EVENTS and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.path.abspath(os.fsdecode(args[0]))
+        # what is written shows in the files; the import system's pseudo-paths exist nowhere
+        if path.startswith(WATCHED) and os.path.lexists(path):
+            touched.append(f"{event} {path}")
+
+sys.addaudithook(audit)
+from dagster import Definitions  # Dagster itself reads argv at import (dagster_pipes)
+sys.argv = Untouchable(["dagster", "asset", "materialize", "--select", "*"])
+from dedup_assets.definitions import defs
+Definitions.validate_loadable(defs)
+defs.resolve_asset_graph()
+print("touched:", touched)
+"""
+
+
+def _files(folder) -> set:
+    return {path for path in folder.rglob("*")}
+
+
+def test_loading_the_definitions_reads_no_file_or_argument_and_writes_nothing(tmp_path):
+    """From an empty folder whose batches/ holds a batch and with an empty DAGSTER_HOME: the
+    batch is not registered (nothing is written), nothing there is read, and argv is not looked at."""
+    cwd, home = tmp_path / "cwd", tmp_path / "home"
+    (cwd / "batches").mkdir(parents=True)
+    (cwd / "batches" / "2026-11-01.csv").write_bytes(FIXTURE.read_bytes())
+    home.mkdir()
+    (tmp_path / "load.py").write_text(LOAD_WATCHED)
+    before = _files(tmp_path)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DEDUP_")}
+    loaded = subprocess.run(
+        [sys.executable, str(tmp_path / "load.py"), str(cwd), str(home)],
+        cwd=cwd, env={**env, "DAGSTER_HOME": str(home)}, capture_output=True, text=True, timeout=300,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert "touched: []" in loaded.stdout, loaded.stdout
+    assert _files(tmp_path) == before
