@@ -7,20 +7,19 @@ Loading the definitions registers nothing: the keys are added to the Dagster ins
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from dagster import DagsterInstance, DynamicPartitionsDefinition
 
 from .core.batches import BatchFolder, find_batches
+from .environment import BATCHES as BATCHES_FOLDER
 
 BATCHES = DynamicPartitionsDefinition(name="batches")
-DEFAULT_BATCHES_DIR = "batches"
 
 
 def batches_folder() -> Path:
     """The batch folder: env DEDUP_BATCHES, else ``batches`` in the working directory."""
-    return Path(os.environ.get("DEDUP_BATCHES") or DEFAULT_BATCHES_DIR).expanduser().resolve()
+    return BATCHES_FOLDER.path()
 
 
 def folder_batches() -> BatchFolder:

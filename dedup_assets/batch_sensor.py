@@ -97,9 +97,9 @@ def new_batches(context: SensorEvaluationContext, dedup: DedupSettings, warehous
     ]
     if unfinished:
         return skip(f"waiting for run {unfinished[0].run_id} (batch {unfinished[0].tags.get('dagster/partition')})")
-    indexed = _indexed(str(warehouse.database))
+    indexed = _indexed(str(warehouse.path))
     if indexed is None:
-        return skip(f"{warehouse.database} is open for writing in another process; trying again later")
+        return skip(f"{warehouse.path} is open for writing in another process; trying again later")
     latest = max(indexed, default=None)
     waiting = [key for key in keys if key not in indexed]
     if latest in keys and not _released(dedup.output_folder(), latest, indexed[latest]):

@@ -87,21 +87,19 @@ def forget_batches_command(argv: list[str]) -> int:
         "release folders are left as they are until the batches are added again.",
     )
     parser.add_argument("key", help="the first batch to take out (every later one goes too)")
-    parser.add_argument("--database", default=os.environ.get("DEDUP_DATABASE"), help="default: env DEDUP_DATABASE")
+    from .environment import DATABASE, DUCKDB_MEMORY
+
+    parser.add_argument("--database", default=DATABASE.value(), help=f"default: env {DATABASE.name}, else {DATABASE.default}")
     arguments = parser.parse_args(argv)
     from .core.incremental import IndexTables, forget_batches
-    from .core.settings import DEFAULT_DUCKDB_MEMORY
     from .core.store import DuckDBUnavailable, open_database
 
-    if not arguments.database:
-        print("Error: no database: set DEDUP_DATABASE or pass --database.", file=sys.stderr)
-        return 2
     if not Path(arguments.database).expanduser().is_file():
         print(f"Error: {arguments.database}: no such database file. Check DEDUP_DATABASE.", file=sys.stderr)
         return 2
     tables = IndexTables.in_schema()
     try:
-        with open_database(arguments.database, os.environ.get("DEDUP_DUCKDB_MEMORY") or DEFAULT_DUCKDB_MEMORY) as connection:
+        with open_database(arguments.database, DUCKDB_MEMORY.value()) as connection:
             removed = forget_batches(connection, tables, arguments.key)
     except DuckDBUnavailable as error:
         print(f"Error: {error}", file=sys.stderr)

@@ -4,7 +4,7 @@ argument and writes nothing: the resources find their files when a run starts, a
 folder's files become partitions through ``dedup register-batches`` or the ``new_batches``
 sensor."""
 
-from dagster import Definitions, EnvVar, in_process_executor
+from dagster import Definitions, in_process_executor
 
 from .assets import PIPELINE_ASSETS
 from .assets.incremental import INCREMENTAL_ASSETS
@@ -24,9 +24,7 @@ defs = Definitions(
     sensors=[dead_runs, new_batches],
     resources={
         "dedup": DedupSettings(),
-        "warehouse": DuckDBWarehouse(
-            database=EnvVar("DEDUP_DATABASE"), memory_limit=EnvVar("DEDUP_DUCKDB_MEMORY")
-        ),
+        "warehouse": DuckDBWarehouse(),
         "ray_engine": RayEngine(),
     },
     executor=in_process_executor,

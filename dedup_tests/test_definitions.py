@@ -3,7 +3,8 @@ import subprocess
 import sys
 
 import pytest
-from dagster import Definitions, EnvVar
+from dagster import Definitions
+from dagster_duckdb import DuckDBResource
 from pydantic import ValidationError
 
 from dedup_assets.core.settings import Settings
@@ -113,14 +114,19 @@ def test_a_bad_setting_is_refused_when_the_resource_is_made(settings, message):
         DedupSettings(**settings)
 
 
-def test_the_warehouse_is_fed_by_environment_variables_resolved_at_launch():
+def test_the_warehouse_needs_no_environment_variable_and_takes_them_when_set(monkeypatch):
+    """Defaults in code; the environment of the run wins over them, and run config over both."""
     warehouse = defs.resources["warehouse"]
-    assert isinstance(warehouse, DuckDBWarehouse)
-    assert (warehouse.database, warehouse.memory_limit) == (
-        EnvVar("DEDUP_DATABASE"),
-        EnvVar("DEDUP_DUCKDB_MEMORY"),
-    )
-    assert isinstance(warehouse.database, EnvVar) and isinstance(warehouse.memory_limit, EnvVar)
+    assert isinstance(warehouse, DuckDBWarehouse) and isinstance(warehouse, DuckDBResource)
+    assert (warehouse.database, warehouse.memory_limit) == (None, None)
+    monkeypatch.delenv("DEDUP_DATABASE", raising=False)
+    monkeypatch.delenv("DEDUP_DUCKDB_MEMORY", raising=False)
+    assert (warehouse.path, warehouse.memory) == ("var/dedup_assets.duckdb", "2GB")
+    monkeypatch.setenv("DEDUP_DATABASE", "elsewhere/index.duckdb")
+    monkeypatch.setenv("DEDUP_DUCKDB_MEMORY", "1GB")
+    assert (warehouse.path, warehouse.memory) == ("elsewhere/index.duckdb", "1GB")
+    configured = DuckDBWarehouse(database="configured.duckdb", memory_limit="3GB")
+    assert (configured.path, configured.memory) == ("configured.duckdb", "3GB")
 
 
 def test_jsonl_fields_is_kept_as_the_former_name_of_fields():

@@ -60,9 +60,8 @@ def _incremental_example() -> str:
 @pytest.mark.slow
 def test_the_readme_incremental_example_splits_runs_batches_and_matches_the_one_shot_run(tmp_path):
     # a project folder of its own (the example writes batches/, output/ and var/ where it runs),
-    # with the project's env.sh, .env, fixture and virtualenv
-    for name in ("env.sh", ".env"):
-        (tmp_path / name).write_bytes((PROJECT_ROOT / name).read_bytes())
+    # with the project's env.sh, fixture and virtualenv
+    (tmp_path / "env.sh").write_bytes((PROJECT_ROOT / "env.sh").read_bytes())
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "documents.csv").write_bytes(FIXTURE.read_bytes())
     (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)

@@ -67,7 +67,7 @@ def clusters(
     with user_errors(), warehouse.cursor() as cursor:
         if settings.engine == "ray":
             build = ray_engine.steps().clusters(
-                ray_engine.tables(warehouse.database), settings.shingle_size, settings.jaccard_threshold,
+                ray_engine.tables(warehouse.path), settings.shingle_size, settings.jaccard_threshold,
                 ray_engine.components_on_driver_up_to_edges, context.log.info,
             )
         else:
@@ -106,7 +106,7 @@ def deduped_documents(
     table = warehouse.tables.deduped_documents
     if settings.engine == "ray":
         with user_errors():
-            build = ray_engine.steps().deduped_documents(ray_engine.tables(warehouse.database))
+            build = ray_engine.steps().deduped_documents(ray_engine.tables(warehouse.path))
     else:
         build = build_deduped_documents(warehouse.tables)
     rows = warehouse.write("deduped_documents", build, lineage)

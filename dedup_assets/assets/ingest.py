@@ -89,7 +89,7 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
 
         if settings.engine == "ray":
             with user_errors():  # the stream is read here: its input errors say what to fix
-                build = ray_engine.steps().documents(ray_engine.tables(warehouse.database), build.batches)
+                build = ray_engine.steps().documents(ray_engine.tables(warehouse.path), build.batches)
         rows = warehouse.write("documents", build, with_identity)
     lineage = with_identity()
     tables = warehouse.tables

@@ -31,7 +31,7 @@ def scored_pairs(
     with user_errors(), warehouse.cursor() as cursor:
         if settings.engine == "ray":
             build = ray_engine.steps().scored_pairs(
-                ray_engine.tables(warehouse.database), settings.sketch_params(), settings.thresholds()
+                ray_engine.tables(warehouse.path), settings.sketch_params(), settings.thresholds()
             )
             reshingled, _ = verification_memory_estimate(cursor, tables, settings.num_perm)
         else:
@@ -77,7 +77,7 @@ def duplicate_pairs(
     table = warehouse.tables.duplicate_pairs
     if settings.engine == "ray":
         with user_errors():
-            build = ray_engine.steps().duplicate_pairs(ray_engine.tables(warehouse.database))
+            build = ray_engine.steps().duplicate_pairs(ray_engine.tables(warehouse.path))
     else:
         build = build_duplicate_pairs(warehouse.tables)
     rows = warehouse.write("duplicate_pairs", build, lineage)
