@@ -15,17 +15,17 @@ from .jobs import PIPELINE_JOBS
 from .run_health import dead_runs
 from .ray_engine import RayEngine
 from .settings import DedupSettings
+from .tables_io import with_tables_io
 from .warehouse import DuckDBWarehouse
+
+# configured at launch, so that the IO manager shares the run's one warehouse (and connection)
+warehouse = DuckDBWarehouse.configure_at_launch()
 
 defs = Definitions(
     assets=[*PIPELINE_ASSETS, *INCREMENTAL_ASSETS, *TUNING_ASSETS],
     asset_checks=PIPELINE_CHECKS,
     jobs=PIPELINE_JOBS,
     sensors=[dead_runs, new_batches],
-    resources={
-        "dedup": DedupSettings(),
-        "warehouse": DuckDBWarehouse(),
-        "ray_engine": RayEngine(),
-    },
+    resources=with_tables_io({"dedup": DedupSettings(), "warehouse": warehouse, "ray_engine": RayEngine()}),
     executor=in_process_executor,
 )

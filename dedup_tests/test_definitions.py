@@ -116,9 +116,8 @@ def test_a_bad_setting_is_refused_when_the_resource_is_made(settings, message):
 
 def test_the_warehouse_needs_no_environment_variable_and_takes_them_when_set(monkeypatch):
     """Defaults in code; the environment of the run wins over them, and run config over both."""
-    warehouse = defs.resources["warehouse"]
-    assert isinstance(warehouse, DuckDBWarehouse) and isinstance(warehouse, DuckDBResource)
-    assert (warehouse.database, warehouse.memory_limit) == (None, None)
+    warehouse = DuckDBWarehouse()
+    assert isinstance(warehouse, DuckDBResource)
     monkeypatch.delenv("DEDUP_DATABASE", raising=False)
     monkeypatch.delenv("DEDUP_DUCKDB_MEMORY", raising=False)
     assert (warehouse.path, warehouse.memory) == ("var/dedup_assets.duckdb", "2GB")
@@ -188,3 +187,9 @@ def test_loading_the_definitions_reads_no_file_or_argument_and_writes_nothing(tm
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     assert "touched: []" in loaded.stdout, loaded.stdout
     assert _files(tmp_path) == before
+
+
+def test_the_published_tables_are_loaded_by_the_warehouse_tables_io_manager():
+    graph = defs.resolve_asset_graph()
+    loaded = {node.key.path[-1] for node in graph.asset_nodes if node.io_manager_key == "warehouse_tables"}
+    assert loaded == {"deduped_documents", "clusters", "duplicate_pairs", "rejected_documents"}

@@ -35,6 +35,7 @@ from dedup_assets.checks import PIPELINE_CHECKS, same_as_incremental
 from dedup_assets.core.incremental import IndexTables, forget_batches
 from dedup_assets.ray_engine import RayEngine
 from dedup_assets.settings import DedupSettings
+from dedup_assets.tables_io import with_tables_io
 from dedup_assets.warehouse import DuckDBWarehouse
 
 from .conftest import FIXTURE
@@ -93,11 +94,11 @@ class Batches:
         return DuckDBWarehouse(database=str(self.database), memory_limit="1GB")
 
     def resources(self, **settings) -> dict:
-        return {
+        return with_tables_io({
             "dedup": DedupSettings(output_dir=str(self.output_dir), **settings),
             "warehouse": self.warehouse(),
             "ray_engine": RayEngine(),
-        }
+        })
 
     def run(self, key: str, raise_on_error: bool = True, **settings):
         return materialize(

@@ -6,6 +6,7 @@ from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
 from ..errors import user_errors
 from ..settings import DedupSettings
+from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, preview, table_metadata
@@ -47,6 +48,7 @@ def _describe_clusters(cursor, table: str, mode: str) -> dict:
     group_name=GROUP,
     kinds=KINDS | {"networkx", "sql"},
     deps=["documents", "fingerprinted", "scored_pairs", "duplicate_pairs"],
+    io_manager_key=WAREHOUSE_TABLES,
 )
 def clusters(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
@@ -93,7 +95,7 @@ def clusters(
         )
 
 
-@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "clusters"])
+@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "clusters"], io_manager_key=WAREHOUSE_TABLES)
 def deduped_documents(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:

@@ -10,6 +10,7 @@ from ..errors import user_errors
 from ..lineage import combined_lineage
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
+from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS
 from .metadata import markdown_table, preview, scalar, table_metadata
@@ -65,7 +66,9 @@ def _rejected_metadata(cursor, table: str, stats: InputStats) -> dict:
 @multi_asset(
     specs=[
         AssetSpec("documents", group_name=GROUP, kinds=KINDS, description=DOCUMENTS_DESCRIPTION),
-        AssetSpec("rejected_documents", group_name=GROUP, kinds=KINDS, description=REJECTED_DESCRIPTION),
+        AssetSpec(
+            "rejected_documents", group_name=GROUP, kinds=KINDS, description=REJECTED_DESCRIPTION
+        ).with_io_manager_key(WAREHOUSE_TABLES),
     ],
 )
 def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine):

@@ -7,6 +7,7 @@ from ..core.verify import build_duplicate_pairs, build_scored_pairs, verificatio
 from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
+from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, preview, scalar, table_metadata
@@ -67,7 +68,7 @@ def scored_pairs(
         )
 
 
-@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["scored_pairs"])
+@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["scored_pairs"], io_manager_key=WAREHOUSE_TABLES)
 def duplicate_pairs(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
