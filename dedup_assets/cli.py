@@ -58,13 +58,13 @@ def register_batches_command(argv: list[str]) -> int:
     from dagster import DagsterInstance
 
     from .batch_partitions import partition_keys, register_folder_batches
-    from .core.batches import BatchError
+    from .core.errors import DedupError
     from .core.incremental import batch_command
 
     try:
         with DagsterInstance.get() as instance:
             folder, added = register_folder_batches(instance)
-    except BatchError as error:
+    except DedupError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     keys = partition_keys(folder)
@@ -92,7 +92,8 @@ def forget_batches_command(argv: list[str]) -> int:
     parser.add_argument("--database", default=DATABASE.value(), help=f"default: env {DATABASE.name}, else {DATABASE.default}")
     arguments = parser.parse_args(argv)
     from .core.incremental import IndexTables, forget_batches
-    from .core.store import DuckDBUnavailable, open_database
+    from .core.errors import DedupError
+    from .core.store import open_database
 
     if not Path(arguments.database).expanduser().is_file():
         print(f"Error: {arguments.database}: no such database file. Check DEDUP_DATABASE.", file=sys.stderr)
@@ -101,7 +102,7 @@ def forget_batches_command(argv: list[str]) -> int:
     try:
         with open_database(arguments.database, DUCKDB_MEMORY.value()) as connection:
             removed = forget_batches(connection, tables, arguments.key)
-    except DuckDBUnavailable as error:
+    except DedupError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     if not removed:
@@ -115,7 +116,7 @@ def forget_batches_command(argv: list[str]) -> int:
 
 
 def cdx_targets_command(argv: list[str]) -> int:
-    from .core.readers.protocol import InputError
+    from .core.errors import DedupError
     from .core.readers.http_fetch import refuse_unacknowledged_terms
     from .core.settings import COMMON_CRAWL_CDX_API_URL, FetchSettings
 
@@ -143,7 +144,7 @@ def cdx_targets_command(argv: list[str]) -> int:
             "pass --acknowledge-common-crawl-terms, or --cdx-api-url of another index",
         )
         rows = write_targets(arguments.cdx_api_url, arguments.crawl, arguments.patterns, arguments.out, arguments.timeout_s)
-    except InputError as error:
+    except DedupError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     print(f"{arguments.out}: {rows:,} targets.")

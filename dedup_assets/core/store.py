@@ -20,13 +20,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import DedupError
 from .places import DATABASE, SPACE, place_error
 
 LINEAGE_TABLE = "asset_lineage"
 _LOCK_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
 
 
-class DuckDBUnavailable(RuntimeError):
+class DuckDBUnavailable(DedupError, RuntimeError):
     """The database file cannot be opened for writing."""
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 from . import kernels
 from .minhash import shingle_set_jaccard
 from .settings import SketchParams, Thresholds
+from .errors import DedupError, InconsistentTables
 from .sketch import kernel_blocks, list_matrix
 from .store import TableBuild, rows_with_ids
 from .tables import Tables, sql
@@ -27,7 +28,7 @@ REASONS = ("jaccard_and_minhash", "jaccard_match", "minhash_only_rejected", "bel
 _COUNTING_SEEDS = kernels.round_seeds(1, 0)
 
 
-class MemoryBudgetExceeded(RuntimeError):
+class MemoryBudgetExceeded(DedupError, RuntimeError):
     """A step would need more memory than the configured budget."""
 
 
@@ -53,7 +54,7 @@ def shingle_sets(
         documents = len(text.offsets) - 1
         layout = row_offsets[first : first + documents + 1]
         if not kernels.shingle_sets_kernel(text, shingle_size, layout, values, blocks):
-            raise ValueError(
+            raise InconsistentTables(
                 "the bodies' shingle counts differ from the fingerprinted ones: documents changed "
                 "after fingerprinting; re-materialize fingerprinted and everything downstream"
             )
@@ -168,12 +169,12 @@ def candidate_scores(
     finally:
         connection.unregister("candidate_documents")
     if pairs.num_rows != expected:
-        raise ValueError(
+        raise InconsistentTables(
             f"{expected - pairs.num_rows} candidate pairs name documents missing from documents: "
             "re-materialize candidate_pairs and everything downstream"
         )
     if not fingerprints.column("doc_id").equals(bodies.column("doc_id")):
-        raise ValueError(
+        raise InconsistentTables(
             f"fingerprinted has {fingerprints.num_rows:,} rows for the {bodies.num_rows:,} candidate documents "
             "(one missing or repeated): re-materialize fingerprinted and everything downstream"
         )
