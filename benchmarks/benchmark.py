@@ -10,13 +10,15 @@
         [--perm 128|64] [--scheme fss|blake2b] [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --warc-fetch N [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --boilerplate N [--workdir DIR] [--json-out FILE]
+    python benchmarks/benchmark.py --scripts N [--perm 128|64] [--json-out FILE]
 
 The work is done by the ``dedup_bench`` package beside this script: ``corpus`` generates the
 corpus, ``ours`` runs the Dagster CLI and the library core, ``peers`` runs one peer engine, each
 in its own process, and ``report`` prints the tables. ``--incremental K`` runs ``incremental``
 instead: the one-shot Dagster run, the same documents as K batches, and one small batch after
 them. ``--boilerplate N`` runs ``boilerplate``: N pages, a fifth of them with one shared footer,
-through the library with ``hot_buckets`` refuse and skip. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
+through the library with ``hot_buckets`` refuse and skip. ``--scripts N`` runs ``scripts``: the
+fingerprinting of N documents in each of English, Chinese, Japanese and Thai, in bytes per second. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
 server. The machine is shared and noisy, so compare the runs of one invocation as ratios.
 
 ``--engine ray`` runs the Dagster graph on the ray engine (a local Ray started for the run) and no
@@ -36,6 +38,7 @@ from pathlib import Path
 from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
 from dedup_bench.incremental import measure_incremental
 from dedup_bench.boilerplate import measure_boilerplate, print_boilerplate_report
+from dedup_bench.scripts import measure_scripts, report_lines as scripts_report
 from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
 from dedup_assets.core.settings import ENGINES
@@ -73,6 +76,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="N",
         help="the boilerplate benchmark instead: N generated pages, every fifth with one shared "
         "~3 KB footer, through the library with hot_buckets refuse and then skip",
+    )
+    source.add_argument(
+        "--scripts",
+        type=int,
+        metavar="N",
+        help="the scripts benchmark instead: fingerprinting throughput of N generated documents "
+        "in each of English, Chinese, Japanese and Thai, word and character shingles",
     )
     source.add_argument(
         "--smoke",
@@ -177,6 +187,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if args.boilerplate < 2 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
             parser.error("--boilerplate N takes N ≥ 2 pages and none of --peers, --incremental, --recall-seeds, --auto-bands")
         return args
+    if args.scripts is not None:
+        if args.scripts < 1 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
+            parser.error("--scripts N takes N ≥ 1 documents and none of --peers, --incremental, --recall-seeds, --auto-bands")
+        return args
     if args.warc_fetch is not None:
         if args.warc_fetch < 1 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
             parser.error("--warc-fetch N takes N ≥ 1 records and none of --peers, --incremental, --recall-seeds, --auto-bands")
@@ -204,7 +218,7 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     chosen = args.engine != "duckdb" or args.both_engines or args.compare_engines or args.ray_nodes
     if not chosen:
         return
-    if args.warc_fetch is not None or args.boilerplate is not None or args.incremental or args.smoke:
+    if args.warc_fetch is not None or args.boilerplate is not None or args.scripts is not None or args.incremental or args.smoke:
         parser.error(
             "--engine ray, --both-engines, --compare-engines and --ray-nodes are for the engines "
             "benchmark: not with --warc-fetch, --boilerplate, --incremental or --smoke (the CI smoke run stays on duckdb)"
@@ -237,23 +251,30 @@ def check_incremental(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser.error("--incremental K needs 1 ≤ K ≤ the --docs N documents")
 
 
+def append_json(path: Path | None, record: dict) -> None:
+    """One JSON line for the run, appended to ``--json-out`` if given."""
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.boilerplate:
         record = measure_boilerplate(args.workdir.resolve(), args.boilerplate)
         print_boilerplate_report(record)
-        if args.json_out:
-            args.json_out.parent.mkdir(parents=True, exist_ok=True)
-            with args.json_out.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"mode": "boilerplate", "argv": argv, **record}) + "\n")
+        append_json(args.json_out, {"mode": "boilerplate", "argv": argv, **record})
         return 0 if record["every_document_accounted_for"] else 1
+    if args.scripts:
+        record = measure_scripts(args.scripts, args.perm)
+        print("\n".join(["## dedup-assets benchmark: fingerprinting by script", "", *scripts_report(record)]))
+        append_json(args.json_out, {"mode": "scripts", "argv": argv, **record})
+        return 0
     if args.warc_fetch:
         record = measure_warc_fetch(args.workdir, args.warc_fetch)
         print("\n".join(["## dedup-assets benchmark: WARC records by byte range", "", *record["lines"]]))
-        if args.json_out:
-            args.json_out.parent.mkdir(parents=True, exist_ok=True)
-            with args.json_out.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"mode": "warc_fetch", "argv": argv, **record}) + "\n")
+        append_json(args.json_out, {"mode": "warc_fetch", "argv": argv, **record})
         return 0
     options = Options(
         workdir=args.workdir.resolve(),
@@ -279,10 +300,7 @@ def main(argv: list[str]) -> int:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 1
     (print_incremental_report if options.incremental else print_report)(record)
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        with args.json_out.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+    append_json(args.json_out, record)
     if options.incremental:
         if not record["targets"]["equivalent"]:
             print("\nERROR: the batches' edges or clusters are not the one-shot run's (above).")

@@ -20,6 +20,7 @@ from .core.settings import (
     CLUSTER_MODES, ENGINES, HASH_SCHEMES, HOT_BUCKETS, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
 )
 from .core.tables import TABLE_LAYOUT
+from .core.text import SHINGLE_UNITS
 from .environment import INPUT, LABELS, OUTPUT_DIR
 
 DEFAULTS = Settings()
@@ -33,6 +34,7 @@ ClusterMode = Enum("ClusterMode", {name: name for name in CLUSTER_MODES}, type=s
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)
 ParquetBodies = Enum("ParquetBodies", {name: name for name in PARQUET_BODIES}, type=str)
 HotBuckets = Enum("HotBuckets", {name: name for name in HOT_BUCKETS}, type=str)
+ShingleUnit = Enum("ShingleUnit", {name: name for name in SHINGLE_UNITS}, type=str)
 
 
 class SweepCombinationConfig(Config):
@@ -69,7 +71,15 @@ class DedupSettings(ConfigurableResource):
         description="fss: compiled 64-bit shingle hashes and a Fast Similarity Sketch; "
         "blake2b: the published MinHash definition, bit for bit (slow, for reference).",
     )
-    shingle_size: int = Field(default=DEFAULTS.shingle_size, description="Tokens per shingle.")
+    shingle_size: int = Field(
+        default=DEFAULTS.shingle_size, description="Tokens (or, with shingle_unit char, characters) per shingle; 1 to 64."
+    )
+    shingle_unit: ShingleUnit = Field(
+        default=ShingleUnit(DEFAULTS.shingle_unit),
+        description="word: shingles of shingle_size tokens (every Han, Hiragana and Katakana "
+        "character is a token); char: of shingle_size characters of the normalized text, spaces "
+        "removed (for Thai, Khmer, Lao or Myanmar text, or by choice; 3 to 5 is usual).",
+    )
     num_perm: int = Field(default=DEFAULTS.num_perm, description="MinHash values per signature.")
     rows_per_band: int = Field(
         default=DEFAULTS.rows_per_band,
@@ -124,9 +134,10 @@ class DedupSettings(ConfigurableResource):
     fields: dict[str, str] = Field(
         default_factory=dict,
         description="Our column -> the input's column (CSV, Parquet) or field (JSONL) that fills "
-        'it, e.g. {"doc_id": "id", "body": "text"}. JSONL defaults: doc_id<-id, body<-text, '
-        "url<-url, title<-title, crawled_at<-timestamp, domain<-domain (else the url's host), "
-        "source<-source (else 'jsonl').",
+        'it, e.g. {"doc_id": "id", "body": "text"}. Only doc_id and body are required; where the '
+        "input has none, source is the file's name, domain the url's host, title empty and "
+        "crawled_at null. JSONL defaults: doc_id<-id, body<-text, url<-url, title<-title, "
+        "crawled_at<-timestamp, domain<-domain, source<-source.",
     )
     jsonl_fields: dict[str, str] = Field(
         default_factory=dict, description="Deprecated: the former name of fields (fields wins)."

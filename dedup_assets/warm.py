@@ -19,6 +19,7 @@ from .core.readers import csv_scan, doc_ids
 # every cached compiled function a run can enter
 CACHED_KERNELS = (
     kernels.fingerprint_kernel,
+    kernels.all_ascii_kernel,
     kernels.needs_reference_kernel,
     kernels.shingle_sets_kernel,
     kernels.probe_hits_kernel,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import random
 from pathlib import Path
 
 import duckdb
@@ -66,6 +67,22 @@ class GraphRunner:
         return json.loads((self.output_dir / "manifest.json").read_text(encoding="utf-8"))
 
 
+def fixture_as_a_dump(path: Path) -> Path:
+    """The fixture with only the columns id, text, url, date, headline, as a user's dump might
+    have it: no source, and each domain as the host of a url."""
+    fixture = pd.read_csv(FIXTURE, dtype=str, keep_default_na=False)
+    pd.DataFrame(
+        {
+            "id": fixture["doc_id"],
+            "text": fixture["body"],
+            "url": "https://" + fixture["domain"] + "/pages/" + fixture["doc_id"],
+            "date": fixture["crawled_at"],
+            "headline": fixture["title"],
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
 def fixture_with_a_wrong_contract(folder: Path) -> Path:
     """The fixture beside a contract that expects 13 clusters where the run makes 12."""
     fixture = folder / "documents.csv"
@@ -97,6 +114,34 @@ def document(doc_id: str, body: str, domain: str = "example.com", crawled_at: st
         "body": body,
         **extra,
     }
+
+
+# Han characters and kana for pages without spaces (chinese_pages)
+HAN = [chr(0x4E00 + offset) for offset in range(2_000)]
+KANA = [chr(code) for code in range(0x3041, 0x3097)]
+
+
+def page_without_spaces(rng: random.Random) -> str:
+    """150 to 400 characters of Han and kana with full-width punctuation, no spaces."""
+    characters = [rng.choice(HAN if rng.random() < 0.7 else KANA) for _ in range(rng.randrange(150, 400))]
+    for position in range(rng.randrange(8, 20), len(characters), rng.randrange(9, 25)):
+        characters[position] = rng.choice("，。、！？")
+    return "".join(characters)
+
+
+def chinese_pages(pages: int = 120, seed: int = 36) -> list[dict]:
+    """Pages without spaces, a near-duplicate of each of half of them (1% to 6% of characters
+    replaced, so some fall below the threshold) and a few exact copies, in a seeded order."""
+    rng = random.Random(seed)
+    rows = [document(f"zh-{index:03d}", page_without_spaces(rng)) for index in range(pages)]
+    for row in rows[: pages // 2]:
+        characters = list(row["body"])
+        for _ in range(max(1, round(rng.uniform(0.01, 0.06) * len(characters)))):
+            characters[rng.randrange(len(characters))] = rng.choice(HAN)
+        rows.append(document(f"{row['doc_id']}-edit", "".join(characters), crawled_at="2026-02-01"))
+    rows += [document(f"{row['doc_id']}-copy", row["body"], crawled_at="2025-12-01") for row in rows[:10]]
+    rng.shuffle(rows)
+    return rows
 
 
 def require_ray():

@@ -16,7 +16,7 @@ from dedup_assets.core.minhash import minhash_signature
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.settings import HASH_SCHEMES
 from dedup_assets.core.tables import Tables
-from dedup_assets.core.text import document_shingles
+from dedup_assets.core.text import Shingling, document_shingles
 
 from .conftest import FIXTURE, HARD_FIXTURE, document, write_csv, fixture_with_a_wrong_contract
 
@@ -81,7 +81,14 @@ def test_default_fixture_metadata_shows_the_reduction(runner):
     candidates = metadata["candidate_pairs"]
     assert candidates["pair_reduction"].value == "276 → 18, 93.48% fewer"
     assert candidates["lsh_probability_at_threshold"].value == 0.3781
-    assert candidates["pair_slots"].value >= 18
+    # band-level slots as the published use case's join makes them: every two documents that
+    # share a bucket, counted here from the band rows; fewer once exact copies are grouped
+    with duckdb.connect(str(runner.database), read_only=True) as connection:
+        (every_two,) = connection.execute(
+            "select sum(n * (n - 1) // 2) from (select count(*) as n from dedup.band_memberships group by band_index, lsh_band)"
+        ).fetchone()
+    assert candidates["candidate_pair_slots"].value == every_two == 106
+    assert 18 <= candidates["grouped_pair_slots"].value < every_two
     assert metadata["deduped_documents"]["dagster/row_count"].value == 12
     assert metadata["clusters"]["duplicate_clusters"].value == 6
     assert "| cluster-billing-canonical" in metadata["clusters"]["preview"].value
@@ -90,7 +97,7 @@ def test_default_fixture_metadata_shows_the_reduction(runner):
 def test_release_reports_the_bucket_figures_the_join_was_admitted_with(runner):
     def summary() -> dict:
         frame = pd.read_csv(runner.output_dir / "candidate_summary.csv")
-        return frame[["candidate_pair_slots", "largest_bucket_size"]].iloc[0].to_dict()
+        return frame[["grouped_candidate_pair_slots", "largest_bucket_size"]].iloc[0].to_dict()
 
     result = runner.run(FIXTURE, rows_per_band=2)  # 2-row bands: many more shared buckets
     admitted = {
@@ -99,8 +106,8 @@ def test_release_reports_the_bucket_figures_the_join_was_admitted_with(runner):
     with duckdb.connect(str(runner.database)) as connection:
         direct = bucket_pressure(connection, Tables.in_schema("dedup"))
     assert direct.pair_slots > 18 and direct.largest_bucket_size == 2  # mirrors fold into their page
-    expected = {"candidate_pair_slots": direct.pair_slots, "largest_bucket_size": direct.largest_bucket_size}
-    assert admitted["pair_slots"].value == direct.pair_slots
+    expected = {"grouped_candidate_pair_slots": direct.pair_slots, "largest_bucket_size": direct.largest_bucket_size}
+    assert admitted["grouped_pair_slots"].value == direct.pair_slots
     assert runner.lineage("candidate_pairs")["lsh_pair_slots"] == direct.pair_slots
     assert summary() == expected
 
@@ -115,7 +122,7 @@ def test_release_reports_the_bucket_figures_the_join_was_admitted_with(runner):
     # the manifest reports the recorded figures: a marked one comes through
     rewrite_lineage(lambda lineage: {**lineage, "lsh_pair_slots": 424242} if "lsh_pair_slots" in lineage else lineage)
     assert runner.run(FIXTURE, selection="manifest", rows_per_band=2).success
-    assert summary() == {**expected, "candidate_pair_slots": 424242}
+    assert summary() == {**expected, "grouped_candidate_pair_slots": 424242}
 
     # tables whose lineage predates the figures: the manifest sizes the buckets itself
     rewrite_lineage(lambda lineage: {key: value for key, value in lineage.items() if not key.startswith("lsh_")})
@@ -140,7 +147,7 @@ def test_blake2b_signatures_are_stored_exactly_as_uint64(runner):
     assert column_type == "UBIGINT[64]"
     bodies = dict(zip(*read_documents(FIXTURE).select(["doc_id", "body"]).to_pydict().values()))
     for doc_id in ("billing-canonical", "note-parking"):
-        expected = minhash_signature(document_shingles(bodies[doc_id], 5), 64, 42)
+        expected = minhash_signature(document_shingles(bodies[doc_id], Shingling(5)), 64, 42)
         assert list(stored[doc_id]) == [int(v) for v in expected]
     # values above 2**53 would not survive a float round trip
     assert max(v for signature in stored.values() for v in signature) > 2**53

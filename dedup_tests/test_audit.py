@@ -13,11 +13,11 @@ import pytest
 from dedup_assets.core.audit import exact_pairs, jaccard_band, sample_rows, wilson_interval
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.release import verify_release
-from dedup_assets.core.text import document_shingles, normalize_text, tokenize
+from dedup_assets.core.text import Shingling, document_shingles, normalize_text, tokenize
 
 from .conftest import FIXTURE, HARD_FIXTURE
 
-SHINGLE_SIZE = 5
+SHINGLING = Shingling(5)
 
 
 def _generated(count: int, seed: int = 11) -> list[str]:
@@ -40,7 +40,7 @@ def _generated(count: int, seed: int = 11) -> list[str]:
 
 
 def _all_pairs(bodies: list[str], threshold: float) -> dict[tuple[int, int], float]:
-    sets = [set(document_shingles(body, SHINGLE_SIZE)) for body in bodies]
+    sets = [set(document_shingles(body, SHINGLING)) for body in bodies]
     found = {}
     for left, right in combinations(range(len(bodies)), 2):
         if sets[left] and sets[right]:
@@ -53,7 +53,7 @@ def _all_pairs(bodies: list[str], threshold: float) -> dict[tuple[int, int], flo
 def _audit(bodies: list[str], sample: np.ndarray, threshold: float, batch: int) -> dict[tuple[int, int], float]:
     column = pa.array(bodies, pa.large_string())
     batches = (column.slice(start, batch) for start in range(0, len(bodies), batch))
-    pairs = exact_pairs(batches, column.take(pa.array(sample)), sample, SHINGLE_SIZE, threshold)
+    pairs = exact_pairs(batches, column.take(pa.array(sample)), sample, SHINGLING, threshold)
     assert (pairs.left < pairs.right).all()
     return dict(zip(zip(pairs.left.tolist(), pairs.right.tolist()), pairs.jaccard.tolist()))
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
 import pytest
+from dagster import AssetKey, DagsterInstance
 
 from .conftest import FIXTURE, PROJECT_ROOT, document, write_csv, fixture_with_a_wrong_contract
 
@@ -91,11 +94,54 @@ def test_full_run_then_single_asset_rerun(cli_env):
     assert 'Started execution of step "fingerprinted"' not in rerun.stderr
 
 
-def test_fresh_database_single_asset_says_how_to_build_upstream(cli_env):
+def _rows(env: dict, table: str) -> int:
+    with duckdb.connect(env["DEDUP_DATABASE"], read_only=True) as connection:
+        return connection.execute(f"select count(*) from dedup.{table}").fetchone()[0]
+
+
+def test_fresh_database_single_asset_says_how_to_build_upstream_and_that_command_runs(cli_env):
     result = materialize(cli_env, *MODULE, "--select", "deduped_documents")
     assert result.returncode != 0
     assert "has not been materialized into this database" in result.stderr
     assert "--select '*deduped_documents'" in result.stderr
+    # the command as printed, run as a user would paste it (it selects documents but not
+    # rejected_documents, so the documents step runs as a subset of its multi-asset)
+    printed = re.search(r"dagster asset materialize [^\n]*?--select '[^']*'", result.stderr).group(0)
+    built = run_command([DAGSTER, *shlex.split(printed)[1:]], cli_env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert (_rows(cli_env, "documents"), _rows(cli_env, "deduped_documents")) == (24, 12)
+
+
+def test_documents_alone_writes_and_records_rejected_documents_too(cli_env):
+    """Either table of the one read may be selected alone; both are written, and Dagster is told
+    of both, so neither is older than the other."""
+    result = materialize(cli_env, *MODULE, "--select", "documents")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (_rows(cli_env, "documents"), _rows(cli_env, "rejected_documents")) == (24, 0)
+    with DagsterInstance.from_config(cli_env["DAGSTER_HOME"]) as instance:
+        events = {name: instance.get_latest_materialization_event(AssetKey(name)) for name in ("documents", "rejected_documents")}
+    assert events["documents"].run_id == events["rejected_documents"].run_id
+    assert events["rejected_documents"].asset_materialization.description.startswith("Written from the same read")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command, selection, built",
+    [
+        (DAGSTER, "rejected_documents", "rejected_documents"),
+        (DAGSTER, "documents*", "deduped_documents"),
+        (DG, "*deduped_documents", "deduped_documents"),
+        # docs/tuning.md's selection of the one-shot graph and the sweep
+        (DAGSTER, "group:deduplication or group:tuning", "parameter_sweep"),
+    ],
+)
+def test_selections_the_docs_give_run_on_a_fresh_database(cli_env, command, selection, built):
+    args = ["launch", "--assets", selection] if command == DG else ["asset", "materialize", *MODULE, "--select", selection]
+    result = run_command([command, *args], cli_env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with DagsterInstance.from_config(cli_env["DAGSTER_HOME"]) as instance:
+        assert instance.get_latest_materialization_event(AssetKey(built)) is not None
+    assert _rows(cli_env, "rejected_documents") == 0 and _rows(cli_env, "documents") == 24
 
 
 def test_bad_input_reports_file_and_row(cli_env, tmp_path):

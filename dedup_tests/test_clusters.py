@@ -15,7 +15,7 @@ from dedup_assets.checks import rules
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.settings import Settings
 from dedup_assets.core.tables import Tables
-from dedup_assets.core.text import document_shingles
+from dedup_assets.core.text import Shingling, document_shingles
 
 from .conftest import PROJECT_ROOT
 
@@ -85,20 +85,20 @@ def test_star_check_fails_on_a_removal_below_the_threshold(tmp_path):
     database = tmp_path / "db.duckdb"
     run_library(str(CLUSTER_CASES), str(database), None, Settings(cluster_mode="star"))
     with duckdb.connect(str(database)) as connection:
-        passed = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "star")
+        passed = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "star")
         assert passed.passed
         # what components mode decides: chain-c removed for chain-a, 0.64 apart
         connection.execute(
             "update dedup.clusters set decision = 'removed_duplicate', representative_doc_id = 'chain-a' "
             "where doc_id = 'chain-c'"
         )
-        failed = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "star")
+        failed = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "star")
         # under components the same removal must carry its chained mark, and this one lacks it
-        unmarked = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "components")
+        unmarked = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "components")
         connection.execute("update dedup.clusters set chained = true where doc_id = 'chain-c'")
-        marked = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "components")
+        marked = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "components")
         connection.execute("update dedup.clusters set chained = true where doc_id = 'chain-b'")
-        wrongly_marked = rules.removals_meet_threshold(connection, TABLES, 5, "fss", 0.7, "components")
+        wrongly_marked = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "components")
     assert not failed.passed and failed.severity.value == "ERROR"
     assert failed.description == (
         "star clusters broke their rule: re-materialize clusters, and report it if it recurs. chain-c is "
@@ -144,7 +144,7 @@ def _chains(path: Path, seed: int) -> dict[str, dict]:
 
 def _plain_clusters(rows: dict, edges: list[tuple[str, str]], tokens: dict, mode: str) -> list[set[str]]:
     """The clusters as the README describes them, in plain Python."""
-    sets = {doc_id: document_shingles(row["body"], 5) for doc_id, row in rows.items()}
+    sets = {doc_id: document_shingles(row["body"], Shingling(5)) for doc_id, row in rows.items()}
 
     def jaccard(a: str, b: str) -> float:
         return len(sets[a] & sets[b]) / len(sets[a] | sets[b])

@@ -24,6 +24,7 @@ from dedup_assets.core.diagnostics import (
     mirror_domain_pairs,
 )
 from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.lsh import bucket_pressure
 from dedup_assets.core.summary import run_counts
 from dedup_assets.core.tables import SCHEMA, Tables
 
@@ -290,7 +291,7 @@ def test_counts_say_where_duplicates_come_from_by_input_file(two_files):
         file_of = dict(connection.execute(f"select doc_id, source_file from {TABLES.documents}").fetchall())
         expected = _expected_counts(connection, file_of)
         manifest_counts = _manifest(output)["counts"]
-        counts = run_counts(connection, TABLES, manifest_counts["candidate_pair_slots"])
+        counts = run_counts(connection, TABLES, bucket_pressure(connection, TABLES))
         assert max_collision_bucket_size(connection, TABLES) == expected["max_collision_bucket_size"]
     assert {name: counts[name] for name in expected} == expected
     assert expected["within_warc_duplicate_pair_rows"] and expected["cross_warc_duplicate_pair_rows"]

@@ -67,7 +67,7 @@ def test_copies_take_no_slots_and_rows_in_proportion_to_their_number(run):
     bands = dict(connection.execute(f"select right_doc_id, shared_bands {pairs} where found_by = 'lsh'").fetchall())
     # the copies' bucket holds two texts, the page and its variant: the variant with each copy
     # in every band they share, and other-a with other-b; every copy alone would take none
-    assert result["counts"]["candidate_pair_slots"] == COPIES * bands["variant"] + bands["other-b"]
+    assert result["counts"]["grouped_candidate_pair_slots"] == COPIES * bands["variant"] + bands["other-b"]
     assert result["counts"]["duplicate_pair_rows"] == 2 * COPIES
     assert result["counts"]["exact_duplicate_pair_rows"] == COPIES - 1
     # only the documents of the two pairs LSH found are shingled again

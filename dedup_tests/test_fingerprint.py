@@ -11,7 +11,7 @@ from dedup_assets.core.minhash import hash_int, lsh_band_keys, minhash_signature
 from dedup_assets.core.settings import SettingsError, SketchParams
 from dedup_assets.core.sketch import fingerprint_batch
 from dedup_assets.core.verify import exact_jaccard, signature_overlap
-from dedup_assets.core.text import document_shingles
+from dedup_assets.core.text import Shingling, document_shingles
 
 
 def params(scheme: str, num_perm: int = 64) -> SketchParams:
@@ -45,7 +45,7 @@ def test_band_keys_follow_published_format():
 def test_blake2b_batch_stores_the_published_signature_and_band_keys():
     body = "Near-duplicate pages are rarely byte for byte identical across mirrors"
     batch = fingerprint_batch(pa.array(["a"]), pa.array([body]), params("blake2b"))
-    shingles = document_shingles(body, 5)
+    shingles = document_shingles(body, Shingling(5))
     expected = minhash_signature(shingles, 64, 42)
     assert batch.column("signature")[0].as_py() == [int(v) for v in expected]
     keys = lsh_band_keys(expected, 8)
@@ -89,11 +89,11 @@ def test_exact_jaccard_matches_string_sets_on_random_edits():
             if other:
                 other[rng.integers(len(other))] = str(rng.choice(vocabulary))
         a, b = " ".join(tokens), ",".join(other).upper()
-        sa, sb = document_shingles(a, 5), document_shingles(b, 5)
+        sa, sb = document_shingles(a, Shingling(5)), document_shingles(b, Shingling(5))
         left.append(a), right.append(b)
         expected.append(len(sa & sb) / len(sa | sb) if sa | sb else 0.0)
     for scheme in ("fss", "blake2b"):
-        got = exact_jaccard(pa.array(left), pa.array(right), 5, scheme)
+        got = exact_jaccard(pa.array(left), pa.array(right), Shingling(5), scheme)
         assert np.allclose(got, expected), scheme
 
 

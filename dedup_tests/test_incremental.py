@@ -336,7 +336,7 @@ def test_forgotten_batches_leave_the_index_as_before_them_and_can_be_added_again
     assert _index(database) == index
 
 
-@pytest.mark.parametrize("name, value", [("num_perm", 128), ("jaccard_threshold", 0.8)])
+@pytest.mark.parametrize("name, value", [("num_perm", 128), ("jaccard_threshold", 0.8), ("shingle_unit", "char")])
 def test_a_batch_with_other_algorithm_settings_is_refused_naming_both_values(tmp_path, name, value):
     batches, _ = _fixture_in_three_batches(tmp_path / "batches")
     database = tmp_path / "index.duckdb"
@@ -406,6 +406,25 @@ def test_a_document_kept_in_an_earlier_batch_stays_kept_against_a_newer_near_dup
     run_library(str(batches.folder), str(database), None)
     one_shot = _query(database, "select doc_id, decision from dedup.clusters order by doc_id")
     assert one_shot == [("new", "kept_representative"), ("old", "removed_duplicate")]
+
+
+def test_undated_copies_are_ranked_after_a_dated_one_as_one_run_ranks_them(tmp_path):
+    """A null crawled_at goes after every date in a batch's decisions, as in the one-shot keep
+    rule, although the undated copy has the smaller doc_id."""
+    text = " ".join(_words("w", 100))
+    batches = _batch_files(
+        tmp_path / "batches",
+        [[document("a-undated", text, crawled_at=""), document("z-dated", text)], [document("b-undated", text, crawled_at="")]],
+    )
+    database = tmp_path / "index.duckdb"
+    _add_batches(batches, database)
+    run_library(str(batches.folder), str(database), None)
+    assert _differences(database) == []
+    ranks = "select doc_id, representative_doc_id, representative_rank from {} order by doc_id"
+    one_shot = [("a-undated", "z-dated", 2), ("b-undated", "z-dated", 3), ("z-dated", "z-dated", 1)]
+    assert _query(database, ranks.format("dedup.clusters")) == one_shot
+    # a later batch's documents rank after the kept ones of earlier batches
+    assert _query(database, ranks.format("incremental.clusters")) == [*one_shot[:1], ("b-undated", "z-dated", 2), one_shot[2]]
 
 
 def test_a_doc_id_of_an_earlier_batch_is_rejected_naming_that_batch(tmp_path):

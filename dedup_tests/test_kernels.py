@@ -29,13 +29,13 @@ def _token_hash(token: bytes) -> int:
     return _mix64(value ^ rest ^ ((len(token) << 56) & MASK))
 
 
-def _kernel_token_hashes(text: bytes) -> list[int]:
+def _kernel_token_hashes(text: bytes, per_character: bool = False) -> list[int]:
     data = np.frombuffer(text, dtype=np.uint8)
-    capacity = len(text) // 2 + 1
+    capacity = len(text) + 1
     out = np.empty(capacity, dtype=np.uint64)
     lowered = np.empty(len(text) + 128, dtype=np.uint8)
     token_bounds = np.empty((2, capacity), dtype=np.uint64)
-    count = kernels._token_hashes(data, 0, len(text), out, lowered, token_bounds)
+    count = kernels._token_hashes(data, 0, len(text), out, lowered, token_bounds, per_character)
     return out[:count].tolist()
 
 
@@ -69,8 +69,22 @@ def test_a_token_filling_whole_blocks_to_the_end():
 
 
 def test_no_tokens():
-    assert _kernel_token_hashes(b"") == []
-    assert _kernel_token_hashes(b" ,.-\n" * 30) == []
+    for per_character in (False, True):
+        assert _kernel_token_hashes(b"", per_character) == []
+        assert _kernel_token_hashes(b" ,.-\n" * 30, per_character) == []
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_character_tokens_are_each_utf8_character_of_every_token(seed):
+    rng = np.random.default_rng(seed)
+    characters = list("abcXYZ09") + ["é", "中", "文", "ก", "\u0e38", "한"]
+    for _ in range(200):
+        words = [
+            "".join(rng.choice(characters, int(rng.integers(1, 12))).tolist()) for _ in range(rng.integers(0, 20))
+        ]
+        text = " ".join(words).encode("utf-8")
+        expected = [_token_hash(ch.lower().encode("utf-8")) for word in words for ch in word]
+        assert _kernel_token_hashes(text, per_character=True) == expected, text
 
 
 def test_byte_classes_of_every_byte():
@@ -124,16 +138,22 @@ def test_bucket_pressure_counts_the_rows_of_the_join_and_of_the_copies(seed):
     copies = rng.integers(1, 5, size=40)
     copies[0] = 1_000_000  # however many copies a text has, alone in a bucket it takes no slots
     bands[0] = [100, 101, 102]
-    slots, largest, largest_key, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, 40)
+    slots, published, largest, largest_key, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(
+        bands, copies, 40
+    )
     for band in range(3):
         keys, sizes = np.unique(bands[:, band], return_counts=True)
-        expected = 0
+        expected = every_two = 0
         for key in keys:
             members = copies[bands[:, band] == key]
             expected += sum(
                 int(members[i] + members[j] - 1) for i in range(len(members)) for j in range(i + 1, len(members))
             )
+            # the published figure: every two documents in the bucket, copies of one text included
+            documents = int(members.sum())
+            every_two += documents * (documents - 1) // 2
         assert slots[band] == expected
+        assert published[band] == every_two
         assert (largest[band], largest_key[band]) == (sizes.max(), keys[np.argmax(sizes)])
         assert buckets[band] == len(keys)
         assert shared[band, : shared_counts[band]].tolist() == keys[sizes > 1].tolist()
@@ -150,7 +170,7 @@ def test_buckets_over_max_size_are_listed_as_hot_and_count_in_no_other_figure(se
     bands = rng.integers(0, 8, size=(60, 4)).astype(np.uint64)
     copies = rng.integers(1, 4, size=60)
     max_size = 8
-    slots, largest, _, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, max_size)
+    slots, _, largest, _, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, max_size)
     hot_keys, hot_sizes, hot_documents, hot_counts = hot
     for band in range(4):
         keys, sizes = np.unique(bands[:, band], return_counts=True)

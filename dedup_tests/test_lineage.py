@@ -7,8 +7,8 @@ from dedup_assets.lineage import StaleUpstream, combined_lineage
 
 LAYOUT = {"table_layout": TABLE_LAYOUT}  # what every table built by this version records
 CURRENT = {
-    **LAYOUT, "input_path": "/in.csv", "hash_scheme": "fss", "shingle_size": 5, "num_perm": 64, "minhash_seed": 42,
-    "rows_per_band": 8, "auto_bands": False, "false_negative_weight": 0.5, "bands": 8, "rows_in_use": 8,
+    **LAYOUT, "input_path": "/in.csv", "hash_scheme": "fss", "shingle_size": 5, "shingle_unit": "word",
+    "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "auto_bands": False, "false_negative_weight": 0.5, "bands": 8, "rows_in_use": 8,
     "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7,
 }
 
@@ -20,6 +20,7 @@ def test_lineage_accumulates_stage_settings():
         **documents,
         "hash_scheme": "fss",
         "shingle_size": 5,
+        "shingle_unit": "word",
         "num_perm": 64,
         "minhash_seed": 42,
         "rows_per_band": 8,

@@ -21,7 +21,7 @@ from dedup_assets.core.distributed.datasets import in_position_order
 from dedup_assets.ray_engine import RayEngine
 from dedup_bench.corpus import generate
 
-from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner
+from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, write_csv
 
 # the ray_cluster fixture requires Ray (and fails under DEDUP_REQUIRE_RAY without it)
 pytestmark = pytest.mark.ray
@@ -54,7 +54,16 @@ ON_DRIVER, ON_CLUSTER = {}, {"components_on_driver_up_to_edges": 0}
     ids=["documents", "hard_cases", "cluster_cases", "cluster_cases-components_on_cluster"],
 )
 def test_ray_gives_the_duckdb_release(ray_cluster, tmp_path, fixture, ray_options):
-    duckdb_runner, ray_runner, result = run_both(tmp_path, fixture, ray_options)
+    _assert_same_release(*run_both(tmp_path, fixture, ray_options))
+
+
+def test_ray_gives_the_duckdb_release_on_pages_without_spaces_in_both_units(ray_cluster, tmp_path):
+    write_csv(tmp_path / "zh.csv", chinese_pages(60))
+    _assert_same_release(*run_both(tmp_path / "word", tmp_path / "zh.csv"))
+    _assert_same_release(*run_both(tmp_path / "char", tmp_path / "zh.csv", shingle_unit="char", shingle_size=3))
+
+
+def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, result) -> None:
     evaluation = check_result(result, CONSISTENCY)
     assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
     files = sorted(path.name for path in duckdb_runner.output_dir.iterdir())

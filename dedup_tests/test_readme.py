@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import FIXTURE, PROJECT_ROOT, THEIR_NAMES
+from .conftest import FIXTURE, PROJECT_ROOT, fixture_as_a_dump
 
 
 
@@ -29,13 +29,16 @@ def _example(page: str, marker: str, language: str = "bash") -> str:
     return found.group(1)
 
 
-def test_the_readme_own_data_example_deduplicates_a_csv_with_other_column_names(tmp_path):
+def test_the_readme_own_data_example_deduplicates_a_csv_of_only_id_text_url_date_headline(tmp_path):
+    """The input contract's figure: the fixture without source and domain (a url instead) and
+    under other names gives the fixture's results, its fixture_contract check included."""
     example = _example("README.md", "own-data")
     # the example names the columns it expects; the file below has exactly those
-    assert "id, origin, site, fetched, headline, text" in example
+    assert "id, text, url, date, headline" in example
     home = tmp_path / "home"
     home.mkdir()
-    pd.read_csv(FIXTURE).rename(columns=THEIR_NAMES).to_csv(home / "pages.csv", index=False)
+    fixture_as_a_dump(home / "pages.csv")
+    (home / "pages.expected.json").write_bytes(FIXTURE.with_name("documents.expected.json").read_bytes())
     (home / ".dagster").mkdir()
     env = {
         **os.environ,
@@ -50,8 +53,13 @@ def test_the_readme_own_data_example_deduplicates_a_csv_with_other_column_names(
         ["bash", "-e", "-c", example], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "Asset check 'fixture_contract' on 'manifest' passed" in result.stderr
     counts = json.loads((tmp_path / "release" / "manifest.json").read_text())["counts"]
     assert (counts["document_rows"], counts["duplicate_pair_rows"], counts["representative_rows"]) == (24, 18, 12)
+    with duckdb.connect(str(tmp_path / "own.duckdb"), read_only=True) as connection:
+        filled = connection.execute("select source, domain from dedup.documents order by input_row").fetchall()
+    domains = pd.read_csv(FIXTURE, dtype=str)["domain"].tolist()
+    assert filled == [("pages.csv", domain) for domain in domains]  # the file's name; the url's host
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ from dedup_assets.core.lsh import (
 from dedup_assets.core.settings import PAIR_SLOT_BYTES, PairLimits, Settings, SettingsError, SketchParams, Thresholds
 from dedup_assets.core.store import TableBuild, connect, write_table
 from dedup_assets.core.tables import Tables
+from dedup_assets.core.text import Shingling
 from dedup_assets.core.verify import MemoryBudgetExceeded, build_scored_pairs
 
 TABLES = Tables.in_schema("main")
@@ -317,7 +318,7 @@ def _cluster_tables(connection) -> list[str]:
 
 
 def _clusters(connection, mode: str) -> list[tuple]:
-    write_table(connection, "clusters", build_clusters(connection, TABLES, mode, 5, 0.7, 100))
+    write_table(connection, "clusters", build_clusters(connection, TABLES, mode, Shingling(5), 0.7, 100))
     return connection.execute(
         "select doc_id, cluster_id, cluster_size, representative_rank, representative_doc_id, decision, "
         "round(jaccard_to_representative, 4), chained from clusters order by cluster_id, representative_rank"

@@ -29,7 +29,7 @@ from dedup_assets.core.settings import Settings, SettingsError, SweepCombination
 from dedup_assets.core.store import open_database
 from dedup_assets.core.sweep import SWEEP_COLUMNS, run_sweep
 from dedup_assets.core.tables import SCHEMA, Tables
-from dedup_assets.core.text import document_shingles, normalize_text
+from dedup_assets.core.text import Shingling, document_shingles, normalize_text
 from dedup_assets.definitions import defs
 from dedup_assets.settings import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
@@ -71,7 +71,7 @@ def _true_pairs(bodies: list[str], threshold: float, shingle_size: int) -> set[t
     first_of_text: dict[str, int] = {}
     sets: dict[int, set[str]] = {}
     for row, body in enumerate(bodies):
-        shingles = document_shingles(body, shingle_size)
+        shingles = document_shingles(body, Shingling(shingle_size))
         if shingles and first_of_text.setdefault(normalize_text(body), row) == row:
             sets[row] = shingles
     holders = defaultdict(list)

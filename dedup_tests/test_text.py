@@ -1,16 +1,62 @@
-from dedup_assets.core.text import document_shingles, normalize_text, token_shingles
+import unicodedata
+
+import pytest
+
+from dedup_assets.core.text import Shingling, document_shingles, normalize_text, token_shingles, tokenize
+
+WORDS = Shingling(5, "word")
 
 
-def test_spec_unicode_example():
-    assert normalize_text("  Café—RÉSUMÉ_数据  ") == "cafe resume 数据"
+def test_spec_unicode_example_with_han_characters_as_tokens():
+    # the specification's example; its Han characters are now a token each (issue 36)
+    assert normalize_text("  Café—RÉSUMÉ_数据  ") == "cafe resume 数 据"
 
 
 def test_punctuation_underscore_and_whitespace_become_single_spaces():
     assert normalize_text("a,b;\tc__d\n\n e!!!") == "a b c d e"
 
 
-def test_full_width_punctuation_splits_cjk_tokens():
-    assert normalize_text("数据，处理。完成！") == "数据 处理 完成"
+def test_every_han_hiragana_and_katakana_character_is_a_token():
+    assert normalize_text("数据，处理。完成！") == "数 据 处 理 完 成"
+    assert tokenize(normalize_text("東京タワーへ行きますabc123")) == [
+        "東", "京", "タ", "ワ", "ー", "へ", "行", "き", "ま", "す", "abc123",
+    ]
+
+
+def test_a_one_character_edit_of_chinese_text_changes_only_nearby_shingles():
+    text = "甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉"  # 20 different characters
+    edited = text.replace("子", "亥")  # the 11th
+    left, right = document_shingles(text, WORDS), document_shingles(edited, WORDS)
+    # 16 five-character shingles each; the edited character sits in 5 of them (a clause per
+    # token, as before, made the whole text one shingle and the edit left none in common)
+    assert len(left) == len(right) == 16
+    assert len(left & right) == 11
+
+
+def test_accents_are_dropped_in_latin_greek_cyrillic_hebrew_and_arabic():
+    assert normalize_text("Crème Brûlée ΆΈΉ Йод") == "creme brulee αεη иод"
+    assert normalize_text("שָׁלוֹם") == "שלום"
+    assert normalize_text("كَتَبَ") == "كتب"
+
+
+def test_marks_that_are_letters_stay_on_them():
+    # Japanese voiced kana keep their voicing, whether written precomposed or decomposed
+    assert normalize_text("子ども では") == "子 ど も で は"
+    assert normalize_text("て\u3099は") == normalize_text("では")
+    # Thai vowels and tones stay inside the word instead of splitting it
+    assert tokenize(normalize_text("กรุงเทพมหานครเตรียม")) == ["กรุงเทพมหานครเตรียม"]
+    # Devanagari vowel signs and virama are part of the word
+    assert tokenize(normalize_text("हिन्दी भाषा")) == ["हिन्दी", "भाषा"]
+
+
+def test_hangul_stays_in_syllables():
+    assert normalize_text("한국어 텍스트") == "한국어 텍스트"
+    decomposed = unicodedata.normalize("NFD", "한국어")
+    assert normalize_text(decomposed) == "한국어"
+
+
+def test_variation_selectors_and_emoji_separate():
+    assert tokenize(normalize_text("ok\ufe0f👍\ufe0fgo")) == ["ok", "go"]
 
 
 def test_none_and_blank_normalize_to_empty():
@@ -30,4 +76,16 @@ def test_short_document_is_one_whole_shingle_and_empty_has_none():
 
 
 def test_document_shingles_normalizes_first():
-    assert document_shingles("Café RÉSUMÉ", 5) == document_shingles("cafe resume", 5) == {"cafe resume"}
+    assert document_shingles("Café RÉSUMÉ", WORDS) == document_shingles("cafe resume", WORDS) == {"cafe resume"}
+
+
+def test_character_shingles_drop_spaces_and_join_without_them():
+    assert tokenize("ab cd", "char") == ["a", "b", "c", "d"]
+    assert document_shingles("Ab, cD!", Shingling(3, "char")) == {"abc", "bcd"}
+    assert document_shingles("กรุง", Shingling(2, "char")) == {"กร", "รุ", "ุง"}
+    assert document_shingles("ab", Shingling(3, "char")) == {"ab"}
+
+
+def test_shingle_size_must_be_positive():
+    with pytest.raises(ValueError, match="positive"):
+        token_shingles(["a"], 0)

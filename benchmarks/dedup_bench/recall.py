@@ -34,6 +34,7 @@ class CorpusBodies:
     exceeds every doc_id of the corpus, since candidate pairs' keys use any document."""
 
     def __init__(self, corpus: Path, needed: np.ndarray, batch_size: int = 65_536):
+        from dedup_assets.core.text import Shingling
         from dedup_assets.core.verify import exact_jaccard
 
         wanted = pa.array(np.unique(needed), pa.int64())
@@ -51,13 +52,14 @@ class CorpusBodies:
         self.bodies = pa.chunked_array(bodies, pa.large_string())
         self.id_base = top + 1
         self._exact_jaccard = exact_jaccard
+        self._shingling = Shingling(SHINGLE_SIZE)
 
     def jaccard(self, left_ids: np.ndarray, right_ids: np.ndarray) -> np.ndarray:
         """Exact 5-shingle Jaccard of each (left_ids[i], right_ids[i]) pair."""
         if len(left_ids) == 0:
             return np.zeros(0, dtype=np.float64)
         return np.asarray(
-            self._exact_jaccard(self.bodies_of(left_ids), self.bodies_of(right_ids), SHINGLE_SIZE)
+            self._exact_jaccard(self.bodies_of(left_ids), self.bodies_of(right_ids), self._shingling)
         )
 
     def pair_keys(self, left_ids: np.ndarray, right_ids: np.ndarray) -> np.ndarray:

@@ -71,6 +71,7 @@ def sketchers(bodies: pa.Array, shingle_size: int, perm: int, rows_per_band: int
     ``bench`` extra), all of the same shingle hashes."""
     from dedup_assets.core.settings import SketchParams
     from dedup_assets.core.sketch import fingerprint_batch, list_matrix
+    from dedup_assets.core.text import Shingling
     from dedup_assets.core.verify import shingle_sets
 
     doc_ids = pa.array(np.arange(len(bodies)).astype(str))
@@ -80,7 +81,7 @@ def sketchers(bodies: pa.Array, shingle_size: int, perm: int, rows_per_band: int
         return list_matrix(fingerprint_batch(doc_ids, bodies, params).column("signature"))
 
     engines: dict[str, Sketcher] = {"dedup-assets (fss)": ours}
-    values, offsets = shingle_sets(bodies, shingle_size)
+    values, offsets = shingle_sets(bodies, Shingling(shingle_size))
     offsets = offsets.astype(np.uint64)
     if find_spec("rensa"):
         import rensa

@@ -23,7 +23,7 @@ def recall_audit(
     params = settings.sketch_params()
     with user_errors(), warehouse.cursor() as cursor:
         build, sampled = build_recall_audit(
-            cursor, warehouse.tables, params.shingle_size, settings.jaccard_threshold,
+            cursor, warehouse.tables, params.shingling, settings.jaccard_threshold,
             settings.audit_sample_size, params.minhash_seed, settings.batch_size,
             copies=ray_engine.steps().first_copies(ray_engine.tables(warehouse.path))
             if settings.engine == "ray"

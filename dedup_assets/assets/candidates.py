@@ -55,7 +55,8 @@ def candidate_pairs(
             metadata={
                 **table_metadata(cursor, tables.candidate_pairs, rows),
                 "possible_pairs": MetadataValue.int(possible),
-                "pair_slots": MetadataValue.int(pressure.pair_slots),
+                "candidate_pair_slots": MetadataValue.int(pressure.document_pair_slots),
+                "grouped_pair_slots": MetadataValue.int(pressure.pair_slots),
                 "max_pair_slots": MetadataValue.int(limits.max_pair_slots),
                 "buckets": MetadataValue.int(pressure.bucket_count),
                 "largest_bucket_size": MetadataValue.int(pressure.largest_bucket_size),

@@ -69,12 +69,12 @@ def clusters(
     with user_errors(), warehouse.cursor() as cursor:
         if settings.engine == "ray":
             build = ray_engine.steps().clusters(
-                ray_engine.tables(warehouse.path), settings.shingle_size, settings.jaccard_threshold,
+                ray_engine.tables(warehouse.path), settings.shingling(), settings.jaccard_threshold,
                 ray_engine.components_on_driver_up_to_edges, context.log.info,
             )
         else:
             build = build_clusters(
-                cursor, warehouse.tables, settings.cluster_mode, settings.shingle_size, settings.jaccard_threshold,
+                cursor, warehouse.tables, settings.cluster_mode, settings.shingling(), settings.jaccard_threshold,
                 settings.memory_budget_mb,
             )
     rows = warehouse.write("clusters", build, lineage)

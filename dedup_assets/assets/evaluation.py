@@ -20,7 +20,7 @@ def evaluation(context: AssetExecutionContext, dedup: DedupSettings, warehouse: 
     lineage, settings = checked_lineage(context, dedup, warehouse)
     with user_errors(), warehouse.cursor() as cursor:
         build, summary = build_evaluation_table(
-            cursor, warehouse.tables, dedup.labels(), settings.shingle_size, settings.hash_scheme
+            cursor, warehouse.tables, dedup.labels(), settings.shingling(), settings.hash_scheme
         )
     if not summary["evaluated"]:  # a warning only when labels were given: most runs have none
         log = context.log.warning if summary["labels_files"] else context.log.debug

@@ -2,6 +2,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.lsh import build_band_memberships
 from ..core.sketch import build_fingerprinted
+from ..core.text import shingling_warning
 from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
@@ -35,8 +36,10 @@ def fingerprinted(
     normalized token sequence (equal for exact duplicates), the `num_perm`-value `signature`
     (UBIGINT[], exact) and the `lsh_bands` hashes of `rows_per_band` values each.
 
-    Text is normalized (NFD, marks dropped, lowercase, punctuation and `_` to space, whitespace
-    collapsed) and cut into ordered `shingle_size`-token shingles. `hash_scheme` picks the fast
+    Text is normalized (NFD, accents dropped and other marks recomposed, lowercase, punctuation
+    and `_` to space, whitespace collapsed; every Han, Hiragana and Katakana character a token)
+    and cut into ordered shingles of `shingle_size` tokens, or characters with `shingle_unit`
+    `char`. `hash_scheme` picks the fast
     compiled sketch (`fss`) or the published blake2b MinHash. Streams `batch_size` documents at a
     time and logs progress.
     """
@@ -51,6 +54,9 @@ def fingerprinted(
         with warehouse.cursor() as reader:
             build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
             rows = warehouse.write("fingerprinted", build, lineage)
+    warning = shingling_warning(params.shingling, rows)
+    if warning:
+        context.log.warning(warning)
     if compiled_here() > compiled_before:
         context.log.info(
             "fingerprinted: the compiled kernels were built during this run (new machine, or the "
@@ -61,6 +67,7 @@ def fingerprinted(
             metadata={
                 **table_metadata(cursor, warehouse.tables.fingerprinted, rows),
                 "hash_scheme": params.hash_scheme,
+                "shingling": f"{params.shingle_size} {params.shingle_unit}s",
                 "num_perm": MetadataValue.int(params.num_perm),
                 "bands": MetadataValue.int(params.bands),
                 "rows_per_band": MetadataValue.int(params.rows_per_band),

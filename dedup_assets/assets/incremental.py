@@ -188,7 +188,7 @@ def batch_pairs(context: AssetExecutionContext, dedup: DedupSettings, warehouse:
                     pairs.universe_documents - scalar(cursor, f"select count(*) from {TABLES.staged_fingerprints}")
                 ),
                 "reshingled_documents": MetadataValue.int(pairs.reshingled),
-                "pair_slots": MetadataValue.int(pairs.pressure.pair_slots),
+                "grouped_pair_slots": MetadataValue.int(pairs.pressure.pair_slots),
                 "pairs_found_by": markdown_table(
                     ["found_by", "pairs"], [(name, found_by.get(name, 0)) for name in FOUND_BY]
                 ),

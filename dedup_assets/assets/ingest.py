@@ -1,6 +1,14 @@
 import threading
 
-from dagster import AssetExecutionContext, AssetSpec, MaterializeResult, MetadataValue, multi_asset
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetMaterialization,
+    AssetSpec,
+    MaterializeResult,
+    MetadataValue,
+    multi_asset,
+)
 
 from ..core.ingest import build_documents, build_rejected_documents, input_identity
 from ..core.readers import InputStats
@@ -16,8 +24,9 @@ from .common import GROUP, KINDS
 from .metadata import markdown_table, preview, scalar, table_metadata
 
 DOCUMENTS_DESCRIPTION = """The input corpus, validated: `doc_id, source, domain, crawled_at,
-title, body`, any extra columns (such as WARC lineage), `source_file` and `input_row` (the
-1-based row, line or record it came from), in input order.
+title, body` (only `doc_id` and `body` are required; the others default to the file's name, the
+url's host, null and empty), any extra columns (such as WARC lineage), `source_file` and
+`input_row` (the 1-based row, line or record it came from), in input order.
 
 Reads the input (`DEDUP_INPUT` or `input_path`: a CSV, Parquet, JSONL or WARC file, a folder or a
 glob, or a targets file of WARC byte ranges, fetched from `warc_base_url`) in batches. A row that cannot be a document goes to `rejected_documents` with its reason
@@ -63,6 +72,18 @@ def _rejected_metadata(cursor, table: str, stats: InputStats) -> dict:
     }
 
 
+def _written(context: AssetExecutionContext, name: str, metadata: dict) -> MaterializeResult | AssetMaterialization:
+    """What to tell Dagster of a table the step wrote: its output where the run selected it;
+    where not, a materialization all the same, since the table was written."""
+    if AssetKey(name) in context.selected_asset_keys:
+        return MaterializeResult(asset_key=name, metadata=metadata)
+    return AssetMaterialization(
+        asset_key=name,
+        description="Written from the same read of the input as the selected one of documents and rejected_documents.",
+        metadata=metadata,
+    )
+
+
 @multi_asset(
     specs=[
         AssetSpec("documents", group_name=GROUP, kinds=KINDS, description=DOCUMENTS_DESCRIPTION),
@@ -70,10 +91,14 @@ def _rejected_metadata(cursor, table: str, stats: InputStats) -> dict:
             "rejected_documents", group_name=GROUP, kinds=KINDS, description=REJECTED_DESCRIPTION
         ).with_io_manager_key(WAREHOUSE_TABLES),
     ],
+    # either may be selected alone (as by --select 'documents*'); both tables are still written,
+    # from one read, so they always account for the same input
+    can_subset=True,
 )
 def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine):
     """Reads and validates the input into `documents` and `rejected_documents`; the input's
-    size and sha256 are taken while it is read and recorded in both tables' lineage."""
+    size and sha256 are taken while it is read and recorded in both tables' lineage. Both tables
+    are written whichever of the two a run selects."""
     with user_errors():
         settings = dedup.settings()
         own_lineage = combined_lineage("documents", dedup.current_values(), {})
@@ -97,9 +122,10 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
     lineage = with_identity()
     tables = warehouse.tables
     with warehouse.cursor() as cursor:
-        yield MaterializeResult(
-            asset_key="documents",
-            metadata={
+        yield _written(
+            context,
+            "documents",
+            {
                 **table_metadata(cursor, tables.documents, rows),
                 "input_path": MetadataValue.path(str(path)),
                 "input_sha256": lineage["input_sha256"],
@@ -121,9 +147,10 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
             + " (see rejected_documents)"
         )
     with warehouse.cursor() as cursor:
-        yield MaterializeResult(
-            asset_key="rejected_documents",
-            metadata={
+        yield _written(
+            context,
+            "rejected_documents",
+            {
                 **table_metadata(cursor, tables.rejected_documents, rejected_rows),
                 **_rejected_metadata(cursor, tables.rejected_documents, stats),
             },

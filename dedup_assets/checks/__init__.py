@@ -18,6 +18,7 @@ from ..core.audit import stored_audit_summary
 from ..core.consistency import engine_differences
 from ..core.incremental import IndexTables, index_settings, indexed_batches, settings_problems
 from ..core.store import read_lineage
+from ..core.text import Shingling
 from ..core.readers import count_input_records
 from ..errors import user_errors
 from ..ray_engine import RayEngine
@@ -150,7 +151,7 @@ def removals_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     lineage = warehouse.upstream_lineage("clusters", "clusters")
     with warehouse.cursor() as cursor:
         return rules.removals_meet_threshold(
-            cursor, warehouse.tables, int(lineage["shingle_size"]), lineage["hash_scheme"],
+            cursor, warehouse.tables, Shingling(int(lineage["shingle_size"]), lineage["shingle_unit"]), lineage["hash_scheme"],
             float(lineage["jaccard_threshold"]), lineage["cluster_mode"],
         )
 

@@ -15,6 +15,7 @@ from ..core.tables import Tables
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
 from ..core.scurve import lsh_probability, weak_bands_warning
 from ..core.summary import duplicate_clusters, reason_counts
+from ..core.text import Shingling
 from ..core.verify import pair_jaccard
 
 _SHOWN = 5
@@ -333,7 +334,7 @@ def no_chained_members(connection: duckdb.DuckDBPyConnection, clusters: str, thr
 
 
 def removals_meet_threshold(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, shingle_size: int, hash_scheme: str, threshold: float,
+    connection: duckdb.DuckDBPyConnection, tables: Tables, shingling: Shingling, hash_scheme: str, threshold: float,
     cluster_mode: str,
 ) -> AssetCheckResult:
     """Every removed document's exact Jaccard with its representative, computed again from the
@@ -362,7 +363,7 @@ def removals_meet_threshold(
             bodies.column(1),
             pc.index_in(pairs.column(0), value_set=doc_ids).to_numpy(),
             pc.index_in(pairs.column(1), value_set=doc_ids).to_numpy(),
-            shingle_size,
+            shingling,
             hash_scheme,
         )
     chained = removed.column(3).to_numpy(zero_copy_only=False).astype(bool)

@@ -24,7 +24,7 @@ from . import kernels
 from .sketch import kernel_blocks
 from .store import TableBuild, read_lineage, rows_with_ids
 from .tables import Tables, sql
-from .text import kernel_text
+from .text import Shingling, kernel_text
 from .verify import first_copies, shingle_sets
 
 
@@ -103,7 +103,7 @@ def exact_pairs(
     bodies: Iterable[pa.Array],
     sample_bodies: pa.Array,
     sample: np.ndarray,
-    shingle_size: int,
+    shingling: Shingling,
     threshold: float,
     left_out: np.ndarray | None = None,
 ) -> TruePairs:
@@ -111,7 +111,7 @@ def exact_pairs(
     ``sample_bodies``) on one side and Jaccard at least ``threshold``, over all documents,
     whose bodies arrive in input order as ``bodies`` batches, except the rows ``left_out``
     marks. Each pair once."""
-    sample_values, sample_offsets = shingle_sets(sample_bodies, shingle_size)
+    sample_values, sample_offsets = shingle_sets(sample_bodies, shingling)
     probes = _probes(sample_values, sample_offsets, threshold)
     bits = _probe_filter(probes.hashes)
     found_left, found_right, found_jaccard = [], [], []
@@ -120,11 +120,11 @@ def exact_pairs(
         batch_size = len(batch)
         # only the documents holding a probe are shingled into sets
         held = np.flatnonzero(
-            kernels.probe_hits_kernel(kernel_text(batch), shingle_size, probes.hashes, bits, kernel_blocks())
+            kernels.probe_hits_kernel(kernel_text(batch, shingling.unit), shingling.size, probes.hashes, bits, kernel_blocks())
         )
         if left_out is not None:
             held = held[~left_out[first + held]]
-        values, offsets = shingle_sets(batch.take(pa.array(held)), shingle_size)
+        values, offsets = shingle_sets(batch.take(pa.array(held)), shingling)
         rows, owners = _candidates(values, offsets, probes)
         if len(rows):
             # one set table: the sample's sets, then the batch's
@@ -184,7 +184,7 @@ def wilson_interval(found: int, total: int, z: float = 1.96) -> tuple[float, flo
 def build_recall_audit(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
-    shingle_size: int,
+    shingling: Shingling,
     threshold: float,
     sample_size: int,
     seed: int,
@@ -212,7 +212,7 @@ def build_recall_audit(
     sample_bodies = rows_with_ids(connection, tables.documents, sample_ids, ["body"]).column("body").combine_chunks()
     reader = connection.sql(f"select body from {tables.documents}").to_arrow_reader(batch_size)
     pairs = exact_pairs(
-        (batch.column(0) for batch in reader), sample_bodies, sample, shingle_size, threshold, left_out=is_copy
+        (batch.column(0) for batch in reader), sample_bodies, sample, shingling, threshold, left_out=is_copy
     )
     left, right = doc_ids.take(pa.array(pairs.left)), doc_ids.take(pa.array(pairs.right))
     swap = pc.greater(left, right)

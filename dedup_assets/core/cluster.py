@@ -28,6 +28,7 @@ from . import kernels
 from .errors import InconsistentTables
 from .sketch import kernel_blocks
 from .store import TableBuild, rows_with_ids
+from .text import Shingling
 from .verify import ensure_memory, first_copies, shingle_sets
 from .tables import Tables, sql
 
@@ -138,7 +139,7 @@ def star_members(
     tables: Tables,
     roots: pa.Table,
     mode: str,
-    shingle_size: int,
+    shingling: Shingling,
     threshold: float,
     memory_budget_mb: int,
 ) -> pa.Table:
@@ -201,7 +202,7 @@ def star_members(
                 unsettled |= ~same & (round_scores < threshold)
             _shingle_components(
                 connection, tables, scores, texts.column("text_doc_id"), sizes,
-                text[np.isin(component, component[left[unsettled]])], shingle_size, memory_budget_mb,
+                text[np.isin(component, component[left[unsettled]])], shingling, memory_budget_mb,
             )
             first_round = False
         if len(measure):
@@ -227,7 +228,7 @@ def _shingle_components(
     text_doc_ids: pa.ChunkedArray,
     sizes: np.ndarray,
     texts: np.ndarray,
-    shingle_size: int,
+    shingling: Shingling,
     memory_budget_mb: int,
 ) -> None:
     """Read and shingle the bodies of ``texts`` (text indexes, repeats allowed) for ``scores``."""
@@ -237,14 +238,14 @@ def _shingle_components(
     bodies = rows_with_ids(connection, tables.documents, text_doc_ids.take(pa.array(texts)), ["body"])
     counts = sizes[texts]
     ensure_memory(bodies.nbytes + int(counts.sum()) * 8, memory_budget_mb, "Clustering the duplicate components")
-    scores.shingle(texts, *shingle_sets(bodies.column("body"), shingle_size, counts))
+    scores.shingle(texts, *shingle_sets(bodies.column("body"), shingling, counts))
 
 
 def build_clusters(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
     mode: str,
-    shingle_size: int,
+    shingling: Shingling,
     threshold: float,
     memory_budget_mb: int,
 ) -> TableBuild:
@@ -254,7 +255,7 @@ def build_clusters(
     roots = component_roots(connection, tables)
     return TableBuild(
         sql=sql("clusters", tables),
-        arrow_inputs={"star_members": star_members(connection, tables, roots, mode, shingle_size, threshold, memory_budget_mb)},
+        arrow_inputs={"star_members": star_members(connection, tables, roots, mode, shingling, threshold, memory_budget_mb)},
         params=[threshold],
     )
 

@@ -35,7 +35,7 @@ def engine_differences(
         write_table(connection, scratch.documents, TableBuild(sql=f"select * from {tables.documents}"))
         run_core_steps(connection, scratch, duckdb_settings, log)
         build = build_clusters(
-            connection, scratch, duckdb_settings.cluster_mode, duckdb_settings.shingle_size,
+            connection, scratch, duckdb_settings.cluster_mode, duckdb_settings.shingling(),
             duckdb_settings.jaccard_threshold, duckdb_settings.memory_budget_mb,
         )
         write_table(connection, scratch.clusters, build)

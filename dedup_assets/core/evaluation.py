@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from .readers import InputError, file_sha256
 from .store import TableBuild, read_lineage, rows_with_ids
 from .tables import Tables, sql
+from .text import Shingling
 from .verify import exact_jaccard
 
 PAIR_COLUMNS = ("left_doc_id", "right_doc_id", "label")
@@ -162,7 +163,7 @@ def _ratio(part: int, whole: int) -> float | None:
 
 
 def build_evaluation(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, labels: Labels, shingle_size: int, hash_scheme: str
+    connection: duckdb.DuckDBPyConnection, tables: Tables, labels: Labels, shingling: Shingling, hash_scheme: str
 ) -> tuple[pa.Table, dict]:
     """The pairs on which the clusters and the labels disagree (at most ``ERRORS_LISTED``, each
     with its exact Jaccard), and the summary: the figures, per kind of label, with the counts
@@ -191,7 +192,7 @@ def build_evaluation(
     finally:
         for name in ("pair_labels", "cluster_labels", "disagreements", "error_documents"):
             connection.unregister(name)
-    jaccard = exact_jaccard(bodies.column(0).combine_chunks(), bodies.column(1).combine_chunks(), shingle_size, hash_scheme)
+    jaccard = exact_jaccard(bodies.column(0).combine_chunks(), bodies.column(1).combine_chunks(), shingling, hash_scheme)
     errors = errors.append_column("jaccard", pa.array(jaccard, pa.float64())).cast(ERROR_SCHEMA)
     disagreements = summary["pair_labels"]["disagreeing_pairs"] + summary["cluster_labels"]["disagreeing_pairs"]
     evaluated = summary["pair_labels"]["evaluated"] or summary["cluster_labels"]["evaluated"]
@@ -253,12 +254,12 @@ def _cluster_figures(counts: dict, labelled: int) -> dict:
 
 
 def build_evaluation_table(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, labels_path: Path | None, shingle_size: int, hash_scheme: str
+    connection: duckdb.DuckDBPyConnection, tables: Tables, labels_path: Path | None, shingling: Shingling, hash_scheme: str
 ) -> tuple[TableBuild, dict]:
     """The ``evaluation`` table (the disagreeing pairs) of the labels at ``labels_path`` (None:
     no labels), and the summary to store in its lineage under ``EVALUATION_SUMMARY``."""
     labels = read_labels(labels_path) if labels_path else Labels()
-    errors, summary = build_evaluation(connection, tables, labels, shingle_size, hash_scheme)
+    errors, summary = build_evaluation(connection, tables, labels, shingling, hash_scheme)
     return TableBuild(sql="select * from errors", arrow_inputs={"errors": errors}), summary
 
 

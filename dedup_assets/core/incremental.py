@@ -30,6 +30,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -50,8 +51,10 @@ from .verify import build_scored_pairs
 INDEX_SCHEMA = "incremental"
 # The version of the index tables' columns, the index's own ``table_layout``: raised when an index
 # table changes, not with the one-shot tables' TABLE_LAYOUT (3: first copies in input order; 4:
-# doc_ids kept byte for byte, where an index of layout 3 holds them trimmed).
-INDEX_LAYOUT = 4
+# doc_ids kept byte for byte, where an index of layout 3 holds them trimmed; 5: tokens in every
+# script, so an index fingerprinted with clause-long Chinese tokens takes no new batch, and the
+# input contract, where an index of layout 4 rejected undated rows).
+INDEX_LAYOUT = 5
 # what changes the tables a batch adds (the recall audit reads them and adds nothing)
 INDEX_SETTINGS = tuple(
     name
@@ -350,9 +353,14 @@ def _members_before(tables: IndexTables) -> str:
 
 
 def _rule_order(rows: list[dict]) -> list[dict]:
-    """The one-shot representative order: newest crawled_at, then most tokens, then smallest doc_id."""
+    """The one-shot representative order (sql/clusters.sql): newest crawled_at, an undated
+    document after every dated one, then most tokens, then smallest doc_id."""
     ordered = sorted(rows, key=lambda row: row["doc_id"])
-    return sorted(ordered, key=lambda row: (row["crawled_at"], row["token_count"]), reverse=True)
+    return sorted(
+        ordered,
+        key=lambda row: (row["crawled_at"] is not None, row["crawled_at"] or datetime.min, row["token_count"]),
+        reverse=True,
+    )
 
 
 def _cluster_root(cluster_id: str) -> str:

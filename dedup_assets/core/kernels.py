@@ -24,7 +24,6 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from .settings import MAX_SKETCH_SIZE
 
 # numba's parallel kernels run on OpenMP threads, which by default spin for a while after each
 # kernel waiting for the next one. Kernels run once per batch while DuckDB works on the same two
@@ -34,6 +33,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ROUND_SHIFT = 54  # sketch value = round << 54 | hash >> 10: earlier rounds win, then smaller hash
+# the fast sketch's 2 * num_perm rounds must fit in the 10 round bits
+MAX_SKETCH_SIZE = 1 << (64 - _ROUND_SHIFT - 1)
 
 
 @nb.njit(inline="always")
@@ -112,29 +113,9 @@ def _big_endian_at(words, position):
     return _byte_swap(low_first)
 
 
-@nb.njit(cache=True)
-def _token_hashes(data, start, end, out, lowered, token_bounds):
-    """Hash each token of data[start:end] into ``out``; returns the token count. ``lowered``
-    (bytes) and ``token_bounds`` (2 x tokens) are scratch; ``lowered`` holds ``end - start + 128``.
-
-    A token's hash packs its bytes eight at a time, first byte most significant, so that one
-    multiply runs per eight bytes. Three branch-light passes: bytes to their classes, token
-    starts and ends from a bit per byte (64 bytes per word), then the hashes from 8-byte loads.
-    A loop over bytes that hashed as it went would mispredict a branch at every token end; byte
-    classes come from arithmetic rather than a table so that the first pass vectorizes.
-    """
-    length = np.uint64(end - start)
-    padded = (length + np.uint64(127)) // np.uint64(64) * np.uint64(64)
-    first_byte = np.uint64(start)
-    position = np.uint64(0)
-    while position < length:
-        lowered[position] = _byte_class(data[first_byte + position])
-        position += np.uint64(1)
-    while position < padded:
-        lowered[position] = 0
-        position += np.uint64(1)
-    words = lowered[:padded].view(np.uint64)
-    starts, ends = token_bounds[0], token_bounds[1]
+@nb.njit(inline="always")
+def _token_bounds(words, length, starts, ends):
+    """Token starts and ends from a bit per byte (64 bytes per word); the token count."""
     count = 0
     end_count = 0
     carry = np.uint64(0)
@@ -156,6 +137,60 @@ def _token_hashes(data, start, end, out, lowered, token_bounds):
             finishes &= finishes - np.uint64(1)
     if carry != 0:  # a token ran to the end of the text, which filled its last block
         ends[end_count] = length
+    return count
+
+
+@nb.njit(inline="always")
+def _character_bounds(lowered, length, starts, ends):
+    """Every character of every token as a token: a UTF-8 lead byte (not 10xxxxxx) starts one,
+    which ends at the next lead byte or separator; the count."""
+    count = 0
+    inside = False
+    for position in range(length):
+        byte = lowered[position]
+        if byte == 0:
+            if inside:
+                ends[count - 1] = position
+                inside = False
+        elif (byte & np.uint8(0xC0)) != np.uint8(0x80):
+            if inside:
+                ends[count - 1] = position
+            starts[count] = position
+            count += 1
+            inside = True
+    if inside:
+        ends[count - 1] = length
+    return count
+
+
+@nb.njit(cache=True)
+def _token_hashes(data, start, end, out, lowered, token_bounds, per_character):
+    """Hash each token of data[start:end] into ``out``; returns the token count. ``lowered``
+    (bytes) and ``token_bounds`` (2 x tokens) are scratch; ``lowered`` holds ``end - start + 128``.
+    With ``per_character`` every character (code point) of a token is a token of its own.
+
+    A token's hash packs its bytes eight at a time, first byte most significant, so that one
+    multiply runs per eight bytes. Three branch-light passes: bytes to their classes, token
+    starts and ends from a bit per byte (64 bytes per word), then the hashes from 8-byte loads.
+    A loop over bytes that hashed as it went would mispredict a branch at every token end; byte
+    classes come from arithmetic rather than a table so that the first pass vectorizes.
+    """
+    length = np.uint64(end - start)
+    padded = (length + np.uint64(127)) // np.uint64(64) * np.uint64(64)
+    first_byte = np.uint64(start)
+    position = np.uint64(0)
+    while position < length:
+        lowered[position] = _byte_class(data[first_byte + position])
+        position += np.uint64(1)
+    while position < padded:
+        lowered[position] = 0
+        position += np.uint64(1)
+    words = lowered[:padded].view(np.uint64)
+    starts, ends = token_bounds[0], token_bounds[1]
+    if per_character:
+        count = _character_bounds(lowered, length, starts, ends)
+    else:
+        count = _token_bounds(words, length, starts, ends)
     multiplier = np.uint64(0xFF51AFD7ED558CCD)
     for token in range(count):
         token_start = starts[token]
@@ -285,9 +320,13 @@ def _document_tokens(text, doc, scratch):
     count."""
     start, end = text.offsets[doc], text.offsets[doc + 1]
     if text.prenormalized[doc] or _is_ascii(text.data, start, end):
-        return _token_hashes(text.data, start, end, scratch.tokens, scratch.lowered, scratch.token_bounds)
+        return _token_hashes(
+            text.data, start, end, scratch.tokens, scratch.lowered, scratch.token_bounds, text.per_character
+        )
     length = _map_code_points(text.data, start, end, text.map_offsets, text.map_bytes, scratch.mapped)
-    return _token_hashes(scratch.mapped, 0, length, scratch.tokens, scratch.lowered, scratch.token_bounds)
+    return _token_hashes(
+        scratch.mapped, 0, length, scratch.tokens, scratch.lowered, scratch.token_bounds, text.per_character
+    )
 
 
 @nb.njit(cache=True)
@@ -346,9 +385,10 @@ def _scratch(text, first, last):
     longest = 1
     for doc in range(first, last):
         longest = max(longest, text.offsets[doc + 1] - text.offsets[doc])
-    # a token takes at least one byte and one separator; mapping a code point never adds a token
-    # (the table checks this), though it can lengthen the bytes by ``expansion``
-    capacity = longest // 2 + 1
+    # a token takes at least one byte and one separator, a character token one byte; mapping a
+    # code point never adds a token (the table checks this), though it can lengthen the bytes by
+    # ``expansion``
+    capacity = longest + 1 if text.per_character else longest // 2 + 1
     mapped_capacity = longest * text.expansion
     return Scratch(
         np.empty(capacity, dtype=np.uint64),
@@ -392,25 +432,55 @@ def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_cou
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
-def needs_reference_kernel(data, offsets):
-    """Documents the code-point table cannot normalize exactly: a character outside the Basic
-    Multilingual Plane (a four-byte UTF-8 sequence) or a capital sigma (U+03A3, bytes CE A3);
-    and whether every document is ASCII (then the table is not needed at all)."""
+def all_ascii_kernel(data, offsets):
+    """Whether every document is ASCII (then the code-point table is not needed at all)."""
+    documents = offsets.shape[0] - 1
+    ascii_documents = np.zeros(documents, dtype=np.bool_)
+    for doc in nb.prange(documents):
+        ascii_documents[doc] = _is_ascii(data, offsets[doc], offsets[doc + 1])
+    return ascii_documents.all()
+
+
+@nb.njit(cache=True, parallel=True, nogil=True)
+def needs_reference_kernel(data, offsets, context):
+    """Documents the code-point table cannot normalize exactly, from each code point's context
+    bits (``text.code_point_context``): a character outside the Basic Multilingual Plane (a
+    four-byte UTF-8 sequence), one marked as needing the reference, or a kept mark of a lower
+    combining class than a kept mark of an earlier code point in the same run of marks (canonical
+    reordering would swap them)."""
     documents = offsets.shape[0] - 1
     flagged = np.zeros(documents, dtype=np.bool_)
-    ascii_documents = np.zeros(documents, dtype=np.bool_)
     for doc in nb.prange(documents):
         start, end = offsets[doc], offsets[doc + 1]
         if _is_ascii(data, start, end):
-            ascii_documents[doc] = True
             continue
-        found = False
-        for position in range(start, end):
-            byte = data[position]
-            # branch-free so the loop vectorizes; a lead byte CE is never a document's last byte
-            found |= (byte >= 0xF0) | ((byte == 0xCE) & (data[min(position + 1, end - 1)] == 0xA3))
-        flagged[doc] = found
-    return flagged, ascii_documents.all()
+        position, run_highest = start, np.uint32(0)
+        while position < end:
+            lead = np.int64(data[position])
+            if lead < 0x80:
+                run_highest = np.uint32(0)  # an ASCII character is a starter
+                position += 1
+                continue
+            if lead >= 0xF0:
+                flagged[doc] = True
+                break
+            if lead < 0xE0:
+                code_point = ((lead & 0x1F) << 6) | (np.int64(data[position + 1]) & 0x3F)
+                position += 2
+            else:
+                code_point = (
+                    ((lead & 0x0F) << 12)
+                    | ((np.int64(data[position + 1]) & 0x3F) << 6)
+                    | (np.int64(data[position + 2]) & 0x3F)
+                )
+                position += 3
+            bits = context[code_point]
+            if (bits >> np.uint32(17)) & np.uint32(1) or (bits & np.uint32(0xFF)) < run_highest:
+                flagged[doc] = True
+                break
+            trailing = (bits >> np.uint32(8)) & np.uint32(0xFF)
+            run_highest = trailing if (bits >> np.uint32(16)) & np.uint32(1) else max(run_highest, trailing)
+    return flagged
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
@@ -526,10 +596,21 @@ def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count)
     return result
 
 
+@nb.njit(cache=True)
+def bucket_pair_slots(size, documents):
+    """A bucket's pair slots (scalars or arrays), with ``size`` distinct texts that ``documents``
+    documents have: the join's, (size-1)·documents - size(size-1)/2 (the pairs of its texts, and
+    each further copy paired with the other texts, since exact copies are grouped first; a text
+    alone in its bucket takes none, however many copies it has); and the published use case's,
+    every two documents in it, documents(documents-1)/2."""
+    return (size - 1) * documents - size * (size - 1) // 2, documents * (documents - 1) // 2
+
+
 @nb.njit(cache=True, parallel=True, nogil=True)
 def bucket_pressure_kernel(bands, copies, max_size):
     """Per band (column of ``bands``: one row per distinct text, ``copies`` the documents that
-    have it): pair slots, the largest bucket's size in distinct texts and its key (the smallest
+    have it): pair slots (:func:`bucket_pair_slots`: the join's, and the published), the largest
+    bucket's size in distinct texts and its key (the smallest
     key among equals), the number of buckets, and the keys of its shared buckets (two distinct
     texts or more): band b's are ``shared[b, :shared_counts[b]]``, ascending.
 
@@ -537,12 +618,10 @@ def bucket_pressure_kernel(bands, copies, max_size):
     listed instead, band b's keys, sizes and documents in ``hot_*[b, :hot_counts[b]]``
     (``max_size`` of the row count or more: none is).
 
-    A bucket of k texts that n documents have takes (k-1)n - k(k-1)/2 slots: the k(k-1)/2 pairs
-    of the self-join, and each further copy paired with the other k-1 texts. With one document
-    per text that is k(k-1)/2; a text alone in its bucket takes none, however many copies it has.
     A sort per band costs less than DuckDB grouping every band row."""
     count = bands.shape[1]
     slots = np.zeros(count, dtype=np.int64)
+    published = np.zeros(count, dtype=np.int64)
     largest = np.zeros(count, dtype=np.int64)
     largest_key = np.zeros(count, dtype=np.uint64)
     buckets = np.zeros(count, dtype=np.int64)
@@ -572,7 +651,9 @@ def bucket_pressure_kernel(bands, copies, max_size):
                 hot_counts[band] += 1
                 start = end
                 continue
-            slots[band] += (size - 1) * documents - size * (size - 1) // 2
+            joined, every_two = bucket_pair_slots(size, documents)
+            slots[band] += joined
+            published[band] += every_two
             buckets[band] += 1
             if size > largest[band]:
                 largest[band] = size
@@ -582,7 +663,7 @@ def bucket_pressure_kernel(bands, copies, max_size):
                 shared_counts[band] += 1
             start = end
     hot = (hot_keys, hot_sizes, hot_documents, hot_counts)
-    return slots, largest, largest_key, buckets, shared, shared_counts, hot
+    return slots, published, largest, largest_key, buckets, shared, shared_counts, hot
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)

@@ -44,10 +44,11 @@ class PairBudgetExceeded(DedupError, RuntimeError):
 
 @dataclass(frozen=True)
 class BucketPressure:
-    pair_slots: int
+    pair_slots: int  # what the join costs: exact copies grouped first (``kernels.bucket_pair_slots``)
     largest_bucket_size: int
     largest_bucket_key: str | None
     bucket_count: int
+    document_pair_slots: int  # the published figure: every two documents sharing a bucket, per band
 
     # Carried in candidate_pairs' lineage, so that the release reports the figures the join was
     # admitted with instead of sizing every bucket a second time.
@@ -107,7 +108,7 @@ def band_buckets(
         keys = connection.sql(sql("bucket_keys", tables)).to_arrow_table()
     finally:
         connection.unregister("copy_groups")
-    slots, largest, largest_keys, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(
+    slots, published, largest, largest_keys, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(
         list_matrix(keys.column("lsh_bands")), keys.column("copies").to_numpy(), max_bucket_size
     )
     shared_buckets = pa.table(
@@ -124,10 +125,11 @@ def band_buckets(
         schema=HOT_BUCKET_SCHEMA,
     )
     if not len(largest) or largest.max() == 0:
-        return BucketPressure(0, 0, None, 0), shared_buckets, hot_buckets
+        return BucketPressure(0, 0, None, 0, 0), shared_buckets, hot_buckets
     worst = int(np.argmax(largest))  # the first band among equals
     pressure = BucketPressure(
-        int(slots.sum()), int(largest[worst]), bucket_key(worst, int(largest_keys[worst])), int(buckets.sum())
+        int(slots.sum()), int(largest[worst]), bucket_key(worst, int(largest_keys[worst])), int(buckets.sum()),
+        int(published.sum()),
     )
     return pressure, shared_buckets, hot_buckets
 

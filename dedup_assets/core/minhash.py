@@ -60,9 +60,10 @@ def blake2b_columns(bodies: pa.Array, params: SketchParams):
     bands = np.zeros((count, params.bands), dtype=np.uint64)
     for row, body in enumerate(bodies.to_pylist()):
         normalized = normalize_text(body)
-        tokens = tokenize(normalized)
-        shingles = token_shingles(tokens, params.shingle_size)
-        digest = hashlib.blake2b(normalized.encode("utf-8"), digest_size=8).digest()
+        tokens = tokenize(normalized, params.shingle_unit)
+        shingles = token_shingles(tokens, params.shingle_size, params.shingle_unit)
+        # the text its tokens make: in the char unit, without the spaces
+        digest = hashlib.blake2b("".join(tokens).encode("utf-8") if params.shingle_unit == "char" else normalized.encode("utf-8"), digest_size=8).digest()
         token_counts[row], shingle_counts[row] = len(tokens), len(shingles)
         content[row] = int.from_bytes(digest, "little")
         signatures[row] = minhash_signature(shingles, params.num_perm, params.minhash_seed)

@@ -108,24 +108,24 @@ def run_library(
         pressure = run_core_steps(connection, tables, settings, log, stage).pressure
         with stage("cluster"):
             build = build_clusters(
-                connection, tables, settings.cluster_mode, params.shingle_size, settings.jaccard_threshold,
+                connection, tables, settings.cluster_mode, params.shingling, settings.jaccard_threshold,
                 settings.memory_budget_mb,
             )
             write_table(connection, tables.clusters, build)
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
         with stage("audit"):
             build, sampled = build_recall_audit(
-                connection, tables, params.shingle_size, settings.jaccard_threshold,
+                connection, tables, params.shingling, settings.jaccard_threshold,
                 settings.audit_sample_size, params.minhash_seed, settings.batch_size,
             )
             write_table(connection, tables.recall_audit, build, {AUDIT_SAMPLED: sampled})
         with stage("evaluation"):
             build, summary = build_evaluation_table(
-                connection, tables, Path(labels_path) if labels_path else None, params.shingle_size, params.hash_scheme
+                connection, tables, Path(labels_path) if labels_path else None, params.shingling, params.hash_scheme
             )
             write_table(connection, tables.evaluation, build, {EVALUATION_SUMMARY: summary})
         if output_dir is None:
-            counts = run_counts(connection, tables, pressure.pair_slots)
+            counts = run_counts(connection, tables, pressure)
         else:
             with stage("release"):
                 written = publish_release(

@@ -146,7 +146,8 @@ def candidate_summary(counts: dict, pressure: BucketPressure, settings: Settings
         "possible_pair_rows": counts["possible_pair_rows"],
         "candidate_pair_rows": counts["candidate_pair_rows"],
         "candidate_reduction_ratio": counts["candidate_reduction_ratio"],
-        "candidate_pair_slots": pressure.pair_slots,
+        "candidate_pair_slots": pressure.document_pair_slots,
+        "grouped_candidate_pair_slots": pressure.pair_slots,
         "largest_bucket_size": pressure.largest_bucket_size,
         "bands": params.bands,
         "rows_per_band": params.rows_per_band,
@@ -166,7 +167,7 @@ def manifest_entries(
 ) -> dict:
     """Everything ``manifest.json`` says besides its list of files; ``signatures``: whether
     fingerprinted.parquet has them."""
-    counts = run_counts(cursor, tables, pressure.pair_slots)
+    counts = run_counts(cursor, tables, pressure)
     if settings.hot_buckets == "skip":
         counts["hot_buckets_skipped"], counts["largest_hot_bucket_texts"] = cursor.execute(
             f"select count(*), coalesce(max(texts), 0) from {beside(tables.candidate_pairs, HOT_BUCKETS)}"

@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Literal, get_args
 
 from .errors import DedupError
+from .kernels import MAX_SKETCH_SIZE
 from .scurve import choose_bands
+from .text import SHINGLE_UNITS, Shingling
 
 HashScheme = Literal["fss", "blake2b"]
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
@@ -31,8 +33,6 @@ ENGINES: tuple[str, ...] = get_args(Engine)
 PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
 HOT_BUCKETS: tuple[str, ...] = get_args(HotBuckets)
 
-# The fast sketch's 2 * num_perm rounds must fit in its 10 round bits (kernels.py).
-MAX_SKETCH_SIZE = 1 << 9
 # auto_bands weighs every (bands, rows) pair that fits; past this the choice alone takes seconds
 MAX_AUTO_BANDS_PERM = 1 << 10
 # Shingles are word n-grams: beyond this, two pages share a shingle only if they share whole
@@ -75,7 +75,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     ),
     # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
     "fingerprinted": (
-        "hash_scheme", "shingle_size", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
+        "hash_scheme", "shingle_size", "shingle_unit", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
         "false_negative_weight", "bands", "rows_in_use",
     ),
     # hot_bucket_limit: max_bucket_size where hot_buckets: skip makes it decide the rows (refused,
@@ -107,6 +107,7 @@ class SketchParams:
     rows_per_band: int
     minhash_seed: int
     band_count: int | None = None  # bands chosen for a threshold; None: num_perm / rows_per_band
+    shingle_unit: str = "word"
 
     def __post_init__(self) -> None:
         if self.hash_scheme not in HASH_SCHEMES:
@@ -115,7 +116,11 @@ class SketchParams:
             )
         if not 1 <= self.shingle_size <= MAX_SHINGLE_SIZE:
             raise SettingsError(
-                f"shingle_size must be between 1 and {MAX_SHINGLE_SIZE} words, got {self.shingle_size}"
+                f"shingle_size must be between 1 and {MAX_SHINGLE_SIZE} {self.shingle_unit}s, got {self.shingle_size}"
+            )
+        if self.shingle_unit not in SHINGLE_UNITS:
+            raise SettingsError(
+                f"shingle_unit must be one of {', '.join(SHINGLE_UNITS)}, got {self.shingle_unit!r}"
             )
         if self.band_count is not None:
             if self.band_count < 1 or self.rows_per_band < 1 or self.band_count * self.rows_per_band > self.num_perm:
@@ -134,6 +139,10 @@ class SketchParams:
     @property
     def bands(self) -> int:
         return self.band_count if self.band_count is not None else self.num_perm // self.rows_per_band
+
+    @property
+    def shingling(self) -> Shingling:
+        return Shingling(self.shingle_size, self.shingle_unit)
 
 
 @dataclass(frozen=True)
@@ -219,6 +228,7 @@ class Settings:
     engine: str = "duckdb"
     hash_scheme: str = "fss"
     shingle_size: int = 5
+    shingle_unit: str = "word"  # word: shingles of shingle_size tokens; char: of characters
     num_perm: int = 64
     rows_per_band: int = 8
     minhash_seed: int = 42
@@ -304,10 +314,16 @@ class Settings:
                     f"{MAX_SKETCH_SIZE if self.hash_scheme == 'fss' else MAX_AUTO_BANDS_PERM}, got {self.num_perm}"
                 )
             bands, rows = choose_bands(self.jaccard_threshold, self.num_perm, self.false_negative_weight)
-            return SketchParams(self.hash_scheme, self.shingle_size, self.num_perm, rows, self.minhash_seed, bands)
+            return SketchParams(
+                self.hash_scheme, self.shingle_size, self.num_perm, rows, self.minhash_seed, bands, self.shingle_unit
+            )
         return SketchParams(
-            self.hash_scheme, self.shingle_size, self.num_perm, self.rows_per_band, self.minhash_seed
+            self.hash_scheme, self.shingle_size, self.num_perm, self.rows_per_band, self.minhash_seed,
+            shingle_unit=self.shingle_unit,
         )
+
+    def shingling(self) -> Shingling:
+        return Shingling(self.shingle_size, self.shingle_unit)
 
     def thresholds(self) -> Thresholds:
         return Thresholds(self.jaccard_threshold, self.signature_overlap_threshold)

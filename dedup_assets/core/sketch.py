@@ -47,7 +47,7 @@ def kernel_blocks() -> int:
 
 def _fss_columns(bodies: pa.Array, params: SketchParams):
     return kernels.fingerprint_kernel(
-        kernel_text(bodies),
+        kernel_text(bodies, params.shingle_unit),
         params.shingle_size,
         kernels.round_seeds(params.num_perm, params.minhash_seed),
         params.rows_per_band,

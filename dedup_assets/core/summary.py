@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from .diagnostics import max_collision_bucket_size
+from .lsh import BucketPressure
 from .tables import Tables, sql
 from .verify import REASONS
 
@@ -18,7 +19,7 @@ def reduction_ratio(possible: int, candidates: int) -> float:
     return round(1.0 - candidates / possible, 4) if possible else 0.0
 
 
-def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pair_slots: int) -> dict:
+def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pressure: BucketPressure) -> dict:
     cursor = connection.execute(sql("run_counts", tables))
     counts = dict(zip([column[0] for column in cursor.description], map(int, cursor.fetchall()[0])))
     possible = possible_pairs(counts["document_rows"])
@@ -33,7 +34,10 @@ def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pair_slots
         "replaced_characters": counts["replaced_characters"],
         "possible_pair_rows": possible,
         "candidate_pair_rows": candidates,
-        "candidate_pair_slots": int(pair_slots),
+        # band-level pair slots as the published use case counts them (every two documents that
+        # share a bucket), and what the join costs once exact copies are grouped
+        "candidate_pair_slots": pressure.document_pair_slots,
+        "grouped_candidate_pair_slots": pressure.pair_slots,
         "candidate_reduction_ratio": reduction_ratio(possible, candidates),
         "same_domain_candidate_pair_rows": counts["same_domain_candidate_pair_rows"],
         "cross_domain_candidate_pair_rows": candidates - counts["same_domain_candidate_pair_rows"],

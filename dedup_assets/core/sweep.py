@@ -178,10 +178,10 @@ def _measure(
         return {**row, "refused": str(error), "seconds": round(time.perf_counter() - started, 3)}
     row["seconds"] = round(time.perf_counter() - started, 3)
 
-    key = (settings.jaccard_threshold, settings.shingle_size)
+    key = (settings.jaccard_threshold, settings.shingling())
     if key not in truths:  # every text of the sample audited: its true pairs are all there are
         audit, _ = build_recall_audit(
-            connection, tables, settings.shingle_size, settings.jaccard_threshold, 0, settings.minhash_seed,
+            connection, tables, settings.shingling(), settings.jaccard_threshold, 0, settings.minhash_seed,
             settings.batch_size,
         )
         truths[key] = audit.arrow_inputs["true_pairs"]

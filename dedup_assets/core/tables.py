@@ -19,7 +19,10 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 # 3: a copy group's first copy is its first document in input order (was: the smallest doc_id).
 # 4: clusters has jaccard_to_representative and chained.
 # 5: lineage records the bands in use (bands, rows_in_use) and auto_bands.
-TABLE_LAYOUT = 5
+# 6: tokens in every script (a Han, Hiragana or Katakana character each; marks that are letters
+#    kept), lineage records shingle_unit; and the input contract: only doc_id and body are
+#    required, so undated rows are documents.
+TABLE_LAYOUT = 6
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",

@@ -1,24 +1,33 @@
-"""Text as the specification defines it, and as the compiled kernels read it.
+"""Text as the specification defines it, extended to every script, and as the kernels read it.
 
-- :func:`normalize_text` (NFD, drop combining marks, lowercase, punctuation and ``_`` to space,
-  collapse whitespace), :func:`tokenize` and :func:`token_shingles` are the reference.
-- The kernels read a column's UTF-8 bytes (:func:`utf8_buffers`) and normalize through a per-code-
-  point table (:func:`code_point_table`). Each reference step works character by character except
-  two: NFD reorders combining marks (all of which are then dropped, so the order cannot matter)
-  and ``str.lower`` picks final or medial sigma for a capital sigma from its neighbours. So for
-  every other code point a document's result is the concatenation of each code point's own
-  result, with every character that is not alphanumeric (``str.isalnum``; exactly the characters
-  tokens are made of) standing for a separator. The table holds that per code point of the Basic
-  Multilingual Plane; :func:`kernel_text` sends documents with a capital sigma or a character
-  beyond it to the reference instead.
+The rule, in the specification's terms (the README's "Text in every script" says it for users):
+- **Normalize**: NFD; drop the combining marks that are accents (the combining-diacritics blocks
+  used by Latin, Greek and Cyrillic, and Hebrew and Arabic vowel pointing, which is optional in
+  both scripts); recompose what is left (NFC), so marks that are letters elsewhere (kana voicing,
+  Thai and Indic vowels and tones) stay on their letters and Hangul stays in syllables; lowercase;
+  every character that is neither alphanumeric nor a kept mark (``_`` included) separates tokens.
+  For Latin, Greek and Cyrillic text this is the specification's normalization exactly.
+- **Tokens** (``word`` unit): runs of token characters, except that every Han, Hiragana and
+  Katakana character is a token of its own, since those scripts put no spaces between words.
+- **Shingles**: ``size`` consecutive tokens; in the ``char`` unit, ``size`` consecutive characters
+  of the normalized text with its spaces removed (for Thai, Khmer, Lao, Myanmar, or by choice).
+  A document shorter than ``size`` is one whole-document shingle.
+
+:func:`normalize_text`, :func:`tokenize` and :func:`token_shingles` are the reference. The kernels
+read a column's UTF-8 bytes (:func:`utf8_buffers`) and normalize through a per-code-point table
+(:func:`code_point_table`): a document's normalization is the concatenation of its code points'
+own, except where a character's result depends on its neighbours. The table records, for each
+code point of the Basic Multilingual Plane, what can make it so (a capital sigma, whose lowercase
+depends on its neighbours; a kept mark that composes with what precedes it; kept marks out of
+canonical order across code points); :func:`kernel_text` sends the documents where that happens,
+and those with a character beyond the plane, to the reference instead.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from functools import cache
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -26,42 +35,130 @@ import pyarrow.compute as pc
 
 from . import kernels
 
-_NON_WORD_RUN = re.compile(r"[^\w\s]+", flags=re.UNICODE)
+ShingleUnit = Literal["word", "char"]
+SHINGLE_UNITS: tuple[str, ...] = get_args(ShingleUnit)
+
+
+class Shingling(NamedTuple):
+    """How a document becomes shingles: ``size`` consecutive tokens (``word``) or characters
+    (``char``)."""
+
+    size: int = 5
+    unit: str = "word"
+
+
+# Combining marks that are accents: dropped after NFD (the specification's rule, kept for the
+# scripts it was written for). Every other mark is part of its letter.
+_ACCENT_BLOCKS = (
+    (0x0300, 0x036F),  # combining diacritical marks (Latin, Greek)
+    (0x0483, 0x0487),  # Cyrillic
+    (0x0591, 0x05C7),  # Hebrew points and cantillation
+    (0x064B, 0x0652),  # Arabic harakat (maddah and hamza, which form letters, stay)
+    (0x1AB0, 0x1AFF),
+    (0x1DC0, 0x1DFF),
+    (0x20D0, 0x20FF),
+    (0xFE20, 0xFE2F),
+)
+# Variation selectors choose a glyph, never a letter: separators, as before.
+_VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+# Han, Hiragana and Katakana (with their iteration and prolonged-sound marks): a token each.
+_CJK_BLOCKS = (
+    (0x3005, 0x3007),
+    (0x3021, 0x3029),
+    (0x3031, 0x3035),
+    (0x3038, 0x303C),
+    (0x3040, 0x30FF),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9F),
+    (0x1B000, 0x1B16F),
+    (0x20000, 0x323AF),
+)
+
+
+def _within(code_point: int, blocks: tuple[tuple[int, int], ...]) -> bool:
+    return any(first <= code_point <= last for first, last in blocks)
+
+
+def _is_accent(ch: str) -> bool:
+    return unicodedata.combining(ch) != 0 and _within(ord(ch), _ACCENT_BLOCKS)
+
+
+def _is_token_character(ch: str) -> bool:
+    if ch.isalnum():
+        return True
+    code_point = ord(ch)
+    return (
+        unicodedata.category(ch)[0] == "M"
+        and not _within(code_point, _ACCENT_BLOCKS)
+        and not _within(code_point, _VARIATION_SELECTORS)
+    )
+
+
+def _kept_decomposition(value: str) -> str:
+    """NFD without the accents."""
+    return "".join(ch for ch in unicodedata.normalize("NFD", value) if not _is_accent(ch))
 
 
 def fold_characters(value: str) -> str:
-    """The normalization's per-character steps: NFD, drop combining marks, lowercase."""
-    text = unicodedata.normalize("NFD", value)
-    return "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    """The normalization's character steps: NFD, drop accents, recompose, lowercase."""
+    return unicodedata.normalize("NFC", _kept_decomposition(value)).lower()
+
+
+@cache
+def _spaced(ch: str) -> str:
+    """A folded character as the tokenizer sees it: itself, a token of its own, or a separator."""
+    if not _is_token_character(ch):
+        return " "
+    return f" {ch} " if _within(ord(ch), _CJK_BLOCKS) else ch
 
 
 def normalize_text(value: str | None) -> str:
-    """NFD, drop combining marks, lowercase, punctuation and ``_`` to space, collapse whitespace."""
-    text = fold_characters(value or "")
-    text = _NON_WORD_RUN.sub(" ", text)
-    text = text.replace("_", " ")
-    return " ".join(text.split())
+    """The normalized text: tokens separated by single spaces (see the module's rule)."""
+    return " ".join("".join(_spaced(ch) for ch in fold_characters(value or "")).split())
 
 
-def tokenize(normalized: str) -> list[str]:
-    """Tokens of already-normalized text."""
-    return normalized.split()
+def tokenize(normalized: str, unit: str = "word") -> list[str]:
+    """Tokens of already-normalized text: its words, or (``char``) its characters but spaces."""
+    return list(normalized.replace(" ", "")) if unit == "char" else normalized.split()
 
 
-def token_shingles(tokens: list[str], size: int) -> set[str]:
-    """Ordered ``size``-token windows; a shorter non-empty document is one whole-document shingle."""
+def token_shingles(tokens: list[str], size: int, unit: str = "word") -> set[str]:
+    """Ordered ``size``-token windows; a shorter non-empty document is one whole-document shingle.
+    Word tokens are joined by a space, characters by nothing."""
     if size <= 0:
         raise ValueError(f"shingle size must be positive, got {size}")
     if not tokens:
         return set()
+    joiner = "" if unit == "char" else " "
     if len(tokens) < size:
-        return {" ".join(tokens)}
-    return {" ".join(tokens[idx : idx + size]) for idx in range(len(tokens) - size + 1)}
+        return {joiner.join(tokens)}
+    return {joiner.join(tokens[idx : idx + size]) for idx in range(len(tokens) - size + 1)}
 
 
-def document_shingles(body: str | None, size: int) -> set[str]:
+def document_shingles(body: str | None, shingling: Shingling) -> set[str]:
     """Normalize, tokenize and shingle one body."""
-    return token_shingles(tokenize(normalize_text(body)), size)
+    return token_shingles(tokenize(normalize_text(body), shingling.unit), shingling.size, shingling.unit)
+
+
+# Below this many characters a character shingle is shared by most pages of a language.
+SHORT_CHARACTER_SHINGLE = 3
+# ... which matters from about this many documents: buckets and candidate pairs grow as its square
+MANY_DOCUMENTS = 10_000
+
+
+def shingling_warning(shingling: Shingling, documents: int) -> str | None:
+    """A warning for character shingles too short for the corpus, else None."""
+    if shingling.unit != "char" or shingling.size >= SHORT_CHARACTER_SHINGLE or documents < MANY_DOCUMENTS:
+        return None
+    return (
+        f"shingle_unit char with shingle_size {shingling.size} on {documents:,} documents: shingles "
+        f"this short are shared by most pages of a language, so LSH buckets and candidate pairs "
+        f"grow with the square of the corpus (a hot bucket or a refused self-join). Set "
+        f"shingle_size to {SHORT_CHARACTER_SHINGLE} or more (3 to 5 is usual for character shingles)."
+    )
 
 
 def utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -81,27 +178,69 @@ def utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 PLANE_SIZE = 0x10000
 SURROGATES = range(0xD800, 0xE000)
+# A code point's context bits (``CodePointTable.context``): bits 0-7 the smallest canonical
+# combining class among the kept marks its decomposition starts with (255: none), bits 8-15 the
+# largest among the kept marks after its last starter, bit 16 whether it has a starter, bit 17
+# that a document holding it must take the reference (see ``kernels.needs_reference_kernel``).
+NO_LEADING_MARK = 0xFF
+HAS_STARTER = 1 << 16
+NEEDS_REFERENCE = 1 << 17
+
+
+@cache
+def _composing_marks() -> frozenset[str]:
+    """Characters that canonical composition joins to what precedes them: the second half of
+    every two-part canonical decomposition, and Hangul's medial vowels and final consonants."""
+    seconds = {chr(code) for code in [*range(0x1161, 0x1176), *range(0x11A8, 0x11C3)]}
+    for code_point in range(0x110000):
+        parts = unicodedata.decomposition(chr(code_point)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            seconds.add(chr(int(parts[1], 16)))
+    return frozenset(seconds)
+
+
+def code_point_context(code_point: int) -> int:
+    """What the kernels need to know to tell whether a code point's result depends on its
+    neighbours (the bits above). Canonical reordering moves a kept mark before an earlier one of a
+    higher class; composition joins a kept composing mark that leads a code point's decomposition
+    to the letter before it."""
+    if code_point == 0x03A3:  # capital sigma: final or medial by its neighbours
+        return NEEDS_REFERENCE
+    kept = _kept_decomposition(chr(code_point))
+    classes = [unicodedata.combining(ch) for ch in kept]
+    starters = [index for index, value in enumerate(classes) if value == 0]
+    leading = classes[: starters[0]] if starters else classes
+    trailing = classes[starters[-1] + 1 :] if starters else classes
+    context = (min(leading, default=NO_LEADING_MARK)) | (max(trailing, default=0) << 8)
+    if starters:
+        context |= HAS_STARTER
+    lead_run = kept[: starters[0] + 1] if starters else kept
+    if any(ch in _composing_marks() for ch in lead_run):
+        context |= NEEDS_REFERENCE
+    return context
+
+
+def normalize_code_point(code_point: int) -> str:
+    """One character through the reference steps, separators as spaces."""
+    return "".join(_spaced(ch) for ch in fold_characters(chr(code_point)))
 
 
 class CodePointTable(NamedTuple):
     offsets: np.ndarray  # int32[PLANE_SIZE + 1]: code point -> slice of ``mapped``
     mapped: np.ndarray  # uint8: normalized UTF-8, separators as b" "
     expansion: int  # the most UTF-8 bytes one input byte can become
-
-
-def normalize_code_point(code_point: int) -> str:
-    """One character through the reference steps, separators as spaces."""
-    return "".join(ch if ch.isalnum() else " " for ch in fold_characters(chr(code_point)))
+    context: np.ndarray  # uint32[PLANE_SIZE]: the context bits above
 
 
 # for a batch without a non-ASCII byte: the kernels never look code points up
-ASCII_ONLY = CodePointTable(np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.uint8), 1)
+ASCII_ONLY = CodePointTable(np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.uint8), 1, np.zeros(1, np.uint32))
 
 
 @cache
 def code_point_table() -> CodePointTable:
     """Built once per process, on the first batch with a non-ASCII character."""
     offsets = np.zeros(PLANE_SIZE + 1, dtype=np.int32)
+    context = np.zeros(PLANE_SIZE, dtype=np.uint32)
     pieces: list[bytes] = []
     expansion, total = 1, 0
     for code_point in range(PLANE_SIZE):
@@ -113,16 +252,18 @@ def code_point_table() -> CodePointTable:
                 raise RuntimeError(f"U+{code_point:04X} normalizes to more than one token")
             piece = normalized.encode("utf-8")
             expansion = max(expansion, -(-len(piece) // len(chr(code_point).encode("utf-8"))))
+            context[code_point] = code_point_context(code_point)
         pieces.append(piece)
         total += len(piece)
         offsets[code_point + 1] = total
     mapped = np.frombuffer(b"".join(pieces), dtype=np.uint8).copy()
-    return CodePointTable(offsets, mapped, expansion)
+    return CodePointTable(offsets, mapped, expansion, context)
 
 
 class KernelText(NamedTuple):
     """A column of bodies as the kernels read it: UTF-8 bytes and offsets, which documents were
-    already normalized by the reference, and the code-point table for the others."""
+    already normalized by the reference, the code-point table for the others, and whether tokens
+    are characters (the ``char`` unit)."""
 
     data: np.ndarray
     offsets: np.ndarray
@@ -130,23 +271,27 @@ class KernelText(NamedTuple):
     map_offsets: np.ndarray
     map_bytes: np.ndarray
     expansion: int
+    per_character: bool
 
 
-def kernel_text(bodies: pa.Array | pa.ChunkedArray) -> KernelText:
-    """The bodies for the kernels, without copying unless some need the reference: those with
-    a capital sigma or a character beyond the Basic Multilingual Plane are normalized by
-    ``normalize_text`` here; the kernels map every other document through the code-point table."""
+def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> KernelText:
+    """The bodies for the kernels, without copying unless some need the reference: those the
+    code-point table cannot normalize exactly (see the module) are normalized by
+    ``normalize_text`` here; the kernels map every other document through the table."""
     text = bodies.combine_chunks() if isinstance(bodies, pa.ChunkedArray) else bodies
     if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
         text = text.cast(pa.large_string())
     if text.null_count:
         text = pc.fill_null(text, "")
     data, offsets = utf8_buffers(text)
-    flagged, all_ascii = kernels.needs_reference_kernel(data, offsets)
+    all_ascii = kernels.all_ascii_kernel(data, offsets)
+    table = ASCII_ONLY if all_ascii else code_point_table()
+    flagged = np.zeros(len(offsets) - 1, dtype=np.bool_)
+    if not all_ascii:
+        flagged = kernels.needs_reference_kernel(data, offsets, table.context)
     if flagged.any():
         rows = np.flatnonzero(flagged)
         normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
         text = pc.replace_with_mask(text, pa.array(flagged), normalized)
         data, offsets = utf8_buffers(text)
-    table = ASCII_ONLY if all_ascii else code_point_table()
-    return KernelText(data, offsets, flagged, table.offsets, table.mapped, table.expansion)
+    return KernelText(data, offsets, flagged, table.offsets, table.mapped, table.expansion, unit == "char")

@@ -21,7 +21,7 @@ from .errors import DedupError, InconsistentTables
 from .sketch import kernel_blocks, list_matrix
 from .store import TableBuild, rows_with_ids
 from .tables import Tables, sql
-from .text import document_shingles, kernel_text
+from .text import Shingling, document_shingles, kernel_text
 
 REASONS = ("jaccard_and_minhash", "jaccard_match", "minhash_only_rejected", "below_jaccard_threshold")
 # the smallest sketch, used only to count shingles, keeps the kernel's extra work small
@@ -33,17 +33,17 @@ class MemoryBudgetExceeded(DedupError, RuntimeError):
 
 
 def shingle_sets(
-    bodies: pa.Array | pa.ChunkedArray, shingle_size: int, shingle_counts: np.ndarray | None = None
+    bodies: pa.Array | pa.ChunkedArray, shingling: Shingling, shingle_counts: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct 64-bit shingle hashes of every body as CSR (values, row offsets), on all cores.
     Without ``shingle_counts`` the bodies are shingled twice: once to count, once to fill. Chunks
     are read where they are (joining them would copy every candidate body)."""
     chunks = bodies.chunks if isinstance(bodies, pa.ChunkedArray) else [bodies]
-    texts = [kernel_text(chunk) for chunk in chunks]
+    texts = [kernel_text(chunk, shingling.unit) for chunk in chunks]
     blocks = kernel_blocks()
     if shingle_counts is None:
         counted = [
-            kernels.fingerprint_kernel(text, shingle_size, _COUNTING_SEEDS, 1, blocks)[1] for text in texts
+            kernels.fingerprint_kernel(text, shingling.size, _COUNTING_SEEDS, 1, blocks)[1] for text in texts
         ]
         shingle_counts = np.concatenate(counted) if counted else np.zeros(0, np.int64)
     row_offsets = np.zeros(len(shingle_counts) + 1, dtype=np.int64)
@@ -53,7 +53,7 @@ def shingle_sets(
     for text in texts:
         documents = len(text.offsets) - 1
         layout = row_offsets[first : first + documents + 1]
-        if not kernels.shingle_sets_kernel(text, shingle_size, layout, values, blocks):
+        if not kernels.shingle_sets_kernel(text, shingling.size, layout, values, blocks):
             raise InconsistentTables(
                 "the bodies' shingle counts differ from the fingerprinted ones: documents changed "
                 "after fingerprinting; re-materialize fingerprinted and everything downstream"
@@ -66,7 +66,7 @@ def pair_jaccard(
     bodies: pa.Array | pa.ChunkedArray,
     left_rows: np.ndarray,
     right_rows: np.ndarray,
-    shingle_size: int,
+    shingling: Shingling,
     hash_scheme: str,
     shingle_counts: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -77,25 +77,25 @@ def pair_jaccard(
     (each body's distinct shingle count, as fingerprinted) saves a counting pass.
     """
     if hash_scheme == "blake2b":
-        sets = [document_shingles(body, shingle_size) for body in bodies.to_pylist()]
+        sets = [document_shingles(body, shingling) for body in bodies.to_pylist()]
         return np.array(
             [shingle_set_jaccard(sets[left], sets[right]) for left, right in zip(left_rows, right_rows)],
             dtype=np.float64,
         )
-    values, row_offsets = shingle_sets(bodies, shingle_size, shingle_counts)
+    values, row_offsets = shingle_sets(bodies, shingling, shingle_counts)
     return kernels.pair_jaccard_kernel(
         values, row_offsets, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64), kernel_blocks()
     )
 
 
 def exact_jaccard(
-    left_bodies: pa.Array, right_bodies: pa.Array, shingle_size: int = 5, hash_scheme: str = "fss"
+    left_bodies: pa.Array, right_bodies: pa.Array, shingling: Shingling = Shingling(), hash_scheme: str = "fss"
 ) -> np.ndarray:
     """Exact shingle Jaccard of each row pair (left_bodies[i], right_bodies[i])."""
     count = len(left_bodies)
     bodies = pa.concat_arrays([left_bodies.cast(pa.large_string()), right_bodies.cast(pa.large_string())])
     rows = np.arange(count, dtype=np.int64)
-    return pair_jaccard(bodies, rows, rows + count, shingle_size, hash_scheme)
+    return pair_jaccard(bodies, rows, rows + count, shingling, hash_scheme)
 
 
 def signature_overlap(
@@ -188,7 +188,7 @@ def candidate_scores(
                 bodies.column("body"),
                 left,
                 right,
-                params.shingle_size,
+                params.shingling,
                 params.hash_scheme,
                 fingerprints.column("shingle_count").to_numpy(),
             ),

@@ -35,6 +35,7 @@ from ..lsh import BucketPressure, ensure_within_limits
 from ..settings import PairLimits, SketchParams, Thresholds
 from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_matrix
 from ..store import TableBuild
+from ..text import Shingling
 from ..verify import pair_jaccard, shingle_sets
 from .components import connected_components
 from .datasets import (
@@ -315,13 +316,16 @@ def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
     then the smallest key, among equals)."""
     bucket_count = buckets.count()
     if bucket_count == 0:
-        return BucketPressure(0, 0, None, 0)
-    slots = _arrow(
-        buckets,
-        lambda batch: pa.table(
-            {"slots": pc.subtract(pc.multiply(pc.subtract(batch["size"], 1), batch["documents"]), pc.divide(pc.multiply(batch["size"], pc.subtract(batch["size"], 1)), 2))}
-        ),
-    ).sum("slots")
+        return BucketPressure(0, 0, None, 0, 0)
+
+    def bucket_slots(batch: pa.Table) -> pa.Table:
+        joined, every_two = kernels.bucket_pair_slots(
+            batch["size"].to_numpy().astype(np.int64), batch["documents"].to_numpy().astype(np.int64)
+        )
+        return pa.table({"slots": joined, "published": every_two})
+
+    slots = _arrow(buckets, bucket_slots)
+    slots, published = slots.sum("slots"), slots.sum("published")
     largest = buckets.max("size")
     worst = buckets.filter(expr=f"size == {int(largest)}")
     band = worst.min("band_index")
@@ -332,7 +336,9 @@ def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
         lambda batch: pa.table({"lsh_band": pa.array([pc.min(batch["lsh_band"]).as_py()], pa.uint64())}),
     ).take_all()
     key = min(row["lsh_band"] for row in keys)
-    return BucketPressure(int(slots), int(largest), f"{int(band):03d}:{int(key):016x}", int(bucket_count))
+    return BucketPressure(
+        int(slots), int(largest), f"{int(band):03d}:{int(key):016x}", int(bucket_count), int(published)
+    )
 
 
 def _ordered_pairs(left: pa.ChunkedArray, right: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
@@ -483,7 +489,7 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
             {
                 "left_doc_id": batch["left_doc_id"],
                 "right_doc_id": batch["right_doc_id"],
-                "jaccard": pair_jaccard(texts, rows, rows + count, params.shingle_size, params.hash_scheme, counts),
+                "jaccard": pair_jaccard(texts, rows, rows + count, params.shingling, params.hash_scheme, counts),
                 "signature_overlap": batch["signature_overlap"],
                 "is_exact": batch["is_exact"],
             }
@@ -560,9 +566,9 @@ def duplicate_pairs(tables: RayTables) -> TableBuild:
 # --- cluster ----------------------------------------------------------------------------------
 
 
-def _rank_clusters(shingle_size: int, threshold: float) -> Callable[[pa.Table], pa.Table]:
+def _rank_clusters(shingling: Shingling, threshold: float) -> Callable[[pa.Table], pa.Table]:
     """Whole duplicate components' rows (any number of components, each complete): the keep
-    rule's ranks within each (newest crawled_at, most tokens, smallest doc_id) and each member's
+    rule's ranks within each (newest crawled_at, undated last, most tokens, smallest doc_id) and each member's
     exact Jaccard with its representative, over 64-bit shingle hashes (as
     verification's under ``fss``), for all components at once."""
 
@@ -574,7 +580,7 @@ def _rank_clusters(shingle_size: int, threshold: float) -> Callable[[pa.Table], 
                 ("root_doc_id", "ascending"), ("crawled_at", "descending"), ("token_count", "descending"),
                 ("doc_id", "ascending"),
             ],
-            null_placement="at_end",
+            null_placement="at_end",  # an undated document after every dated one, as sql/clusters.sql
         )
         members = members.take(order)
         count = members.num_rows
@@ -583,7 +589,7 @@ def _rank_clusters(shingle_size: int, threshold: float) -> Callable[[pa.Table], 
         sizes = np.diff(np.append(starts, count))
         first = np.repeat(starts, sizes)  # each row's representative: its component's first row
         counts = members["shingle_count"].to_numpy().astype(np.int64)
-        values, offsets = shingle_sets(members["body"], shingle_size, counts)
+        values, offsets = shingle_sets(members["body"], shingling, counts)
         jaccard = kernels.pair_jaccard_kernel(values, offsets, np.arange(count, dtype=np.int64), first, kernel_blocks())
         texts = members["text_doc_id"].combine_chunks()
         jaccard[pc.equal(texts, texts.take(first)).to_numpy(zero_copy_only=False)] = 1.0
@@ -655,7 +661,7 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
 
 
 def clusters(
-    tables: RayTables, shingle_size: int, threshold: float, driver_edges: int, log: Callable[[str], None]
+    tables: RayTables, shingling: Shingling, threshold: float, driver_edges: int, log: Callable[[str], None]
 ) -> TableBuild:
     """``clusters``: connected components of the accepted edges (``_component_roots``), every member
     ranked by the keep rule and measured against its representative; every other document its
@@ -702,7 +708,7 @@ def clusters(
     # what a grouping by root cost
     buckets = 4 * partitions
     ranked = _arrow(members, lambda batch: _component_buckets(batch, buckets)).groupby("bucket", num_partitions=partitions).map_groups(
-        _rank_clusters(shingle_size, threshold), batch_format="pyarrow"
+        _rank_clusters(shingling, threshold), batch_format="pyarrow"
     )
     singles = _arrow(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
     every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add

@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..settings import InputPolicy
-from .protocol import REQUIRED_COLUMNS, RESERVED_COLUMNS, InputError, Reader
+from .input_contract import BASE_COLUMNS, REQUIRED_COLUMNS, TEXT_COLUMNS
+from .protocol import RESERVED_COLUMNS, InputError, Reader
 from .registry import reader_for
-from .standardize import TEXT_COLUMNS
 
 # DuckDB, which stores the documents, tells column names apart without case
 _RESERVED = {name.lower() for name in RESERVED_COLUMNS}
@@ -118,7 +118,8 @@ def _refuse_non_text(path: Path, schema: pa.Schema, names: list[str]) -> None:
 
 
 def extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataType]:
-    """Columns beyond the six, across all files; a column typed differently by two files is text."""
+    """Columns beyond the six, across all files; a column typed differently by two files is text.
+    A file without a required column is refused (:mod:`.input_contract`)."""
     extra: dict[str, pa.DataType] = {}
     for path in paths:
         reader = reader_for(path, policy.source_format, policy.fields)
@@ -129,16 +130,15 @@ def extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataTy
             raise InputError(
                 f"{path}: missing required column(s) {', '.join(missing)}. Found: "
                 f"{', '.join(found) or '(none)'}. Every input needs "
-                + ", ".join(REQUIRED_COLUMNS)
+                + " and ".join(REQUIRED_COLUMNS)
+                + " (source, domain, crawled_at, title and url are optional)"
                 + """; map yours with the fields setting, e.g. --config-json '{"resources": """
                 + """{"dedup": {"config": {"fields": {"doc_id": "id", "body": "text"}}}}}'."""
             )
         for field_ in schema:
-            if field_.name in REQUIRED_COLUMNS or field_.name == "input_row":
+            if field_.name in BASE_COLUMNS or field_.name == "input_row":
                 continue
             known = extra.setdefault(field_.name, field_.type)
             if known != field_.type:
                 extra[field_.name] = pa.large_string()
     return extra
-
-

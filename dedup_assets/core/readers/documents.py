@@ -199,10 +199,10 @@ def _screened_batches(
                 continue
             if batch.schema.names != names:
                 batch = batch.rename_columns(names)
-            standard = standardize(path, batch, records_read + 1, extra)
+            standard, bad_dates = standardize(path, batch, records_read + 1, extra)
             records_read += batch.num_rows
             stats.rows += batch.num_rows
-            keep = _screen(path, standard, policy, first_seen, stats)
+            keep = _screen(path, standard, bad_dates, policy, first_seen, stats)
             kept = int(keep.sum())
             stats.documents += kept
             bodies = standard.column("body") if kept == batch.num_rows else standard.column("body").filter(keep)
@@ -255,18 +255,22 @@ def _body_overrides(raw: pa.Array, body: pa.Array) -> pa.Array:
 
 _DETAILS = {
     "missing_field": "doc_id is empty",
-    "invalid_crawled_at": "crawled_at is missing or not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z)",
+    "invalid_crawled_at": (
+        "crawled_at is not ISO 8601 (for example 2026-01-31 or 2026-01-31T12:00:00Z); leave it empty where the date is unknown"
+    ),
 }
 
 
 def _screen(
     path: Path,
     batch: pa.RecordBatch,
+    bad_dates: np.ndarray,
     policy: InputPolicy,
     first_seen: FirstSeen,
     stats: InputStats,
 ) -> np.ndarray:
-    """Which rows to keep; the others are recorded as rejected (or raise, when strict)."""
+    """Which rows to keep; the others are recorded as rejected (or raise, when strict).
+    ``bad_dates``: the rows whose crawled_at does not parse (an empty one is null, and kept)."""
     doc_ids = batch.column("doc_id")
     input_rows = batch.column("input_row").to_numpy()
     body_bytes = pc.binary_length(batch.column("body").cast(pa.large_binary())).to_numpy()
@@ -275,7 +279,7 @@ def _screen(
         # blank: nothing but spaces is no id, though ids are otherwise kept byte for byte
         (pc.match_substring_regex(doc_ids, r"^ *$").to_numpy(zero_copy_only=False), "missing_field"),
         (pc.match_substring_regex(doc_ids, CONTROL_CHARACTERS).to_numpy(zero_copy_only=False), "invalid_doc_id"),
-        (batch.column("crawled_at").is_null().to_numpy(zero_copy_only=False), "invalid_crawled_at"),
+        (bad_dates, "invalid_crawled_at"),
         (body_bytes > policy.max_body_bytes, "too_large"),
     ]
     flagged = np.logical_or.reduce([mask for mask, _ in problems])
@@ -339,7 +343,7 @@ def _strict_message(path: Path, rejects: list[tuple[int, str, str, str]]) -> str
     if reason == "invalid_crawled_at":
         return (
             f"{path}: column crawled_at cannot be parsed at {_rows_list(rows)} (doc_id '{doc_id}'). "
-            "Use ISO 8601, for example 2026-01-31 or 2026-01-31T12:00:00Z."
+            "Use ISO 8601, for example 2026-01-31 or 2026-01-31T12:00:00Z, or leave it empty where the date is unknown."
         )
     if reason == "invalid_doc_id":
         return f"{path}: column doc_id has a control character at {_rows_list(rows)} (doc_id '{doc_id}'): {detail}."

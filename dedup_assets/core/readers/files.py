@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..tables import GLOB_MARK
 from .encoding import refuse_wide_encoding
-from .protocol import REQUIRED_COLUMNS, InputError
+from .input_contract import REQUIRED_COLUMNS
+from .protocol import InputError
 from .registry import SUPPORTED_NAMES, format_stem, matching_reader, reader_for
 
 _TEXT_FORMATS = ("csv", "jsonl")
@@ -241,7 +242,7 @@ def check_file(path: Path, source_format: str | None = None) -> None:
     reader = reader_for(path, source_format)  # raises for a format or file name no reader reads
     if path.stat().st_size == 0:
         expected = (
-            "a header row with the columns " + ", ".join(REQUIRED_COLUMNS) + " and one row per document"
+            "a header row with at least the columns " + ", ".join(REQUIRED_COLUMNS) + " and one row per document"
             if reader.name == "csv"
             else f"a {reader.label} file with one record per document"
         )

@@ -1,7 +1,8 @@
 """JSONL input (``.jsonl``, ``.jsonl.gz``, ``.json.gz``): one JSON object per line, mapped onto
-the six columns by a configurable field mapping. A line that is not a JSON object, lacks the
-mapped id or text, or is too long for any body within max_body_bytes, is rejected with its line
-number; the others become documents. Lines are read in chunks, and a line beyond the limit is
+the six columns by a configurable field mapping (a field a line lacks is filled in by the input
+contract, :mod:`.input_contract`). A line that is not a JSON object, lacks the mapped id or text
+field, or is too long for any body within max_body_bytes, is rejected with its line number; the
+others become documents. Lines are read in chunks, and a line beyond the limit is
 skipped to its newline without being held (:mod:`.lines`).
 
 A gzip file (known by its first bytes) is checked member by member before its lines are read
@@ -18,7 +19,6 @@ import json
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 
@@ -156,15 +156,14 @@ def _lone_surrogate(row: dict, number: int) -> str | None:
 
 
 def _row(record: dict, field: dict[str, str], line_number: int, replaced: int) -> dict:
-    url = _text(record.get(field["url"]))
     return {
         "doc_id": _text(record.get(field["doc_id"])),
-        "source": _text(record.get(field["source"])) or "jsonl",
-        "domain": _text(record.get(field["domain"])) or (urlsplit(url).hostname or ""),
+        "source": _text(record.get(field["source"])),
+        "domain": _text(record.get(field["domain"])),
         "crawled_at": _text(record.get(field["crawled_at"])),
         "title": unicodedata.normalize("NFC", _text(record.get(field["title"]))),
         "body": unicodedata.normalize("NFC", _text(record.get(field["body"]))),
-        "url": url,
+        "url": _text(record.get(field["url"])),
         "replaced_characters": replaced,
         "input_row": line_number,
     }
@@ -188,7 +187,8 @@ class JsonlReader:
         """Document rows in batches, mapped by ``policy.fields``; bad lines go to ``reject``
         with their line number: a line beyond :func:`line_limit` (``too_large``, skipped unread),
         one that is not a JSON object or holds a lone surrogate (``decode_error``), one without
-        the id or text (``missing_field``) or with a text field that is not a string
+        an id or without the text field (``missing_field``; a null or empty text is an empty
+        body, as in a CSV or Parquet file) or with a text field that is not a string
         (``invalid_field_type``). Bytes that are not UTF-8 are replaced (and counted in
         ``replaced_characters``), unless so many are that the file is refused as not UTF-8
         (:class:`.encoding.ReplacedRows`); the lines of a damaged or truncated gzip member are
@@ -220,7 +220,8 @@ class JsonlReader:
                 reject(number, "", "decode_error", f"line {number} is not a JSON object")
                 continue
             doc_id = escaped(_text(record.get(id_field)))
-            missing = [name for name in (id_field, text_field) if record.get(name) in (None, "")]
+            missing = [id_field] if record.get(id_field) in (None, "") else []
+            missing += [] if text_field in record else [text_field]
             if missing:
                 reject(number, doc_id, "missing_field", f"no {' or '.join(missing)}")
                 continue

@@ -10,10 +10,11 @@ import pyarrow as pa
 
 from ..errors import DedupError
 from ..settings import InputPolicy
+from .input_contract import BASE_COLUMNS
 
-REQUIRED_COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]
-# The six columns as a reader emits them, before validation parses crawled_at.
-RAW_FIELDS = [(name, pa.large_string()) for name in REQUIRED_COLUMNS]
+# The six columns as a reader of records (JSONL, WARC) emits them, before validation fills in
+# the contract's defaults and parses crawled_at.
+RAW_FIELDS = [(name, pa.large_string()) for name in BASE_COLUMNS]
 # The columns the pipeline puts beside the input's own in documents and deduped_documents:
 # readers count replaced characters, validation adds source_file and input_row (unless the
 # reader numbered its records), clustering adds cluster_id and cluster_size. An input column of

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..settings import SOURCE_FORMATS
 from . import csv, jsonl, parquet, warc, warc_ranges
-from .protocol import REQUIRED_COLUMNS, InputError, Reader
+from .input_contract import REQUIRED_COLUMNS
+from .protocol import InputError, Reader
 
 # Format name -> reader, in the order of SOURCE_FORMATS.
 READERS: dict[str, Reader] = {
@@ -49,7 +50,7 @@ def reader_for(path: Path, source_format: str | None = None, fields: dict | None
     if reader is None:
         raise InputError(
             f"{path}: unsupported file type '{path.suffix or '(none)'}'. Give a .csv or .parquet "
-            "file with the columns " + ", ".join(REQUIRED_COLUMNS) + f", or any {SUPPORTED_NAMES} "
+            "file with at least the columns " + ", ".join(REQUIRED_COLUMNS) + f", or any {SUPPORTED_NAMES} "
             "file, folder or glob (set DEDUP_INPUT), or set source_format."
         )
     return reader

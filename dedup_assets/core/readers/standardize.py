@@ -1,5 +1,6 @@
-"""The columns of a reader's batch as every later step sees them: text NFC-normalized,
-``crawled_at`` a UTC timestamp, the extra columns of all files, ``source_file`` and ``input_row``."""
+"""The columns of a reader's batch as every later step sees them: the base columns with the
+input contract's defaults (:mod:`.input_contract`), text NFC-normalized, ``crawled_at`` a UTC
+timestamp, the extra columns of all files, ``source_file`` and ``input_row``."""
 
 from __future__ import annotations
 
@@ -9,16 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .protocol import REQUIRED_COLUMNS
+from .input_contract import BASE_COLUMNS, base_columns, text
 
-TEXT_COLUMNS = ["doc_id", "source", "domain", "title", "body"]
 _UTC = pa.timestamp("us", tz="UTC")
 # a time of day followed by Z or an offset, which Arrow parses only into a zoned timestamp
 _ZONED = r"[T ]\d.*(Z|[+-]\d\d(:?\d\d)?)$"
-
-
-def _text(column: pa.Array) -> pa.Array:
-    return pc.fill_null(column.cast(pa.large_string()), "")
 
 
 def _nfc(text: pa.Array) -> pa.Array:
@@ -29,15 +25,18 @@ def _nfc(text: pa.Array) -> pa.Array:
     return pc.replace_with_mask(text, non_ascii, pc.utf8_normalize(text.filter(non_ascii), form="NFC"))
 
 
-def _timestamps(column: pa.Array) -> pa.Array:
-    """``crawled_at`` as UTC microseconds without zone; null where it does not parse."""
+def _timestamps(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """``crawled_at`` as UTC microseconds without zone, null where the input has none or it does
+    not parse; and where it does not parse."""
     if pa.types.is_timestamp(column.type):
         utc = column if column.type.tz else pc.assume_timezone(column, "UTC")
         # nanoseconds are cut to microseconds, the pipeline's unit, rather than refused
         parsed = utc.cast(pa.timestamp("us", tz="UTC"), safe=column.type.unit != "ns")
-    else:
-        parsed = _parse_iso8601(pc.utf8_trim_whitespace(_text(column)))
-    return parsed.cast(pa.timestamp("us"))
+        return parsed.cast(pa.timestamp("us")), np.zeros(len(column), dtype=bool)
+    given = pc.utf8_trim_whitespace(text(column))
+    parsed = _parse_iso8601(given)
+    unparsed = pc.and_(pc.not_equal(given, ""), parsed.is_null())
+    return parsed.cast(pa.timestamp("us")), unparsed.to_numpy(zero_copy_only=False)
 
 
 def _parse_iso8601(text: pa.Array) -> pa.Array:
@@ -67,14 +66,16 @@ def _cast_each(text: pa.Array, to: pa.DataType) -> pa.Array:
 
 def standardize(
     path: Path, batch: pa.RecordBatch, first_record: int, extra: dict[str, pa.DataType]
-) -> pa.RecordBatch:
-    """The six columns as text (``crawled_at`` as a UTC timestamp, null where it does not
-    parse), the extra columns (null where this file lacks one), ``source_file`` and ``input_row``
-    (numbered from ``first_record`` unless the reader numbered its rows)."""
+) -> tuple[pa.RecordBatch, np.ndarray]:
+    """The six base columns as text, with the contract's defaults (``crawled_at`` as a UTC
+    timestamp, null where the input has none or it does not parse), the extra columns (null
+    where this file lacks one), ``source_file`` and ``input_row`` (numbered from
+    ``first_record`` unless the reader numbered its rows); and which rows have a ``crawled_at``
+    that does not parse."""
     # doc_id as it is, byte for byte: " a " and "a" are two ids
-    arrays = {name: _text(batch.column(name)) for name in TEXT_COLUMNS}
+    arrays = base_columns(path, batch)
     arrays["title"], arrays["body"] = _nfc(arrays["title"]), _nfc(arrays["body"])
-    arrays["crawled_at"] = _timestamps(batch.column("crawled_at"))
+    arrays["crawled_at"], unparsed = _timestamps(arrays["crawled_at"])
     names = batch.schema.names
     extras = [
         batch.column(name).cast(data_type) if name in names else pa.nulls(batch.num_rows, data_type)
@@ -86,7 +87,8 @@ def standardize(
         else pa.array(np.arange(first_record, first_record + batch.num_rows, dtype=np.int64))
     )
     files = pa.array([str(path)] * batch.num_rows, pa.large_string())
-    return pa.RecordBatch.from_arrays(
-        [arrays[name] for name in REQUIRED_COLUMNS] + extras + [files, records],
-        names=REQUIRED_COLUMNS + list(extra) + ["source_file", "input_row"],
+    standard = pa.RecordBatch.from_arrays(
+        [arrays[name] for name in BASE_COLUMNS] + extras + [files, records],
+        names=BASE_COLUMNS + list(extra) + ["source_file", "input_row"],
     )
+    return standard, unparsed

@@ -44,7 +44,7 @@ from ..settings import FetchSettings, InputPolicy
 from ..streams import RunStopped
 from . import csv, parquet
 from .http_fetch import Http, Rejected, Target, Workers, refuse_unacknowledged_terms
-from .protocol import REQUIRED_COLUMNS, InputError, Reject
+from .protocol import InputError, Reject
 from .warc import WARC_SCHEMA, Entry, record_entry, records_of
 
 # The record lineage of local WARC input, plus the target's row, before the columns every
@@ -75,16 +75,16 @@ def _scheme(names: list[str]) -> dict[str, str] | None:
 
 
 def is_targets_file(path: Path, reader, fields: dict | None = None) -> bool:
-    """Whether a CSV or Parquet file has a targets file's columns. A file with the documents
-    columns, a ``body`` column or a column the ``fields`` mapping names is documents that happen to
-    carry WARC lineage, and stays documents. The answer is kept per file version, so a file's
+    """Whether a CSV or Parquet file has a targets file's columns. A file with a ``body`` column
+    or a column the ``fields`` mapping names is documents that happen to carry WARC lineage, and
+    stays documents. The answer is kept per file version, so a file's
     schema is read once however often its reader is asked for."""
     try:
         stat = path.stat()
     except OSError:
         return False  # not there: check_file says why
     names = _column_names(path, stat.st_mtime_ns, stat.st_size, reader)
-    if names is None or set(REQUIRED_COLUMNS) <= set(names):
+    if names is None:
         return False
     if {"body", *(fields or {}).values()} & set(names):
         return False

@@ -1,8 +1,9 @@
 -- Every document in exactly one cluster: members of a duplicate component take the cluster
 -- star_members gives them (doc_id, representative_doc_id, jaccard_to_representative), named by
 -- its smallest doc_id; everything else is its own cluster. Within a cluster the representative
--- is the newest crawled_at, then the most tokens, then the smallest doc_id: star_members chose
--- the clusters by the same rule, so its representative is the one ranked first here.
+-- is the newest crawled_at (an undated document after every dated one), then the most tokens,
+-- then the smallest doc_id: star_members chose the clusters by the same rule
+-- (component_members.sql), so its representative is the one ranked first here.
 -- A member is chained when its Jaccard with the representative is below the threshold: only
 -- connected components (cluster_mode components) put it there.
 -- Rows are stored in input order (fingerprinted's rowid, which follows documents: input files in
@@ -35,7 +36,7 @@ ranked as (
     *,
     count(*) over (partition by cluster_id) as cluster_size,
     row_number() over (
-      partition by cluster_id order by crawled_at desc, token_count desc, doc_id
+      partition by cluster_id order by crawled_at desc nulls last, token_count desc, doc_id
     ) as representative_rank
   from membership
 )

@@ -8,4 +8,4 @@ select
 from component_roots r
 join {documents} d on d.doc_id = r.doc_id
 join {fingerprinted} f on f.doc_id = r.doc_id
-order by r.root_doc_id, d.crawled_at desc, f.token_count desc, r.doc_id
+order by r.root_doc_id, d.crawled_at desc nulls last, f.token_count desc, r.doc_id
