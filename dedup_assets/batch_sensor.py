@@ -21,7 +21,7 @@ from dagster import (
 )
 
 from .assets.incremental import GROUP, TABLES
-from .batch_partitions import BATCHES, folder_batches, new_keys
+from .batch_partitions import BATCHES, folder_batches, new_keys, partition_keys
 from .core.batches import Batch, BatchError, key_path_name
 from .core.incremental import batch_command, forget_command, indexed_batches
 from .core.release import BATCHES_FOLDER, MANIFEST_FILE
@@ -82,7 +82,7 @@ def new_batches(context: SensorEvaluationContext, dedup: DedupSettings, warehous
     except BatchError as error:
         return SkipReason(str(error))
     ignored = f" (not batches: {', '.join(folder.ignored)})" if folder.ignored else ""
-    keys = sorted({*folder.keys(), *folder.blocked()})
+    keys = partition_keys(folder)
     if not keys:
         return SkipReason(f"{folder.folder} holds no batch{ignored}")
     added = new_keys(context.instance, folder)
@@ -97,9 +97,9 @@ def new_batches(context: SensorEvaluationContext, dedup: DedupSettings, warehous
     ]
     if unfinished:
         return skip(f"waiting for run {unfinished[0].run_id} (batch {unfinished[0].tags.get('dagster/partition')})")
-    indexed = _indexed(str(warehouse.database))
+    indexed = _indexed(str(warehouse.path))
     if indexed is None:
-        return skip(f"{warehouse.database} is open for writing in another process; trying again later")
+        return skip(f"{warehouse.path} is open for writing in another process; trying again later")
     latest = max(indexed, default=None)
     waiting = [key for key in keys if key not in indexed]
     if latest in keys and not _released(dedup.output_folder(), latest, indexed[latest]):

@@ -2,6 +2,7 @@
 
 - ``dedup run [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
 - ``dedup verify-release DIR``: checks a release folder against its ``manifest.json``.
+- ``dedup register-batches``: adds the batch folder's files as partitions of the Dagster instance.
 - ``dedup forget-batches KEY``: takes batch KEY and every later batch out of the incremental index.
 - ``dedup cdx-targets --crawl ID PATTERN... --out FILE``: a targets file of a crawl's HTML
   captures of URL patterns, from a CDX API (Common Crawl's index by default).
@@ -39,6 +40,45 @@ def verify_release_command(argv: list[str]) -> int:
     return 0
 
 
+def register_batches_command(argv: list[str]) -> int:
+    argparse.ArgumentParser(
+        prog="dedup register-batches",
+        description="Add each batch of the batch folder (DEDUP_BATCHES, default batches) as a "
+        "partition of the Dagster instance of DAGSTER_HOME, so that `dagster asset materialize "
+        "--select 'group:incremental' --partition KEY` finds it. Under `make dev` the new_batches "
+        "sensor does this every 30 seconds.",
+    ).parse_args(argv)
+    if not os.environ.get("DAGSTER_HOME"):
+        print(
+            "Error: DAGSTER_HOME is not set, so there is no instance to keep the partitions in. "
+            "Run `. ./env.sh` first (it sets DAGSTER_HOME), or set it to a folder.",
+            file=sys.stderr,
+        )
+        return 2
+    from dagster import DagsterInstance
+
+    from .batch_partitions import partition_keys, register_folder_batches
+    from .core.errors import DedupError
+    from .core.incremental import batch_command
+
+    try:
+        with DagsterInstance.get() as instance:
+            folder, added = register_folder_batches(instance)
+    except DedupError as error:
+        print(f"Error: {error}", file=sys.stderr)
+        return 2
+    keys = partition_keys(folder)
+    if not keys:
+        print(f"{folder.folder} holds no batch; nothing to register.")
+        return 0
+    print(
+        f"{folder.folder}: {len(keys)} batch(es), {len(added)} newly registered as partitions"
+        + (f" ({', '.join(added)})" if added else "")
+        + f". Add them in key order, each with: {batch_command('KEY')}"
+    )
+    return 0
+
+
 def forget_batches_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="dedup forget-batches",
@@ -47,23 +87,22 @@ def forget_batches_command(argv: list[str]) -> int:
         "release folders are left as they are until the batches are added again.",
     )
     parser.add_argument("key", help="the first batch to take out (every later one goes too)")
-    parser.add_argument("--database", default=os.environ.get("DEDUP_DATABASE"), help="default: env DEDUP_DATABASE")
+    from .environment import DATABASE, DUCKDB_MEMORY
+
+    parser.add_argument("--database", default=DATABASE.value(), help=f"default: env {DATABASE.name}, else {DATABASE.default}")
     arguments = parser.parse_args(argv)
     from .core.incremental import IndexTables, forget_batches
-    from .core.settings import DEFAULT_DUCKDB_MEMORY
-    from .core.store import DuckDBUnavailable, open_database
+    from .core.errors import DedupError
+    from .core.store import open_database
 
-    if not arguments.database:
-        print("Error: no database: set DEDUP_DATABASE or pass --database.", file=sys.stderr)
-        return 2
     if not Path(arguments.database).expanduser().is_file():
         print(f"Error: {arguments.database}: no such database file. Check DEDUP_DATABASE.", file=sys.stderr)
         return 2
     tables = IndexTables.in_schema()
     try:
-        with open_database(arguments.database, os.environ.get("DEDUP_DUCKDB_MEMORY") or DEFAULT_DUCKDB_MEMORY) as connection:
+        with open_database(arguments.database, DUCKDB_MEMORY.value()) as connection:
             removed = forget_batches(connection, tables, arguments.key)
-    except DuckDBUnavailable as error:
+    except DedupError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     if not removed:
@@ -77,7 +116,7 @@ def forget_batches_command(argv: list[str]) -> int:
 
 
 def cdx_targets_command(argv: list[str]) -> int:
-    from .core.readers.protocol import InputError
+    from .core.errors import DedupError
     from .core.readers.http_fetch import refuse_unacknowledged_terms
     from .core.settings import COMMON_CRAWL_CDX_API_URL, FetchSettings
 
@@ -105,7 +144,7 @@ def cdx_targets_command(argv: list[str]) -> int:
             "pass --acknowledge-common-crawl-terms, or --cdx-api-url of another index",
         )
         rows = write_targets(arguments.cdx_api_url, arguments.crawl, arguments.patterns, arguments.out, arguments.timeout_s)
-    except InputError as error:
+    except DedupError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     print(f"{arguments.out}: {rows:,} targets.")
@@ -114,12 +153,14 @@ def cdx_targets_command(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    commands = ("run", "verify-release", "forget-batches", "cdx-targets")
+    commands = ("run", "verify-release", "register-batches", "forget-batches", "cdx-targets")
     if not argv or argv[0] not in commands:
         print(f"usage: dedup {{{','.join(commands)}}} ...\n\n{__doc__}", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     if argv[0] == "verify-release":
         return verify_release_command(argv[1:])
+    if argv[0] == "register-batches":
+        return register_batches_command(argv[1:])
     if argv[0] == "forget-batches":
         return forget_batches_command(argv[1:])
     if argv[0] == "cdx-targets":

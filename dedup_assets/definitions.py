@@ -1,40 +1,31 @@
 """Wires the one-shot, incremental and tuning assets, their checks, the named jobs, the sensors
-and the two resources together, and registers the batch folder's files as partitions; nothing
-else happens here."""
+and the resources together; nothing else happens here. Loading it reads no file or command-line
+argument and writes nothing: the resources find their files when a run starts, and the batch
+folder's files become partitions through ``dedup register-batches`` or the ``new_batches``
+sensor."""
 
-import sys
-
-from dagster import Definitions, EnvVar, in_process_executor
+from dagster import Definitions, in_process_executor
 
 from .assets import PIPELINE_ASSETS
 from .assets.incremental import INCREMENTAL_ASSETS
 from .assets.tuning import TUNING_ASSETS
-from .batch_partitions import register_folder_batches, warn_if_partition_missing
 from .batch_sensor import new_batches
 from .checks import PIPELINE_CHECKS
 from .jobs import PIPELINE_JOBS
 from .run_health import dead_runs
 from .ray_engine import RayEngine
 from .settings import DedupSettings
+from .tables_io import with_tables_io
 from .warehouse import DuckDBWarehouse
 
-# the batch folder's files become partitions, in the instance of DAGSTER_HOME
-register_folder_batches()
+# configured at launch, so that the IO manager shares the run's one warehouse (and connection)
+warehouse = DuckDBWarehouse.configure_at_launch()
 
 defs = Definitions(
     assets=[*PIPELINE_ASSETS, *INCREMENTAL_ASSETS, *TUNING_ASSETS],
     asset_checks=PIPELINE_CHECKS,
     jobs=PIPELINE_JOBS,
     sensors=[dead_runs, new_batches],
-    resources={
-        "dedup": DedupSettings(),
-        "warehouse": DuckDBWarehouse(
-            database=EnvVar("DEDUP_DATABASE"), memory_limit=EnvVar("DEDUP_DUCKDB_MEMORY")
-        ),
-        "ray_engine": RayEngine(),
-    },
+    resources=with_tables_io({"dedup": DedupSettings(), "warehouse": warehouse, "ray_engine": RayEngine()}),
     executor=in_process_executor,
 )
-
-# a CLI command that needs a partition and names none is told what to select first
-warn_if_partition_missing(sys.argv, INCREMENTAL_ASSETS)

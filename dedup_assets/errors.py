@@ -7,29 +7,7 @@ from contextlib import contextmanager
 
 from dagster import Failure
 
-from .core.batches import BatchError
-from .core.incremental import BatchOrderError
-from .core.lsh import PairBudgetExceeded
-from .core.payloads import PayloadError
-from .core.publish import ReleaseError
-from .core.readers import InputError
-from .core.settings import SettingsError
-from .core.store import DuckDBUnavailable
-from .core.verify import MemoryBudgetExceeded
-from .lineage import StaleUpstream
-
-USER_ERRORS = (
-    InputError,
-    SettingsError,
-    PairBudgetExceeded,
-    MemoryBudgetExceeded,
-    StaleUpstream,
-    DuckDBUnavailable,
-    ReleaseError,
-    BatchError,
-    BatchOrderError,
-    PayloadError,
-)
+from .core.errors import DedupError
 
 
 @contextmanager
@@ -37,7 +15,7 @@ def user_errors():
     """Report a problem the user can fix as a Dagster failure carrying only its message."""
     try:
         yield
-    except USER_ERRORS as error:
+    except DedupError as error:
         raise Failure(description=str(error)) from None
 
 

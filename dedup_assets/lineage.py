@@ -13,6 +13,7 @@ import json
 import shlex
 from collections.abc import Mapping
 
+from .core.errors import DedupError
 from .core.ingest import changed_in_place_files
 from .core.settings import STAGE_SETTINGS, Settings
 from .core.tables import READ_IN_PLACE
@@ -20,7 +21,7 @@ from .core.tables import READ_IN_PLACE
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
 
 
-class StaleUpstream(RuntimeError):
+class StaleUpstream(DedupError, RuntimeError):
     """An input table was built with other settings (or another input) than this run uses."""
 
 

@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
         parser.error(f"--config-json is not JSON: {error}")
     if not isinstance(config, dict):
         parser.error('--config-json must be a JSON object, e.g. {"resources": {"dedup": {"config": {}}}}')
-    # the project's .env, as dagster asset materialize reads it: a value already set wins
+    # a .env in the working directory, as dagster asset materialize reads it: a value already set wins
     load_dotenv(Path.cwd() / ".env", override=False)
 
     console = _Console({key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()})

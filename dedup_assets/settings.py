@@ -21,11 +21,10 @@ from .core.settings import (
 )
 from .core.tables import TABLE_LAYOUT
 from .core.text import SHINGLE_UNITS
+from .environment import INPUT, LABELS, OUTPUT_DIR
 
 DEFAULTS = Settings()
 SWEEP_DEFAULTS = SweepSettings()
-DEFAULT_INPUT = "data/documents.csv"
-DEFAULT_OUTPUT_DIR = "output"
 
 
 # Dagster config takes enums, not Literal: these are the library's choices as enums.
@@ -36,12 +35,6 @@ Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)
 ParquetBodies = Enum("ParquetBodies", {name: name for name in PARQUET_BODIES}, type=str)
 HotBuckets = Enum("HotBuckets", {name: name for name in HOT_BUCKETS}, type=str)
 ShingleUnit = Enum("ShingleUnit", {name: name for name in SHINGLE_UNITS}, type=str)
-
-
-def _from_environment(variable: str, default: str) -> Path:
-    """A path from the environment of the run, else ``default``; relative paths resolve
-    against the run's working directory."""
-    return Path(os.environ.get(variable) or default).expanduser().resolve()
 
 
 class SweepCombinationConfig(Config):
@@ -233,7 +226,7 @@ class DedupSettings(ConfigurableResource):
     input_path: str | None = Field(
         default=None,
         description="Input file, folder or glob (CSV, Parquet, JSONL or WARC). Unset: env "
-        f"DEDUP_INPUT, else {DEFAULT_INPUT}.",
+        f"{INPUT.name}, else {INPUT.default}.",
     )
     labels_path: str | None = Field(
         default=None,
@@ -243,7 +236,7 @@ class DedupSettings(ConfigurableResource):
     )
     output_dir: str | None = Field(
         default=None,
-        description=f"Folder for release files. Unset: env DEDUP_OUTPUT_DIR, else {DEFAULT_OUTPUT_DIR}.",
+        description=f"Folder for release files. Unset: env {OUTPUT_DIR.name}, else {OUTPUT_DIR.default}.",
     )
 
     @model_validator(mode="after")
@@ -267,19 +260,15 @@ class DedupSettings(ConfigurableResource):
         )
 
     def input_file(self) -> Path:
-        return Path(self.input_path) if self.input_path else _from_environment("DEDUP_INPUT", DEFAULT_INPUT)
+        return Path(self.input_path) if self.input_path else INPUT.path()
 
     def labels(self) -> Path | None:
         if self.labels_path:
             return Path(self.labels_path)
-        return _from_environment("DEDUP_LABELS", "") if os.environ.get("DEDUP_LABELS") else None
+        return LABELS.path() if LABELS.value() else None
 
     def output_folder(self) -> Path:
-        return (
-            Path(self.output_dir)
-            if self.output_dir
-            else _from_environment("DEDUP_OUTPUT_DIR", DEFAULT_OUTPUT_DIR)
-        )
+        return Path(self.output_dir) if self.output_dir else OUTPUT_DIR.path()
 
     def current_values(self) -> dict:
         """Every setting that can appear in a table's lineage."""

@@ -6,6 +6,12 @@ the whole run, so DuckDB's buffer pool and catalog survive from step to step; ev
 check works on a cursor of it. (The run's steps execute one at a time, in one process: the
 definitions use the in-process executor.) A missing upstream table fails at once with the
 command that builds it, and a locked file fails in seconds with the reason.
+
+It is a dagster-duckdb ``DuckDBResource``, so an asset of your own can take ``warehouse:
+DuckDBResource`` and call ``get_connection()``. That hands out a cursor of the run's connection
+rather than a new connection per call as DuckDBResource's does: a second connection to the file
+in this process would be refused (its config differs), its lock wait is minutes rather than
+seconds, and DuckDB's cache would not last from step to step.
 """
 
 from __future__ import annotations
@@ -14,24 +20,31 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import duckdb
-from dagster import ConfigurableResource, Failure, InitResourceContext
+from dagster import Failure, InitResourceContext
+from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
 from .core.places import DATABASE, SPACE, said_of_the_place
 from .core.store import TableBuild, open_database, read_lineage, table_exists, write_table
 from .core.tables import SCHEMA, Tables
+from .environment import DATABASE as DATABASE_FILE
+from .environment import DUCKDB_MEMORY
 from .errors import user_errors
 from .lineage import MATERIALIZE_COMMAND
 
 
-class DuckDBWarehouse(ConfigurableResource):
+class DuckDBWarehouse(DuckDBResource):
     """The DuckDB file holding every pipeline table (resource key ``warehouse``)."""
 
-    database: str = Field(
-        description="The DuckDB file (env DEDUP_DATABASE); a relative path resolves against the "
-        "run's working directory, and a missing folder is created."
+    database: str | None = Field(
+        default=None,
+        description=f"The DuckDB file. Unset: env {DATABASE_FILE.name}, else {DATABASE_FILE.default}. "
+        "A relative path resolves against the run's working directory, and a missing folder is created.",
     )
-    memory_limit: str = Field(description="DuckDB's memory limit, e.g. 2GB (env DEDUP_DUCKDB_MEMORY).")
+    memory_limit: str | None = Field(
+        default=None,
+        description=f"DuckDB's memory limit, e.g. 2GB. Unset: env {DUCKDB_MEMORY.name}, else {DUCKDB_MEMORY.default}.",
+    )
     schema_name: str = Field(default=SCHEMA, description="The schema the tables are stored in.")
 
     _connection: duckdb.DuckDBPyConnection | None = PrivateAttr(default=None)
@@ -40,6 +53,16 @@ class DuckDBWarehouse(ConfigurableResource):
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+    @property
+    def path(self) -> str:
+        """The DuckDB file this run uses."""
+        return self.database or DATABASE_FILE.value()
+
+    @property
+    def memory(self) -> str:
+        """DuckDB's memory limit for this run."""
+        return self.memory_limit or DUCKDB_MEMORY.value()
 
     @property
     def tables(self) -> Tables:
@@ -52,7 +75,7 @@ class DuckDBWarehouse(ConfigurableResource):
         """Open the run's connection unless it is open (a user error if the file is locked)."""
         if self._connection is None:
             with user_errors():
-                self._connection = open_database(self.database, self.memory_limit, self.schema_name)
+                self._connection = open_database(self.path, self.memory, self.schema_name, self.connection_config)
 
     @contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -61,10 +84,14 @@ class DuckDBWarehouse(ConfigurableResource):
         wherever the query was."""
         self.open()
         with (
-            said_of_the_place(self.database, DATABASE, Failure, codes=SPACE),
+            said_of_the_place(self.path, DATABASE, Failure, codes=SPACE),
             self._connection.cursor() as cursor,
         ):
             yield cursor
+
+    def get_connection(self):
+        """DuckDBResource's way in, for assets of your own: a cursor of the run's connection."""
+        return self.cursor()
 
     def upstream_lineage(self, name: str, downstream: str) -> dict:
         """The lineage of table ``name``, read for asset ``downstream``; fails with the command
@@ -73,7 +100,7 @@ class DuckDBWarehouse(ConfigurableResource):
         with self.cursor() as cursor:
             if not table_exists(cursor, table):
                 raise Failure(
-                    description=f"Table {table} does not exist in {self.database}: asset '{name}' has "
+                    description=f"Table {table} does not exist in {self.path}: asset '{name}' has "
                     f"not been materialized into this database. Build '{downstream}' together with "
                     f"its upstream assets: {MATERIALIZE_COMMAND} '*{downstream}'"
                 )

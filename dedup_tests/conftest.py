@@ -17,6 +17,7 @@ from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.checks import PIPELINE_CHECKS
 from dedup_assets.ray_engine import RayEngine
 from dedup_assets.settings import DedupSettings
+from dedup_assets.tables_io import with_tables_io
 from dedup_assets.warehouse import DuckDBWarehouse
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -41,13 +42,13 @@ class GraphRunner:
             [*PIPELINE_ASSETS, *PIPELINE_CHECKS],
             selection=selection,
             instance=instance,
-            resources={
+            resources=with_tables_io({
                 "warehouse": DuckDBWarehouse(database=str(self.database), memory_limit="1GB"),
                 "ray_engine": ray_engine or RayEngine(),
                 "dedup": DedupSettings(
                     input_path=str(input_path), output_dir=str(self.output_dir), **settings
                 ),
-            },
+            }),
             raise_on_error=raise_on_error,
         )
 

@@ -1,11 +1,18 @@
+import os
+import subprocess
+import sys
+
 import pytest
-from dagster import Definitions, EnvVar
+from dagster import Definitions
+from dagster_duckdb import DuckDBResource
 from pydantic import ValidationError
 
 from dedup_assets.core.settings import Settings
 from dedup_assets.definitions import defs
 from dedup_assets.settings import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
+
+from .conftest import FIXTURE
 
 ASSETS = {
     "documents",
@@ -107,14 +114,18 @@ def test_a_bad_setting_is_refused_when_the_resource_is_made(settings, message):
         DedupSettings(**settings)
 
 
-def test_the_warehouse_is_fed_by_environment_variables_resolved_at_launch():
-    warehouse = defs.resources["warehouse"]
-    assert isinstance(warehouse, DuckDBWarehouse)
-    assert (warehouse.database, warehouse.memory_limit) == (
-        EnvVar("DEDUP_DATABASE"),
-        EnvVar("DEDUP_DUCKDB_MEMORY"),
-    )
-    assert isinstance(warehouse.database, EnvVar) and isinstance(warehouse.memory_limit, EnvVar)
+def test_the_warehouse_needs_no_environment_variable_and_takes_them_when_set(monkeypatch):
+    """Defaults in code; the environment of the run wins over them, and run config over both."""
+    warehouse = DuckDBWarehouse()
+    assert isinstance(warehouse, DuckDBResource)
+    monkeypatch.delenv("DEDUP_DATABASE", raising=False)
+    monkeypatch.delenv("DEDUP_DUCKDB_MEMORY", raising=False)
+    assert (warehouse.path, warehouse.memory) == ("var/dedup_assets.duckdb", "2GB")
+    monkeypatch.setenv("DEDUP_DATABASE", "elsewhere/index.duckdb")
+    monkeypatch.setenv("DEDUP_DUCKDB_MEMORY", "1GB")
+    assert (warehouse.path, warehouse.memory) == ("elsewhere/index.duckdb", "1GB")
+    configured = DuckDBWarehouse(database="configured.duckdb", memory_limit="3GB")
+    assert (configured.path, configured.memory) == ("configured.duckdb", "3GB")
 
 
 def test_jsonl_fields_is_kept_as_the_former_name_of_fields():
@@ -122,3 +133,63 @@ def test_jsonl_fields_is_kept_as_the_former_name_of_fields():
     assert old.fields == {"doc_id": "key", "body": "content"}
     both = DedupSettings(jsonl_fields={"doc_id": "key"}, fields={"doc_id": "id"}).settings().input_policy()
     assert both.fields == {"doc_id": "id"}
+
+
+# Loads the definitions with sys.argv that fails when read, and lists what was opened, listed,
+# made or removed under the watched folders (Python's audit events).
+LOAD_WATCHED = r"""
+import os, sys
+
+class Untouchable(list):
+    def refuse(self, *args):
+        raise AssertionError("loading the definitions read sys.argv")
+    __len__ = __getitem__ = __iter__ = __contains__ = __eq__ = refuse
+
+WATCHED = tuple(sys.argv[1:])
+EVENTS = {"open", "os.listdir", "os.scandir", "os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.chmod"}
+touched = []
+
+def audit(event, args):
+    if event in EVENTS and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.path.abspath(os.fsdecode(args[0]))
+        # what is written shows in the files; the import system's pseudo-paths exist nowhere
+        if path.startswith(WATCHED) and os.path.lexists(path):
+            touched.append(f"{event} {path}")
+
+sys.addaudithook(audit)
+from dagster import Definitions  # Dagster itself reads argv at import (dagster_pipes)
+sys.argv = Untouchable(["dagster", "asset", "materialize", "--select", "*"])
+from dedup_assets.definitions import defs
+Definitions.validate_loadable(defs)
+defs.resolve_asset_graph()
+print("touched:", touched)
+"""
+
+
+def _files(folder) -> set:
+    return {path for path in folder.rglob("*")}
+
+
+def test_loading_the_definitions_reads_no_file_or_argument_and_writes_nothing(tmp_path):
+    """From an empty folder whose batches/ holds a batch and with an empty DAGSTER_HOME: the
+    batch is not registered (nothing is written), nothing there is read, and argv is not looked at."""
+    cwd, home = tmp_path / "cwd", tmp_path / "home"
+    (cwd / "batches").mkdir(parents=True)
+    (cwd / "batches" / "2026-11-01.csv").write_bytes(FIXTURE.read_bytes())
+    home.mkdir()
+    (tmp_path / "load.py").write_text(LOAD_WATCHED)
+    before = _files(tmp_path)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DEDUP_")}
+    loaded = subprocess.run(
+        [sys.executable, str(tmp_path / "load.py"), str(cwd), str(home)],
+        cwd=cwd, env={**env, "DAGSTER_HOME": str(home)}, capture_output=True, text=True, timeout=300,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert "touched: []" in loaded.stdout, loaded.stdout
+    assert _files(tmp_path) == before
+
+
+def test_the_published_tables_are_loaded_by_the_warehouse_tables_io_manager():
+    graph = defs.resolve_asset_graph()
+    loaded = {node.key.path[-1] for node in graph.asset_nodes if node.io_manager_key == "warehouse_tables"}
+    assert loaded == {"deduped_documents", "clusters", "duplicate_pairs", "rejected_documents"}

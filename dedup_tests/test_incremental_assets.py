@@ -35,6 +35,7 @@ from dedup_assets.checks import PIPELINE_CHECKS, same_as_incremental
 from dedup_assets.core.incremental import IndexTables, forget_batches
 from dedup_assets.ray_engine import RayEngine
 from dedup_assets.settings import DedupSettings
+from dedup_assets.tables_io import with_tables_io
 from dedup_assets.warehouse import DuckDBWarehouse
 
 from .conftest import FIXTURE
@@ -93,11 +94,11 @@ class Batches:
         return DuckDBWarehouse(database=str(self.database), memory_limit="1GB")
 
     def resources(self, **settings) -> dict:
-        return {
+        return with_tables_io({
             "dedup": DedupSettings(output_dir=str(self.output_dir), **settings),
             "warehouse": self.warehouse(),
             "ray_engine": RayEngine(),
-        }
+        })
 
     def run(self, key: str, raise_on_error: bool = True, **settings):
         return materialize(
@@ -383,15 +384,25 @@ def dagster_materialize(env: dict, cwd: Path, *args: str) -> subprocess.Complete
     )
 
 
+def register_batches(env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([DEDUP, "register-batches"], env=env, capture_output=True, text=True, timeout=120)
+
+
 @pytest.mark.slow
-def test_a_batch_file_put_in_the_folder_materializes_with_one_command_in_key_order_only(cli, tmp_path):
+def test_a_batch_file_put_in_the_folder_materializes_once_registered_in_key_order_only(cli, tmp_path):
     work = tmp_path / "work"
     folder = Path(cli["DEDUP_BATCHES"])
     folder.mkdir()
     rows = fixture_rows()
     rows.iloc[:8].to_csv(folder / f"{KEYS[0]}.csv", index=False)
 
-    # nothing else set up: the definitions register the new file as a partition when they load
+    # loading the definitions registers nothing: Dagster does not know the partition yet
+    unknown = dagster_materialize(cli, work, "--select", "group:incremental", "--partition", KEYS[0])
+    assert unknown.returncode != 0
+    assert 'Started execution of step "batch_documents"' not in unknown.stderr
+    registered = register_batches(cli)
+    assert registered.returncode == 0, registered.stderr[-3000:]
+    assert f"1 batch(es), 1 newly registered as partitions ({KEYS[0]})" in registered.stdout
     first = dagster_materialize(cli, work, "--select", "group:incremental", "--partition", KEYS[0])
     assert first.returncode == 0, first.stderr[-3000:]
     manifest = json.loads((Path(cli["DEDUP_OUTPUT_DIR"]) / "batches" / KEYS[0] / "manifest.json").read_text())
@@ -400,6 +411,7 @@ def test_a_batch_file_put_in_the_folder_materializes_with_one_command_in_key_ord
 
     rows.iloc[8:16].to_csv(folder / f"{KEYS[1]}.csv", index=False)
     rows.iloc[16:].to_csv(folder / f"{KEYS[2]}.csv", index=False)
+    assert register_batches(cli).returncode == 0
     early = dagster_materialize(cli, work, "--select", "group:incremental", "--partition", KEYS[2])
     assert early.returncode != 0
     assert f"Batch {KEYS[2]} cannot be added before batch {KEYS[1]}" in early.stderr, early.stderr[-3000:]
@@ -407,6 +419,9 @@ def test_a_batch_file_put_in_the_folder_materializes_with_one_command_in_key_ord
     assert 'Started execution of step "batch_fingerprints"' not in early.stderr
     assert not (Path(cli["DEDUP_OUTPUT_DIR"]) / "batches" / KEYS[2]).exists()
 
-    everything = dagster_materialize(cli, work, "--select", "*")
-    assert everything.returncode != 0
-    assert "--select 'group:deduplication'" in everything.stderr, everything.stderr[-3000:]
+
+def test_register_batches_without_dagster_home_says_how_to_set_it(cli):
+    env = {key: value for key, value in cli.items() if key != "DAGSTER_HOME"}
+    refused = register_batches(env)
+    assert refused.returncode == 2
+    assert "DAGSTER_HOME is not set" in refused.stderr and ". ./env.sh" in refused.stderr

@@ -25,7 +25,7 @@ def recall_audit(
         build, sampled = build_recall_audit(
             cursor, warehouse.tables, params.shingling, settings.jaccard_threshold,
             settings.audit_sample_size, params.minhash_seed, settings.batch_size,
-            copies=ray_engine.steps().first_copies(ray_engine.tables(warehouse.database))
+            copies=ray_engine.steps().first_copies(ray_engine.tables(warehouse.path))
             if settings.engine == "ray"
             else None,
         )

@@ -39,7 +39,7 @@ def candidate_pairs(
     limits = settings.pair_limits()
     with user_errors(), warehouse.cursor() as cursor:
         if settings.engine == "ray":  # which refuses hot buckets (settings: no skip on ray)
-            build, pressure = ray_engine.steps().candidate_pairs(ray_engine.tables(warehouse.database), limits)
+            build, pressure = ray_engine.steps().candidate_pairs(ray_engine.tables(warehouse.path), limits)
             hot = HOT_BUCKET_ROWS_SCHEMA.empty_table()
         else:
             build, pressure, hot = build_candidate_pairs(cursor, tables, limits)

@@ -6,6 +6,7 @@ from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
 from ..errors import user_errors
 from ..settings import DedupSettings
+from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, preview, table_metadata
@@ -47,6 +48,7 @@ def _describe_clusters(cursor, table: str, mode: str) -> dict:
     group_name=GROUP,
     kinds=KINDS | {"networkx", "sql"},
     deps=["documents", "fingerprinted", "scored_pairs", "duplicate_pairs"],
+    io_manager_key=WAREHOUSE_TABLES,
 )
 def clusters(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
@@ -67,7 +69,7 @@ def clusters(
     with user_errors(), warehouse.cursor() as cursor:
         if settings.engine == "ray":
             build = ray_engine.steps().clusters(
-                ray_engine.tables(warehouse.database), settings.shingling(), settings.jaccard_threshold,
+                ray_engine.tables(warehouse.path), settings.shingling(), settings.jaccard_threshold,
                 ray_engine.components_on_driver_up_to_edges, context.log.info,
             )
         else:
@@ -93,7 +95,7 @@ def clusters(
         )
 
 
-@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "clusters"])
+@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "clusters"], io_manager_key=WAREHOUSE_TABLES)
 def deduped_documents(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
@@ -106,7 +108,7 @@ def deduped_documents(
     table = warehouse.tables.deduped_documents
     if settings.engine == "ray":
         with user_errors():
-            build = ray_engine.steps().deduped_documents(ray_engine.tables(warehouse.database))
+            build = ray_engine.steps().deduped_documents(ray_engine.tables(warehouse.path))
     else:
         build = build_deduped_documents(warehouse.tables)
     rows = warehouse.write("deduped_documents", build, lineage)

@@ -48,7 +48,7 @@ def fingerprinted(
     compiled_before = compiled_here()
     if settings.engine == "ray":
         with user_errors():
-            build = ray_engine.steps().fingerprint(ray_engine.tables(warehouse.database), params, settings.batch_size)
+            build = ray_engine.steps().fingerprint(ray_engine.tables(warehouse.path), params, settings.batch_size)
         rows = warehouse.write("fingerprinted", build, lineage)
     else:
         with warehouse.cursor() as reader:

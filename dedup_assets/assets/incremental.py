@@ -267,7 +267,7 @@ def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehous
         manifest = incremental.batch_manifest(cursor, TABLES, key, settings.as_dict(), library_versions())
         written = publish_batch_release(
             cursor, dedup.output_folder(), key, incremental.batch_release_queries(cursor, TABLES, key), manifest,
-            database=warehouse.database, log=context.log.info,
+            database=warehouse.path, log=context.log.info,
         )
     counts, totals = written["counts"], written["totals"]
     return MaterializeResult(

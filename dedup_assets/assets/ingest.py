@@ -18,6 +18,7 @@ from ..errors import user_errors
 from ..lineage import combined_lineage
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
+from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS
 from .metadata import markdown_table, preview, scalar, table_metadata
@@ -86,7 +87,9 @@ def _written(context: AssetExecutionContext, name: str, metadata: dict) -> Mater
 @multi_asset(
     specs=[
         AssetSpec("documents", group_name=GROUP, kinds=KINDS, description=DOCUMENTS_DESCRIPTION),
-        AssetSpec("rejected_documents", group_name=GROUP, kinds=KINDS, description=REJECTED_DESCRIPTION),
+        AssetSpec(
+            "rejected_documents", group_name=GROUP, kinds=KINDS, description=REJECTED_DESCRIPTION
+        ).with_io_manager_key(WAREHOUSE_TABLES),
     ],
     # either may be selected alone (as by --select 'documents*'); both tables are still written,
     # from one read, so they always account for the same input
@@ -114,7 +117,7 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
 
         if settings.engine == "ray":
             with user_errors():  # the stream is read here: its input errors say what to fix
-                build = ray_engine.steps().documents(ray_engine.tables(warehouse.database), build.batches)
+                build = ray_engine.steps().documents(ray_engine.tables(warehouse.path), build.batches)
         rows = warehouse.write("documents", build, with_identity)
     lineage = with_identity()
     tables = warehouse.tables

@@ -31,7 +31,7 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
         pressure = BucketPressure.from_lineage(lineage) or bucket_pressure(cursor, tables)
         written = publish_release(
             cursor, tables, output_dir, settings, input_file, pressure,
-            database=warehouse.database, log=context.log.info, input_read_in_place=bool(lineage.get(READ_IN_PLACE)),
+            database=warehouse.path, log=context.log.info, input_read_in_place=bool(lineage.get(READ_IN_PLACE)),
         )
     counts = written["counts"]
     metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})

@@ -7,6 +7,7 @@ from ..core.verify import build_duplicate_pairs, build_scored_pairs, verificatio
 from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
+from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, preview, scalar, table_metadata
@@ -31,7 +32,7 @@ def scored_pairs(
     with user_errors(), warehouse.cursor() as cursor:
         if settings.engine == "ray":
             build = ray_engine.steps().scored_pairs(
-                ray_engine.tables(warehouse.database), settings.sketch_params(), settings.thresholds()
+                ray_engine.tables(warehouse.path), settings.sketch_params(), settings.thresholds()
             )
             reshingled, _ = verification_memory_estimate(cursor, tables, settings.num_perm)
         else:
@@ -67,7 +68,7 @@ def scored_pairs(
         )
 
 
-@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["scored_pairs"])
+@asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["scored_pairs"], io_manager_key=WAREHOUSE_TABLES)
 def duplicate_pairs(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
@@ -77,7 +78,7 @@ def duplicate_pairs(
     table = warehouse.tables.duplicate_pairs
     if settings.engine == "ray":
         with user_errors():
-            build = ray_engine.steps().duplicate_pairs(ray_engine.tables(warehouse.database))
+            build = ray_engine.steps().duplicate_pairs(ray_engine.tables(warehouse.path))
     else:
         build = build_duplicate_pairs(warehouse.tables)
     rows = warehouse.write("duplicate_pairs", build, lineage)

@@ -34,7 +34,7 @@ def parameter_sweep(context: AssetExecutionContext, dedup: DedupSettings, wareho
     folder's `tuning/`, which a release keeps."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
     with user_errors(), warehouse.cursor() as cursor:
-        sweep = run_sweep(cursor, warehouse.tables, settings, dedup.sweep(), warehouse.memory_limit, context.log.info)
+        sweep = run_sweep(cursor, warehouse.tables, settings, dedup.sweep(), warehouse.memory, context.log.info)
     rows = warehouse.write(
         SWEEP_TABLE,
         TableBuild(sql="select * from sweep_rows", arrow_inputs={"sweep_rows": sweep.rows}),
@@ -44,7 +44,7 @@ def parameter_sweep(context: AssetExecutionContext, dedup: DedupSettings, wareho
     png = sweep_png(sweep.rows, sweep.sampled_documents)
     with user_errors(), warehouse.cursor() as cursor:
         folder = publish_tuning_files(
-            dedup.output_folder(), sweep_files(cursor, table, png), database=warehouse.database, log=context.log.info
+            dedup.output_folder(), sweep_files(cursor, table, png), database=warehouse.path, log=context.log.info
         )
         return MaterializeResult(
             metadata={

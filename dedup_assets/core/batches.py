@@ -12,6 +12,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import DedupError
 from .readers.registry import format_stem, matching_reader
 
 # kept as they are in a name made from a key; so are letters, digits and combining marks (as
@@ -22,7 +23,7 @@ _PATH_SAFE = set("-_.+=,@~ ")
 MAX_PATH_NAME = 200
 
 
-class BatchError(ValueError):
+class BatchError(DedupError, ValueError):
     """The batch folder, or one batch in it, cannot be used; the message says what to do."""
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
+from .errors import InconsistentTables
 from .sketch import kernel_blocks
 from .store import TableBuild, rows_with_ids
 from .text import Shingling
@@ -170,7 +171,7 @@ def star_members(
     # the three queries number the texts alike only when every member and text has its rows (and
     # every text is a member, so each is in documents and its body is found below)
     if members.num_rows != roots.num_rows or texts.num_rows != distinct_texts:
-        raise ValueError(
+        raise InconsistentTables(
             f"{roots.num_rows - members.num_rows} members and {distinct_texts - texts.num_rows} texts of the "
             "duplicate components are missing from documents or fingerprinted: re-materialize documents "
             "and everything downstream"

@@ -42,6 +42,7 @@ from . import payloads
 
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
 from .readers import InputError, InputStats
+from .errors import DedupError
 from .settings import STAGE_SETTINGS, PairLimits, Settings, SettingsError, SketchParams, Thresholds
 from .store import TableBuild, database_path, read_lineage, table_exists, transaction, write_lineage, write_table
 from .tables import PIPELINE_TABLES, Tables, sql
@@ -74,7 +75,7 @@ CLUSTER_COLUMNS = (
 BRIDGE_COLUMNS = ("cluster_id", "kept_doc_id", "kept_batch", "other_kept_doc_id", "other_kept_batch", "via_doc_ids")
 
 
-class BatchOrderError(RuntimeError):
+class BatchOrderError(DedupError, RuntimeError):
     """A batch cannot be added now: an earlier one is missing, later ones depend on it, its
     settings are not the index's, or it was staged against another index."""
 

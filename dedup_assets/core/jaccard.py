@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import kernels
+from .errors import InconsistentTables
 from .sketch import kernel_blocks
 from .text import Shingling, document_shingles, kernel_text
 
@@ -43,7 +44,7 @@ def shingle_sets(
         documents = len(text.offsets) - 1
         layout = row_offsets[first : first + documents + 1]
         if not kernels.shingle_sets_kernel(text, shingling.size, layout, values, blocks):
-            raise ValueError(
+            raise InconsistentTables(
                 "the bodies' shingle counts differ from the fingerprinted ones: documents changed "
                 "after fingerprinting; re-materialize fingerprinted and everything downstream"
             )

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
+from .errors import DedupError
 from .settings import PAIR_SLOT_BYTES, PairLimits
 from .sketch import list_matrix
 from .store import TableBuild
@@ -36,7 +37,7 @@ from .tables import Tables, sql
 FOUND_BY = ("lsh", "content_hash", "lsh_via_copy")
 
 
-class PairBudgetExceeded(RuntimeError):
+class PairBudgetExceeded(DedupError, RuntimeError):
     """The band buckets would create more pair rows, or hold more distinct texts, than the
     configured limits allow."""
 

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import DedupError
 from .batches import key_path_name
 from .places import DATABASE, said_of_the_place
 
@@ -30,7 +31,7 @@ SUFFIX = ".arrow"
 _PARTIAL = re.compile(rf"\..+{re.escape(SUFFIX)}\.\d+")
 
 
-class PayloadError(RuntimeError):
+class PayloadError(DedupError, RuntimeError):
     """A batch's payload file is missing or does not match the index."""
 
 

@@ -35,6 +35,7 @@ from .ingest import confirmed_input
 from .lsh import BucketPressure
 from .places import OUTPUT_DIR, said_of_the_place
 from .readers import InputFile
+from .errors import DedupError
 from .release import (
     BATCHES_FOLDER, KEPT_FOLDERS, MANIFEST_FILE, TUNING_FOLDER, is_release, write_files_and_manifest, write_release,
 )
@@ -47,7 +48,7 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-class ReleaseError(RuntimeError):
+class ReleaseError(DedupError, RuntimeError):
     """The release cannot be written where it was asked to go; the message says what to do."""
 
 

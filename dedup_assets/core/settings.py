@@ -11,6 +11,7 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal, get_args
 
+from .errors import DedupError
 from .kernels import MAX_SKETCH_SIZE
 from .scurve import choose_bands
 from .text import SHINGLE_UNITS, Shingling
@@ -92,7 +93,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
 }
 
 
-class SettingsError(ValueError):
+class SettingsError(DedupError, ValueError):
     """A setting is out of range or inconsistent with another."""
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
+from .errors import InconsistentTables
 from .minhash import blake2b_columns
 from .settings import SketchParams
 from .store import TableBuild
@@ -80,7 +81,7 @@ def list_matrix(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
         return np.zeros((0, 0), dtype=np.uint64)
     lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
     if (lengths != lengths[0]).any():
-        raise ValueError("fingerprint lists of different lengths: re-materialize fingerprinted")
+        raise InconsistentTables("fingerprint lists of different lengths: re-materialize fingerprinted")
     return column.flatten().to_numpy().reshape(len(column), int(lengths[0]))
 
 

@@ -20,26 +20,28 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import DedupError
 from .places import DATABASE, SPACE, place_error
 
 LINEAGE_TABLE = "asset_lineage"
 _LOCK_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
 
 
-class DuckDBUnavailable(RuntimeError):
+class DuckDBUnavailable(DedupError, RuntimeError):
     """The database file cannot be opened for writing."""
 
 
-def connect(database: str, memory_limit: str) -> duckdb.DuckDBPyConnection:
+def connect(database: str, memory_limit: str, config: Mapping[str, object] | None = None) -> duckdb.DuckDBPyConnection:
     """A connection to the pipeline database.
 
     String compression (FSST, dictionary) is off: analysing web text for it at every checkpoint
     costs more than the space it saves is worth here. Bit-packing and RLE are off too: most
     numbers are 64-bit hashes, which they cannot shrink. (DuckDB ignores this setting in the connect config,
     hence the SET.) DuckDB keeps the block memory it has used, up to ``memory_limit``, instead of
-    returning it to the operating system and faulting fresh pages in again.
+    returning it to the operating system and faulting fresh pages in again. ``config``: other
+    DuckDB settings for the connection.
     """
-    connection = duckdb.connect(database, config={"memory_limit": memory_limit})
+    connection = duckdb.connect(database, config={**(config or {}), "memory_limit": memory_limit})
     # the limit as DuckDB resolved it: a percentage means something else to block_allocator_memory
     connection.execute("set block_allocator_memory = current_setting('memory_limit')")
     connection.execute("set disabled_compression_methods = 'fsst,dictionary,dict_fsst,bitpacking,rle'")
@@ -48,10 +50,11 @@ def connect(database: str, memory_limit: str) -> duckdb.DuckDBPyConnection:
 
 
 def open_database(
-    database: str, memory_limit: str, schema: str | None = None
+    database: str, memory_limit: str, schema: str | None = None, config: Mapping[str, object] | None = None
 ) -> duckdb.DuckDBPyConnection:
-    """Connect (``~`` expanded, the parent folder created, ``schema`` created if given); a held
-    lock fails within seconds with what to do, instead of retrying for minutes."""
+    """Connect (``~`` expanded, the parent folder created, ``schema`` created if given, other
+    DuckDB settings in ``config``); a held lock fails within seconds with what to do, instead
+    of retrying for minutes."""
     if not database.strip():
         raise DuckDBUnavailable(
             "No database file given: set DEDUP_DATABASE to a file path, e.g. var/dedup.duckdb."
@@ -62,7 +65,7 @@ def open_database(
     existed = database == ":memory:" or Path(database).exists()
     for delay in (*_LOCK_RETRY_SECONDS, None):
         try:
-            connection = connect(database, memory_limit)
+            connection = connect(database, memory_limit, config)
         except duckdb.IOException as error:
             problem = place_error(error, database, DATABASE)
             if problem is not None:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from . import kernels
 from .jaccard import pair_jaccard
 from .settings import SketchParams, Thresholds
+from .errors import DedupError, InconsistentTables
 from .sketch import list_matrix
 from .store import TableBuild, rows_with_ids
 from .tables import Tables, sql
@@ -24,7 +25,7 @@ from .tables import Tables, sql
 REASONS = ("jaccard_and_minhash", "jaccard_match", "minhash_only_rejected", "below_jaccard_threshold")
 
 
-class MemoryBudgetExceeded(RuntimeError):
+class MemoryBudgetExceeded(DedupError, RuntimeError):
     """A step would need more memory than the configured budget."""
 
 
@@ -99,12 +100,12 @@ def candidate_scores(
     finally:
         connection.unregister("candidate_documents")
     if pairs.num_rows != expected:
-        raise ValueError(
+        raise InconsistentTables(
             f"{expected - pairs.num_rows} candidate pairs name documents missing from documents: "
             "re-materialize candidate_pairs and everything downstream"
         )
     if not fingerprints.column("doc_id").equals(bodies.column("doc_id")):
-        raise ValueError(
+        raise InconsistentTables(
             f"fingerprinted has {fingerprints.num_rows:,} rows for the {bodies.num_rows:,} candidate documents "
             "(one missing or repeated): re-materialize fingerprinted and everything downstream"
         )

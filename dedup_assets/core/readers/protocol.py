@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from ..errors import DedupError
 from ..settings import InputPolicy
 from .input_contract import BASE_COLUMNS
 
@@ -27,7 +28,7 @@ RESERVED_COLUMNS = (
 Reject = Callable[[int, str, str, str], None]
 
 
-class InputError(ValueError):
+class InputError(DedupError, ValueError):
     """The input cannot be used as it is; the message says where and what to fix."""
 
 
