@@ -31,6 +31,7 @@ marked_scripts = st.lists(
             "では", "て\u3099", "か", "\u3099", "\u309a", "ハ\u309a", "กรุงเทพ", "\u0e38", "\u0e48", "\u0e39\u0e49",
             "हिन्दी", "\u093c", "\u094d", "क\u093c", "ক\u09be", "한국어", "\u1100\u1161", "\u11a8", "שָׁלוֹם",
             "\u05b8\u05c1", "آ", "ا\u0653", "e\u0301\u0323", "\u0323\u0301", "中文", " ", "，", "x",
+            "\u09c7", "\u09be", "\u09d7", "\u0b47", "\u0b3e", "\u0bc6", "\u0bbe", "\u0928", "\uac00", "\u11a8",
         ]
     ),
     max_size=40,
@@ -110,12 +111,16 @@ def test_character_unit_ascii_fast_path_matches_reference(text):
     _agrees(text, FSS_CHARACTERS)
 
 
-def test_chinese_japanese_thai_and_hindi_text_stay_in_the_kernels():
-    texts = ["中文网页的正文，包括标点。", "東京タワーへ行きます", "กรุงเทพมหานครเตรียม", "हिन्दी भाषा", "한국어", "Café"]
+def test_text_as_written_in_many_scripts_stays_in_the_kernels():
+    texts = [
+        "中文网页的正文，包括标点。", "東京タワーへ行きます", "กรุงเทพมหานครเตรียม", "हिन्दी भाषा, ज़िंदगी बड़ी",
+        "কলকাতা শহরের মানুষ", "தமிழ் மொழி பேசுகிறார்கள்", "ಕನ್ನಡ ಭಾಷೆ", "한국어", "Café", "ন\u09bc",
+    ]
     assert not kernel_text(pa.array(texts)).prenormalized.any()
-    # what needs the reference: a mark decomposed from the kana it voices, marks out of order
-    flagged = kernel_text(pa.array(["て\u3099", "\u0e48\u0e38", "ΣΑΣ"])).prenormalized
-    assert flagged.tolist() == [True, True, True]
+    # what needs the reference: a mark written apart from the letter it composes with (kana
+    # voicing, a Bengali two-part vowel, a Hangul vowel after its consonant), marks out of order
+    flagged = kernel_text(pa.array(["て\u3099", "\u09c7\u09be", "\u1100\u1161", "\u0e48\u0e38", "ΣΑΣ"]))
+    assert flagged.prenormalized.tolist() == [True, True, True, True, True]
 
 
 def test_every_code_point_of_the_table_matches_reference():

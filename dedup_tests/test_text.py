@@ -1,3 +1,4 @@
+import re
 import unicodedata
 
 import pytest
@@ -89,3 +90,29 @@ def test_character_shingles_drop_spaces_and_join_without_them():
 def test_shingle_size_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
         token_shingles(["a"], 0)
+
+
+def _published_normalization(value: str) -> str:
+    """The specification's normalize_text, as published: every combining mark dropped."""
+    text = unicodedata.normalize("NFD", value)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    return " ".join(re.sub(r"[^\w\s]+", " ", text).replace("_", " ").split())
+
+
+def test_latin_greek_cyrillic_punctuation_and_symbols_normalize_as_published():
+    blocks = [
+        (0x0000, 0x058F), (0x1AB0, 0x1AFF), (0x1C80, 0x1C8F), (0x1D00, 0x1FFF), (0x2000, 0x2BFF),
+        (0x2DE0, 0x2DFF), (0xA640, 0xA69F), (0xA720, 0xA7FF), (0xAB30, 0xAB6F), (0xFB00, 0xFB06),
+        (0xFE20, 0xFE2F), (0xFF00, 0xFF65), (0x1E000, 0x1E02F),
+    ]
+    changed = [
+        hex(code_point)
+        for first, last in blocks
+        for code_point in range(first, last + 1)
+        if not 0xD800 <= code_point < 0xE000
+        and any(
+            normalize_text(text) != _published_normalization(text)
+            for text in (chr(code_point), f"Ab{chr(code_point)}cD e{chr(code_point)} f")
+        )
+    ]
+    assert changed == []

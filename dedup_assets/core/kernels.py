@@ -66,7 +66,7 @@ class Scratch(NamedTuple):
     tokens: np.ndarray  # token hashes
     shingles: np.ndarray  # shingle hashes, then the distinct ones at the front
     table: np.ndarray  # open addressing for the distinct shingles
-    mapped: np.ndarray  # a non-ASCII document's bytes after the code-point table
+    mapped: np.ndarray  # a non-ASCII document's bytes after the code-point table, as uint64 words
     lowered: np.ndarray  # the tokenizer's byte classes, zero-padded to whole 64-byte blocks
     token_bounds: np.ndarray  # the tokenizer's token starts and ends (2 x tokens)
     round_hashes: np.ndarray  # one sketch round's hash of each shingle
@@ -288,30 +288,42 @@ def _is_ascii(data, start, end):
     return seen < 128
 
 
+@nb.njit(inline="always")
+def _next_code_point(data, position):
+    """The code point at ``position`` of valid UTF-8 of at most three bytes a character, and the
+    position after it (four-byte characters are sent to the reference beforehand)."""
+    lead = np.int64(data[position])
+    if lead < 0x80:
+        return lead, position + 1
+    if lead < 0xE0:
+        return ((lead & 0x1F) << 6) | (np.int64(data[position + 1]) & 0x3F), position + 2
+    code_point = (
+        ((lead & 0x0F) << 12) | ((np.int64(data[position + 1]) & 0x3F) << 6) | (np.int64(data[position + 2]) & 0x3F)
+    )
+    return code_point, position + 3
+
+
 @nb.njit(cache=True)
-def _map_code_points(data, start, end, map_offsets, map_bytes, out):
+def _map_code_points(data, start, end, pieces, lengths, out):
     """The document's bytes with every code point replaced by its normalized form from the
-    table (separators as spaces) into ``out``; returns the length."""
-    length = 0
+    table (separators as spaces) into ``out`` (uint64 words, read as bytes); returns the length
+    in bytes. Each form (at most 8 bytes, first byte lowest) is shifted into a 64-bit word that is
+    stored whole: no loop over a form's bytes, whose count would be a branch per code point."""
+    word, bits, words = np.uint64(0), np.uint64(0), 0
     position = start
     while position < end:
-        lead = np.int64(data[position])
-        if lead < 0x80:
-            code_point, position = lead, position + 1
-        elif lead < 0xE0:
-            code_point = ((lead & 0x1F) << 6) | (np.int64(data[position + 1]) & 0x3F)
-            position += 2
-        else:  # three bytes; four-byte characters are sent to the reference beforehand
-            code_point = (
-                ((lead & 0x0F) << 12)
-                | ((np.int64(data[position + 1]) & 0x3F) << 6)
-                | (np.int64(data[position + 2]) & 0x3F)
-            )
-            position += 3
-        for index in range(map_offsets[code_point], map_offsets[code_point + 1]):
-            out[length] = map_bytes[index]
-            length += 1
-    return length
+        code_point, position = _next_code_point(data, position)
+        piece, size = pieces[code_point], np.uint64(lengths[code_point]) << np.uint64(3)
+        word |= piece << bits
+        bits += size
+        if bits >= np.uint64(64):
+            out[words] = word
+            words += 1
+            bits -= np.uint64(64)
+            # what did not fit is the form's top ``bits`` bits (a shift by 64 is undefined)
+            word = piece >> (size - bits) if bits else np.uint64(0)
+    out[words] = word
+    return words * 8 + np.int64(bits >> np.uint64(3))
 
 
 @nb.njit(cache=True)
@@ -323,9 +335,10 @@ def _document_tokens(text, doc, scratch):
         return _token_hashes(
             text.data, start, end, scratch.tokens, scratch.lowered, scratch.token_bounds, text.per_character
         )
-    length = _map_code_points(text.data, start, end, text.map_offsets, text.map_bytes, scratch.mapped)
+    length = _map_code_points(text.data, start, end, text.map_pieces, text.map_lengths, scratch.mapped)
     return _token_hashes(
-        scratch.mapped, 0, length, scratch.tokens, scratch.lowered, scratch.token_bounds, text.per_character
+        scratch.mapped.view(np.uint8), 0, length, scratch.tokens, scratch.lowered, scratch.token_bounds,
+        text.per_character,
     )
 
 
@@ -394,7 +407,7 @@ def _scratch(text, first, last):
         np.empty(capacity, dtype=np.uint64),
         np.empty(capacity, dtype=np.uint64),
         np.empty(_table_size(capacity), dtype=np.uint64),
-        np.empty(mapped_capacity, dtype=np.uint8),
+        np.empty(mapped_capacity // 8 + 2, dtype=np.uint64),
         np.empty(mapped_capacity + 128, dtype=np.uint8),
         np.empty((2, capacity), dtype=np.uint64),
         np.empty(capacity, dtype=np.uint64),
@@ -441,45 +454,45 @@ def all_ascii_kernel(data, offsets):
     return ascii_documents.all()
 
 
+# A code point's context bits (``text.code_point_context`` sets them, needs_reference_kernel reads
+# them): the smallest canonical combining class among the kept marks its decomposition starts with
+# (NO_LEADING_MARK: none) and the largest after its last starter, whether it has a starter; that
+# a document holding it always takes the reference; that a kept mark composition joins to the
+# letter before it leads its decomposition; whether its own result has a letter, and whether the
+# last one can take such a mark.
+LEADING_CLASS, TRAILING_CLASS_SHIFT, NO_LEADING_MARK = 0xFF, 8, 0xFF
+HAS_STARTER, NEEDS_REFERENCE = 1 << 16, 1 << 17
+COMPOSES_BACKWARD, ENDS_WITH_STARTER, ENDS_COMPOSABLE = 1 << 18, 1 << 19, 1 << 20
+
+
 @nb.njit(cache=True, parallel=True, nogil=True)
 def needs_reference_kernel(data, offsets, context):
     """Documents the code-point table cannot normalize exactly, from each code point's context
-    bits (``text.code_point_context``): a character outside the Basic Multilingual Plane (a
-    four-byte UTF-8 sequence), one marked as needing the reference, or a kept mark of a lower
-    combining class than a kept mark of an earlier code point in the same run of marks (canonical
-    reordering would swap them)."""
+    bits: a character outside the Basic Multilingual Plane (a four-byte UTF-8 sequence), one that
+    always needs the reference, a kept mark that composes with the letter before it where that
+    letter can take one, or a kept mark of a lower combining class than a kept mark of an earlier
+    code point in the same run of marks (canonical reordering would swap them)."""
     documents = offsets.shape[0] - 1
     flagged = np.zeros(documents, dtype=np.bool_)
     for doc in nb.prange(documents):
         start, end = offsets[doc], offsets[doc + 1]
         if _is_ascii(data, start, end):
             continue
-        position, run_highest = start, np.uint32(0)
+        position, run_highest, composable = start, np.uint32(0), False
         while position < end:
-            lead = np.int64(data[position])
-            if lead < 0x80:
-                run_highest = np.uint32(0)  # an ASCII character is a starter
-                position += 1
-                continue
-            if lead >= 0xF0:
+            if data[position] >= 0xF0:
                 flagged[doc] = True
                 break
-            if lead < 0xE0:
-                code_point = ((lead & 0x1F) << 6) | (np.int64(data[position + 1]) & 0x3F)
-                position += 2
-            else:
-                code_point = (
-                    ((lead & 0x0F) << 12)
-                    | ((np.int64(data[position + 1]) & 0x3F) << 6)
-                    | (np.int64(data[position + 2]) & 0x3F)
-                )
-                position += 3
+            code_point, position = _next_code_point(data, position)
             bits = context[code_point]
-            if (bits >> np.uint32(17)) & np.uint32(1) or (bits & np.uint32(0xFF)) < run_highest:
+            backward = (bits & np.uint32(COMPOSES_BACKWARD)) != 0 and composable
+            if bits & np.uint32(NEEDS_REFERENCE) or backward or (bits & np.uint32(LEADING_CLASS)) < run_highest:
                 flagged[doc] = True
                 break
-            trailing = (bits >> np.uint32(8)) & np.uint32(0xFF)
-            run_highest = trailing if (bits >> np.uint32(16)) & np.uint32(1) else max(run_highest, trailing)
+            trailing = (bits >> np.uint32(TRAILING_CLASS_SHIFT)) & np.uint32(0xFF)
+            run_highest = trailing if bits & np.uint32(HAS_STARTER) else max(run_highest, trailing)
+            if bits & np.uint32(ENDS_WITH_STARTER):
+                composable = (bits & np.uint32(ENDS_COMPOSABLE)) != 0
     return flagged
 
 

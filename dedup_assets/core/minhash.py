@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from .settings import SketchParams
-from .text import normalize_text, token_shingles, tokenize
+from .text import joined, normalize_text, token_shingles, tokenize
 
 
 def hash_int(value: str, seed: int) -> int:
@@ -63,7 +63,7 @@ def blake2b_columns(bodies: pa.Array, params: SketchParams):
         tokens = tokenize(normalized, params.shingle_unit)
         shingles = token_shingles(tokens, params.shingle_size, params.shingle_unit)
         # the text its tokens make: in the char unit, without the spaces
-        digest = hashlib.blake2b("".join(tokens).encode("utf-8") if params.shingle_unit == "char" else normalized.encode("utf-8"), digest_size=8).digest()
+        digest = hashlib.blake2b(joined(tokens, params.shingle_unit).encode("utf-8"), digest_size=8).digest()
         token_counts[row], shingle_counts[row] = len(tokens), len(shingles)
         content[row] = int.from_bytes(digest, "little")
         signatures[row] = minhash_signature(shingles, params.num_perm, params.minhash_seed)

@@ -35,8 +35,8 @@ HOT_BUCKETS: tuple[str, ...] = get_args(HotBuckets)
 
 # auto_bands weighs every (bands, rows) pair that fits; past this the choice alone takes seconds
 MAX_AUTO_BANDS_PERM = 1 << 10
-# Shingles are word n-grams: beyond this, two pages share a shingle only if they share whole
-# paragraphs, and every shorter page has none.
+# Beyond this many words (or characters), two pages share a shingle only if they share whole
+# paragraphs (or sentences), and every shorter page has none.
 MAX_SHINGLE_SIZE = 64
 DEFAULT_DUCKDB_MEMORY = "2GB"
 # Common Crawl's public HTTPS data endpoint, which a targets file's WARC filenames are joined to.
@@ -114,13 +114,13 @@ class SketchParams:
             raise SettingsError(
                 f"hash_scheme must be one of {', '.join(HASH_SCHEMES)}, got {self.hash_scheme!r}"
             )
-        if not 1 <= self.shingle_size <= MAX_SHINGLE_SIZE:
-            raise SettingsError(
-                f"shingle_size must be between 1 and {MAX_SHINGLE_SIZE} {self.shingle_unit}s, got {self.shingle_size}"
-            )
         if self.shingle_unit not in SHINGLE_UNITS:
             raise SettingsError(
                 f"shingle_unit must be one of {', '.join(SHINGLE_UNITS)}, got {self.shingle_unit!r}"
+            )
+        if not 1 <= self.shingle_size <= MAX_SHINGLE_SIZE:
+            raise SettingsError(
+                f"shingle_size must be between 1 and {MAX_SHINGLE_SIZE} {self.shingle_unit}s, got {self.shingle_size}"
             )
         if self.band_count is not None:
             if self.band_count < 1 or self.rows_per_band < 1 or self.band_count * self.rows_per_band > self.num_perm:

@@ -51,16 +51,25 @@ class Shingling(NamedTuple):
 # scripts it was written for). Every other mark is part of its letter.
 _ACCENT_BLOCKS = (
     (0x0300, 0x036F),  # combining diacritical marks (Latin, Greek)
-    (0x0483, 0x0487),  # Cyrillic
+    (0x0483, 0x0489),  # Cyrillic, and its extensions and Glagolitic below
     (0x0591, 0x05C7),  # Hebrew points and cantillation
     (0x064B, 0x0652),  # Arabic harakat (maddah and hamza, which form letters, stay)
+    (0x0656, 0x065F),
+    (0x0670, 0x0670),  # superscript alef
+    (0x06D6, 0x06ED),  # Quranic annotation
+    (0x08D3, 0x08FF),
     (0x1AB0, 0x1AFF),
     (0x1DC0, 0x1DFF),
     (0x20D0, 0x20FF),
+    (0x2DE0, 0x2DFF),
+    (0xA66F, 0xA67D),
+    (0xA69E, 0xA69F),
+    (0xFB1E, 0xFB1E),  # Hebrew varika
     (0xFE20, 0xFE2F),
+    (0x1E000, 0x1E02F),
 )
 # Variation selectors choose a glyph, never a letter: separators, as before.
-_VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+_VARIATION_SELECTORS = ((0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 # Han, Hiragana and Katakana (with their iteration and prolonged-sound marks): a token each.
 _CJK_BLOCKS = (
     (0x3005, 0x3007),
@@ -133,10 +142,14 @@ def token_shingles(tokens: list[str], size: int, unit: str = "word") -> set[str]
         raise ValueError(f"shingle size must be positive, got {size}")
     if not tokens:
         return set()
-    joiner = "" if unit == "char" else " "
     if len(tokens) < size:
-        return {joiner.join(tokens)}
-    return {joiner.join(tokens[idx : idx + size]) for idx in range(len(tokens) - size + 1)}
+        return {joined(tokens, unit)}
+    return {joined(tokens[idx : idx + size], unit) for idx in range(len(tokens) - size + 1)}
+
+
+def joined(tokens: list[str], unit: str = "word") -> str:
+    """Tokens as one string: words between spaces, characters side by side."""
+    return "".join(tokens) if unit == "char" else " ".join(tokens)
 
 
 def document_shingles(body: str | None, shingling: Shingling) -> set[str]:
@@ -179,45 +192,49 @@ def utf8_buffers(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 PLANE_SIZE = 0x10000
 SURROGATES = range(0xD800, 0xE000)
-# A code point's context bits (``CodePointTable.context``): bits 0-7 the smallest canonical
-# combining class among the kept marks its decomposition starts with (255: none), bits 8-15 the
-# largest among the kept marks after its last starter, bit 16 whether it has a starter, bit 17
-# that a document holding it must take the reference (see ``kernels.needs_reference_kernel``).
-NO_LEADING_MARK = 0xFF
-HAS_STARTER = 1 << 16
-NEEDS_REFERENCE = 1 << 17
 
 
 @cache
-def _composing_marks() -> frozenset[str]:
-    """Characters that canonical composition joins to what precedes them: the second half of
-    every two-part canonical decomposition, and Hangul's medial vowels and final consonants."""
+def _compositions() -> tuple[frozenset[str], frozenset[str]]:
+    """The letters that start a canonical composition with a kept mark, and those marks: the two
+    halves of every primary composite whose second half is not an accent (NFC composes it back;
+    a composition exclusion it does not), and Hangul's leading consonants and syllables without
+    a final, which take a vowel and a final."""
+    firsts = {chr(code) for code in range(0x1100, 0x1113)}
+    firsts |= {chr(code) for code in range(0xAC00, 0xD7A4, 28)}
     seconds = {chr(code) for code in [*range(0x1161, 0x1176), *range(0x11A8, 0x11C3)]}
     for code_point in range(0x110000):
         parts = unicodedata.decomposition(chr(code_point)).split()
-        if len(parts) == 2 and not parts[0].startswith("<"):
-            seconds.add(chr(int(parts[1], 16)))
-    return frozenset(seconds)
+        if len(parts) != 2 or parts[0].startswith("<"):
+            continue
+        first, second = (chr(int(part, 16)) for part in parts)
+        if not _is_accent(second) and unicodedata.normalize("NFC", first + second) == chr(code_point):
+            firsts.add(first)
+            seconds.add(second)
+    return frozenset(firsts), frozenset(seconds)
 
 
 def code_point_context(code_point: int) -> int:
     """What the kernels need to know to tell whether a code point's result depends on its
-    neighbours (the bits above). Canonical reordering moves a kept mark before an earlier one of a
-    higher class; composition joins a kept composing mark that leads a code point's decomposition
-    to the letter before it."""
+    neighbours (``kernels.needs_reference_kernel`` reads the bits). Canonical reordering moves a
+    kept mark before an earlier one of a higher class; composition joins a kept composing mark
+    that leads a code point's decomposition to a letter before it that can take it."""
     if code_point == 0x03A3:  # capital sigma: final or medial by its neighbours
-        return NEEDS_REFERENCE
+        return kernels.NEEDS_REFERENCE
     kept = _kept_decomposition(chr(code_point))
     classes = [unicodedata.combining(ch) for ch in kept]
     starters = [index for index, value in enumerate(classes) if value == 0]
     leading = classes[: starters[0]] if starters else classes
     trailing = classes[starters[-1] + 1 :] if starters else classes
-    context = (min(leading, default=NO_LEADING_MARK)) | (max(trailing, default=0) << 8)
+    context = min(leading, default=kernels.NO_LEADING_MARK) | max(trailing, default=0) << kernels.TRAILING_CLASS_SHIFT
+    firsts, seconds = _compositions()
     if starters:
-        context |= HAS_STARTER
-    lead_run = kept[: starters[0] + 1] if starters else kept
-    if any(ch in _composing_marks() for ch in lead_run):
-        context |= NEEDS_REFERENCE
+        context |= kernels.HAS_STARTER
+    if any(ch in seconds for ch in (kept[: starters[0] + 1] if starters else kept)):
+        context |= kernels.COMPOSES_BACKWARD
+    composed = [ch for ch in unicodedata.normalize("NFC", kept) if unicodedata.combining(ch) == 0]
+    if composed:
+        context |= kernels.ENDS_WITH_STARTER | (kernels.ENDS_COMPOSABLE if composed[-1] in firsts else 0)
     return context
 
 
@@ -227,38 +244,36 @@ def normalize_code_point(code_point: int) -> str:
 
 
 class CodePointTable(NamedTuple):
-    offsets: np.ndarray  # int32[PLANE_SIZE + 1]: code point -> slice of ``mapped``
-    mapped: np.ndarray  # uint8: normalized UTF-8, separators as b" "
+    pieces: np.ndarray  # uint64[PLANE_SIZE]: each code point's normalized UTF-8 (separators as
+    # b" "), first byte lowest; at most 8 bytes, so the kernels store it as one word
+    lengths: np.ndarray  # uint8[PLANE_SIZE]: its bytes
     expansion: int  # the most UTF-8 bytes one input byte can become
     context: np.ndarray  # uint32[PLANE_SIZE]: the context bits above
 
 
 # for a batch without a non-ASCII byte: the kernels never look code points up
-ASCII_ONLY = CodePointTable(np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.uint8), 1, np.zeros(1, np.uint32))
+ASCII_ONLY = CodePointTable(np.zeros(1, np.uint64), np.zeros(1, np.uint8), 1, np.zeros(1, np.uint32))
 
 
 @cache
 def code_point_table() -> CodePointTable:
     """Built once per process, on the first batch with a non-ASCII character."""
-    offsets = np.zeros(PLANE_SIZE + 1, dtype=np.int32)
+    pieces = np.zeros(PLANE_SIZE, dtype=np.uint64)
+    lengths = np.zeros(PLANE_SIZE, dtype=np.uint8)
     context = np.zeros(PLANE_SIZE, dtype=np.uint32)
-    pieces: list[bytes] = []
-    expansion, total = 1, 0
+    expansion = 1
     for code_point in range(PLANE_SIZE):
         if code_point in SURROGATES:
-            piece = b""  # never in valid UTF-8
-        else:
-            normalized = normalize_code_point(code_point)
-            if len(normalized.split()) > 1:
-                raise RuntimeError(f"U+{code_point:04X} normalizes to more than one token")
-            piece = normalized.encode("utf-8")
-            expansion = max(expansion, -(-len(piece) // len(chr(code_point).encode("utf-8"))))
-            context[code_point] = code_point_context(code_point)
-        pieces.append(piece)
-        total += len(piece)
-        offsets[code_point + 1] = total
-    mapped = np.frombuffer(b"".join(pieces), dtype=np.uint8).copy()
-    return CodePointTable(offsets, mapped, expansion, context)
+            continue  # never in valid UTF-8
+        normalized = normalize_code_point(code_point)
+        piece = normalized.encode("utf-8")
+        if len(normalized.split()) > 1 or len(piece) > 8:
+            raise RuntimeError(f"U+{code_point:04X} normalizes to more than one token or 8 bytes")
+        pieces[code_point] = int.from_bytes(piece, "little")  # as the kernels' little-endian words read
+        lengths[code_point] = len(piece)
+        expansion = max(expansion, -(-len(piece) // len(chr(code_point).encode("utf-8"))))
+        context[code_point] = code_point_context(code_point)
+    return CodePointTable(pieces, lengths, expansion, context)
 
 
 class KernelText(NamedTuple):
@@ -269,8 +284,8 @@ class KernelText(NamedTuple):
     data: np.ndarray
     offsets: np.ndarray
     prenormalized: np.ndarray
-    map_offsets: np.ndarray
-    map_bytes: np.ndarray
+    map_pieces: np.ndarray
+    map_lengths: np.ndarray
     expansion: int
     per_character: bool
 
@@ -295,4 +310,4 @@ def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> Kerne
         normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
         text = pc.replace_with_mask(text, pa.array(flagged), normalized)
         data, offsets = utf8_buffers(text)
-    return KernelText(data, offsets, flagged, table.offsets, table.mapped, table.expansion, unit == "char")
+    return KernelText(data, offsets, flagged, table.pieces, table.lengths, table.expansion, unit == "char")
