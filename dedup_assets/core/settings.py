@@ -11,6 +11,9 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal, get_args
 
+import pyarrow as pa
+
+from .keep_rule import domain_preference, normalized_domains
 from .kernels import MAX_SKETCH_SIZE
 from .scurve import choose_bands
 from .text import SHINGLE_UNITS, Shingling
@@ -31,6 +34,9 @@ CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
 ENGINES: tuple[str, ...] = get_args(Engine)
 PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
 HOT_BUCKETS: tuple[str, ...] = get_args(HotBuckets)
+
+# a host has none of these: a prefer_domains entry with one is a URL, a port or a pattern
+_NOT_IN_A_HOST = "/:@?#*[]"
 
 # auto_bands weighs every (bands, rows) pair that fits; past this the choice alone takes seconds
 MAX_AUTO_BANDS_PERM = 1 << 10
@@ -81,7 +87,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     # it decides none, and a change of it rebuilds nothing)
     "candidate_pairs": ("hot_buckets", "hot_bucket_limit"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
-    "clusters": ("cluster_mode",),
+    "clusters": ("cluster_mode", "prefer_domains"),
     "recall_audit": ("audit_sample_size",),
     "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'
     # the tuning group's leaf: besides its combinations, the run's settings that its rows depend on
@@ -169,6 +175,19 @@ class PairLimits:
 
 
 @dataclass(frozen=True)
+class ClusterParams:
+    """How the cluster step makes clusters (``mode``; Jaccard with the representative measured
+    over ``shingling``, chained below ``threshold``) and which member each keeps: the keep rule
+    with ``prefer_domains`` (``keep_rule.py``)."""
+
+    mode: str
+    shingling: Shingling
+    threshold: float
+    memory_budget_mb: int
+    prefer_domains: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class FetchSettings:
     """Where a targets file's WARC records are fetched from, and how hard to try. ``timeout_s``
     bounds each attempt as a whole; ``cache`` is a folder keeping fetched records (None: none);
@@ -219,6 +238,37 @@ class InputPolicy:
             )
 
 
+def checked_domains(entries: list[str]) -> list[str]:
+    """``prefer_domains`` as the keep rule compares them (``keep_rule.py``), or a SettingsError
+    saying what to write instead: an entry must be a domain, named once, and able to decide."""
+    if not isinstance(entries, (list, tuple)) or not all(isinstance(entry, str) for entry in entries):
+        raise SettingsError(f'prefer_domains must be a list of domains, e.g. ["example.com"], got {entries!r}')
+    domains = normalized_domains(pa.array([entry.strip() for entry in entries], pa.string())).to_pylist()
+    for index, (entry, domain) in enumerate(zip(entries, domains)):
+        if not domain:
+            raise SettingsError(f"prefer_domains[{index}] is empty: give a domain such as example.com, or leave it out")
+        if domain.startswith(".") or any(mark in domain for mark in _NOT_IN_A_HOST) or any(c.isspace() for c in domain):
+            raise SettingsError(
+                f"prefer_domains[{index}] is {entry!r}, not a domain: give the host alone, e.g. example.com "
+                "(an entry matches its subdomains too, such as www.example.com)"
+            )
+    # an entry an earlier one matches (itself again, or a subdomain of it) can never decide
+    for index, first in enumerate(domain_preference(pa.array(domains, pa.string()), domains).to_pylist()):
+        if first == index:
+            continue
+        if domains[first] == domains[index]:
+            raise SettingsError(
+                f"prefer_domains names {domains[index]!r} twice (prefer_domains[{first}] and "
+                f"prefer_domains[{index}]): keep one"
+            )
+        raise SettingsError(
+            f"prefer_domains[{index}] ({domains[index]!r}) can never decide: prefer_domains[{first}] "
+            f"({domains[first]!r}) before it matches its subdomains already. Put {domains[index]!r} "
+            f"first to prefer it over the rest of {domains[first]!r}, or leave it out"
+        )
+    return domains
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every algorithm setting of a run, with its default. These are the settings recorded in
@@ -248,6 +298,7 @@ class Settings:
     min_recall: float = 0.9
     cluster_mode: str = "components"
     max_cluster_size: int = 1_000
+    prefer_domains: list[str] = field(default_factory=list)  # the keep rule's domains, first preferred
     auto_bands: bool = False  # True: bands and rows chosen from jaccard_threshold (rows_per_band unused)
     false_negative_weight: float = 0.5
     warc_base_url: str = FetchSettings.base_url
@@ -278,6 +329,8 @@ class Settings:
             raise SettingsError(f"false_negative_weight must be between 0 and 1, got {self.false_negative_weight}")
         if not 0.0 <= self.min_recall <= 1.0:
             raise SettingsError(f"min_recall must be between 0 and 1, got {self.min_recall}")
+        # as the keep rule compares them, so lineage and the index see one value for one rule
+        object.__setattr__(self, "prefer_domains", checked_domains(self.prefer_domains))
         if self.cluster_mode not in CLUSTER_MODES:
             raise SettingsError(
                 f"cluster_mode must be one of {', '.join(CLUSTER_MODES)}, got {self.cluster_mode!r}"
@@ -326,6 +379,11 @@ class Settings:
 
     def thresholds(self) -> Thresholds:
         return Thresholds(self.jaccard_threshold, self.signature_overlap_threshold)
+
+    def cluster_params(self) -> ClusterParams:
+        return ClusterParams(
+            self.cluster_mode, self.shingling(), self.jaccard_threshold, self.memory_budget_mb, tuple(self.prefer_domains)
+        )
 
     def pair_limits(self) -> PairLimits:
         """The candidate step's limits: the slot budget, unless set, is what memory_budget_mb
