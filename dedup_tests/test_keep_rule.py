@@ -18,7 +18,7 @@ from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.errors import user_message
 from dedup_assets.settings import DedupSettings
 
-from .conftest import mirror_pages, write_csv
+from .conftest import FIXTURE, mirror_pages, write_csv
 
 # 16 bands of 4 rows: mirror_pages' pair is always a candidate
 SURE = {"rows_per_band": 4}
@@ -103,6 +103,18 @@ def test_the_asset_graph_keeps_the_original_records_prefer_domains_and_refuses_c
     [message] = [user_message(event.step_failure_data.error) for event in result.get_step_failure_events()]
     assert "clusters was built with prefer_domains=['original.com'], this run uses prefer_domains=[]" in message
     assert "Re-materialize clusters and everything downstream of it" in message
+
+
+def test_on_the_fixture_prefer_domains_keeps_its_mirrors_and_its_contract_is_not_evaluated(runner):
+    # each topic's mirror is on a subdomain of example.net (mirror., kb., cdn., ...)
+    result = runner.run(FIXTURE, prefer_domains=["example.net"], audit_sample_size=0)
+    checks = {evaluation.check_name for evaluation in result.get_asset_check_evaluations()}
+    assert "fixture_contract" not in checks  # its representatives are the default rule's
+    clusters = runner.table("clusters")
+    kept = set(clusters.loc[clusters["decision"] == "kept_representative", "doc_id"])
+    mirrors = {doc_id for doc_id in clusters.doc_id if doc_id.endswith("-mirror")}
+    assert len(mirrors) == 6 and mirrors <= kept
+    assert len(kept) == 12  # the same clusters, other representatives
 
 
 def test_a_batch_of_an_original_and_its_mirror_keeps_as_one_run_does(tmp_path):
