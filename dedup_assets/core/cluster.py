@@ -147,9 +147,10 @@ def star_members(
 
     ``components``: the representative is the component's best-ranked document. ``star``: the
     best-ranked document of what is left of a component takes the members at or above the
-    threshold with it; rounds go on until none is left. Every round measures with at most one kernel call over all components at once; a component of n
-    members that splits into s clusters costs up to n·s comparisons, fewer where the sizes alone
-    rule a pair out (J <= smaller / larger set). Two copies of one text score 1.
+    threshold with it; rounds go on until none is left. Every round measures with at most one
+    kernel call over all components at once; a component of n members that splits into s
+    clusters costs up to n·s comparisons, fewer where the sizes alone rule a pair out (J <=
+    smaller / larger set). Two copies of one text score 1.
 
     A pair verification scored (``scored_pairs``) keeps its Jaccard there; the others are
     measured over the 64-bit shingle hashes (verification's under ``fss``; the string Jaccard of

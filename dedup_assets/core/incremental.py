@@ -20,8 +20,8 @@ the union of every batch's pairs is the pair set of one run over all batches.
 
 Clusters: a new document joins the clusters of the earlier documents it has edges with. A document
 kept earlier stays kept; a new document in a cluster with a kept document is removed in its
-favour; a cluster of new documents only keeps one by the one-shot keep rule (``keep_rule.py``). A batch that joins two
-clusters that each have a kept document records a bridge and keeps both.
+favour; a cluster of new documents only keeps one by the one-shot keep rule (``keep_rule.py``).
+A batch that joins two clusters that each have a kept document records a bridge and keeps both.
 """
 
 from __future__ import annotations
@@ -195,7 +195,9 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
     # an index built before bands could be chosen used rows_per_band's bands, and one built
     # before prefer_domains the keep rule without it
     implied = {
-        "auto_bands": False, "bands": built_bands(indexed[0].settings), "rows_in_use": indexed[0].settings.get("rows_per_band"),
+        "auto_bands": False,
+        "bands": built_bands(indexed[0].settings),
+        "rows_in_use": indexed[0].settings.get("rows_per_band"),
         "prefer_domains": [],
     }
     built = {**implied, **indexed[0].settings}
