@@ -15,6 +15,8 @@ Members are ordered by, in turn:
 4. the smallest ``doc_id``.
 
 doc_ids are unique, so the order is total: every path and engine keeps the same document.
+:func:`checked_domains` is what ``Settings`` stores of the list, refusing an entry that could
+never match or never decide.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import pyarrow.compute as pc
 # what the rule reads of each member
 KEEP_COLUMNS = ("doc_id", "domain", "crawled_at", "token_count")
 _PREFERENCE = "domain_preference"
+# a host has none of these: a prefer_domains entry with one is a URL, a port or a pattern
+_NOT_IN_A_HOST = "/:@?#*[]"
 
 
 def normalized_domains(domains: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
@@ -45,6 +49,37 @@ def domain_preference(domains: pa.Array | pa.ChunkedArray, prefer_domains: Seque
         matches = pc.or_(pc.equal(domains, preferred), pc.ends_with(domains, "." + preferred))
         preference = pc.if_else(matches, np.int32(place), preference)
     return preference
+
+
+def checked_domains(entries: list[str]) -> list[str]:
+    """``prefer_domains`` as the rule compares them, or a ValueError saying what to write
+    instead: an entry must be a host, named once, and able to decide."""
+    if not isinstance(entries, (list, tuple)) or not all(isinstance(entry, str) for entry in entries):
+        raise ValueError(f'prefer_domains must be a list of domains, e.g. ["example.com"], got {entries!r}')
+    domains = normalized_domains(pa.array([entry.strip() for entry in entries], pa.string())).to_pylist()
+    for index, (entry, domain) in enumerate(zip(entries, domains)):
+        if not domain:
+            raise ValueError(f"prefer_domains[{index}] is empty: give a domain such as example.com, or leave it out")
+        if domain.startswith(".") or any(mark in domain for mark in _NOT_IN_A_HOST) or any(c.isspace() for c in domain):
+            raise ValueError(
+                f"prefer_domains[{index}] is {entry!r}, not a domain: give the host alone, e.g. example.com "
+                "(an entry matches its subdomains too, such as www.example.com)"
+            )
+    # an entry an earlier one matches (itself again, or a subdomain of it) can never decide
+    for index, first in enumerate(domain_preference(pa.array(domains, pa.string()), domains).to_pylist()):
+        if first == index:
+            continue
+        if domains[first] == domains[index]:
+            raise ValueError(
+                f"prefer_domains names {domains[index]!r} twice (prefer_domains[{first}] and "
+                f"prefer_domains[{index}]): keep one"
+            )
+        raise ValueError(
+            f"prefer_domains[{index}] ({domains[index]!r}) can never decide: prefer_domains[{first}] "
+            f"({domains[first]!r}) before it matches its subdomains already. Put {domains[index]!r} "
+            f"first to prefer it over the rest of {domains[first]!r}, or leave it out"
+        )
+    return domains
 
 
 def keep_order(members: pa.Table, prefer_domains: Sequence[str] = (), within: str | None = None) -> pa.Array:

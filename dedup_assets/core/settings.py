@@ -11,9 +11,7 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal, get_args
 
-import pyarrow as pa
-
-from .keep_rule import domain_preference, normalized_domains
+from .keep_rule import checked_domains
 from .kernels import MAX_SKETCH_SIZE
 from .scurve import choose_bands
 from .text import SHINGLE_UNITS, Shingling
@@ -34,9 +32,6 @@ CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
 ENGINES: tuple[str, ...] = get_args(Engine)
 PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
 HOT_BUCKETS: tuple[str, ...] = get_args(HotBuckets)
-
-# a host has none of these: a prefer_domains entry with one is a URL, a port or a pattern
-_NOT_IN_A_HOST = "/:@?#*[]"
 
 # auto_bands weighs every (bands, rows) pair that fits; past this the choice alone takes seconds
 MAX_AUTO_BANDS_PERM = 1 << 10
@@ -238,37 +233,6 @@ class InputPolicy:
             )
 
 
-def checked_domains(entries: list[str]) -> list[str]:
-    """``prefer_domains`` as the keep rule compares them (``keep_rule.py``), or a SettingsError
-    saying what to write instead: an entry must be a domain, named once, and able to decide."""
-    if not isinstance(entries, (list, tuple)) or not all(isinstance(entry, str) for entry in entries):
-        raise SettingsError(f'prefer_domains must be a list of domains, e.g. ["example.com"], got {entries!r}')
-    domains = normalized_domains(pa.array([entry.strip() for entry in entries], pa.string())).to_pylist()
-    for index, (entry, domain) in enumerate(zip(entries, domains)):
-        if not domain:
-            raise SettingsError(f"prefer_domains[{index}] is empty: give a domain such as example.com, or leave it out")
-        if domain.startswith(".") or any(mark in domain for mark in _NOT_IN_A_HOST) or any(c.isspace() for c in domain):
-            raise SettingsError(
-                f"prefer_domains[{index}] is {entry!r}, not a domain: give the host alone, e.g. example.com "
-                "(an entry matches its subdomains too, such as www.example.com)"
-            )
-    # an entry an earlier one matches (itself again, or a subdomain of it) can never decide
-    for index, first in enumerate(domain_preference(pa.array(domains, pa.string()), domains).to_pylist()):
-        if first == index:
-            continue
-        if domains[first] == domains[index]:
-            raise SettingsError(
-                f"prefer_domains names {domains[index]!r} twice (prefer_domains[{first}] and "
-                f"prefer_domains[{index}]): keep one"
-            )
-        raise SettingsError(
-            f"prefer_domains[{index}] ({domains[index]!r}) can never decide: prefer_domains[{first}] "
-            f"({domains[first]!r}) before it matches its subdomains already. Put {domains[index]!r} "
-            f"first to prefer it over the rest of {domains[first]!r}, or leave it out"
-        )
-    return domains
-
-
 @dataclass(frozen=True)
 class Settings:
     """Every algorithm setting of a run, with its default. These are the settings recorded in
@@ -329,8 +293,10 @@ class Settings:
             raise SettingsError(f"false_negative_weight must be between 0 and 1, got {self.false_negative_weight}")
         if not 0.0 <= self.min_recall <= 1.0:
             raise SettingsError(f"min_recall must be between 0 and 1, got {self.min_recall}")
-        # as the keep rule compares them, so lineage and the index see one value for one rule
-        object.__setattr__(self, "prefer_domains", checked_domains(self.prefer_domains))
+        try:  # stored as the keep rule compares them, so lineage and the index see one value per rule
+            object.__setattr__(self, "prefer_domains", checked_domains(self.prefer_domains))
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
         if self.cluster_mode not in CLUSTER_MODES:
             raise SettingsError(
                 f"cluster_mode must be one of {', '.join(CLUSTER_MODES)}, got {self.cluster_mode!r}"
@@ -382,7 +348,8 @@ class Settings:
 
     def cluster_params(self) -> ClusterParams:
         return ClusterParams(
-            self.cluster_mode, self.shingling(), self.jaccard_threshold, self.memory_budget_mb, tuple(self.prefer_domains)
+            self.cluster_mode, self.shingling(), self.jaccard_threshold, self.memory_budget_mb,
+            tuple(self.prefer_domains),
         )
 
     def pair_limits(self) -> PairLimits:
