@@ -181,6 +181,13 @@ class DedupSettings(ConfigurableResource):
         description="The clusters check warns when a cluster has more documents (a sign of chaining "
         "through shared boilerplate).",
     )
+    prefer_domains: list[str] = Field(
+        default_factory=list,
+        description="Domains whose copy a cluster keeps, first listed first, ahead of the newest "
+        'crawled_at: e.g. ["original.com", "docs.example.org"]. An entry matches its subdomains too '
+        "(example.com: www.example.com, news.example.com), regardless of case; unlisted domains "
+        "come after every listed one. Empty: newest crawled_at, then most tokens, then smallest doc_id.",
+    )
     sweep_combinations: list[SweepCombinationConfig] = Field(
         default_factory=lambda: [SweepCombinationConfig(**asdict(c)) for c in SWEEP_DEFAULTS.combinations],
         description="parameter_sweep (group tuning): the combinations of num_perm, rows_per_band or "

@@ -116,6 +116,18 @@ def document(doc_id: str, body: str, domain: str = "example.com", crawled_at: st
     }
 
 
+def mirror_pages() -> list[dict]:
+    """An original and its mirror, crawled a month later with a line more (newer and longer, so
+    the keep rule without prefer_domains keeps the mirror), and a page of its own. Jaccard 0.97:
+    with rows_per_band 4 they are always candidates."""
+    text = " ".join(f"word{n}" for n in range(100))
+    return [
+        document("original", text, domain="original.com", crawled_at="2026-01-01"),
+        document("mirror", text + " mirrored from original", domain="mirror.net", crawled_at="2026-02-01"),
+        document("other", " ".join(f"other{n}" for n in range(100)), domain="original.com", crawled_at="2026-01-01"),
+    ]
+
+
 # Han characters and kana for pages without spaces (chinese_pages)
 HAN = [chr(0x4E00 + offset) for offset in range(2_000)]
 KANA = [chr(code) for code in range(0x3041, 0x3097)]

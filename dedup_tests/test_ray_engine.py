@@ -21,7 +21,7 @@ from dedup_assets.core.distributed.datasets import in_position_order
 from dedup_assets.ray_engine import RayEngine
 from dedup_bench.corpus import generate
 
-from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, write_csv
+from .conftest import FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, mirror_pages, write_csv
 
 # the ray_cluster fixture requires Ray (and fails under DEDUP_REQUIRE_RAY without it)
 pytestmark = pytest.mark.ray
@@ -61,6 +61,14 @@ def test_ray_gives_the_duckdb_release_on_pages_without_spaces_in_both_units(ray_
     write_csv(tmp_path / "zh.csv", chinese_pages(60))
     _assert_same_release(*run_both(tmp_path / "word", tmp_path / "zh.csv"))
     _assert_same_release(*run_both(tmp_path / "char", tmp_path / "zh.csv", shingle_unit="char", shingle_size=3))
+
+
+def test_ray_gives_the_duckdb_release_keeping_the_original_with_prefer_domains(ray_cluster, tmp_path):
+    write_csv(tmp_path / "pages.csv", mirror_pages())
+    runners = run_both(tmp_path, tmp_path / "pages.csv", prefer_domains=["original.com"], rows_per_band=4)
+    _assert_same_release(*runners)
+    kept = runners[1].table("clusters").set_index("doc_id")["decision"].to_dict()
+    assert kept == {"original": "kept_representative", "mirror": "removed_duplicate", "other": "kept_representative"}
 
 
 def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, result) -> None:

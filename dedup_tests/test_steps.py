@@ -16,7 +16,7 @@ from dedup_assets.core.lsh import (
     copy_groups,
     ensure_within_limits,
 )
-from dedup_assets.core.settings import PAIR_SLOT_BYTES, PairLimits, Settings, SettingsError, SketchParams, Thresholds
+from dedup_assets.core.settings import PAIR_SLOT_BYTES, ClusterParams, PairLimits, Settings, SettingsError, SketchParams, Thresholds
 from dedup_assets.core.store import TableBuild, connect, write_table
 from dedup_assets.core.tables import Tables
 from dedup_assets.core.text import Shingling
@@ -298,12 +298,16 @@ def _cluster_tables(connection) -> list[str]:
         ("alone", "2026-01-01", 3, "one two three"),
     ]
     connection.execute(
-        "create table documents (doc_id varchar, crawled_at timestamp, source_file varchar, input_row bigint, body varchar)"
+        "create table documents (doc_id varchar, crawled_at timestamp, source_file varchar, input_row bigint, body varchar, "
+        "domain varchar default 'example.com')"
     )
     connection.execute("create table fingerprinted (doc_id varchar, token_count integer, shingle_count integer)")
     for row, (doc_id, crawled_at, tokens, body) in enumerate(documents, start=1):
         shingles = len(set(zip(*(body.split()[i:] for i in range(5))))) or 1
-        connection.execute("insert into documents values (?, ?, ?, ?, ?)", [doc_id, crawled_at, "in.csv", row, body])
+        connection.execute(
+            "insert into documents by name select ? as doc_id, ? as crawled_at, ? as source_file, ? as input_row, ? as body",
+            [doc_id, crawled_at, "in.csv", row, body],
+        )
         connection.execute("insert into fingerprinted values (?, ?, ?)", [doc_id, tokens, shingles])
     edges = [
         {"left_doc_id": l, "right_doc_id": r, "found_by": found_by, "jaccard": jaccard}
@@ -320,7 +324,7 @@ def _cluster_tables(connection) -> list[str]:
 
 
 def _clusters(connection, mode: str) -> list[tuple]:
-    write_table(connection, "clusters", build_clusters(connection, TABLES, mode, Shingling(5), 0.7, 100))
+    write_table(connection, "clusters", build_clusters(connection, TABLES, ClusterParams(mode, Shingling(5), 0.7, 100)))
     return connection.execute(
         "select doc_id, cluster_id, cluster_size, representative_rank, representative_doc_id, decision, "
         "round(jaccard_to_representative, 4), chained from clusters order by cluster_id, representative_rank"
@@ -389,7 +393,10 @@ def test_star_mode_measures_a_later_rounds_pair_verification_did_not_score(conne
     trio = [("trio-r", "2026-02-03", _words(700, 800)), ("trio-x", "2026-02-02", CHAIN["chain-a"]),
             ("trio-y", "2026-02-01", CHAIN["chain-b"])]
     for row, (doc_id, crawled_at, body) in enumerate(trio, start=100):
-        connection.execute("insert into documents values (?, ?, 'in.csv', ?, ?)", [doc_id, crawled_at, row, body])
+        connection.execute(
+            "insert into documents by name select ? as doc_id, ? as crawled_at, 'in.csv' as source_file, ? as input_row, ? as body",
+            [doc_id, crawled_at, row, body],
+        )
         connection.execute("insert into fingerprinted values (?, 10, 96)", [doc_id])
     for table in ("scored_pairs", "duplicate_pairs"):
         connection.execute(f"insert into {table} values ('trio-r', 'trio-x', 'lsh', 0.0)")

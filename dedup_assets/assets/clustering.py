@@ -58,8 +58,9 @@ def clusters(
     `cluster_mode` components: the connected components (networkx). star: each component's
     best-ranked document keeps only the members at or above `jaccard_threshold` with it, and the
     rest are split again the same way. `cluster_id` is `cluster-` + the smallest member `doc_id`.
-    Within a cluster the representative is the newest `crawled_at`, then the most tokens, then the
-    smallest `doc_id`: `representative_rank` 1 is kept (`decision = kept_representative`), the
+    Within a cluster the representative is the keep rule's first: a domain listed earlier in
+    `prefer_domains` (or a subdomain of it), then the newest `crawled_at`, then the most tokens,
+    then the smallest `doc_id`: `representative_rank` 1 is kept (`decision = kept_representative`), the
     others are `removed_duplicate` with `representative_doc_id` naming what replaced them.
     `jaccard_to_representative` is each member's exact Jaccard with it; `chained` marks a member
     below the threshold, in a cluster only through other members.
@@ -69,14 +70,11 @@ def clusters(
     with user_errors(), warehouse.cursor() as cursor:
         if settings.engine == "ray":
             build = ray_engine.steps().clusters(
-                ray_engine.tables(warehouse.path), settings.shingling(), settings.jaccard_threshold,
+                ray_engine.tables(warehouse.path), settings.cluster_params(),
                 ray_engine.components_on_driver_up_to_edges, context.log.info,
             )
         else:
-            build = build_clusters(
-                cursor, warehouse.tables, settings.cluster_mode, settings.shingling(), settings.jaccard_threshold,
-                settings.memory_budget_mb,
-            )
+            build = build_clusters(cursor, warehouse.tables, settings.cluster_params())
     rows = warehouse.write("clusters", build, lineage)
     with warehouse.cursor() as cursor:
         mirrors = mirror_domain_pairs(cursor, warehouse.tables, MIRROR_PAIRS_SHOWN)

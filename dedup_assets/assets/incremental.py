@@ -209,13 +209,15 @@ def batch_clusters(
     `clusters` columns plus `representative_batch`). A document kept in an earlier batch stays
     kept; a new document in a cluster with a kept document is `removed_duplicate` in favour of it
     (`representative_doc_id`, `representative_batch`); a cluster of new documents only keeps one
-    by the one-shot rule (newest `crawled_at`, most tokens, smallest doc_id). Where the batch
-    joins clusters that each have a kept document, all stay kept and a bridge names them
-    (`incremental.staged_bridges`)."""
+    by the one-shot keep rule (`prefer_domains`, then the newest `crawled_at`, the most tokens,
+    the smallest doc_id). Where the batch joins clusters that each have a kept document, all stay
+    kept and a bridge names them (`incremental.staged_bridges`)."""
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_pairs)
     key = context.partition_key
     with warehouse.cursor() as cursor:
-        decided = incremental.build_batch_clusters(cursor, TABLES, key, lineage["first_position"])
+        decided = incremental.build_batch_clusters(
+            cursor, TABLES, key, lineage["first_position"], dedup.settings().prefer_domains
+        )
     written = {table: warehouse.write_table(table, build, lineage) for table, build in decided.builds(TABLES).items()}
     rows, moved, bridges = (written[t] for t in (TABLES.staged_clusters, TABLES.staged_moves, TABLES.staged_bridges))
     table = TABLES.staged_clusters

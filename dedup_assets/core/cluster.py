@@ -1,8 +1,8 @@
 """Clusters: connected components of the accepted edges, and one representative per cluster.
 
-``cluster_id`` is ``cluster-`` + the smallest member doc_id. The representative is the newest
-``crawled_at``, then the most tokens, then the smallest doc_id (``sql/clusters.sql``); the
-deduplicated corpus is the representatives' rows (``sql/deduped_documents.sql``).
+``cluster_id`` is ``cluster-`` + the smallest member doc_id. The representative is the member
+the keep rule ranks first (``keep_rule.py``); the deduplicated corpus is the representatives'
+rows (``sql/deduped_documents.sql``).
 
 Components are transitive: A ~ B and B ~ C put C with A even when J(A, C) is low, so every
 member's exact Jaccard with its representative is recorded (verification's where it scored the
@@ -26,6 +26,8 @@ import pyarrow.compute as pc
 
 from . import kernels
 from .errors import InconsistentTables
+from .keep_rule import keep_order
+from .settings import ClusterParams
 from .sketch import kernel_blocks
 from .store import TableBuild, rows_with_ids
 from .text import Shingling
@@ -139,20 +141,18 @@ def star_members(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
     roots: pa.Table,
-    mode: str,
-    shingling: Shingling,
-    threshold: float,
-    memory_budget_mb: int,
+    params: ClusterParams,
 ) -> pa.Table:
     """Each member of a duplicate component (``roots``, from :func:`component_roots`), its
-    cluster's representative and its exact Jaccard with it.
+    cluster's representative, its rank in its cluster by the keep rule (``keep_rule.py``, with
+    the params' ``prefer_domains``) and its exact Jaccard with the representative.
 
-    ``components``: the representative is the component's best-ranked document (the keep rule
-    of ``sql/clusters.sql``). ``star``: the best-ranked document of what is left of a component
-    takes the members at or above ``threshold`` with it; rounds go on until none is left. Every
-    round measures with at most one kernel call over all components at once; a component of n
-    members that splits into s clusters costs up to n·s comparisons, fewer where the sizes alone
-    rule a pair out (J <= smaller / larger set). Two copies of one text score 1.
+    ``components``: the representative is the component's best-ranked document. ``star``: the
+    best-ranked document of what is left of a component takes the members at or above the
+    threshold with it; rounds go on until none is left. Every round measures with at most one
+    kernel call over all components at once; a component of n members that splits into s
+    clusters costs up to n·s comparisons, fewer where the sizes alone rule a pair out (J <=
+    smaller / larger set). Two copies of one text score 1.
 
     A pair verification scored (``scored_pairs``) keeps its Jaccard there; the others are
     measured over the 64-bit shingle hashes (verification's under ``fss``; the string Jaccard of
@@ -163,6 +163,7 @@ def star_members(
     connection.register("component_roots", roots)
     try:
         members = connection.sql(sql("component_members", tables)).to_arrow_table()
+        members = members.take(keep_order(members, params.prefer_domains, within="component_index"))
         texts = connection.sql(sql("component_texts", tables)).to_arrow_table()
         scores = _TextScores(connection.sql(sql("component_scores", tables)).to_arrow_table(), texts.num_rows)
     finally:
@@ -188,9 +189,9 @@ def star_members(
         best = left[starts][np.cumsum(starts) - 1]
         same = text[left] == text[best]
         scored = ~same
-        if mode == "star":  # only pairs whose sizes allow the threshold
+        if params.mode == "star":  # only pairs whose sizes allow the threshold
             small, large = np.sort(np.stack([sizes[text[left]], sizes[text[best]]]), axis=0)
-            scored &= small >= threshold * large
+            scored &= small >= params.threshold * large
         round_scores = same.astype(np.float64)
         pairs = np.flatnonzero(scored)
         known, known_jaccard = scores.known(text[left][pairs], text[best][pairs])
@@ -199,16 +200,16 @@ def star_members(
         if first_round:
             unsettled = np.zeros(len(left), dtype=bool)
             unsettled[measure] = True
-            if mode == "star":  # a member not taken now is paired again in a later round
-                unsettled |= ~same & (round_scores < threshold)
+            if params.mode == "star":  # a member not taken now is paired again in a later round
+                unsettled |= ~same & (round_scores < params.threshold)
             _shingle_components(
                 connection, tables, scores, texts.column("text_doc_id"), sizes,
-                text[np.isin(component, component[left[unsettled]])], shingling, memory_budget_mb,
+                text[np.isin(component, component[left[unsettled]])], params.shingling, params.memory_budget_mb,
             )
             first_round = False
         if len(measure):
             round_scores[measure] = scores.measured(text[left][measure], text[best][measure])
-        taken = round_scores >= threshold if mode == "star" else np.ones(len(left), dtype=bool)
+        taken = round_scores >= params.threshold if params.mode == "star" else np.ones(len(left), dtype=bool)
         representative[left[taken]] = best[taken]
         jaccard[left[taken]] = round_scores[taken]
         left = left[~taken]
@@ -217,9 +218,23 @@ def star_members(
         {
             "doc_id": doc_ids,
             "representative_doc_id": doc_ids.take(pa.array(representative)),
+            "representative_rank": pa.array(_ranks_in_clusters(representative)),
             "jaccard_to_representative": pa.array(jaccard),
         }
     )
+
+
+def _ranks_in_clusters(representative: np.ndarray) -> np.ndarray:
+    """Each member's rank in its cluster (1: the representative), from members in keep-rule
+    order within their components: a cluster is part of one component, so its members keep
+    that order."""
+    order = np.argsort(representative, kind="stable")
+    grouped = representative[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    sizes = np.diff(np.r_[starts, len(grouped)])
+    ranks = np.empty(len(representative), dtype=np.int64)
+    ranks[order] = np.arange(len(grouped)) - np.repeat(starts, sizes) + 1
+    return ranks
 
 
 def _shingle_components(
@@ -245,20 +260,13 @@ def _shingle_components(
 def build_clusters(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
-    mode: str,
-    shingling: Shingling,
-    threshold: float,
-    memory_budget_mb: int,
+    params: ClusterParams,
 ) -> TableBuild:
-    """One row per document: its cluster, the cluster's size and representative, its exact
-    Jaccard with the representative and whether it is below ``threshold`` (chained), its
-    decision."""
-    roots = component_roots(connection, tables)
-    return TableBuild(
-        sql=sql("clusters", tables),
-        arrow_inputs={"star_members": star_members(connection, tables, roots, mode, shingling, threshold, memory_budget_mb)},
-        params=[threshold],
-    )
+    """One row per document: its cluster, the cluster's size and representative (the keep rule's
+    first), its exact Jaccard with the representative and whether it is below the threshold
+    (chained), its decision."""
+    members = star_members(connection, tables, component_roots(connection, tables), params)
+    return TableBuild(sql=sql("clusters", tables), arrow_inputs={"star_members": members}, params=[params.threshold])
 
 
 def build_deduped_documents(tables: Tables) -> TableBuild:

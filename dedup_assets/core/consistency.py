@@ -34,11 +34,7 @@ def engine_differences(
         # a table, in input order: the DuckDB steps find first copies by row order
         write_table(connection, scratch.documents, TableBuild(sql=f"select * from {tables.documents}"))
         run_core_steps(connection, scratch, duckdb_settings, log)
-        build = build_clusters(
-            connection, scratch, duckdb_settings.cluster_mode, duckdb_settings.shingling(),
-            duckdb_settings.jaccard_threshold, duckdb_settings.memory_budget_mb,
-        )
-        write_table(connection, scratch.clusters, build)
+        write_table(connection, scratch.clusters, build_clusters(connection, scratch, duckdb_settings.cluster_params()))
         write_table(connection, scratch.deduped_documents, build_deduped_documents(scratch))
         return {
             name: tuple(

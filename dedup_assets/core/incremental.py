@@ -20,8 +20,8 @@ the union of every batch's pairs is the pair set of one run over all batches.
 
 Clusters: a new document joins the clusters of the earlier documents it has edges with. A document
 kept earlier stays kept; a new document in a cluster with a kept document is removed in its
-favour; a cluster of new documents only keeps one by the one-shot rule. A batch that joins two
-clusters that each have a kept document records a bridge and keeps both.
+favour; a cluster of new documents only keeps one by the one-shot keep rule (``keep_rule.py``).
+A batch that joins two clusters that each have a kept document records a bridge and keeps both.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from . import payloads
 
+from .keep_rule import keep_ranked
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
 from .readers import InputError, InputStats
 from .errors import DedupError
@@ -58,9 +59,10 @@ INDEX_LAYOUT = 5
 # what changes the tables a batch adds (the recall audit reads them and adds nothing)
 INDEX_SETTINGS = tuple(
     name
-    for stage in ("documents", "fingerprinted", "scored_pairs")
+    for stage in ("documents", "fingerprinted", "scored_pairs", "clusters")
     for name in STAGE_SETTINGS[stage]
-    if name not in ("input_path", "engine")  # the index is always the DuckDB engine's
+    # the index is always the DuckDB engine's, and clusters by components (index_settings)
+    if name not in ("input_path", "engine", "cluster_mode")
 )
 KEPT, REMOVED = "kept_representative", "removed_duplicate"
 # the one-shot scored_pairs columns, which every pair table and file of a batch keeps
@@ -191,8 +193,14 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
     (name, the index's value, this run's value)."""
     if not indexed:
         return []
-    # an index built before bands could be chosen used rows_per_band's bands
-    implied = {"auto_bands": False, "bands": built_bands(indexed[0].settings), "rows_in_use": indexed[0].settings.get("rows_per_band")}
+    # an index built before bands could be chosen used rows_per_band's bands, and one built
+    # before prefer_domains the keep rule without it
+    implied = {
+        "auto_bands": False,
+        "bands": built_bands(indexed[0].settings),
+        "rows_in_use": indexed[0].settings.get("rows_per_band"),
+        "prefer_domains": [],
+    }
     built = {**implied, **indexed[0].settings}
     return [(name, built[name], current[name]) for name in sorted(built) if name in current and current[name] != built[name]]
 
@@ -352,17 +360,6 @@ def _members_before(tables: IndexTables) -> str:
     """
 
 
-def _rule_order(rows: list[dict]) -> list[dict]:
-    """The one-shot representative order (sql/clusters.sql): newest crawled_at, an undated
-    document after every dated one, then most tokens, then smallest doc_id."""
-    ordered = sorted(rows, key=lambda row: row["doc_id"])
-    return sorted(
-        ordered,
-        key=lambda row: (row["crawled_at"] is not None, row["crawled_at"] or datetime.min, row["token_count"]),
-        reverse=True,
-    )
-
-
 def _cluster_root(cluster_id: str) -> str:
     return cluster_id.removeprefix("cluster-")
 
@@ -387,8 +384,10 @@ class BatchClusters:
 
 
 def build_batch_clusters(
-    connection: duckdb.DuckDBPyConnection, tables: IndexTables, key: str, start: int
+    connection: duckdb.DuckDBPyConnection, tables: IndexTables, key: str, start: int, prefer_domains: Sequence[str]
 ) -> BatchClusters:
+    """The batch's decisions, by the one-shot keep rule with ``prefer_domains`` where they are open:
+    among the batch's own documents, and which of the earlier kept documents a removed one names."""
     edges = connection.execute(
         f"select left_doc_id, right_doc_id from {tables.staged_pairs} where is_duplicate"
     ).fetchall()
@@ -397,7 +396,7 @@ def build_batch_clusters(
         row["doc_id"]: row
         for row in connection.sql(
             f"""
-            select f.doc_id, f.token_count, d.crawled_at
+            select f.doc_id, f.token_count, d.domain, d.crawled_at
             from {tables.staged_fingerprints} f join {tables.staged_documents} d on d.doc_id = f.doc_id
             semi join (
               select left_doc_id as doc_id from {tables.staged_pairs} where is_duplicate
@@ -428,11 +427,11 @@ def build_batch_clusters(
     sizes, kept, members_of = _old_clusters(connection, tables, affected, key, start)
     rows, moves, bridges = [], [], []
     for component in components:
-        docs = _rule_order([new[name] for kind, name in component if kind == "doc"])
+        docs = keep_ranked([new[name] for kind, name in component if kind == "doc"], prefer_domains)
         clusters = [name for kind, name in component if kind == "cluster"]
         cluster_id = "cluster-" + min([row["doc_id"] for row in docs] + [_cluster_root(c) for c in clusters])
         size = len(docs) + sum(sizes[c] for c in clusters)
-        earlier_kept = _rule_order([row for c in clusters for row in kept[c]])
+        earlier_kept = keep_ranked([row for c in clusters for row in kept[c]], prefer_domains)
         for rank, row in enumerate(docs, start=len(earlier_kept) + 1):
             representative = earlier_kept[0] if earlier_kept else docs[0]
             rows.append(
@@ -454,7 +453,7 @@ def build_batch_clusters(
             for other in clusters:
                 if any(row["doc_id"] == best["doc_id"] for row in kept[other]):
                     continue
-                other_best = _rule_order(kept[other])[0]
+                other_best = keep_ranked(kept[other], prefer_domains)[0]
                 bridges.append(
                     {
                         "cluster_id": cluster_id,
@@ -542,8 +541,9 @@ def _old_clusters(
             sizes[cluster_id] += 1
         for row in connection.sql(
             f"""
-            select c.doc_id, c.batch_key, c.crawled_at, c.token_count, b.cluster_id
+            select c.doc_id, c.batch_key, d.domain, c.crawled_at, c.token_count, b.cluster_id
             from {tables.clusters} c
+            join {tables.documents} d on d.doc_id = c.doc_id
             join ({_members_before(tables)}) b on b.doc_id = c.doc_id
             semi join affected a on a.cluster_id = b.cluster_id
             where c.decision = '{KEPT}' and c.position < $2

@@ -107,11 +107,7 @@ def run_library(
             input_file = identity.result()
         pressure = run_core_steps(connection, tables, settings, log, stage).pressure
         with stage("cluster"):
-            build = build_clusters(
-                connection, tables, settings.cluster_mode, params.shingling, settings.jaccard_threshold,
-                settings.memory_budget_mb,
-            )
-            write_table(connection, tables.clusters, build)
+            write_table(connection, tables.clusters, build_clusters(connection, tables, settings.cluster_params()))
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
         with stage("audit"):
             build, sampled = build_recall_audit(
@@ -184,7 +180,7 @@ def run_batch(
             )
             write_table(connection, tables.staged_pairs, pairs.build, lineage)
         with _timed(stages, "cluster"):
-            decided = incremental.build_batch_clusters(connection, tables, key, start)
+            decided = incremental.build_batch_clusters(connection, tables, key, start, settings.prefer_domains)
             for table, build in decided.builds(tables).items():
                 write_table(connection, table, build, lineage)
         with _timed(stages, "add"):

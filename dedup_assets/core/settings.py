@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Literal, get_args
 
 from .errors import DedupError
+from .keep_rule import checked_domains
 from .kernels import MAX_SKETCH_SIZE
 from .scurve import choose_bands
 from .text import SHINGLE_UNITS, Shingling
@@ -82,7 +83,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     # it decides none, and a change of it rebuilds nothing)
     "candidate_pairs": ("hot_buckets", "hot_bucket_limit"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
-    "clusters": ("cluster_mode",),
+    "clusters": ("cluster_mode", "prefer_domains"),
     "recall_audit": ("audit_sample_size",),
     "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'
     # the tuning group's leaf: besides its combinations, the run's settings that its rows depend on
@@ -170,6 +171,19 @@ class PairLimits:
 
 
 @dataclass(frozen=True)
+class ClusterParams:
+    """How the cluster step makes clusters (``mode``; Jaccard with the representative measured
+    over ``shingling``, chained below ``threshold``) and which member each keeps: the keep rule
+    with ``prefer_domains`` (``keep_rule.py``)."""
+
+    mode: str
+    shingling: Shingling
+    threshold: float
+    memory_budget_mb: int
+    prefer_domains: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class FetchSettings:
     """Where a targets file's WARC records are fetched from, and how hard to try. ``timeout_s``
     bounds each attempt as a whole; ``cache`` is a folder keeping fetched records (None: none);
@@ -249,6 +263,7 @@ class Settings:
     min_recall: float = 0.9
     cluster_mode: str = "components"
     max_cluster_size: int = 1_000
+    prefer_domains: list[str] = field(default_factory=list)  # the keep rule's domains, first preferred
     auto_bands: bool = False  # True: bands and rows chosen from jaccard_threshold (rows_per_band unused)
     false_negative_weight: float = 0.5
     warc_base_url: str = FetchSettings.base_url
@@ -279,6 +294,10 @@ class Settings:
             raise SettingsError(f"false_negative_weight must be between 0 and 1, got {self.false_negative_weight}")
         if not 0.0 <= self.min_recall <= 1.0:
             raise SettingsError(f"min_recall must be between 0 and 1, got {self.min_recall}")
+        try:  # stored as the keep rule compares them, so lineage and the index see one value per rule
+            object.__setattr__(self, "prefer_domains", checked_domains(self.prefer_domains))
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
         if self.cluster_mode not in CLUSTER_MODES:
             raise SettingsError(
                 f"cluster_mode must be one of {', '.join(CLUSTER_MODES)}, got {self.cluster_mode!r}"
@@ -327,6 +346,12 @@ class Settings:
 
     def thresholds(self) -> Thresholds:
         return Thresholds(self.jaccard_threshold, self.signature_overlap_threshold)
+
+    def cluster_params(self) -> ClusterParams:
+        return ClusterParams(
+            self.cluster_mode, self.shingling(), self.jaccard_threshold, self.memory_budget_mb,
+            tuple(self.prefer_domains),
+        )
 
     def pair_limits(self) -> PairLimits:
         """The candidate step's limits: the slot budget, unless set, is what memory_budget_mb

@@ -32,10 +32,10 @@ from ray.data.aggregate import Count, Min, Sum
 
 from .. import kernels
 from ..lsh import BucketPressure, ensure_within_limits
-from ..settings import PairLimits, SketchParams, Thresholds
+from ..keep_rule import keep_order
+from ..settings import ClusterParams, PairLimits, SketchParams, Thresholds
 from ..sketch import fingerprint_batch, fingerprint_schema, kernel_blocks, list_matrix
 from ..store import TableBuild
-from ..text import Shingling
 from ..jaccard import pair_jaccard, shingle_sets
 from .components import connected_components
 from .datasets import (
@@ -566,30 +566,22 @@ def duplicate_pairs(tables: RayTables) -> TableBuild:
 # --- cluster ----------------------------------------------------------------------------------
 
 
-def _rank_clusters(shingling: Shingling, threshold: float) -> Callable[[pa.Table], pa.Table]:
+def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     """Whole duplicate components' rows (any number of components, each complete): the keep
-    rule's ranks within each (newest crawled_at, undated last, most tokens, smallest doc_id) and each member's
-    exact Jaccard with its representative, over 64-bit shingle hashes (as
-    verification's under ``fss``), for all components at once."""
+    rule's ranks within each (``keep_rule.py``, as the DuckDB engine ranks them) and each member's
+    exact Jaccard with its representative, over 64-bit shingle hashes (as verification's under
+    ``fss``), for all components at once."""
 
     def rank(members: pa.Table) -> pa.Table:
         _use_task_cpus()
-        order = pc.sort_indices(
-            members,
-            sort_keys=[
-                ("root_doc_id", "ascending"), ("crawled_at", "descending"), ("token_count", "descending"),
-                ("doc_id", "ascending"),
-            ],
-            null_placement="at_end",  # an undated document after every dated one, as sql/clusters.sql
-        )
-        members = members.take(order)
+        members = members.take(keep_order(members, params.prefer_domains, within="root_doc_id"))
         count = members.num_rows
         roots = members["root_doc_id"].combine_chunks()
         starts = np.flatnonzero(np.concatenate([[True], pc.not_equal(roots[1:], roots[:-1]).to_numpy(zero_copy_only=False)]))
         sizes = np.diff(np.append(starts, count))
         first = np.repeat(starts, sizes)  # each row's representative: its component's first row
         counts = members["shingle_count"].to_numpy().astype(np.int64)
-        values, offsets = shingle_sets(members["body"], shingling, counts)
+        values, offsets = shingle_sets(members["body"], params.shingling, counts)
         jaccard = kernels.pair_jaccard_kernel(values, offsets, np.arange(count, dtype=np.int64), first, kernel_blocks())
         texts = members["text_doc_id"].combine_chunks()
         jaccard[pc.equal(texts, texts.take(first)).to_numpy(zero_copy_only=False)] = 1.0
@@ -600,7 +592,7 @@ def _rank_clusters(shingling: Shingling, threshold: float) -> Callable[[pa.Table
             ranks=np.arange(count, dtype=np.int64) - first + 1,
             representatives=members["doc_id"].take(pa.array(first)),
             jaccard=pa.array(jaccard),
-            threshold=threshold,
+            threshold=params.threshold,
         )
 
     return rank
@@ -661,14 +653,14 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
 
 
 def clusters(
-    tables: RayTables, shingling: Shingling, threshold: float, driver_edges: int, log: Callable[[str], None]
+    tables: RayTables, params: ClusterParams, driver_edges: int, log: Callable[[str], None]
 ) -> TableBuild:
     """``clusters``: connected components of the accepted edges (``_component_roots``), every member
-    ranked by the keep rule and measured against its representative; every other document its
-    own cluster. In input order. (Joins with a side of no rows are left out, as in
-    candidate_pairs.)"""
+    ranked by the keep rule (with ``params.prefer_domains``) and measured against its
+    representative; every other document its own cluster. In input order. (Joins with a side of
+    no rows are left out, as in candidate_pairs.)"""
     partitions = tables.partitions
-    meta = tables.read("documents", ["doc_id", "source_file", "input_row", "crawled_at", POSITION]).join(
+    meta = tables.read("documents", ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]).join(
         tables.read("fingerprinted", ["doc_id", "token_count", "shingle_count"]), "inner", partitions, on=("doc_id",)
     )
 
@@ -681,7 +673,7 @@ def clusters(
             ranks=np.ones(count, dtype=np.int64),
             representatives=batch["doc_id"],
             jaccard=pa.nulls(count, pa.float64()),
-            threshold=threshold,
+            threshold=params.threshold,
         )
 
     edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id"])
@@ -708,7 +700,7 @@ def clusters(
     # what a grouping by root cost
     buckets = 4 * partitions
     ranked = _arrow(members, lambda batch: _component_buckets(batch, buckets)).groupby("bucket", num_partitions=partitions).map_groups(
-        _rank_clusters(shingling, threshold), batch_format="pyarrow"
+        _rank_clusters(params), batch_format="pyarrow"
     )
     singles = _arrow(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
     every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add

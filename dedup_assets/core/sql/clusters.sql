@@ -1,9 +1,8 @@
 -- Every document in exactly one cluster: members of a duplicate component take the cluster
--- star_members gives them (doc_id, representative_doc_id, jaccard_to_representative), named by
--- its smallest doc_id; everything else is its own cluster. Within a cluster the representative
--- is the newest crawled_at (an undated document after every dated one), then the most tokens,
--- then the smallest doc_id: star_members chose the clusters by the same rule
--- (component_members.sql), so its representative is the one ranked first here.
+-- star_members gives them (doc_id, representative_doc_id, representative_rank,
+-- jaccard_to_representative), named by its smallest doc_id; everything else is its own cluster,
+-- and its representative. star_members ranked each cluster's members by the keep rule
+-- (core/keep_rule.py): rank 1 is kept.
 -- A member is chained when its Jaccard with the representative is below the threshold: only
 -- connected components (cluster_mode components) put it there.
 -- Rows are stored in input order (fingerprinted's rowid, which follows documents: input files in
@@ -14,6 +13,8 @@ with stars as (
   select
     doc_id,
     min(doc_id) over (partition by representative_doc_id) as root_doc_id,
+    representative_doc_id,
+    representative_rank,
     jaccard_to_representative
   from star_members
 ),
@@ -26,35 +27,26 @@ membership as (
     'cluster-' || coalesce(s.root_doc_id, d.doc_id) as cluster_id,
     d.crawled_at,
     f.token_count,
+    coalesce(s.representative_rank, 1) as representative_rank,
+    coalesce(s.representative_doc_id, d.doc_id) as representative_doc_id,
     s.jaccard_to_representative
   from {documents} d
   join {fingerprinted} f on f.doc_id = d.doc_id
   left join stars s on s.doc_id = d.doc_id
-),
-ranked as (
-  select
-    *,
-    count(*) over (partition by cluster_id) as cluster_size,
-    row_number() over (
-      partition by cluster_id order by crawled_at desc nulls last, token_count desc, doc_id
-    ) as representative_rank
-  from membership
 )
 select
   doc_id,
   source_file,
   input_row,
   cluster_id,
-  cluster_size,
+  count(*) over (partition by cluster_id) as cluster_size,
   crawled_at,
   token_count,
   representative_rank,
-  first_value(doc_id) over (
-    partition by cluster_id order by representative_rank
-  ) as representative_doc_id,
+  representative_doc_id,
   case when representative_rank = 1 then 'kept_representative' else 'removed_duplicate' end
     as decision,
   jaccard_to_representative,
   coalesce(jaccard_to_representative < $1, false) as chained
-from ranked
+from membership
 order by document_position
