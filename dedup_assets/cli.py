@@ -1,6 +1,6 @@
 """``dedup``: the project's command line.
 
-- ``dedup run [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
+- ``dedup run [--input PATH] [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
 - ``dedup verify-release DIR``: checks a release folder against its ``manifest.json``.
 - ``dedup forget-batches KEY``: takes batch KEY and every later batch out of the incremental index.
 - ``dedup cdx-targets --crawl ID PATTERN... --out FILE``: a targets file of a crawl's HTML

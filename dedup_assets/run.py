@@ -167,10 +167,28 @@ def _instance() -> DagsterInstance:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--job", default="dedup_all", choices=[job.name for job in PIPELINE_JOBS])
-    parser.add_argument("--config-json", default="{}", help="run config, as for dagster asset materialize")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the deduplication graph in this process: one line per step, a problem said "
+        "once at the end, and the counts of the release. The run and its full log are in the UI's "
+        "run history (make dev) when DAGSTER_HOME is set, as make and env.sh set it.",
+    )
+    parser.add_argument(
+        "--input", metavar="PATH", help="input file, folder or glob (CSV, Parquet, JSONL or WARC); default: env DEDUP_INPUT, "
+        "else data/documents.csv",
+    )
+    parser.add_argument(
+        "--job", default="dedup_all", choices=[job.name for job in PIPELINE_JOBS],
+        help=" ".join(f"{job.name}: {job.description}" for job in PIPELINE_JOBS) + " Default: dedup_all.",
+    )
+    parser.add_argument(
+        "--config-json", default="{}",
+        help='run config, as for dagster asset materialize: settings go in {"resources": {"dedup": '
+        '{"config": {...}}}} (docs/settings.md)',
+    )
     args = parser.parse_args(argv)
+    if args.input:  # read where DEDUP_INPUT is, by the resource, in this process
+        os.environ["DEDUP_INPUT"] = args.input
     try:
         config = json.loads(args.config_json)
     except json.JSONDecodeError as error:
