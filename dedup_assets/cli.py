@@ -11,8 +11,21 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
+
+
+def dedup_program() -> str:
+    """This ``dedup`` as a shell can call it from the working directory: the script beside this
+    Python (relative when it is below the working directory), else the module run by this Python."""
+    script = Path(sys.executable).with_name("dedup")
+    if not script.is_file():
+        return f"{shlex.quote(sys.executable)} -m dedup_assets.cli"
+    try:
+        return shlex.quote(str(script.relative_to(Path.cwd())))
+    except ValueError:
+        return shlex.quote(str(script))
 
 
 def verify_release_command(argv: list[str]) -> int:
