@@ -220,18 +220,27 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
                 run_id=run_id,
                 tags=tags,
             )
+            kept = not instance.is_ephemeral
     except DagsterInvalidConfigError as error:
-        problems = "; ".join(last_sentence(str(item.message)) for item in error.errors) or str(error)
-        print(f"\nError: the settings are not valid: {problems}", file=sys.stderr)
+        # Dagster's own words, without its listing of every field the config could have
+        problems = "; ".join(
+            last_sentence(str(item.message).split(' Expected: "')[0]).rstrip(".") for item in error.errors
+        )
+        print(
+            f"\nError: the settings are not valid: {problems or error}. Every setting is in docs/settings.md.",
+            file=sys.stderr,
+        )
         return 1
     if not result.success:
         # a stop can also fail a step that was still writing in another thread, in its own words
         message = STOPPED if STOPPED in console.errors else (console.errors[0] if console.errors else "the run failed")
-        print(
-            f"\nError: {message}\n(Run {result.run_id}: its full log, with any stack trace, is in "
-            "the UI's run history: make dev.)",
-            file=sys.stderr,
+        where = (
+            f"Run {result.run_id}: its full log, with any stack trace, is in the UI's run history: make dev."
+            if kept
+            else f"Run {result.run_id} was kept in memory only: set DAGSTER_HOME, as make and env.sh do, to "
+            "keep its full log for the UI's run history."
         )
+        print(f"\nError: {message}\n({where})", file=sys.stderr)
         return 1
     output_dir = result.asset_materializations_for_node("manifest")[-1].metadata["output_dir"].value
     with open(Path(output_dir) / MANIFEST_FILE, encoding="utf-8") as handle:

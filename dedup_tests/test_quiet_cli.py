@@ -85,3 +85,25 @@ def test_light_edits_get_one_warning_whose_command_raises_the_audited_recall(cli
     manifest = json.loads((Path(cli_env["DEDUP_OUTPUT_DIR"]) / "manifest.json").read_text())
     assert manifest["settings"]["cluster_mode"] == "star" and manifest["settings"]["preset"] == "web"
     assert manifest["derived_settings"]["preset_settings"] == {"num_perm": 128, "auto_bands": True, "false_negative_weight": 0.9}
+
+
+def test_a_misspelled_setting_is_one_line_without_the_list_of_every_field(cli_env):
+    config = '{"resources": {"dedup": {"config": {"jacard_threshold": 0.5}}}}'
+    result = run_command([DEDUP, "run", "--config-json", config], cli_env)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "Running dedup_all …",
+        "",
+        'Error: the settings are not valid: Received unexpected config entry "jacard_threshold" at path '
+        "root:resources:dedup:config. Every setting is in docs/settings.md.",
+    ]
+
+
+def test_a_run_without_dagster_home_does_not_point_to_a_history_it_is_not_in(cli_env, tmp_path):
+    env = {name: value for name, value in cli_env.items() if name != "DAGSTER_HOME"}
+    result = run_command([DEDUP, "run", "--input", str(tmp_path / "nowhere.csv")], env)
+    assert result.returncode == 1
+    assert "make dev" not in result.stderr
+    assert result.stderr.splitlines()[-1].endswith(
+        "was kept in memory only: set DAGSTER_HOME, as make and env.sh do, to keep its full log for the UI's run history.)"
+    )
