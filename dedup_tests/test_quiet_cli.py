@@ -4,6 +4,7 @@ audit measured too little recall, with a command that, run as given, finds more.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shlex
 import subprocess
@@ -107,3 +108,28 @@ def test_a_run_without_dagster_home_does_not_point_to_a_history_it_is_not_in(cli
     assert result.stderr.splitlines()[-1].endswith(
         "was kept in memory only: set DAGSTER_HOME, as make and env.sh do, to keep its full log for the UI's run history.)"
     )
+
+
+@pytest.mark.slow
+def test_a_run_in_a_project_folder_writes_only_ignored_files_and_says_no_warning(tmp_path):
+    """As make run does it: from the project folder, with its .env and a DAGSTER_HOME inside it;
+    afterwards git sees nothing new, and the output holds no warning of Dagster's or of ours."""
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    for name in (".gitignore", ".env", "data/documents.csv", "data/documents.expected.json"):
+        (project / name).write_bytes((PROJECT_ROOT / name).read_bytes())
+    home = project / ".dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(project)]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "project"]):
+        subprocess.run([*git, *command], check=True, capture_output=True)
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("DEDUP_", "DAGSTER_"))}
+    result = run_command([DEDUP, "run"], {**env, "DAGSTER_HOME": str(home)}, cwd=project)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (project / "output" / "manifest.json").is_file() and (project / ".output.lock").is_file()
+    status = subprocess.run([*git, "status", "--porcelain", "--untracked-files=all"], capture_output=True, text=True)
+    assert status.stdout == ""
+    output = result.stdout + result.stderr
+    for noise in ("Warning", "warning", "did not yield", "Not executing", "Traceback"):
+        assert noise not in output, noise
