@@ -10,7 +10,7 @@ from dataclasses import replace
 
 PRESETS: dict[str, dict] = {
     # recall first, for web pages with light edits: 20 bands of 6 rows make 92% of the pairs at
-    # J = 0.7 candidates (the published 8 x 8 of 64 values make 38%), for about twice the sketching
+    # J = 0.7 candidates (the published 8 x 8 of 64 values make 38%), for twice the signature values
     "web": {"num_perm": 128, "auto_bands": True, "false_negative_weight": 0.9},
 }
 # the false_negative_weight a suggestion beyond the preset uses: at 0.7 and 128 values, 23 bands of
