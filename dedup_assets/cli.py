@@ -1,6 +1,6 @@
 """``dedup``: the project's command line.
 
-- ``dedup run [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
+- ``dedup run [--input PATH] [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
 - ``dedup verify-release DIR``: checks a release folder against its ``manifest.json``.
 - ``dedup register-batches``: adds the batch folder's files as partitions of the Dagster instance.
 - ``dedup forget-batches KEY``: takes batch KEY and every later batch out of the incremental index.
@@ -12,8 +12,21 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
+
+
+def dedup_program() -> str:
+    """This ``dedup`` as a shell can call it from the working directory: the script beside this
+    Python (relative when it is below the working directory), else the module run by this Python."""
+    script = Path(sys.executable).with_name("dedup")
+    if not script.is_file():
+        return f"{shlex.quote(sys.executable)} -m dedup_assets.cli"
+    try:
+        return shlex.quote(str(script.relative_to(Path.cwd())))
+    except ValueError:
+        return shlex.quote(str(script))
 
 
 def verify_release_command(argv: list[str]) -> int:

@@ -9,14 +9,13 @@ bucket figures (candidate_pairs).
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Mapping
 
 from .core.errors import DedupError
 from .core.ingest import changed_in_place_files
-from .core.settings import STAGE_SETTINGS, Settings
+from .core.settings import STAGE_SETTINGS, changed_settings
 from .core.tables import READ_IN_PLACE
+from .settings import dedup_config_json
 
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
 
@@ -37,12 +36,10 @@ def _rebuild_hint(settings: list[str], current: Mapping[str, object]) -> str:
     # The command carries this run's non-default settings, so copying it rebuilds with them.
     order = list(STAGE_SETTINGS)
     start = min((first_affected_asset(name) for name in settings), key=order.index)
-    defaults = Settings().as_dict()
-    changed = {name: current[name] for name in defaults if name in current and current[name] != defaults[name]}
-    config = json.dumps({"resources": {"dedup": {"config": changed}}}) if changed else ""
+    changed = changed_settings(current)
     return (
         f"Re-materialize {start} and everything downstream of it: {MATERIALIZE_COMMAND} '{start}*'"
-        + (f" --config-json {shlex.quote(config)}" if config else "")
+        + (f" --config-json {dedup_config_json(changed)}" if changed else "")
     )
 
 

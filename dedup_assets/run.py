@@ -167,10 +167,28 @@ def _instance() -> DagsterInstance:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--job", default="dedup_all", choices=[job.name for job in PIPELINE_JOBS])
-    parser.add_argument("--config-json", default="{}", help="run config, as for dagster asset materialize")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the deduplication graph in this process: one line per step, a problem said "
+        "once at the end, and the counts of the release. The run and its full log are in the UI's "
+        "run history (make dev) when DAGSTER_HOME is set, as make and env.sh set it.",
+    )
+    parser.add_argument(
+        "--input", metavar="PATH", help="input file, folder or glob (CSV, Parquet, JSONL or WARC); default: env DEDUP_INPUT, "
+        "else data/documents.csv",
+    )
+    parser.add_argument(
+        "--job", default="dedup_all", choices=[job.name for job in PIPELINE_JOBS],
+        help=" ".join(f"{job.name}: {job.description}" for job in PIPELINE_JOBS) + " Default: dedup_all.",
+    )
+    parser.add_argument(
+        "--config-json", default="{}",
+        help='run config, as for dagster asset materialize: settings go in {"resources": {"dedup": '
+        '{"config": {...}}}} (docs/settings.md)',
+    )
     args = parser.parse_args(argv)
+    if args.input:  # read where DEDUP_INPUT is, by the resource, in this process
+        os.environ["DEDUP_INPUT"] = args.input
     try:
         config = json.loads(args.config_json)
     except json.JSONDecodeError as error:
@@ -202,18 +220,27 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
                 run_id=run_id,
                 tags=tags,
             )
+            kept = not instance.is_ephemeral
     except DagsterInvalidConfigError as error:
-        problems = "; ".join(last_sentence(str(item.message)) for item in error.errors) or str(error)
-        print(f"\nError: the settings are not valid: {problems}", file=sys.stderr)
+        # Dagster's own words, without its listing of every field the config could have
+        problems = "; ".join(
+            last_sentence(str(item.message).split(' Expected: "')[0]).rstrip(".") for item in error.errors
+        )
+        print(
+            f"\nError: the settings are not valid: {problems or error}. Every setting is in docs/settings.md.",
+            file=sys.stderr,
+        )
         return 1
     if not result.success:
         # a stop can also fail a step that was still writing in another thread, in its own words
         message = STOPPED if STOPPED in console.errors else (console.errors[0] if console.errors else "the run failed")
-        print(
-            f"\nError: {message}\n(Run {result.run_id}: its full log, with any stack trace, is in "
-            "the UI's run history: make dev.)",
-            file=sys.stderr,
+        where = (
+            f"Run {result.run_id}: its full log, with any stack trace, is in the UI's run history: make dev."
+            if kept
+            else f"Run {result.run_id} was kept in memory only: set DAGSTER_HOME, as make and env.sh do, to "
+            "keep its full log for the UI's run history."
         )
+        print(f"\nError: {message}\n({where})", file=sys.stderr)
         return 1
     output_dir = result.asset_materializations_for_node("manifest")[-1].metadata["output_dir"].value
     with open(Path(output_dir) / MANIFEST_FILE, encoding="utf-8") as handle:

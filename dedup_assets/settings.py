@@ -8,7 +8,9 @@ field is set in the launchpad or with ``--config-json '{"resources": {"dedup": {
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from dataclasses import asdict, fields
 from enum import Enum
 from pathlib import Path
@@ -16,8 +18,11 @@ from pathlib import Path
 from dagster import Config, ConfigurableResource
 from pydantic import Field, model_validator
 
+from .cli import dedup_program
+from .core.presets import PRESETS
 from .core.settings import (
     CLUSTER_MODES, ENGINES, HASH_SCHEMES, HOT_BUCKETS, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
+    changed_settings,
 )
 from .core.tables import TABLE_LAYOUT
 from .core.text import SHINGLE_UNITS
@@ -35,6 +40,12 @@ Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)
 ParquetBodies = Enum("ParquetBodies", {name: name for name in PARQUET_BODIES}, type=str)
 HotBuckets = Enum("HotBuckets", {name: name for name in HOT_BUCKETS}, type=str)
 ShingleUnit = Enum("ShingleUnit", {name: name for name in SHINGLE_UNITS}, type=str)
+Preset = Enum("Preset", {name: name for name in PRESETS}, type=str)
+
+
+def dedup_config_json(config: dict) -> str:
+    """``config`` as the value of ``--config-json``: the dedup resource's config, quoted for a shell."""
+    return shlex.quote(json.dumps({"resources": {"dedup": {"config": config}}}))
 
 
 class SweepCombinationConfig(Config):
@@ -230,6 +241,12 @@ class DedupSettings(ConfigurableResource):
         f"(8 bytes x num_perm per document). Unset: up to {SIGNATURES_RELEASED_UP_TO:,} documents. "
         "The database's fingerprinted table always has them.",
     )
+    preset: Preset | None = Field(
+        default=None,
+        description="web: recall first, for web pages with light edits: num_perm 128, auto_bands and "
+        "false_negative_weight 0.9 (20 bands of 6 rows at jaccard_threshold 0.7). It fills those of "
+        "them left at their defaults; manifest.json (derived_settings.preset_settings) says what it set.",
+    )
     input_path: str | None = Field(
         default=None,
         description="Input file, folder or glob (CSV, Parquet, JSONL or WARC). Unset: env "
@@ -276,6 +293,17 @@ class DedupSettings(ConfigurableResource):
 
     def output_folder(self) -> Path:
         return Path(self.output_dir) if self.output_dir else OUTPUT_DIR.path()
+
+    def run_command(self, changes: dict) -> str:
+        """The ``dedup run`` command that runs the graph again on this input with this run's
+        settings (those not at their defaults, and the output and labels paths) and ``changes``."""
+        config = changed_settings({**self.settings().as_dict(), **changes})
+        if self.output_folder().resolve() != Path(OUTPUT_DIR.default).resolve():
+            config["output_dir"] = str(self.output_folder())
+        if self.labels():
+            config["labels_path"] = str(self.labels())
+        command = f"{dedup_program()} run --input {shlex.quote(str(self.input_file()))}"
+        return command + (f" --config-json {dedup_config_json(config)}" if config else "")
 
     def current_values(self) -> dict:
         """Every setting that can appear in a table's lineage."""

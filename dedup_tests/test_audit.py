@@ -3,7 +3,9 @@ plain all-pairs computation finds, on the fixtures and on a generated corpus."""
 
 import json
 import random
+import shlex
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -147,8 +149,13 @@ def test_the_recall_check_warns_naming_the_settings_when_lsh_misses_pairs(runner
     assert verify_release(runner.output_dir) == []
     check = _check(result, "recall_reaches_min_recall")
     assert not check.passed and check.severity.value == "WARN"
-    assert "below min_recall=0.9: LSH misses pairs that are duplicates. Fewer rows_per_band (now 32)" in check.description
-    assert "or more num_perm (now 64, more bands)" in check.description
+    assert "is below min_recall=0.9: LSH's 2 bands of 32 rows make 0% of the pairs at J = 0.7 candidates." in check.description
+    # one line, whose command carries this run's input and settings (num_perm 64 is the default) and the preset
+    assert "\n" not in check.description
+    command = shlex.split(check.description.split("With preset: \"web\" (20 bands of 6 rows: 92%) it finds more: ")[1])
+    assert Path(command[0]).name == "dedup" and command[1:4] == ["run", "--input", str(HARD_FIXTURE)]
+    config = json.loads(command[command.index("--config-json") + 1])["resources"]["dedup"]["config"]
+    assert config == {"rows_per_band": 32, "audit_sample_size": 0, "preset": "web", "output_dir": str(runner.output_dir)}
 
 
 def test_a_sample_without_a_true_pair_records_no_recall_result(runner, tmp_path):

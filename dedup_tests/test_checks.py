@@ -1,10 +1,14 @@
 """Asset checks are plain SQL functions: each must pass on good tables and fail on broken ones."""
 
+import json
+import shlex
+
 import duckdb
 import pyarrow as pa
 import pytest
 
 from dedup_assets.checks import rules
+from dedup_assets.settings import DedupSettings
 
 
 @pytest.fixture
@@ -122,3 +126,26 @@ def test_messages_count_one_thing_in_the_singular(connection):
     connection.execute("create table no_pairs (left_doc_id varchar, right_doc_id varchar, jaccard double)")
     none = rules.duplicate_edges_meet_threshold(connection, "no_pairs", 0.7)
     assert none.description == "0 edges, none with Jaccard below 0.7"
+
+
+def test_recall_reaches_min_recall_speaks_only_below_it_measured(tmp_path):
+    """The measured recall decides: 6 of 6 (the fixture's; its interval reaches down to 0.61)
+    passes; 74 of 100 warns in one line with the command of the user's settings and the fix."""
+    dedup = DedupSettings(input_path=str(tmp_path / "pages.csv"), output_dir=str(tmp_path / "out"), fields={"doc_id": "id"})
+    summary = {"true_pairs": 6, "found_pairs": 6, "recall": 1.0, "ci_low": 0.6097, "ci_high": 1.0}
+    passed = rules.recall_reaches_min_recall(summary, dedup.settings(), dedup.run_command)
+    assert passed.passed
+    assert passed.description == "recall 1.0 (6 of 6 true pairs; 95% interval 0.6097–1.0) reaches min_recall=0.9"
+    summary = {"true_pairs": 100, "found_pairs": 74, "recall": 0.74, "ci_low": 0.6474, "ci_high": 0.8159}
+    warned = rules.recall_reaches_min_recall(summary, dedup.settings(), dedup.run_command)
+    assert not warned.passed and warned.severity.value == "WARN"
+    assert warned.description.startswith(
+        "recall 0.74 (74 of 100 true pairs; 95% interval 0.6474–0.8159) is below min_recall=0.9: LSH's 8 bands "
+        'of 8 rows make 38% of the pairs at J = 0.7 candidates. With preset: "web" (20 bands of 6 rows: 92%) it '
+        "finds more: "
+    )
+    command = shlex.split(warned.description.rsplit("it finds more: ", 1)[1])
+    assert command[1:4] == ["run", "--input", str(tmp_path / "pages.csv")]
+    config = json.loads(command[-1])["resources"]["dedup"]["config"]
+    assert config == {"fields": {"doc_id": "id"}, "preset": "web", "output_dir": str(tmp_path / "out")}
+    assert warned.metadata["candidate_chance_at_threshold"].value == 0.3781

@@ -1,5 +1,5 @@
-"""Tuning you can see: bands chosen from the threshold (against an independent integration), the
-warning when the bands in use miss the threshold, the chosen bands in every place the settings
+"""Tuning you can see: bands chosen from the threshold (against an independent integration), the web
+preset and what to set for more recall, the chosen bands in every place the settings
 appear, and the pictures in metadata and in the release."""
 
 import base64
@@ -13,14 +13,14 @@ from dagster import DagsterInstance
 from PIL import Image
 
 from dedup_assets.checks import rules
-from dedup_assets.core.scurve import choose_bands, lsh_probability, weak_bands_warning
-from dedup_assets.core.settings import Settings, SettingsError, SketchParams
+from dedup_assets.core.scurve import choose_bands, lsh_probability
+from dedup_assets.core.settings import Settings, SettingsError, SketchParams, SweepCombination
 from dedup_assets.core import kernels
 from dedup_assets.core.minhash import lsh_band_keys
 from dedup_assets.core.sketch import fingerprint_batch
 from dedup_assets.core.text import kernel_text
 
-from .conftest import FIXTURE
+from .conftest import FIXTURE, HARD_FIXTURE
 
 
 # Gauss-Legendre with 128 nodes is exact for polynomials up to degree 255, and the S-curve
@@ -79,26 +79,28 @@ def test_chosen_bands_are_the_first_bands_of_the_signature(scheme):
     assert (np.array(chosen.column("lsh_bands").to_pylist(), dtype=np.uint64) == np.array(first, dtype=np.uint64)).all()
 
 
-def test_the_guard_fires_below_half_at_the_threshold_and_says_what_to_change():
-    assert weak_bands_warning(0.7, *choose_bands(0.7, 128, 0.9), 128, True, 0.9) is None
-    # even chosen bands can miss it when misses weigh little: the message then says what to raise
-    bands, rows = choose_bands(0.7, 128, 0.9)
-    chance = lsh_probability(0.7, bands, rows)
-    assert (
-        f"Raise false_negative_weight (now 0.5; 0.9 chooses {bands} x {rows}, which makes {chance:.0%} of them candidates)"
-        in weak_bands_warning(0.7, *choose_bands(0.7, 128, 0.5), 128, True, 0.5)
-    )
-    message = weak_bands_warning(0.3, 8, 8, 64, False, 0.5)
-    assert message.startswith("LSH makes fewer than 1% of the pairs at jaccard_threshold=0.3 candidates (8 bands of 8 rows")
-    bands, rows = choose_bands(0.3, 64, 0.9)
-    assert f"Set auto_bands: true with false_negative_weight: 0.9 (at num_perm=64 it chooses {bands} x {rows}" in message
-    assert "set fewer rows_per_band (now 8) or more num_perm (now 64)" in message
-    assert "--select 'fingerprinted*'" in message and "--select 'scored_pairs*'" in message
-    passed = rules.bands_suit_threshold(0.7, 20, 6, 128, True, 0.9)
-    warned = rules.bands_suit_threshold(0.7, 8, 8, 64, False, 0.5)
-    assert passed.passed and not warned.passed and warned.severity.value == "WARN"
-    assert warned.description == weak_bands_warning(0.7, 8, 8, 64, False, 0.5)
-    assert warned.metadata["candidate_chance_at_threshold"].value == 0.3781
+def test_the_web_preset_fills_the_settings_left_at_their_defaults_and_says_what_it_set():
+    web = Settings(preset="web")
+    assert (web.num_perm, web.auto_bands, web.false_negative_weight) == (128, True, 0.9)
+    assert (web.sketch_params().bands, web.sketch_params().rows_per_band) == (20, 6)
+    assert web.preset_settings() == {"num_perm": 128, "auto_bands": True, "false_negative_weight": 0.9}
+    # a setting given another value keeps it; the preset says it set only the rest
+    own = Settings(preset="web", num_perm=256)
+    assert own.num_perm == 256 and own.preset_settings() == {"auto_bands": True, "false_negative_weight": 0.9}
+    assert Settings().preset_settings() == {}
+    with pytest.raises(SettingsError, match="preset must be one of web"):
+        Settings(preset="news")
+    # a sweep combination sets its settings itself, whatever the run's preset
+    assert SweepCombination().applied_to(web).num_perm == 64
+
+
+def test_more_recall_is_the_preset_then_bands_for_recall_then_none():
+    changes, web = Settings().more_recall()
+    assert changes == {"preset": "web"} and web.lsh_recall() > Settings().lsh_recall()
+    changes, heavier = Settings(preset="web").more_recall()
+    assert changes == {"auto_bands": True, "false_negative_weight": 0.98}
+    assert (heavier.sketch_params().bands, heavier.sketch_params().rows_per_band) == (23, 5)
+    assert heavier.more_recall() is None  # at 0.98 neither 128 nor 256 values make recall any higher
 
 
 def _checks(result) -> dict:
@@ -116,16 +118,22 @@ def _image(markdown: str) -> Image.Image:
     return Image.open(io.BytesIO(base64.b64decode(encoded)))
 
 
-def test_rescoring_at_a_lower_threshold_warns_in_the_log_and_the_check(runner):
-    runner.run(FIXTURE)
+def test_rescoring_at_a_lower_threshold_warns_once_measured_with_a_command_that_fingerprints_again(runner):
+    runner.run(HARD_FIXTURE, audit_sample_size=0)
     with DagsterInstance.ephemeral() as instance:
-        # the README's re-scoring example, at 0.3
-        result = runner.run(FIXTURE, selection="scored_pairs*", instance=instance, jaccard_threshold=0.3)
-        logged = [entry for entry in instance.all_logs(result.run_id) if entry.level == logging.WARNING]
-    check = _checks(result)["bands_suit_threshold"]
-    assert not check.passed and "at jaccard_threshold=0.3" in check.description
-    warned = [entry.user_message for entry in logged if entry.user_message.startswith("LSH makes fewer than 1%")]
-    assert warned and "Re-scoring the stored candidates" in warned[0]
+        # the README's re-scoring example, at 0.3: the stored candidates were banded for 0.7, and
+        # the audit finds 9 of the 10 pairs at 0.3 or above
+        result = runner.run(
+            HARD_FIXTURE, selection="scored_pairs*", instance=instance, jaccard_threshold=0.3, audit_sample_size=0,
+            min_recall=0.95,
+        )
+        logged = [entry for entry in instance.all_logs(result.run_id) if entry.level >= logging.WARNING]
+    assert not logged  # nothing is said before the audit has measured
+    check = _checks(result)["recall_reaches_min_recall"]
+    assert not check.passed and "the pairs at J = 0.3 candidates" in check.description
+    # the whole graph again (dedup run), at the new threshold
+    assert f" run --input {HARD_FIXTURE} " in check.description
+    assert '"jaccard_threshold": 0.3, "audit_sample_size": 0, "min_recall": 0.95, "preset": "web"' in check.description
 
 
 def test_auto_bands_are_recorded_in_lineage_manifest_and_metadata_and_a_new_threshold_refingerprints(runner):
@@ -135,7 +143,7 @@ def test_auto_bands_are_recorded_in_lineage_manifest_and_metadata_and_a_new_thre
     manifest = runner.manifest()
     assert (manifest["derived_settings"]["bands"], manifest["derived_settings"]["rows_in_use"]) == (bands, rows)
     assert _metadata(result, "candidate_pairs")["lsh_bands_in_use"].value == f"{bands} bands x {rows} rows (chosen by auto_bands)"
-    assert _checks(result)["bands_suit_threshold"].passed
+    assert _checks(result)["recall_reaches_min_recall"].passed
     # the bands follow the threshold, so a new one needs new fingerprints, and says so
     rescored = runner.run(
         FIXTURE, selection="scored_pairs*", raise_on_error=False,

@@ -1,7 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from ..core.plots import jaccard_histogram_png, markdown_image
-from ..core.scurve import weak_bands_warning
 from ..core.summary import reason_counts
 from ..core.verify import build_duplicate_pairs, build_scored_pairs, verification_memory_estimate
 from ..errors import user_errors
@@ -40,13 +39,6 @@ def scored_pairs(
                 cursor, tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
             )
     context.log.info(f"scored_pairs: shingled {reshingled:,} candidate documents again")
-    params = settings.sketch_params()
-    warning = weak_bands_warning(
-        settings.jaccard_threshold, params.bands, params.rows_per_band, params.num_perm, settings.auto_bands,
-        settings.false_negative_weight,
-    )
-    if warning:
-        context.log.warning(warning)
     rows = warehouse.write("scored_pairs", build, lineage)
     with warehouse.cursor() as cursor:
         return MaterializeResult(

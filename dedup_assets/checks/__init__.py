@@ -156,20 +156,6 @@ def removals_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
         )
 
 
-@asset_check(
-    asset="scored_pairs",
-    description="Warns when the LSH bands in use make fewer than half of the pairs exactly at "
-    "jaccard_threshold candidates (P(candidate | J = t) < 0.5), and says what to change.",
-)
-def bands_suit_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
-    lineage = warehouse.upstream_lineage("scored_pairs", "scored_pairs")
-    rows = int(lineage.get("rows_in_use", lineage["rows_per_band"]))  # tables from before bands were chosen
-    return rules.bands_suit_threshold(
-        float(lineage["jaccard_threshold"]), int(lineage.get("bands", int(lineage["num_perm"]) // rows)), rows,
-        int(lineage["num_perm"]), bool(lineage.get("auto_bands", False)), float(lineage.get("false_negative_weight", 0.5)),
-    )
-
-
 @multi_asset_check(
     specs=[
         AssetCheckSpec(
@@ -290,8 +276,9 @@ def batch_documents_decided(warehouse: DuckDBWarehouse) -> AssetCheckResult:
         AssetCheckSpec(
             "recall_reaches_min_recall",
             asset="recall_audit",
-            description="Warns when the upper end of the audit's 95% recall interval is below "
-            "min_recall. Not evaluated (shown as skipped) when the sample has no true pair.",
+            description="Warns when the recall the audit measured is below min_recall, in one line "
+            "with the bands in use and the command that makes LSH find more (preset web, or bands "
+            "chosen for recall). Not evaluated (shown as skipped) when the sample has no true pair.",
         )
     ],
     can_subset=True,  # no true pair: nothing measured, so no result rather than a pass
@@ -307,7 +294,7 @@ def recall_reaches_min_recall(context: AssetCheckExecutionContext, dedup: DedupS
             "documents have no true pair"
         )
         return
-    yield rules.recall_reaches_min_recall(summary, settings.min_recall, settings.rows_per_band, settings.num_perm)
+    yield rules.recall_reaches_min_recall(summary, settings, dedup.run_command)
 
 
 @asset_check(
@@ -338,7 +325,6 @@ PIPELINE_CHECKS = [
     candidate_pairs_ordered_and_unique,
     duplicate_pairs_ordered_and_unique,
     duplicate_edges_meet_threshold,
-    bands_suit_threshold,
     every_document_in_one_cluster,
     one_representative_per_cluster,
     largest_cluster_within_max_cluster_size,

@@ -1,6 +1,8 @@
 """What each asset check asserts: plain functions of a DuckDB connection and table names, each
 returning its result with a message that names what is wrong. Tested by direct calls."""
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -13,7 +15,8 @@ from ..core.incremental import IndexTables, one_shot_differences
 from ..core.store import rows_with_ids
 from ..core.tables import Tables
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
-from ..core.scurve import lsh_probability, weak_bands_warning
+from ..core.scurve import lsh_probability
+from ..core.settings import Settings
 from ..core.summary import duplicate_clusters, reason_counts
 from ..core.text import Shingling
 from ..core.jaccard import pair_jaccard
@@ -234,26 +237,44 @@ def same_as_incremental(
     )
 
 
-def recall_reaches_min_recall(summary: dict, min_recall: float, rows_per_band: int, num_perm: int) -> AssetCheckResult:
-    """The audit's recall could be ``min_recall``: the upper end of its 95% interval is not below it."""
-    failures = []
-    if summary["ci_high"] < min_recall:
-        failures.append(
-            f"recall of the audited true pairs is {summary['recall']} ({summary['found_pairs']} of "
-            f"{summary['true_pairs']}; 95% interval {summary['ci_low']}–{summary['ci_high']}), below "
-            f"min_recall={min_recall}: LSH misses pairs that are duplicates. Fewer rows_per_band "
-            f"(now {rows_per_band}) or more num_perm (now {num_perm}, more bands) make more of them "
-            "candidates; re-materialize fingerprinted and everything downstream. recall_audit lists "
-            "the missed pairs"
+def _chance(settings: Settings) -> float:
+    """The share of the pairs exactly at the threshold that the bands in use make candidates."""
+    params = settings.sketch_params()
+    return round(float(lsh_probability(settings.jaccard_threshold, params.bands, params.rows_per_band)), 4)
+
+
+def _bands(settings: Settings) -> str:
+    params = settings.sketch_params()
+    return f"{params.bands} bands of {params.rows_per_band} rows"
+
+
+def recall_reaches_min_recall(summary: dict, settings: Settings, command: Callable[[dict], str]) -> AssetCheckResult:
+    """The recall the audit measured is at least min_recall. Below it, one line: the figures, the
+    bands in use, and the command (``command`` of the changes) that makes LSH find more."""
+    figures = (
+        f"recall {summary['recall']} ({summary['found_pairs']} of {summary['true_pairs']} true pairs; "
+        f"95% interval {summary['ci_low']}–{summary['ci_high']})"
+    )
+    failure = None
+    if summary["recall"] < settings.min_recall:
+        fix = settings.more_recall()
+        failure = (
+            f"{figures} is below min_recall={settings.min_recall}: LSH's {_bands(settings)} make "
+            f"{_chance(settings):.0%} of the pairs at J = {settings.jaccard_threshold} candidates. "
+            + (
+                f"With {', '.join(f'{name}: {json.dumps(value)}' for name, value in fix[0].items())} "
+                f"({_bands(fix[1])}: {_chance(fix[1]):.0%}) it finds more: {command(fix[0])}"
+                if fix
+                else "No other bands find more of them; recall_audit lists the missed pairs."
+            )
         )
-    return AssetCheckResult(
-        passed=not failures,
-        severity=AssetCheckSeverity.WARN,
-        description=failures[0] if failures else (
-            f"recall {summary['recall']} ({summary['found_pairs']} of {summary['true_pairs']} true pairs; 95% "
-            f"interval {summary['ci_low']}–{summary['ci_high']}) can reach min_recall={min_recall}"
-        ),
-        metadata={"recall": MetadataValue.float(summary["recall"]), "ci_high": MetadataValue.float(summary["ci_high"])},
+    return _warning(
+        failure,
+        f"{figures} reaches min_recall={settings.min_recall}",
+        recall=MetadataValue.float(summary["recall"]),
+        ci_low=MetadataValue.float(summary["ci_low"]),
+        ci_high=MetadataValue.float(summary["ci_high"]),
+        candidate_chance_at_threshold=MetadataValue.float(_chance(settings)),
     )
 
 
@@ -392,19 +413,6 @@ def removals_meet_threshold(
         failures,
         passed,
         weakest_jaccard=MetadataValue.float(float(jaccard.min())) if len(jaccard) else "nothing removed",
-    )
-
-
-def bands_suit_threshold(
-    threshold: float, bands: int, rows_per_band: int, num_perm: int, auto_bands: bool, false_negative_weight: float
-) -> AssetCheckResult:
-    """LSH makes at least half of the pairs exactly at the threshold candidates."""
-    chance = lsh_probability(threshold, bands, rows_per_band)
-    return _warning(
-        weak_bands_warning(threshold, bands, rows_per_band, num_perm, auto_bands, false_negative_weight),
-        f"{bands} bands of {rows_per_band} rows make {chance:.0%} of the pairs at jaccard_threshold={threshold} "
-        "candidates, and more of those above it",
-        candidate_chance_at_threshold=MetadataValue.float(round(chance, 4)),
     )
 
 

@@ -180,6 +180,7 @@ def manifest_entries(
             **settings.derived(),
             "max_pair_slots": settings.pair_limits().max_pair_slots,
             "release_signatures": signatures,
+            "preset_settings": settings.preset_settings(),
         },
         "input": {
             "path": input_file.path,

@@ -36,6 +36,12 @@ def error_areas(threshold: float, bands: int, rows_per_band: int) -> tuple[float
     return false_positive, false_negative
 
 
+def lsh_recall(threshold: float, bands: int, rows_per_band: int) -> float:
+    """The share of pairs at or above ``threshold`` that become candidates, their Jaccard spread
+    evenly up to 1: one minus the false-negative area over its width."""
+    return 1.0 - error_areas(threshold, bands, rows_per_band)[1] / (1.0 - threshold) if threshold < 1 else 1.0
+
+
 @cache
 def choose_bands(threshold: float, num_perm: int, false_negative_weight: float) -> tuple[int, int]:
     """The (bands, rows per band) with bands x rows <= ``num_perm`` that minimize
@@ -50,43 +56,3 @@ def choose_bands(threshold: float, num_perm: int, false_negative_weight: float) 
             if best is None or key < best[0]:
                 best = (key, bands, rows)
     return best[1], best[2]
-
-
-# below this chance at the threshold, most pairs there are never verified: recall falls
-MIN_CHANCE_AT_THRESHOLD = 0.5
-# the false_negative_weight the warning suggests: it keeps about nine in ten pairs at the threshold
-SUGGESTED_WEIGHT = 0.9
-
-
-def weak_bands_warning(
-    threshold: float, bands: int, rows_per_band: int, num_perm: int, auto_bands: bool, false_negative_weight: float
-) -> str | None:
-    """What to change when LSH makes fewer than half of the pairs at the threshold candidates;
-    None when the bands suit it."""
-    chance = lsh_probability(threshold, bands, rows_per_band)
-    if chance >= MIN_CHANCE_AT_THRESHOLD:
-        return None
-    weight = max(SUGGESTED_WEIGHT, false_negative_weight)
-    suggested = choose_bands(threshold, num_perm, weight)
-    instead = (
-        f"{suggested[0]} x {suggested[1]}, which makes {lsh_probability(threshold, *suggested):.0%} of them candidates"
-    )
-    if auto_bands and false_negative_weight >= SUGGESTED_WEIGHT:
-        change = f"Raise num_perm (now {num_perm}): more signature values allow more bands. "
-    elif auto_bands:
-        change = f"Raise false_negative_weight (now {false_negative_weight}; {weight} chooses {instead}) or num_perm (now {num_perm}). "
-    else:
-        change = (
-            f"Set auto_bands: true with false_negative_weight: {weight} (at num_perm={num_perm} it chooses "
-            f"{instead}), or set fewer rows_per_band (now {rows_per_band}) or more num_perm (now {num_perm}). "
-        )
-    share = f"only {chance:.0%}" if chance >= 0.01 else "fewer than 1%"
-    return (
-        f"LSH makes {share} of the pairs at jaccard_threshold={threshold} candidates ({bands} bands "
-        f"of {rows_per_band} rows; P(candidate | J = {threshold}) = {chance:.4f}), so duplicates near the "
-        "threshold are never verified and recall falls. "
-        + change
-        + "Then re-materialize fingerprinted and everything downstream: dagster asset materialize -m "
-        "dedup_assets.definitions --select 'fingerprinted*'. Re-scoring the stored candidates at a lower "
-        "threshold (--select 'scored_pairs*') cannot find pairs the bands never made candidates."
-    )

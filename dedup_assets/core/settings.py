@@ -8,13 +8,14 @@ Every value object checks itself when it is made, so a bad setting fails before 
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Literal, get_args
 
 from .errors import DedupError
 from .keep_rule import checked_domains
 from .kernels import MAX_SKETCH_SIZE
-from .scurve import choose_bands
+from .presets import PRESETS, more_recall, preset_values
+from .scurve import choose_bands, lsh_recall
 from .text import SHINGLE_UNITS, Shingling
 
 HashScheme = Literal["fss", "blake2b"]
@@ -273,8 +274,13 @@ class Settings:
     fetch_timeout_s: float = FetchSettings.timeout_s
     fetch_cache: str | None = FetchSettings.cache  # the resource fills it from DEDUP_CACHE when unset
     release_signatures: bool | None = None  # None: up to SIGNATURES_RELEASED_UP_TO documents
+    preset: str | None = None  # a name of core.presets.PRESETS: fills the settings it names left at their defaults
 
     def __post_init__(self) -> None:
+        if self.preset is not None and self.preset not in PRESETS:
+            raise SettingsError(f"preset must be one of {', '.join(PRESETS)} (or unset), got {self.preset!r}")
+        for name, value in preset_values(self.preset, self.as_dict(), _DEFAULTS).items():
+            object.__setattr__(self, name, value)  # frozen: set once, before anything reads it
         # each value object checks itself; make them all now, so nothing runs on a bad setting
         self.sketch_params(), self.thresholds(), self.input_policy()
         minimums = {
@@ -344,6 +350,22 @@ class Settings:
     def shingling(self) -> Shingling:
         return Shingling(self.shingle_size, self.shingle_unit)
 
+    def preset_settings(self) -> dict:
+        """What the preset set: its settings whose values are in effect (recorded in manifest.json)."""
+        named = PRESETS[self.preset] if self.preset else {}
+        return {name: value for name, value in named.items() if getattr(self, name) == value}
+
+    def lsh_recall(self) -> float:
+        """The share of pairs at or above jaccard_threshold the S-curve makes candidates, with
+        their Jaccard spread evenly up to 1."""
+        params = self.sketch_params()
+        return lsh_recall(self.jaccard_threshold, params.bands, params.rows_per_band)
+
+    def more_recall(self) -> tuple[dict, Settings] | None:
+        """Changes that make LSH find more of the pairs at or above the threshold, and the settings
+        they make (:func:`.presets.more_recall`); None when there are none."""
+        return more_recall(self, MAX_SKETCH_SIZE if self.hash_scheme == "fss" else MAX_AUTO_BANDS_PERM)
+
     def thresholds(self) -> Thresholds:
         return Thresholds(self.jaccard_threshold, self.signature_overlap_threshold)
 
@@ -402,6 +424,16 @@ class Settings:
         return {"bands": params.bands, "rows_in_use": params.rows_per_band, "hot_bucket_limit": limit}
 
 
+_DEFAULTS = {item.name: item.default for item in fields(Settings) if item.default is not MISSING}
+
+
+def changed_settings(values: dict) -> dict:
+    """The settings among ``values`` that differ from their defaults: what a command carries to
+    run again with them."""
+    defaults = Settings().as_dict()
+    return {name: values[name] for name in defaults if name in values and values[name] != defaults[name]}
+
+
 @dataclass(frozen=True)
 class SweepCombination:
     """One point of the parameter sweep: the settings it sets; every other one is the run's."""
@@ -415,7 +447,8 @@ class SweepCombination:
 
     def applied_to(self, run: Settings) -> Settings:
         """The run's settings with this combination's in their place, checked as any settings are."""
-        return replace(run, **asdict(self))
+        # the combination's settings are set, not filled by the run's preset
+        return replace(run, preset=None, **asdict(self))
 
 
 # At the default threshold and shingle size: fixed bands from loose to strict at 64, 128 and 256
