@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from dedup_assets.core.audit import exact_pairs
 from dedup_assets.core.jaccard import shingle_set_jaccard
-from dedup_assets.core.scurve import SUGGESTED_WEIGHT
+from dedup_assets.core.presets import PRESETS
 from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.core.text import document_shingles
 
@@ -51,11 +51,13 @@ from .report import fmt_number, markdown_table
 # (more heavily edited copies), about one accepted edge in seven at 2,000 documents.
 CHAR_SHINGLE_SIZE = 5
 LOOSE_CHAR_SHINGLE_SIZE = 3
-AUTO = {"auto_bands": True, "false_negative_weight": SUGGESTED_WEIGHT}
+# bands chosen with misses weighing as the web preset weighs them (at the default 64 values)
+WEIGHT = PRESETS["web"]["false_negative_weight"]
+AUTO = {"auto_bands": True, "false_negative_weight": WEIGHT}
 CHAR = {"shingle_unit": "char", "shingle_size": CHAR_SHINGLE_SIZE}
 CONFIGS: dict[str, dict] = {
     "default": {},
-    f"default, auto bands w={SUGGESTED_WEIGHT}": AUTO,
+    f"default, auto bands w={WEIGHT}": AUTO,
     f"char {CHAR_SHINGLE_SIZE}": CHAR,
     f"char {CHAR_SHINGLE_SIZE}, auto bands": {**CHAR, **AUTO},
     f"char {LOOSE_CHAR_SHINGLE_SIZE}": {**CHAR, "shingle_size": LOOSE_CHAR_SHINGLE_SIZE},
