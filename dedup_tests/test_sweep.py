@@ -108,7 +108,7 @@ def test_each_combination_measures_the_pipelines_edges_against_every_true_pair(c
     result = _sweep(database, SweepSettings(COMBINATIONS, SAMPLE))
     assert result.rows.schema == SWEEP_COLUMNS and result.sampled_documents == SAMPLE
     # one ground truth per (shingle_size, threshold), shared by the combinations with it
-    assert truths == [(5, 0.7), (3, 0.6)]
+    assert truths == [(Shingling(5), 0.7), (Shingling(3), 0.6)]
 
     corpus_table = pq.read_table(path)
     rows = sample_rows(DOCUMENTS, SAMPLE, Settings().minhash_seed)

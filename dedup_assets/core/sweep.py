@@ -34,6 +34,7 @@ from .settings import Settings, SweepSettings
 from .store import TableBuild, open_database, rows_with_ids, write_table
 from .streams import Progress
 from .tables import Tables, sql
+from .text import Shingling
 from .verify import MemoryBudgetExceeded, first_copies
 
 SWEEP_TABLE = "parameter_sweep"
@@ -105,7 +106,7 @@ def run_sweep(
             scratch_tables.documents,
             TableBuild(batches=_sampled_documents(connection, tables, sample, run.batch_size), schema=schema),
         )
-        truths: dict[tuple[float, int], pa.Table] = {}
+        truths: dict[tuple[float, Shingling], pa.Table] = {}
         rows = []
         for index, settings in enumerate(applied):
             log(f"parameter sweep: sweep_combinations[{index}], {_label(settings, varied)} ({index + 1} of {len(applied)})")
@@ -151,7 +152,7 @@ def _measure(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
     settings: Settings,
-    truths: dict[tuple[float, int], pa.Table],
+    truths: dict[tuple[float, Shingling], pa.Table],
     varied: bool,
     log: Progress,
 ) -> dict:
