@@ -303,3 +303,19 @@ def test_release_parquet_stores_hashes_raw_and_keeps_no_statistics_of_hashes_or_
         for index in range(deduped.num_columns)
     }
     assert not stats.pop("body") and all(stats.values())  # page text has none either
+
+
+def test_every_column_the_ui_shows_says_what_it_holds(runner, tmp_path):
+    labels = tmp_path / "labels.csv"
+    labels.write_text("left_doc_id,right_doc_id,label\nbilling-canonical,billing-mirror,1\n")
+    result = runner.run(FIXTURE, selection="*", labels_path=str(labels))
+    undescribed = [
+        f"{event.asset_key.path[-1]}.{column.name}"
+        for event in result.get_asset_materialization_events()
+        if "dagster/column_schema" in event.materialization.metadata  # the tables, not a release
+        for column in event.materialization.metadata["dagster/column_schema"].value.columns
+        if not column.description
+    ]
+    shown = [event.asset_key.path[-1] for event in result.get_asset_materialization_events()]
+    assert {"documents", "clusters", "recall_audit", "evaluation", "manifest"} <= set(shown)
+    assert undescribed == []

@@ -171,7 +171,16 @@ def check_evaluations(result, name: str) -> list:
 
 def test_three_batches_in_order_then_a_one_shot_run_over_them_passes_same_as_incremental_until_the_index_loses_an_edge(batches):
     for key in KEYS:
-        assert batches.run(key).success
+        result = batches.run(key)
+        assert result.success
+        # every column the UI shows says what it holds
+        assert [
+            f"{event.asset_key.path[-1]}.{column.name}"
+            for event in result.get_asset_materialization_events()
+            if "dagster/column_schema" in event.materialization.metadata  # the tables, not a release
+            for column in event.materialization.metadata["dagster/column_schema"].value.columns
+            if not column.description
+        ] == []
     assert batches.indexed_keys() == KEYS
 
     # batch 1: billing, incident and two model pages; batch 2: the third model page (a duplicate

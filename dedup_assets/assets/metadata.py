@@ -7,6 +7,8 @@ from collections.abc import Iterable
 import duckdb
 from dagster import MetadataValue, TableColumn, TableSchema
 
+from .columns import describe
+
 PREVIEW_ROWS = 10
 
 
@@ -15,12 +17,13 @@ def scalar(cursor: duckdb.DuckDBPyConnection, query: str):
 
 
 def table_metadata(cursor: duckdb.DuckDBPyConnection, table: str, rows: int) -> dict:
-    """The row count and column schema Dagster shows for every stored table."""
+    """The row count and column schema Dagster shows for every stored table, each column with
+    what it holds."""
     columns = cursor.execute(f"describe {table}").fetchall()
     return {
         "dagster/row_count": MetadataValue.int(rows),
         "dagster/column_schema": MetadataValue.table_schema(
-            TableSchema(columns=[TableColumn(name, kind) for name, kind, *_ in columns])
+            TableSchema(columns=[TableColumn(name, kind, describe(table, name)) for name, kind, *_ in columns])
         ),
     }
 
