@@ -10,11 +10,13 @@ bucket figures (candidate_pairs).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from .core.errors import DedupError
 from .core.ingest import changed_in_place_files
 from .core.settings import STAGE_SETTINGS, changed_settings
 from .core.tables import READ_IN_PLACE
+from .environment import INPUT
 from .settings import dedup_config_json
 
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
@@ -33,10 +35,13 @@ def first_affected_asset(setting: str) -> str:
 
 def _rebuild_hint(settings: list[str], current: Mapping[str, object]) -> str:
     # Rebuild from the earliest affected stage; dict order of STAGE_SETTINGS is pipeline order.
-    # The command carries this run's non-default settings, so copying it rebuilds with them.
+    # The command carries this run's input and non-default settings, so copying it rebuilds with
+    # them rather than with the bundled fixture and the defaults.
     order = list(STAGE_SETTINGS)
     start = min((first_affected_asset(name) for name in settings), key=order.index)
     changed = changed_settings(current)
+    if Path(str(current["input_path"])) != Path(INPUT.default).resolve():
+        changed = {"input_path": str(current["input_path"]), **changed}
     return (
         f"Re-materialize {start} and everything downstream of it: {MATERIALIZE_COMMAND} '{start}*'"
         + (f" --config-json {dedup_config_json(changed)}" if changed else "")

@@ -1,8 +1,10 @@
 import shlex
+from pathlib import Path
 
 import pytest
 
 from dedup_assets.core.tables import TABLE_LAYOUT
+from dedup_assets.environment import INPUT
 from dedup_assets.lineage import StaleUpstream, combined_lineage
 
 LAYOUT = {"table_layout": TABLE_LAYOUT}  # what every table built by this version records
@@ -38,9 +40,10 @@ def test_changed_threshold_names_the_asset_to_rebuild_from():
     message = str(raised.value)
     assert "clusters was built with jaccard_threshold=0.7, this run uses jaccard_threshold=0.8" in message
     assert "--select 'scored_pairs*'" in message
-    # copying the command rebuilds with this run's settings, not the defaults
+    # copying the command rebuilds with this run's input and settings, not the fixture and defaults
     assert message.endswith(
-        """--select 'scored_pairs*' --config-json '{"resources": {"dedup": {"config": {"jaccard_threshold": 0.8}}}}'."""
+        """--select 'scored_pairs*' --config-json '{"resources": {"dedup": {"config": {"input_path": "/in.csv", """
+        """"jaccard_threshold": 0.8}}}}'."""
     )
 
 
@@ -52,12 +55,15 @@ def test_the_commands_config_is_quoted_for_the_shell():
             {"documents": {**LAYOUT, "input_path": "/in.csv", "fields": {}}},
         )
     command = str(raised.value).split(": ", 2)[-1].rstrip(".")
-    assert shlex.split(command)[-1] == '{"resources": {"dedup": {"config": {"fields": {"title": "author\'s title"}}}}}'
+    assert shlex.split(command)[-1] == (
+        '{"resources": {"dedup": {"config": {"input_path": "/in.csv", "fields": {"title": "author\'s title"}}}}}'
+    )
 
 
 def test_a_run_at_the_defaults_gets_a_command_without_config():
+    at_defaults = {**CURRENT, "input_path": str(Path(INPUT.default).resolve())}
     with pytest.raises(StaleUpstream) as raised:
-        combined_lineage("fingerprinted", CURRENT, {"documents": {**LAYOUT, "input_path": "/elsewhere.csv"}})
+        combined_lineage("fingerprinted", at_defaults, {"documents": {**LAYOUT, "input_path": "/elsewhere.csv"}})
     assert str(raised.value).endswith("--select 'documents*'.")
 
 
@@ -88,5 +94,6 @@ def test_a_table_an_older_version_built_is_rebuilt_not_misread():
         "Cannot build scored_pairs from tables made with other settings: candidate_pairs was built by "
         f"another version of dedup-assets (table layout 1; this version writes layout {TABLE_LAYOUT}). "
         "Re-materialize documents and everything downstream of it: dagster asset materialize -m "
-        "dedup_assets.definitions --select 'documents*'."
+        "dedup_assets.definitions --select 'documents*' --config-json "
+        "'{\"resources\": {\"dedup\": {\"config\": {\"input_path\": \"/in.csv\"}}}}'."
     )
