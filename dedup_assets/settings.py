@@ -3,7 +3,7 @@ where the input and the release files are.
 
 Its defaults come from :class:`core.settings.Settings`, the one place they are written; every
 field is set in the launchpad or with ``--config-json '{"resources": {"dedup": {"config":
-{...}}}}'``.
+{...}}}}'``, or in the settings file (``settings_file.py``), which the run config wins over.
 """
 
 from __future__ import annotations
@@ -15,21 +15,23 @@ from dataclasses import asdict, fields
 from enum import Enum
 from pathlib import Path
 
-from dagster import Config, ConfigurableResource
-from pydantic import Field, model_validator
+from dagster import Config, ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from .cli import dedup_program
 from .core.presets import PRESETS
 from .core.settings import (
     CLUSTER_MODES, ENGINES, HASH_SCHEMES, HOT_BUCKETS, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
-    changed_settings,
+    changed_settings, value_sources,
 )
 from .core.tables import TABLE_LAYOUT
 from .core.text import SHINGLE_UNITS
 from .environment import INPUT, LABELS, OUTPUT_DIR
+from .settings_file import SettingsFile, read_settings_file
 
 DEFAULTS = Settings()
 SWEEP_DEFAULTS = SweepSettings()
+RESOURCE_KEY = "dedup"  # the resource's key in the definitions and in the run config
 
 
 # Dagster config takes enums, not Literal: these are the library's choices as enums.
@@ -45,7 +47,7 @@ Preset = Enum("Preset", {name: name for name in PRESETS}, type=str)
 
 def dedup_config_json(config: dict) -> str:
     """``config`` as the value of ``--config-json``: the dedup resource's config, quoted for a shell."""
-    return shlex.quote(json.dumps({"resources": {"dedup": {"config": config}}}))
+    return shlex.quote(json.dumps({"resources": {RESOURCE_KEY: {"config": config}}}))
 
 
 class SweepCombinationConfig(Config):
@@ -262,6 +264,45 @@ class DedupSettings(ConfigurableResource):
         default=None,
         description=f"Folder for release files. Unset: env {OUTPUT_DIR.name}, else {OUTPUT_DIR.default}.",
     )
+
+    # where each field's value came from (value_sources), once the run has set the resource up
+    _sources: dict = PrivateAttr(default_factory=dict)
+
+    def create_resource(self, context: InitResourceContext) -> DedupSettings:
+        """The resource a run's assets get: this one, with the settings file's values for the fields
+        the run config does not set. The run config is the run's own, as given (the launchpad's, or
+        ``--config-json``): Dagster drops a value equal to its default from the fields it sets, and
+        always sets enums, so only the given config tells a value set from one left at its default."""
+        run = context.dagster_run
+        given = (((run.run_config if run else None) or {}).get("resources") or {}).get(RESOURCE_KEY) or {}
+        return self.with_settings_file(set(given.get("config") or {}), read_settings_file(type(self).model_fields))
+
+    def with_settings_file(self, in_run_config: set[str], file: SettingsFile | None) -> DedupSettings:
+        """This resource with ``file``'s values for the fields neither ``in_run_config`` nor code
+        (a value other than its default) sets, checked as a whole; its sources recorded."""
+        values = self._values()
+        sources = value_sources(
+            values, self._defaults(), in_run_config, str(file.path) if file else None, file.values if file else ()
+        )
+        from_file = {name: file.values[name] for name, source in sources.items() if file and source == str(file.path)}
+        try:
+            resolved = type(self)(**{**values, **from_file})
+        except ValidationError as error:
+            raise file.invalid(error) from None  # only the file's values were not checked yet
+        resolved._sources = sources
+        return resolved
+
+    def settings_sources(self) -> dict[str, str]:
+        """Where each field's value came from: ``run config``, ``code``, the settings file's path or
+        ``default`` (recorded in manifest.json)."""
+        return dict(self._sources) if self._sources else value_sources(self._values(), self._defaults())
+
+    def _values(self) -> dict:
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    @classmethod
+    def _defaults(cls) -> dict:
+        return {name: field.get_default(call_default_factory=True) for name, field in cls.model_fields.items()}
 
     @model_validator(mode="after")
     def _checked(self) -> DedupSettings:
