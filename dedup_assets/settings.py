@@ -26,12 +26,14 @@ from .core.settings import (
 )
 from .core.tables import TABLE_LAYOUT
 from .core.text import SHINGLE_UNITS
-from .environment import INPUT, LABELS, OUTPUT_DIR
+from .environment import CACHE, INPUT, LABELS, OUTPUT_DIR
 from .settings_file import SettingsFile, read_settings_file
 
 DEFAULTS = Settings()
 SWEEP_DEFAULTS = SweepSettings()
 RESOURCE_KEY = "dedup"  # the resource's key in the definitions and in the run config
+# fields whose variable, when set (as `dedup run --input` sets DEDUP_INPUT), wins over the settings file
+FIELD_VARIABLES = {"input_path": INPUT, "output_dir": OUTPUT_DIR, "labels_path": LABELS, "fetch_cache": CACHE}
 
 
 # Dagster config takes enums, not Literal: these are the library's choices as enums.
@@ -275,15 +277,19 @@ class DedupSettings(ConfigurableResource):
         always sets enums, so only the given config tells a value set from one left at its default."""
         run = context.dagster_run
         given = (((run.run_config if run else None) or {}).get("resources") or {}).get(RESOURCE_KEY) or {}
-        return self.with_settings_file(set(given.get("config") or {}), read_settings_file(type(self).model_fields))
+        in_environment = {name for name, variable in FIELD_VARIABLES.items() if os.environ.get(variable.name)}
+        file = read_settings_file(type(self).model_fields)
+        return self.with_settings_file(set(given.get("config") or {}), file, in_environment)
 
-    def with_settings_file(self, in_run_config: set[str], file: SettingsFile | None) -> DedupSettings:
-        """This resource with ``file``'s values for the fields neither ``in_run_config`` nor code
-        (a value other than its default) sets, checked as a whole; its sources recorded."""
+    def with_settings_file(
+        self, in_run_config: set[str], file: SettingsFile | None, in_environment: set[str] = frozenset()
+    ) -> DedupSettings:
+        """This resource with ``file``'s values for the fields neither ``in_run_config``, code (a value
+        other than its default) nor a variable set (``in_environment``) sets, checked as a whole; its
+        sources recorded (a variable's value is the field's ``default``, as it is without a file)."""
         values = self._values()
-        sources = value_sources(
-            values, self._defaults(), in_run_config, str(file.path) if file else None, file.values if file else ()
-        )
+        in_file = set(file.values) - in_environment if file else ()
+        sources = value_sources(values, self._defaults(), in_run_config, str(file.path) if file else None, in_file)
         from_file = {name: file.values[name] for name, source in sources.items() if file and source == str(file.path)}
         try:
             resolved = type(self)(**{**values, **from_file})
@@ -314,7 +320,7 @@ class DedupSettings(ConfigurableResource):
     def settings(self) -> Settings:
         """The run's algorithm settings as the library takes them (raises SettingsError)."""
         values = {field.name: getattr(self, field.name) for field in fields(Settings)}
-        values["fetch_cache"] = self.fetch_cache or os.environ.get("DEDUP_CACHE") or None
+        values["fetch_cache"] = self.fetch_cache or CACHE.value() or None
         return Settings(**{name: getattr(value, "value", value) for name, value in values.items()})
 
     def sweep(self) -> SweepSettings:

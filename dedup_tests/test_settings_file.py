@@ -149,6 +149,17 @@ def test_the_launchpads_run_config_wins_over_the_file_and_code_over_it(tmp_path,
     assert seen["sources"]["max_cluster_size"] == "code" and seen["sources"]["num_perm"] == str(tmp_path / "dedup.yaml")
 
 
+def test_a_path_variable_set_wins_over_the_files_path_as_dedup_run_input_sets_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DEDUP_SETTINGS")
+    (tmp_path / "dedup.yaml").write_text("input_path: from_file.csv\noutput_dir: from_file\n")
+    monkeypatch.setenv("DEDUP_INPUT", "from_flag.csv")
+    seen = _sources_in_a_run({}, DedupSettings())
+    assert "--input " + str(tmp_path / "from_flag.csv") in seen["command"]
+    assert (seen["sources"]["input_path"], seen["sources"]["output_dir"]) == ("default", str(tmp_path / "dedup.yaml"))
+    assert "from_file" in seen["command"]  # the file's output_dir, which no variable sets
+
+
 def test_no_file_leaves_every_value_at_its_source(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DEDUP_SETTINGS")
