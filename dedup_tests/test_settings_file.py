@@ -8,8 +8,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
+import urllib.error
 from pathlib import Path
 
 import duckdb
@@ -20,6 +23,7 @@ from dedup_assets.settings import DedupSettings
 from dedup_assets.settings_file import SettingsFileError, read_settings_file
 
 from .conftest import PROJECT_ROOT
+from .test_dagster_dev import STARTUP_SECONDS, _free_port, _graphql, _reset_signals, materialize_through_ui
 
 BIN = Path(sys.executable).parent
 KEYS = DedupSettings.model_fields
@@ -189,3 +193,33 @@ def test_dedup_settings_naming_no_file_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("DEDUP_SETTINGS", "nowhere.yaml")
     with pytest.raises(SettingsFileError, match="DEDUP_SETTINGS=nowhere.yaml: no such file"):
         read_settings_file(KEYS)
+
+
+@pytest.mark.slow
+def test_dagster_dev_started_in_the_project_folder_reads_its_dedup_yaml(project):
+    """A run launched as the UI's Materialize button does: 18 of the 24 bodies are over the file's limit."""
+    (project / "workspace.yaml").write_bytes((PROJECT_ROOT / "workspace.yaml").read_bytes())
+    (project / "dedup.yaml").write_text("max_body_bytes: 500\n")
+    port = _free_port()
+    with (project / "dagster_dev.log").open("w") as log:
+        process = subprocess.Popen(
+            [str(BIN / "dagster"), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)], cwd=project,
+            env=_env(project), stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_reset_signals,
+        )
+        try:
+            deadline = time.monotonic() + STARTUP_SECONDS
+            while not _serves_assets(port):
+                assert process.poll() is None and time.monotonic() < deadline, "dagster dev did not serve its assets"
+                time.sleep(1)
+            materialize_through_ui(port, project, "dedup_assets", ["documents"])
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=60)
+    assert _documents(project) == 6
+
+
+def _serves_assets(port: int) -> bool:
+    try:
+        return bool(_graphql(port, "{ assetNodes { assetKey { path } } }")["assetNodes"])
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
