@@ -29,3 +29,6 @@ INPUT = Variable("DEDUP_INPUT", "data/documents.csv")
 OUTPUT_DIR = Variable("DEDUP_OUTPUT_DIR", "output")
 BATCHES = Variable("DEDUP_BATCHES", "batches")
 LABELS = Variable("DEDUP_LABELS", "")  # unset: no evaluation
+CACHE = Variable("DEDUP_CACHE", "")  # unset: no cache of fetched WARC records
+# the settings file (settings_file.py): unset, dedup.yaml in the working directory if there is one
+SETTINGS_FILE = Variable("DEDUP_SETTINGS", "dedup.yaml")

@@ -3,7 +3,7 @@ where the input and the release files are.
 
 Its defaults come from :class:`core.settings.Settings`, the one place they are written; every
 field is set in the launchpad or with ``--config-json '{"resources": {"dedup": {"config":
-{...}}}}'``.
+{...}}}}'``, or in the settings file (``settings_file.py``), which the run config wins over.
 """
 
 from __future__ import annotations
@@ -15,21 +15,25 @@ from dataclasses import asdict, fields
 from enum import Enum
 from pathlib import Path
 
-from dagster import Config, ConfigurableResource
-from pydantic import Field, model_validator
+from dagster import Config, ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from .cli import dedup_program
 from .core.presets import PRESETS
 from .core.settings import (
     CLUSTER_MODES, ENGINES, HASH_SCHEMES, HOT_BUCKETS, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
-    changed_settings,
+    changed_settings, value_sources,
 )
 from .core.tables import TABLE_LAYOUT
 from .core.text import SHINGLE_UNITS
-from .environment import INPUT, LABELS, OUTPUT_DIR
+from .environment import CACHE, INPUT, LABELS, OUTPUT_DIR
+from .settings_file import SettingsFile, read_settings_file
 
 DEFAULTS = Settings()
 SWEEP_DEFAULTS = SweepSettings()
+RESOURCE_KEY = "dedup"  # the resource's key in the definitions and in the run config
+# fields whose variable, when set (as `dedup run --input` sets DEDUP_INPUT), wins over the settings file
+FIELD_VARIABLES = {"input_path": INPUT, "output_dir": OUTPUT_DIR, "labels_path": LABELS, "fetch_cache": CACHE}
 
 
 # Dagster config takes enums, not Literal: these are the library's choices as enums.
@@ -45,7 +49,7 @@ Preset = Enum("Preset", {name: name for name in PRESETS}, type=str)
 
 def dedup_config_json(config: dict) -> str:
     """``config`` as the value of ``--config-json``: the dedup resource's config, quoted for a shell."""
-    return shlex.quote(json.dumps({"resources": {"dedup": {"config": config}}}))
+    return shlex.quote(json.dumps({"resources": {RESOURCE_KEY: {"config": config}}}))
 
 
 class SweepCombinationConfig(Config):
@@ -263,6 +267,49 @@ class DedupSettings(ConfigurableResource):
         description=f"Folder for release files. Unset: env {OUTPUT_DIR.name}, else {OUTPUT_DIR.default}.",
     )
 
+    # where each field's value came from (value_sources), once the run has set the resource up
+    _sources: dict = PrivateAttr(default_factory=dict)
+
+    def create_resource(self, context: InitResourceContext) -> DedupSettings:
+        """The resource a run's assets get: this one, with the settings file's values for the fields
+        the run config does not set. The run config is the run's own, as given (the launchpad's, or
+        ``--config-json``): Dagster drops a value equal to its default from the fields it sets, and
+        always sets enums, so only the given config tells a value set from one left at its default."""
+        run = context.dagster_run
+        given = (((run.run_config if run else None) or {}).get("resources") or {}).get(RESOURCE_KEY) or {}
+        in_environment = {name for name, variable in FIELD_VARIABLES.items() if os.environ.get(variable.name)}
+        file = read_settings_file(type(self).model_fields)
+        return self.with_settings_file(set(given.get("config") or {}), file, in_environment)
+
+    def with_settings_file(
+        self, in_run_config: set[str], file: SettingsFile | None, in_environment: set[str] = frozenset()
+    ) -> DedupSettings:
+        """This resource with ``file``'s values for the fields neither ``in_run_config``, code (a value
+        other than its default) nor a variable set (``in_environment``) sets, checked as a whole; its
+        sources recorded (a variable's value is the field's ``default``, as it is without a file)."""
+        values = self._values()
+        in_file = set(file.values) - in_environment if file else ()
+        sources = value_sources(values, self._defaults(), in_run_config, str(file.path) if file else None, in_file)
+        from_file = {name: file.values[name] for name, source in sources.items() if file and source == str(file.path)}
+        try:
+            resolved = type(self)(**{**values, **from_file})
+        except ValidationError as error:
+            raise file.invalid(error) from None  # only the file's values were not checked yet
+        resolved._sources = sources
+        return resolved
+
+    def settings_sources(self) -> dict[str, str]:
+        """Where each field's value came from: ``run config``, ``code``, the settings file's path or
+        ``default`` (recorded in manifest.json)."""
+        return dict(self._sources) if self._sources else value_sources(self._values(), self._defaults())
+
+    def _values(self) -> dict:
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    @classmethod
+    def _defaults(cls) -> dict:
+        return {name: field.get_default(call_default_factory=True) for name, field in cls.model_fields.items()}
+
     @model_validator(mode="after")
     def _checked(self) -> DedupSettings:
         # the library checks every value and combination; asking it here refuses a bad setting
@@ -273,7 +320,7 @@ class DedupSettings(ConfigurableResource):
     def settings(self) -> Settings:
         """The run's algorithm settings as the library takes them (raises SettingsError)."""
         values = {field.name: getattr(self, field.name) for field in fields(Settings)}
-        values["fetch_cache"] = self.fetch_cache or os.environ.get("DEDUP_CACHE") or None
+        values["fetch_cache"] = self.fetch_cache or CACHE.value() or None
         return Settings(**{name: getattr(value, "value", value) for name, value in values.items()})
 
     def sweep(self) -> SweepSettings:

@@ -21,6 +21,9 @@ from dedup_assets.tables_io import with_tables_io
 from dedup_assets.warehouse import DuckDBWarehouse
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# the tests run from the project folder, where a developer's own dedup.yaml would change every run:
+# an empty settings file instead (test_settings_file.py unsets it where it tests the file)
+os.environ["DEDUP_SETTINGS"] = os.devnull
 FIXTURE = PROJECT_ROOT / "data" / "documents.csv"
 HARD_FIXTURE = PROJECT_ROOT / "data" / "hard_cases.csv"
 # the fixture's columns under other names, as a user's own file might have them

@@ -176,6 +176,7 @@ def test_loading_the_definitions_reads_no_file_or_argument_and_writes_nothing(tm
     cwd, home = tmp_path / "cwd", tmp_path / "home"
     (cwd / "batches").mkdir(parents=True)
     (cwd / "batches" / "2026-11-01.csv").write_bytes(FIXTURE.read_bytes())
+    (cwd / "dedup.yaml").write_text("jaccard_threshold: 0.9\n")  # read when a run starts, not here
     home.mkdir()
     (tmp_path / "load.py").write_text(LOAD_WATCHED)
     before = _files(tmp_path)

@@ -32,6 +32,7 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
         written = publish_release(
             cursor, tables, output_dir, settings, input_file, pressure,
             database=warehouse.path, log=context.log.info, input_read_in_place=bool(lineage.get(READ_IN_PLACE)),
+            settings_sources=dedup.settings_sources(),
         )
     counts = written["counts"]
     metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})

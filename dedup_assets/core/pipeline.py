@@ -25,7 +25,7 @@ from .ingest import build_documents, build_rejected_documents, input_identity
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs, hot_buckets_build
 from .publish import publish_batch_release, publish_release
 from .release import library_versions
-from .settings import DEFAULT_DUCKDB_MEMORY, Settings
+from .settings import DEFAULT_DUCKDB_MEMORY, Settings, value_sources
 from .sketch import build_fingerprinted
 from .store import open_database, write_table
 from .streams import stop_on_signals
@@ -124,9 +124,11 @@ def run_library(
             counts = run_counts(connection, tables, pressure)
         else:
             with stage("release"):
+                paths = {"input_path": input_path, "output_dir": output_dir, "labels_path": labels_path}
+                sources = value_sources({**settings.as_dict(), **paths}, {**Settings().as_dict(), **dict.fromkeys(paths)})
                 written = publish_release(
-                    connection, tables, Path(output_dir), settings, input_file, pressure,
-                    database=database_path, log=log, input_read_in_place=bool(stats.read_in_place),
+                    connection, tables, Path(output_dir), settings, input_file, pressure, database=database_path,
+                    log=log, settings_sources=sources, input_read_in_place=bool(stats.read_in_place),
                 )
             counts = written["counts"]
     return {

@@ -245,6 +245,7 @@ def publish_release(
     *,
     database: str,
     log: Callable[[str], None],
+    settings_sources: dict,
     input_read_in_place: bool = False,
 ) -> dict:
     """:func:`write_release` through :func:`publish`: the manifest of the release switched in.
@@ -253,7 +254,7 @@ def publish_release(
     with confirmed_input(input_file, settings.source_format, input_read_in_place) as confirm:
         return publish(
             output_dir,
-            lambda folder: confirm(write_release(connection, tables, folder, settings, input_file, pressure)),
+            lambda folder: confirm(write_release(connection, tables, folder, settings, input_file, pressure, settings_sources)),
             database,
             log,
         )

@@ -23,7 +23,7 @@ from .lsh import BucketPressure
 from .plots import CLUSTER_SIZES_FILE, JACCARD_FILE, SCURVE_FILE, cluster_sizes_png, jaccard_histogram_png, scurve_png
 from .scurve import lsh_probability
 from .readers import InputFile, file_sha256
-from .settings import DEFAULT_BATCH_SIZE, Settings
+from .settings import DEFAULT_BATCH_SIZE, RUN_PATHS, Settings
 from .sinks import BackgroundFile
 from .streams import prefetched
 from .summary import reason_counts, rejected_by_reason, run_counts
@@ -164,9 +164,11 @@ def manifest_entries(
     input_file: InputFile,
     pressure: BucketPressure,
     signatures: bool,
+    settings_sources: dict,
 ) -> dict:
     """Everything ``manifest.json`` says besides its list of files; ``signatures``: whether
-    fingerprinted.parquet has them."""
+    fingerprinted.parquet has them; ``settings_sources``: where each setting and each of
+    ``RUN_PATHS`` came from (:func:`.settings.value_sources`)."""
     counts = run_counts(cursor, tables, pressure)
     if settings.hot_buckets == "skip":
         counts["hot_buckets_skipped"], counts["largest_hot_bucket_texts"] = cursor.execute(
@@ -175,6 +177,7 @@ def manifest_entries(
     return {
         "product": "dedup-assets",
         "settings": settings.as_dict(),
+        "settings_sources": {name: settings_sources[name] for name in (*settings.as_dict(), *RUN_PATHS)},
         # what an unset setting came to in this run
         "derived_settings": {
             **settings.derived(),
@@ -206,6 +209,7 @@ def write_release(
     settings: Settings,
     input_file: InputFile,
     pressure: BucketPressure,
+    settings_sources: dict,
 ) -> dict:
     """Write every release file into ``output_dir`` (an empty folder: the staging folder that
     ``publish`` switches in), then ``manifest.json`` listing them with rows and sha256.
@@ -234,7 +238,7 @@ def write_release(
             for name in largest_first
         }
         with connection.cursor() as cursor:
-            manifest = manifest_entries(cursor, tables, settings, input_file, pressure, signatures)
+            manifest = manifest_entries(cursor, tables, settings, input_file, pressure, signatures, settings_sources)
         files[SUMMARY_FILE] = writers.submit(
             _write_file,
             connection.cursor(),

@@ -8,6 +8,7 @@ Every value object checks itself when it is made, so a bad setting fails before 
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Literal, get_args
 
@@ -425,6 +426,32 @@ class Settings:
 
 
 _DEFAULTS = {item.name: item.default for item in fields(Settings) if item.default is not MISSING}
+
+
+# where a run's value came from, as manifest.json's settings_sources says (a settings file's
+# values say its path): for every setting, and for the paths a release is made from
+SOURCE_RUN_CONFIG, SOURCE_CODE, SOURCE_DEFAULT = "run config", "code", "default"
+RUN_PATHS = ("input_path", "output_dir", "labels_path")
+
+
+def value_sources(
+    values: dict, defaults: dict, in_run_config: Collection[str] = (), file: str | None = None, in_file: Collection[str] = ()
+) -> dict[str, str]:
+    """Where each of ``values`` came from, the first that holds: the run config (``in_run_config``,
+    the keys it sets, at any value), code (a value other than its default, given where the settings
+    were made in Python), the settings file ``file`` (``in_file``: its keys), else the default. A
+    value set in code to its default cannot be told from one left unset, so the file fills it."""
+    sources = {}
+    for name, value in values.items():
+        if name in in_run_config:
+            sources[name] = SOURCE_RUN_CONFIG
+        elif value != defaults[name]:
+            sources[name] = SOURCE_CODE
+        elif file is not None and name in in_file:
+            sources[name] = file
+        else:
+            sources[name] = SOURCE_DEFAULT
+    return sources
 
 
 def changed_settings(values: dict) -> dict:
