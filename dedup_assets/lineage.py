@@ -89,7 +89,6 @@ def combined_lineage(
             + "; ".join(problems)
             + ". "
             + _rebuild_hint(changed, current)
-            + "."
         )
     merged.update({name: current[name] for name in STAGE_SETTINGS.get(asset_name, ())})
     return dict(sorted(merged.items()))
@@ -105,5 +104,4 @@ def refuse_changed_input(lineage: Mapping[str, object], current: Mapping[str, ob
             "a Parquet input's bodies from its files (parquet_bodies: in_place), so the tables built "
             "on it no longer match them. Restore the file, or read it again: "
             + _rebuild_hint(["input_path"], current)
-            + "."
         )

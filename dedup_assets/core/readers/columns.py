@@ -62,8 +62,8 @@ def _refuse_clashing_names(
         raise InputError(
             f"{path}: the input has column(s) {', '.join(taken)}, named like the columns the pipeline "
             f"adds to every document ({', '.join(RESERVED_COLUMNS)}): the input's would be taken for "
-            "the pipeline's, or hide them. Rename them with the fields setting (our name -> the "
-            f"input's), e.g. --config-json {shlex.quote(json.dumps(config))}, or drop them from the input."
+            "the pipeline's, or hide them. Drop them from the input, or rename them with the fields "
+            f"setting (our name -> the input's), e.g. --config-json {shlex.quote(json.dumps(config))}"
         )
     lowered = [name.lower() for name in names]
     repeated = sorted({name for name in names if lowered.count(name.lower()) > 1})
@@ -133,7 +133,7 @@ def extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataTy
                 + " and ".join(REQUIRED_COLUMNS)
                 + " (source, domain, crawled_at, title and url are optional)"
                 + """; map yours with the fields setting, e.g. --config-json '{"resources": """
-                + """{"dedup": {"config": {"fields": {"doc_id": "id", "body": "text"}}}}}'."""
+                + """{"dedup": {"config": {"fields": {"doc_id": "id", "body": "text"}}}}}'"""
             )
         for field_ in schema:
             if field_.name in BASE_COLUMNS or field_.name == "input_row":

@@ -70,7 +70,7 @@ class ReplacedRows:
             raise InputError(
                 f"{self.path}: {self.replaced:,} of the first {self.rows:,} rows have bytes that are not UTF-8, "
                 "so the file is probably in another encoding, such as Windows-1252 (CP1252) or Latin-1. "
-                f"Re-encode it as UTF-8, e.g. {reencode_hint(self.path, 'CP1252')} (-f ISO-8859-1 for Latin-1)"
+                f"Re-encode it as UTF-8 (from Latin-1: -f ISO-8859-1), e.g. {reencode_hint(self.path, 'CP1252')}"
             )
 
 

@@ -1,0 +1,269 @@
+"""Issue 37: every command we print runs.
+
+Every shell command of the README and docs/*.md (``shown_commands``) is run as shown, in a
+project folder of its own under tmp_path, or is in ``EXCEPTIONS`` with the reason it cannot run
+here; and the commands our refusals and errors print are run as a user pastes them, after
+triggering each message. A listed exception the docs no longer show fails too, so the list
+cannot rot.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from .conftest import FIXTURE, PROJECT_ROOT, fixture_as_a_dump
+from .shown_commands import Shown, block_commands, shown_commands
+from .warc_fixtures import write_pages
+
+# Commands the docs show that no test can run here, each with why (keyed as Shown.key says).
+EXCEPTIONS = {
+    "make test": "runs the fast test tier, this suite itself",
+    "make dev": "serves the UI until stopped, on port 3000, which every worktree's tests share; "
+    "dagster dev is run by test_dagster_dev.py",
+    "dg dev": "serves the UI until stopped, as make dev",
+    "make setup-ray": "installs the ray extra from the package index",
+    "DEDUP_INPUT=data/documents.csv dagster asset materialize -m dedup_assets.definitions --select "
+    'group:deduplication --config-json {"resources": {"dedup": {"config": {"engine": "ray"}}}}':
+    "needs the ray extra (make setup-ray), which make setup leaves out; the ray tier runs this graph",
+    ".venv/bin/python benchmarks/benchmark.py --docs 1000000 --both-engines --peers fastsketch-pre "
+    "--skip-library --workdir /work/b1m": "a benchmark of 1M documents (minutes to hours, the ray extra)",
+    ".venv/bin/python benchmarks/benchmark.py --docs 5000000 --engine ray --ray-nodes 2 "
+    "--ray-object-store-mb 2048 --skip-library --workdir /work/b5m": "a benchmark of 5M documents on Ray (an hour)",
+    "make bench DOCS=100000 PERM=128": "the benchmark against the peers: the bench extra and many minutes",
+    ".venv/bin/python benchmarks/benchmark.py --corpus c1m.parquet --perm 128 --peers rensa,fastsketch-pre":
+    "a 1M-document corpus and the peers' libraries (the bench extra)",
+    ".venv/bin/python benchmarks/benchmark.py --corpus c1m.parquet --skip-dagster --skip-library --recall-seeds 10":
+    "a 1M-document corpus and the peers' libraries (the bench extra)",
+    "dedup cdx-targets --acknowledge-common-crawl-terms --crawl CC-MAIN-2024-10 --out targets.csv "
+    "example.com/* docs.example.org/*": "asks index.commoncrawl.org: the test machines have no internet",
+    "DEDUP_INPUT=targets.csv DEDUP_CACHE=~/.cache/dedup-warc dagster asset materialize -m "
+    "dedup_assets.definitions --select group:deduplication --config-json "
+    '{"resources": {"dedup": {"config": {"acknowledge_common_crawl_terms": true}}}}':
+    "fetches from data.commoncrawl.org (no internet here); test_warc_ranges.py runs it against a loopback server",
+}
+
+# one command's bound: far above a loaded machine's minute, so only a hang reaches it
+COMMAND_SECONDS = 900
+DAGSTER = str(Path(sys.executable).with_name("dagster"))
+DEDUP = str(Path(sys.executable).with_name("dedup"))
+MODULE = "-m dedup_assets.definitions"
+
+
+def test_the_parser_reads_continuations_open_quotes_loops_prompts_and_comments():
+    lines = [
+        "# a comment line is no command",
+        "$ make run   # a prompt and a trailing comment",
+        "dagster asset materialize --select 'x*' \\",
+        "  --config-json '{\"a\":",
+        "  1}'",
+        "",
+        "for key in a b; do",
+        "  echo $key",
+        "done",
+    ]
+    commands = block_commands(list(enumerate(lines, start=1)))
+    assert [start for start, _ in commands] == [2, 3, 7]
+    assert commands[0][1] == "make run   # a prompt and a trailing comment"
+    assert Shown("p", 1, 3, commands[1][1]).key == "dagster asset materialize --select x* --config-json {\"a\": 1}"
+    assert commands[2][1].splitlines() == ["for key in a b; do", "  echo $key", "done"]
+
+
+def test_every_shown_command_is_run_or_excepted_and_every_exception_is_still_shown():
+    shown = shown_commands()
+    keys = {command.key for command in shown}
+    # the README's and the docs' own: a parser that found none would pass everything below
+    assert {"make run", ". ./env.sh", "dedup register-batches", "dg check defs"} <= keys
+    assert len({command.page for command in shown}) >= 10
+    stale = sorted(set(EXCEPTIONS) - keys)
+    assert not stale, f"excepted commands the docs no longer show (remove them from EXCEPTIONS): {stale}"
+    assert all(reason.strip() for reason in EXCEPTIONS.values())
+    # every other command is run: test_every_shown_command_runs has a case for each block that
+    # shows one, and runs the block's commands that are not excepted, in order
+    assert sum(len(commands) for commands in BLOCKS.values()) == sum(command.key not in EXCEPTIONS for command in shown)
+
+
+def _blocks(shown: list[Shown]) -> dict[str, list[Shown]]:
+    blocks: dict[str, list[Shown]] = {}
+    for command in shown:
+        blocks.setdefault(f"{command.page}:{command.block}", []).append(command)
+    return blocks
+
+
+# The files a block's own words presume (README: "~/pages.csv has the columns: id, text, …";
+# input-formats.md: a folder of Common Crawl WARC files, a JSONL dump with other names).
+def _home(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    fixture_as_a_dump(home / "pages.csv")
+    (home / "crawls").mkdir(exist_ok=True)
+    write_pages(home / "crawls" / "CC-MAIN-1.warc.gz", 6)
+    write_pages(home / "crawls" / "CC-MAIN-2.warc.gz", 4)
+    fixture = pd.read_csv(FIXTURE, dtype=str, keep_default_na=False)
+    with gzip.open(home / "dump.jsonl.gz", "wt", encoding="utf-8") as dump:
+        for row in fixture.itertuples():
+            dump.write(json.dumps({"key": row.doc_id, "content": row.body, "fetched": row.crawled_at}) + "\n")
+
+
+def _project(folder: Path) -> Path:
+    """A project folder as a checkout is: the code, Makefile, env.sh and venv linked (make sees
+    their times, so its setup is up to date), data/ and benchmarks/ copies (the benchmark writes
+    var/bench beside its own folder), so nothing writes into the repo."""
+    folder.mkdir(parents=True)
+    for name in (".venv", "dedup_assets", "Makefile", "pyproject.toml", "setup.cfg", "workspace.yaml", "env.sh"):
+        (folder / name).symlink_to(PROJECT_ROOT / name)
+    for name in ("data", "benchmarks"):
+        shutil.copytree(PROJECT_ROOT / name, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def _environment(home: Path) -> dict:
+    # a user's shell: nothing of ours set but HOME, the project's venv on PATH as after make setup
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("DEDUP_", "DAGSTER_"))}
+    return {**env, "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"}
+
+
+def _run(command: str, where: str, cwd: Path, env: dict, prelude: str = "") -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", f"{prelude}\n{command}"], cwd=cwd, env=env,
+            capture_output=True, text=True, timeout=COMMAND_SECONDS,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{where}: `{command}` did not end in {COMMAND_SECONDS} s")
+
+
+def _assert_ran(result: subprocess.CompletedProcess, where: str, command: str) -> None:
+    assert result.returncode == 0, (
+        f"{where}: `{command}` exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    )
+
+
+@pytest.fixture(scope="module")
+def made_project(tmp_path_factory):
+    """A project in which the README's first command, `make run`, has run: where every other
+    block starts (a copy of it, at one path, since tables remember their input's path)."""
+    root = tmp_path_factory.mktemp("shown")
+    home = root / "home"
+    _home(home)
+    project = _project(root / "project")
+    first = next(command for command in shown_commands() if command.key == "make run")
+    _assert_ran(_run(first.text, first.where(), project, _environment(home)), first.where(), first.text)
+    snapshot = root / "snapshot"
+    shutil.copytree(project, snapshot, symlinks=True)
+    return project, snapshot, home
+
+
+# the blocks with a command to run (a block of excepted commands only has nothing to run)
+BLOCKS = {
+    block: runnable for block, commands in _blocks(shown_commands()).items()
+    if (runnable := [command for command in commands if command.key not in EXCEPTIONS])
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", sorted(BLOCKS))
+def test_every_shown_command_runs(block, made_project):
+    project, snapshot, home = made_project
+    commands = BLOCKS[block]
+    shutil.rmtree(project)
+    shutil.copytree(snapshot, project, symlinks=True)
+    page = (PROJECT_ROOT / commands[0].page).read_text(encoding="utf-8")
+    # a page that tells its reader to `. ./env.sh` first ("after", "assume", "first") gets it
+    prelude = [". ./env.sh"] if "`. ./env.sh`" in page else []
+    for command in commands:
+        _assert_ran(_run(command.text, command.where(), project, _environment(home), "\n".join(prelude)), command.where(), command.text)
+        if command.key.startswith((". ", "source ", "export ")):
+            prelude.append(command.text)  # what it sets lasts for the block's later commands
+
+
+def _printed(result: subprocess.CompletedProcess, pattern: str) -> str:
+    """The command a message printed: ``pattern``'s group 1, from the first line it matches, to
+    the line's end (what a user selects to paste; no period may follow it)."""
+    output = result.stdout + result.stderr
+    found = re.search(pattern, output, flags=re.M)
+    assert found, f"no message matching {pattern!r} in:\n{output[-4000:]}"
+    return found.group(1)
+
+
+def _legacy_encodings(folder: Path) -> None:
+    """A CSV and a gzipped JSONL file in Windows-1252, every row with an accent (files that are
+    mostly not UTF-8), and a UTF-16 CSV: the readers refuse each, naming how to convert it."""
+    rows = [{"id": f"page-{n}", "text": f"café crème numéro {n} déjà vu à la carte"} for n in range(40)]
+    pd.DataFrame(rows).rename(columns={"id": "doc_id", "text": "body"}).to_csv(folder / "legacy.csv", index=False, encoding="cp1252")
+    with gzip.open(folder / "legacy.jsonl.gz", "wb") as packed:
+        packed.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("cp1252"))
+    (folder / "wide.csv").write_bytes((folder / "legacy.csv").read_text(encoding="cp1252").encode("utf-16"))
+
+
+@pytest.mark.slow
+def test_every_command_a_refusal_or_error_prints_runs(tmp_path):
+    """Each message that gives a command is triggered with the real CLI, and the command it
+    printed is run as pasted; where it is a fix, the refused command then runs. (The bands
+    warning's `dedup run` command is run by test_quiet_cli.py's light-edits test.)"""
+    home = tmp_path / "home"
+    home.mkdir()
+    project = _project(tmp_path / "project")
+    env = {**_environment(home), "DAGSTER_HOME": str(home / ".dagster")}
+    (home / ".dagster").mkdir()
+    (home / ".dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+
+    def fails(command: str) -> subprocess.CompletedProcess:
+        result = _run(command, "setup", project, env)
+        assert result.returncode != 0, f"`{command}` was meant to be refused:\n{result.stderr[-3000:]}"
+        return result
+
+    def runs(command: str, why: str) -> None:
+        _assert_ran(_run(command, why, project, env), why, command)
+
+    # a fresh database: one asset names the command that builds it with its upstream
+    single = f"{DAGSTER} asset materialize {MODULE} --select clusters"
+    runs(_printed(fails(single), r"together with its upstream assets: (.+)$"), "missing upstream table")
+    runs(single, "the refused command, after the fix")
+
+    # another threshold than the stored tables': the rebuild command, carrying the run's settings
+    stale = single + """ --config-json '{"resources": {"dedup": {"config": {"jaccard_threshold": 0.9}}}}'"""
+    runs(_printed(fails(stale), r"and everything downstream of it: (dagster .+)$"), "stale upstream settings")
+    runs(stale, "the refused command, after the rebuild")
+
+    # a file with its own column names: the fields setting the message gives, added to the command
+    fixture_as_a_dump(project / "pages.csv")
+    own_names = f"{DEDUP} run --input pages.csv"
+    fields = _printed(fails(own_names), r"map yours with the fields setting, e\.g\. (--config-json .+)$")
+    runs(f"{own_names} {fields}", "missing required columns: the fields mapping")
+    # a release fed back in: its cluster_id and cluster_size are renamed by the fields it prints
+    shutil.copy(project / "output" / "deduped_documents.parquet", project / "kept.parquet")
+    fed_back = f"{DEDUP} run --input kept.parquet"
+    renamed = _printed(fails(fed_back), r"the input's\), e\.g\. (--config-json .+)$")
+    runs(f"{fed_back} {renamed}", "reserved column names")
+
+    # Windows-1252 files, plain and gzipped, and UTF-16: the iconv command, then a run on what it wrote
+    _legacy_encodings(project)
+    for name, converted in (
+        ("legacy.csv", "legacy.utf8.csv"), ("legacy.jsonl.gz", "legacy.utf8.jsonl.gz"), ("wide.csv", "wide.utf8.csv")
+    ):
+        refused = fails(f"{DEDUP} run --input {name}")
+        runs(_printed(refused, r"Re-encode it as UTF-8.*, e\.g\. (.+)$"), f"iconv for {name}")
+        runs(f"{DEDUP} run --input {converted}", f"the input iconv wrote for {name}")
+
+    # incremental batches out of order: the command that adds the missing batch, then the
+    # forget-batches command and the first batch's command that rebuild from an earlier batch
+    (project / "batches").mkdir()
+    fixture = pd.read_csv(FIXTURE, dtype=str, keep_default_na=False)
+    for part, key in enumerate(("2026-11-01", "2026-11-02", "2026-11-03")):
+        fixture.iloc[8 * part: 8 * part + 8].to_csv(project / "batches" / f"{key}.csv", index=False)
+    runs(f"{DEDUP} register-batches", "registering the batches")
+    batch = f"{DAGSTER} asset materialize {MODULE} --select 'group:incremental' --partition"
+    runs(_printed(fails(f"{batch} 2026-11-02"), r"add it first: (.+)$"), "a batch before the one ahead of it")
+    runs(f"{batch} 2026-11-02", "the refused batch, after the one ahead of it")
+    again = fails(f"{batch} 2026-11-01")
+    runs(_printed(again, r"out of the index with `(dedup forget-batches [^`]+)`"), "re-adding an earlier batch: forget")
+    runs(_printed(again, r"in key order, starting with: (.+)$"), "re-adding an earlier batch: the first batch")
