@@ -112,11 +112,12 @@ def test_a_run_without_dagster_home_does_not_point_to_a_history_it_is_not_in(cli
 
 @pytest.mark.slow
 def test_a_run_in_a_project_folder_writes_only_ignored_files_and_says_no_warning(tmp_path):
-    """As make run does it: from the project folder, with its .env and a DAGSTER_HOME inside it;
+    """As make run does it: from the project folder (its settings' defaults are in the code), with a
+    DAGSTER_HOME inside it;
     afterwards git sees nothing new, and the output holds no warning of Dagster's or of ours."""
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
-    for name in (".gitignore", ".env", "data/documents.csv", "data/documents.expected.json"):
+    for name in (".gitignore", "data/documents.csv", "data/documents.expected.json"):
         (project / name).write_bytes((PROJECT_ROOT / name).read_bytes())
     home = project / ".dagster_home"
     home.mkdir()
