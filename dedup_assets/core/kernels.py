@@ -280,12 +280,20 @@ def _band_hashes(signature, rows_per_band, out):
 
 @nb.njit(cache=True)
 def _is_ascii(data, start, end):
-    seen = np.uint8(0)
-    # unsigned positions: a signed index costs a negative-index check per byte, which kept this
-    # loop from vectorizing
-    for position in range(np.uint64(start), np.uint64(end)):
-        seen |= data[position]
-    return seen < 128
+    # 256 bytes at a time, so that a document in another script stops at its first block while
+    # each block's loop still vectorizes
+    first, last = np.uint64(start), np.uint64(end)
+    while first < last:
+        stop = min(first + np.uint64(256), last)
+        seen = np.uint8(0)
+        # unsigned positions: a signed index costs a negative-index check per byte, which kept
+        # this loop from vectorizing
+        for position in range(first, stop):
+            seen |= data[position]
+        if seen >= 128:
+            return False
+        first = stop
+    return True
 
 
 @nb.njit(inline="always")
@@ -326,6 +334,60 @@ def _map_code_points(data, start, end, pieces, lengths, out):
     return words * 8 + np.int64(bits >> np.uint64(3))
 
 
+# A code point's form in the word unit (``text.code_point_table`` sets it): at most one token,
+# so separators, a core of token bytes, separators. The low bits are the core's length.
+CORE_LENGTH, LEADING_SEPARATOR, TRAILING_SEPARATOR = 0x0F, 0x10, 0x20
+
+
+@nb.njit(inline="always")
+def _append_core(core, size, pending, pending_size, value):
+    """Append a core's ``size`` (1-8) bytes (first byte lowest) to a token being hashed as
+    :func:`_token_hashes` hashes it: ``pending`` holds the 0-7 bytes after its last full word,
+    first byte most significant; a full word is mixed into ``value``. Returns the new state."""
+    incoming = _byte_swap(core) >> np.uint64(64 - 8 * size)
+    total = pending_size + size
+    if total < 8:
+        return (pending << np.uint64(8 * size)) | incoming, total, value
+    taken = 8 - pending_size  # the incoming bytes that complete the word
+    left = size - taken
+    # two shifts: a shift by 64 (nothing pending, all 8 bytes taken) is undefined
+    word = ((pending << np.uint64(1)) << np.uint64(8 * taken - 1)) | (incoming >> np.uint64(8 * left))
+    value = (value ^ word) * np.uint64(0xFF51AFD7ED558CCD)
+    return incoming & ((np.uint64(1) << np.uint64(8 * left)) - np.uint64(1)), left, value
+
+
+@nb.njit(cache=True)
+def _mapped_token_hashes(data, start, end, cores, core_info, out):
+    """The word unit's token hashes of a non-ASCII document in one pass over its code points,
+    each looked up in the table as separators and a core, equal to mapping the document with
+    :func:`_map_code_points` and hashing it with :func:`_token_hashes` (a Han character, whose
+    form is a core between separators, is a whole token without a second pass over bytes).
+    Returns the token count."""
+    count, length = 0, np.uint64(0)
+    pending, pending_size, value = np.uint64(0), 0, _TOKEN_SEED
+    position = start
+    while position <= end:
+        if position < end:
+            code_point, position = _next_code_point(data, position)
+            info = np.int64(core_info[code_point])
+        else:
+            position += 1
+            info = LEADING_SEPARATOR  # the end of the document ends a token
+        if info & LEADING_SEPARATOR and length:
+            out[count] = mix64(value ^ pending ^ (length << np.uint64(56)))
+            count += 1
+            length, pending, pending_size, value = np.uint64(0), np.uint64(0), 0, _TOKEN_SEED
+        size = info & CORE_LENGTH
+        if size:
+            pending, pending_size, value = _append_core(cores[code_point], size, pending, pending_size, value)
+            length += np.uint64(size)
+            if info & TRAILING_SEPARATOR:
+                out[count] = mix64(value ^ pending ^ (length << np.uint64(56)))
+                count += 1
+                length, pending, pending_size, value = np.uint64(0), np.uint64(0), 0, _TOKEN_SEED
+    return count
+
+
 @nb.njit(cache=True)
 def _document_tokens(text, doc, scratch):
     """Token hashes of document ``doc`` of ``text`` (a KernelText) into ``scratch.tokens``; the
@@ -335,6 +397,8 @@ def _document_tokens(text, doc, scratch):
         return _token_hashes(
             text.data, start, end, scratch.tokens, scratch.lowered, scratch.token_bounds, text.per_character
         )
+    if not text.per_character:
+        return _mapped_token_hashes(text.data, start, end, text.map_cores, text.map_core_info, scratch.tokens)
     length = _map_code_points(text.data, start, end, text.map_pieces, text.map_lengths, scratch.mapped)
     return _token_hashes(
         scratch.mapped.view(np.uint8), 0, length, scratch.tokens, scratch.lowered, scratch.token_bounds,

@@ -249,10 +249,28 @@ class CodePointTable(NamedTuple):
     lengths: np.ndarray  # uint8[PLANE_SIZE]: its bytes
     expansion: int  # the most UTF-8 bytes one input byte can become
     context: np.ndarray  # uint32[PLANE_SIZE]: the context bits above
+    cores: np.ndarray  # uint64[PLANE_SIZE]: the piece's token bytes, without its separators
+    core_info: np.ndarray  # uint8[PLANE_SIZE]: the core's length and kernels.*_SEPARATOR bits
 
 
 # for a batch without a non-ASCII byte: the kernels never look code points up
-ASCII_ONLY = CodePointTable(np.zeros(1, np.uint64), np.zeros(1, np.uint8), 1, np.zeros(1, np.uint32))
+ASCII_ONLY = CodePointTable(
+    np.zeros(1, np.uint64), np.zeros(1, np.uint8), 1, np.zeros(1, np.uint32), np.zeros(1, np.uint64), np.zeros(1, np.uint8)
+)
+
+
+def _core(code_point: int, piece: bytes) -> tuple[bytes, int]:
+    """A piece as separators, a core of token bytes, separators (what ``kernels._byte_class``
+    keeps: bytes of non-ASCII characters and ASCII letters and digits): the core and its info."""
+    kept = [byte >= 0x80 or chr(byte).isalnum() for byte in piece]
+    first = kept.index(True) if any(kept) else len(piece)
+    last = len(piece) - kept[::-1].index(True) if any(kept) else len(piece)
+    core = piece[first:last]
+    if not all(kept[first:last]) or core != core.lower():
+        raise RuntimeError(f"U+{code_point:04X} normalizes to {piece!r}: not one lowercase token between separators")
+    leading = kernels.LEADING_SEPARATOR if first > 0 else 0
+    trailing = kernels.TRAILING_SEPARATOR if last < len(piece) else 0
+    return core, len(core) | leading | trailing
 
 
 @cache
@@ -261,6 +279,8 @@ def code_point_table() -> CodePointTable:
     pieces = np.zeros(PLANE_SIZE, dtype=np.uint64)
     lengths = np.zeros(PLANE_SIZE, dtype=np.uint8)
     context = np.zeros(PLANE_SIZE, dtype=np.uint32)
+    cores = np.zeros(PLANE_SIZE, dtype=np.uint64)
+    core_info = np.zeros(PLANE_SIZE, dtype=np.uint8)
     expansion = 1
     for code_point in range(PLANE_SIZE):
         if code_point in SURROGATES:
@@ -271,9 +291,11 @@ def code_point_table() -> CodePointTable:
             raise RuntimeError(f"U+{code_point:04X} normalizes to more than one token or 8 bytes")
         pieces[code_point] = int.from_bytes(piece, "little")  # as the kernels' little-endian words read
         lengths[code_point] = len(piece)
+        core, core_info[code_point] = _core(code_point, piece)
+        cores[code_point] = int.from_bytes(core, "little")
         expansion = max(expansion, -(-len(piece) // len(chr(code_point).encode("utf-8"))))
         context[code_point] = code_point_context(code_point)
-    return CodePointTable(pieces, lengths, expansion, context)
+    return CodePointTable(pieces, lengths, expansion, context, cores, core_info)
 
 
 class KernelText(NamedTuple):
@@ -286,6 +308,8 @@ class KernelText(NamedTuple):
     prenormalized: np.ndarray
     map_pieces: np.ndarray
     map_lengths: np.ndarray
+    map_cores: np.ndarray
+    map_core_info: np.ndarray
     expansion: int
     per_character: bool
 
@@ -310,4 +334,7 @@ def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> Kerne
         normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
         text = pc.replace_with_mask(text, pa.array(flagged), normalized)
         data, offsets = utf8_buffers(text)
-    return KernelText(data, offsets, flagged, table.pieces, table.lengths, table.expansion, unit == "char")
+    return KernelText(
+        data, offsets, flagged, table.pieces, table.lengths, table.cores, table.core_info, table.expansion,
+        unit == "char",
+    )
