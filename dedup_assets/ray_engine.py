@@ -16,6 +16,7 @@ from dagster import ConfigurableResource, Failure, InitResourceContext
 from pydantic import Field, PrivateAttr
 
 from .core.distributed.plan import PARTITION_BYTES, Shuffle, shuffle_plan
+from .core.engines import DuckDBEngine
 
 RAY_EXTRA = "make setup-ray in the project folder, or pip install -e '.[ray]' there"
 
@@ -81,6 +82,16 @@ class RayEngine(ConfigurableResource):
                 f"ray extra ({RAY_EXTRA}), or set engine: duckdb."
             ) from None
         return steps
+
+    def engine(self, name: str, database: str):
+        """The run's engine (``core/engines.py``) by its name in the settings, the one place that
+        asks which engine runs: ray's with Ray started or joined on first use."""
+        if name == "duckdb":
+            return DuckDBEngine()
+        self.steps()  # says how to install Ray when it is missing
+        from .core.distributed.engine import RayStepsEngine
+
+        return RayStepsEngine(self.tables(database), self.components_on_driver_up_to_edges)
 
     def tables(self, database: str):
         """The run's ``RayTables``, with Ray started or joined on first use."""

@@ -1,6 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.lsh import FOUND_BY, HOT_BUCKET_ROWS_SCHEMA, build_candidate_pairs, hot_buckets_build
+from ..core.lsh import FOUND_BY, hot_buckets_build
 from ..core.plots import markdown_image, scurve_png
 from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
@@ -38,11 +38,8 @@ def candidate_pairs(
     tables = warehouse.tables
     limits = settings.pair_limits()
     with user_errors(), warehouse.cursor() as cursor:
-        if settings.engine == "ray":  # which refuses hot buckets (settings: no skip on ray)
-            build, pressure = ray_engine.steps().candidate_pairs(ray_engine.tables(warehouse.path), limits)
-            hot = HOT_BUCKET_ROWS_SCHEMA.empty_table()
-        else:
-            build, pressure, hot = build_candidate_pairs(cursor, tables, limits)
+        engine = ray_engine.engine(settings.engine, warehouse.path)
+        build, pressure, hot = engine.candidate_pairs(cursor, tables, limits)
     rows = warehouse.write("candidate_pairs", build, {**lineage, **pressure.as_lineage()})
     warehouse.write(HOT_BUCKETS, hot_buckets_build(hot), lineage)
     params = settings.sketch_params()

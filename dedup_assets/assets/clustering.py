@@ -1,6 +1,5 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.cluster import build_clusters, build_deduped_documents
 from ..ray_engine import RayEngine
 from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
@@ -68,13 +67,8 @@ def clusters(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.clusters
     with user_errors(), warehouse.cursor() as cursor:
-        if settings.engine == "ray":
-            build = ray_engine.steps().clusters(
-                ray_engine.tables(warehouse.path), settings.cluster_params(),
-                ray_engine.components_on_driver_up_to_edges, context.log.info,
-            )
-        else:
-            build = build_clusters(cursor, warehouse.tables, settings.cluster_params())
+        engine = ray_engine.engine(settings.engine, warehouse.path)
+        build = engine.clusters(cursor, warehouse.tables, settings.cluster_params(), context.log.info)
     rows = warehouse.write("clusters", build, lineage)
     with warehouse.cursor() as cursor:
         mirrors = mirror_domain_pairs(cursor, warehouse.tables, MIRROR_PAIRS_SHOWN)
@@ -104,11 +98,8 @@ def deduped_documents(
     second time; `deduped_documents.parquet` in the release is the materialized copy."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.deduped_documents
-    if settings.engine == "ray":
-        with user_errors():
-            build = ray_engine.steps().deduped_documents(ray_engine.tables(warehouse.path))
-    else:
-        build = build_deduped_documents(warehouse.tables)
+    with user_errors():
+        build = ray_engine.engine(settings.engine, warehouse.path).deduped_documents(warehouse.tables)
     rows = warehouse.write("deduped_documents", build, lineage)
     with warehouse.cursor() as cursor:
         return MaterializeResult(

@@ -115,9 +115,8 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
             in_place = {READ_IN_PLACE: stats.read_in_place} if stats.read_in_place else {}
             return {**own_lineage, "input_sha256": found.sha256, "input_byte_size": found.byte_size, **in_place}
 
-        if settings.engine == "ray":
-            with user_errors():  # the stream is read here: its input errors say what to fix
-                build = ray_engine.steps().documents(ray_engine.tables(warehouse.path), build.batches)
+        with user_errors():  # the ray engine reads the stream here: its input errors say what to fix
+            build = ray_engine.engine(settings.engine, warehouse.path).documents(build)
         rows = warehouse.write("documents", build, with_identity)
     lineage = with_identity()
     tables = warehouse.tables

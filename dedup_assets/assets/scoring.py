@@ -2,7 +2,6 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.plots import jaccard_histogram_png, markdown_image
 from ..core.summary import reason_counts
-from ..core.verify import build_duplicate_pairs, build_scored_pairs, verification_memory_estimate
 from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
@@ -29,15 +28,9 @@ def scored_pairs(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
     with user_errors(), warehouse.cursor() as cursor:
-        if settings.engine == "ray":
-            build = ray_engine.steps().scored_pairs(
-                ray_engine.tables(warehouse.path), settings.sketch_params(), settings.thresholds()
-            )
-            reshingled, _ = verification_memory_estimate(cursor, tables, settings.num_perm)
-        else:
-            build, reshingled = build_scored_pairs(
-                cursor, tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
-            )
+        build, reshingled = ray_engine.engine(settings.engine, warehouse.path).scored_pairs(
+            cursor, tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
+        )
     context.log.info(f"scored_pairs: shingled {reshingled:,} candidate documents again")
     rows = warehouse.write("scored_pairs", build, lineage)
     with warehouse.cursor() as cursor:
@@ -68,11 +61,8 @@ def duplicate_pairs(
     `is_exact` separates identical normalized text (exact duplicates) from near duplicates."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.duplicate_pairs
-    if settings.engine == "ray":
-        with user_errors():
-            build = ray_engine.steps().duplicate_pairs(ray_engine.tables(warehouse.path))
-    else:
-        build = build_duplicate_pairs(warehouse.tables)
+    with user_errors():
+        build = ray_engine.engine(settings.engine, warehouse.path).duplicate_pairs(warehouse.tables)
     rows = warehouse.write("duplicate_pairs", build, lineage)
     with warehouse.cursor() as cursor:
         exact, cross = cursor.execute(

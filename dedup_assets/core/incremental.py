@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import payloads
+from .capabilities import CAPABILITIES
 
 from .keep_rule import keep_ranked
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
@@ -967,7 +968,7 @@ def index_settings(settings: Settings) -> dict:
             "cluster_mode 'components', or run the one-shot graph over the batch folder (DEDUP_INPUT) "
             "for star clusters."
         )
-    if settings.engine != "duckdb":
+    if not CAPABILITIES[settings.engine].incremental:
         raise SettingsError(
             f"engine {settings.engine!r} runs the one-shot graph only: the incremental index lives "
             "in the DuckDB file and adds each batch there. Run the batches with engine 'duckdb', "

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Literal, get_args
 
+from .capabilities import CAPABILITIES
 from .errors import DedupError
 from .keep_rule import checked_domains
 from .kernels import MAX_SKETCH_SIZE
@@ -22,7 +23,7 @@ from .text import SHINGLE_UNITS, Shingling
 HashScheme = Literal["fss", "blake2b"]
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
 ClusterMode = Literal["components", "star"]
-Engine = Literal["duckdb", "ray"]
+Engine = Literal["duckdb", "ray"]  # what each can run: capabilities.py
 # in_place: a Parquet input's bodies are read from its files, not copied into the database. Not a
 # stage setting: either way documents holds the same rows, so no table is built again for it.
 ParquetBodies = Literal["in_place", "copy"]
@@ -315,7 +316,7 @@ class Settings:
             )
         if self.engine not in ENGINES:
             raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
-        if self.engine == "ray" and self.cluster_mode != "components":
+        if not CAPABILITIES[self.engine].star_clusters and self.cluster_mode != "components":
             raise SettingsError(
                 "cluster_mode star runs on engine duckdb only: its rounds compare whole components "
                 "on one node. Use cluster_mode components with engine ray (the chained members are "
@@ -323,7 +324,7 @@ class Settings:
             )
         if self.hot_buckets not in HOT_BUCKETS:
             raise SettingsError(f"hot_buckets must be one of {', '.join(HOT_BUCKETS)}, got {self.hot_buckets!r}")
-        if self.engine == "ray" and self.hot_buckets == "skip":
+        if not CAPABILITIES[self.engine].skip_hot_buckets and self.hot_buckets == "skip":
             raise SettingsError(
                 "hot_buckets skip runs on engine duckdb only. Use engine duckdb, or hot_buckets "
                 "refuse (the default) with engine ray."
@@ -408,7 +409,7 @@ class Settings:
     def bodies_read_in_place(self) -> bool:
         """Whether documents may read a Parquet input's bodies from its files (engine duckdb:
         the ray engine writes documents as Parquet folders of its own)."""
-        return self.engine == "duckdb" and self.parquet_bodies == "in_place"
+        return CAPABILITIES[self.engine].bodies_in_place and self.parquet_bodies == "in_place"
 
     def signatures_released(self, documents: int) -> bool:
         """Whether the release's fingerprinted.parquet has the signature column."""

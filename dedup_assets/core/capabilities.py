@@ -1,0 +1,20 @@
+"""What each engine can run, checked when the settings are validated at launch, so that a
+setting an engine cannot honour is refused before any step instead of failing inside one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    star_clusters: bool  # cluster_mode star: its rounds compare whole components on one node
+    skip_hot_buckets: bool  # hot_buckets skip: buckets left out of the join and listed
+    bodies_in_place: bool  # parquet_bodies in_place: documents reads a Parquet input's bodies from its files
+    incremental: bool  # the batch index, which lives in the DuckDB file
+
+
+CAPABILITIES = {
+    "duckdb": Capabilities(star_clusters=True, skip_hot_buckets=True, bodies_in_place=True, incremental=True),
+    "ray": Capabilities(star_clusters=False, skip_hot_buckets=False, bodies_in_place=False, incremental=False),
+}

@@ -1,0 +1,93 @@
+"""The engines a one-shot run's steps execute on, behind one protocol.
+
+``duckdb`` runs the library's steps on the run's DuckDB connection. ``ray`` runs the same steps
+as Ray Data pipelines over Parquet folders (``distributed/engine.py``) and hands each table to
+DuckDB as a view. An asset asks its engine for its step by the step's name and never asks which
+engine it has; what an engine cannot run is in its capabilities (``capabilities.py``), which the
+settings check at launch. A new engine is a class with these methods and a row there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import duckdb
+import pyarrow as pa
+
+from .cluster import build_clusters, build_deduped_documents
+from .lsh import BucketPressure, build_candidate_pairs
+from .settings import ClusterParams, PairLimits, SketchParams, Thresholds
+from .sketch import build_fingerprinted
+from .store import TableBuild
+from .tables import Tables
+from .verify import build_duplicate_pairs, build_scored_pairs
+
+Log = Callable[[str], None]
+
+
+class Engine(Protocol):
+    """The steps of the one-shot graph that depend on where the work runs; each returns what the
+    asset writes (a ``TableBuild``) and what it describes."""
+
+    def documents(self, build: TableBuild) -> TableBuild:
+        """The validated input stream (the readers' ``build``) as the engine stores it."""
+
+    def fingerprinted(
+        self, connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams, batch_size: int, log: Log
+    ) -> TableBuild: ...
+
+    def candidate_pairs(
+        self, connection: duckdb.DuckDBPyConnection, tables: Tables, limits: PairLimits
+    ) -> tuple[TableBuild, BucketPressure, pa.Table]:
+        """The candidate pairs, the buckets' pressure and the hot buckets left out."""
+
+    def scored_pairs(
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        tables: Tables,
+        params: SketchParams,
+        thresholds: Thresholds,
+        memory_budget_mb: int,
+    ) -> tuple[TableBuild, int]:
+        """The scored pairs and how many candidate documents were shingled again."""
+
+    def duplicate_pairs(self, tables: Tables) -> TableBuild: ...
+
+    def clusters(
+        self, connection: duckdb.DuckDBPyConnection, tables: Tables, params: ClusterParams, log: Log
+    ) -> TableBuild: ...
+
+    def deduped_documents(self, tables: Tables) -> TableBuild: ...
+
+    def first_copies(self, connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table | None:
+        """Each exact copy and its first copy where the engine keeps them; None: read them from
+        the DuckDB tables."""
+
+
+class DuckDBEngine:
+    """The library's steps on the run's DuckDB connection."""
+
+    def documents(self, build: TableBuild) -> TableBuild:
+        return build
+
+    def fingerprinted(self, connection, tables, params, batch_size, log):
+        return build_fingerprinted(connection, tables, params, batch_size, log)
+
+    def candidate_pairs(self, connection, tables, limits):
+        return build_candidate_pairs(connection, tables, limits)
+
+    def scored_pairs(self, connection, tables, params, thresholds, memory_budget_mb):
+        return build_scored_pairs(connection, tables, params, thresholds, memory_budget_mb)
+
+    def duplicate_pairs(self, tables):
+        return build_duplicate_pairs(tables)
+
+    def clusters(self, connection, tables, params, log):
+        return build_clusters(connection, tables, params)
+
+    def deduped_documents(self, tables):
+        return build_deduped_documents(tables)
+
+    def first_copies(self, connection, tables):
+        return None
