@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import duckdb
-import networkx as nx
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,6 +77,8 @@ def edge_components(edges: Iterable[tuple[str, str]]) -> pa.Table:
     connected component (networkx, in this process)."""
     members, roots = [], []
     with _collector_paused():
+        import networkx as nx  # here: its import alone takes half a second of every run's start
+
         for component in nx.connected_components(nx.Graph(edges)):
             root = min(component)
             members.extend(component)

@@ -4,6 +4,8 @@ clusters, the recall audit, evaluation and the checks all measure through here).
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import pyarrow as pa
 
@@ -12,8 +14,12 @@ from .errors import InconsistentTables
 from .sketch import kernel_blocks
 from .text import Shingling, document_shingles, kernel_text
 
-# the smallest sketch, used only to count shingles, keeps the kernel's extra work small
-_COUNTING_SEEDS = kernels.round_seeds(1, 0)
+
+@cache
+def _counting_seeds() -> np.ndarray:
+    """The smallest sketch, used only to count shingles, keeps the kernel's extra work small
+    (made on first use: the compiled seed sequence loads from numba's cache, 0.2 s of import)."""
+    return kernels.round_seeds(1, 0)
 
 
 def shingle_set_jaccard(left: set, right: set) -> float:
@@ -33,7 +39,7 @@ def shingle_sets(
     blocks = kernel_blocks()
     if shingle_counts is None:
         counted = [
-            kernels.fingerprint_kernel(text, shingling.size, _COUNTING_SEEDS, 1, blocks)[1] for text in texts
+            kernels.fingerprint_kernel(text, shingling.size, _counting_seeds(), 1, blocks)[1] for text in texts
         ]
         shingle_counts = np.concatenate(counted) if counted else np.zeros(0, np.int64)
     row_offsets = np.zeros(len(shingle_counts) + 1, dtype=np.int64)
