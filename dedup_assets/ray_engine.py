@@ -72,30 +72,27 @@ class RayEngine(ConfigurableResource):
             self._session.close()
             self._session = None
 
-    def steps(self):
-        """The library's ray steps (``core/distributed/steps.py``), imported on first use."""
+    def library(self):
+        """The library's ray engine (``core/distributed/``), imported on first use."""
         try:
-            from .core.distributed import steps
+            from .core.distributed import engine
         except ImportError as error:
             raise Failure(
                 description=f"engine ray needs Ray, which is not installed ({error}). Install the "
                 f"ray extra ({RAY_EXTRA}), or set engine: duckdb."
             ) from None
-        return steps
+        return engine
 
     def engine(self, name: str, database: str):
         """The run's engine (``core/engines.py``) by its name in the settings, the one place that
         asks which engine runs: ray's with Ray started or joined on first use."""
         if name == "duckdb":
             return DuckDBEngine()
-        self.steps()  # says how to install Ray when it is missing
-        from .core.distributed.engine import RayStepsEngine
-
-        return RayStepsEngine(self.tables(database), self.components_on_driver_up_to_edges)
+        return self.library().RayStepsEngine(self.tables(database), self.components_on_driver_up_to_edges)
 
     def tables(self, database: str):
         """The run's ``RayTables``, with Ray started or joined on first use."""
-        steps = self.steps()
+        library = self.library()
         from .core.distributed.datasets import table_bytes
         from .core.distributed.session import (
             RayUnavailable, cluster_cpus, cluster_object_store, ray_session, use_disk_shuffle,
@@ -114,4 +111,4 @@ class RayEngine(ConfigurableResource):
             self.shuffle, self.shuffle_partitions, table_bytes(root, "documents"), cluster_cpus(), cluster_object_store()
         )
         use_disk_shuffle(plan.disk)
-        return steps.RayTables(root, plan.partitions)
+        return library.RayTables(root, plan.partitions)

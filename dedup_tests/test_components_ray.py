@@ -167,7 +167,8 @@ def test_the_edge_budget_picks_where_components_run(ray_cluster, tmp_path, budge
     import ray
 
     from dedup_assets.core.distributed.datasets import table_folder
-    from dedup_assets.core.distributed.steps import RayTables, _component_roots
+    from dedup_assets.core.distributed.ray_clusters import _component_roots
+    from dedup_assets.core.distributed.ray_tables import RayTables
 
     edges = random_graph(7)
     # an lsh_via_copy edge adds nothing (its copy hangs from its first copy by other edges), so

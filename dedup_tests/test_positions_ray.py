@@ -1,5 +1,5 @@
 """Columns of a per-document table taken in place for rows keyed by position
-(``steps._AtPositions``), on a real two-node Ray cluster, checked against a plain dict join."""
+(``ray_tables.AtPositions``), on a real two-node Ray cluster, checked against a plain dict join."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ ROWS = 5_000
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
-    from dedup_assets.core.distributed.steps import RayTables
+    from dedup_assets.core.distributed.ray_tables import RayTables
 
     root = tmp_path_factory.mktemp("positions")
     batches = [
@@ -33,9 +33,9 @@ def tables(tmp_path_factory):
 def taken(tables, keys: pa.Table, blocks: int) -> list[dict]:
     import ray
 
-    from dedup_assets.core.distributed.steps import _AtPositions
+    from dedup_assets.core.distributed.ray_tables import AtPositions
 
-    dataset = _AtPositions(ray.data.from_arrow(keys).repartition(blocks)).take(tables, "documents", ["doc_id", "body"])
+    dataset = AtPositions(ray.data.from_arrow(keys).repartition(blocks)).take(tables, "documents", ["doc_id", "body"])
     rows = pa.concat_tables([table for table in ray.get(dataset.to_arrow_refs()) if table.num_rows] or [pa.table({})]).to_pylist()
     return sorted(rows, key=lambda row: (row[POSITION], row["tag"]))
 
@@ -55,14 +55,14 @@ def test_each_key_gets_its_documents_columns_and_keys_without_a_document_are_lef
 def test_a_position_keyed_twice_is_taken_twice_and_no_keys_take_nothing(ray_cluster, tables):
     import ray
 
-    from dedup_assets.core.distributed.steps import _AtPositions
+    from dedup_assets.core.distributed.ray_tables import AtPositions
 
     keys = pa.table({POSITION: pa.array([10, 10, 4_999], pa.int64()), "tag": ["a", "b", "c"]})
     assert [(row[POSITION], row["tag"], row["doc_id"]) for row in taken(tables, keys, blocks=2)] == [
         (10, "a", "d10"), (10, "b", "d10"), (4_999, "c", "d4999"),
     ]
     empty = pa.table({POSITION: pa.array([], pa.int64()), "tag": pa.array([], pa.string())})
-    dataset = _AtPositions(ray.data.from_arrow(empty)).take(tables, "documents", ["body"])
+    dataset = AtPositions(ray.data.from_arrow(empty)).take(tables, "documents", ["body"])
     assert dataset.count() == 0
 
 
@@ -73,12 +73,12 @@ def test_the_tables_files_are_read_in_the_same_task_as_the_take(ray_cluster, tmp
     import ray
 
     from dedup_assets.core.distributed.session import ray_session
-    from dedup_assets.core.distributed.steps import RayTables, _AtPositions
+    from dedup_assets.core.distributed.ray_tables import AtPositions, RayTables
 
     batches = [pa.record_batch({"doc_id": [f"d{i}" for i in range(start, start + 500)], "body": ["w" * 2_000] * 500}) for start in range(0, ROWS, 500)]
     write_batches(tmp_path, "documents", batches, rows_per_file=700)
     keys = pa.table({POSITION: pa.array(range(0, ROWS, 7), pa.int64())})
     with ray_session(None):  # the engine's Ray Data settings
-        dataset = _AtPositions(ray.data.from_arrow(keys)).take(RayTables(tmp_path, partitions=3), "documents", ["body"])
+        dataset = AtPositions(ray.data.from_arrow(keys)).take(RayTables(tmp_path, partitions=3), "documents", ["body"])
         stats = dataset.materialize().stats()
     assert "ReadParquet->MapBatches(join)" in stats and "SplitBlocks" not in stats, stats

@@ -25,9 +25,7 @@ def recall_audit(
         build, sampled = build_recall_audit(
             cursor, warehouse.tables, params.shingling, settings.jaccard_threshold,
             settings.audit_sample_size, params.minhash_seed, settings.batch_size,
-            copies=ray_engine.steps().first_copies(ray_engine.tables(warehouse.path))
-            if settings.engine == "ray"
-            else None,
+            copies=ray_engine.engine(settings.engine, warehouse.path).first_copies(cursor, warehouse.tables),
         )
     table = warehouse.tables.recall_audit
     rows = warehouse.write("recall_audit", build, {**lineage, AUDIT_SAMPLED: sampled})

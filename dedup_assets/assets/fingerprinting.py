@@ -1,7 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from ..core.lsh import build_band_memberships
-from ..core.sketch import build_fingerprinted
 from ..core.text import shingling_warning
 from ..errors import user_errors
 from ..ray_engine import RayEngine
@@ -46,14 +45,10 @@ def fingerprinted(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
     compiled_before = compiled_here()
-    if settings.engine == "ray":
-        with user_errors():
-            build = ray_engine.steps().fingerprint(ray_engine.tables(warehouse.path), params, settings.batch_size)
+    with user_errors(), warehouse.cursor() as reader:  # the build streams through the cursor
+        engine = ray_engine.engine(settings.engine, warehouse.path)
+        build = engine.fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
         rows = warehouse.write("fingerprinted", build, lineage)
-    else:
-        with warehouse.cursor() as reader:
-            build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
-            rows = warehouse.write("fingerprinted", build, lineage)
     warning = shingling_warning(params.shingling, rows)
     if warning:
         context.log.warning(warning)

@@ -1,12 +1,22 @@
 """The ``ray`` engine: the steps of ``core/engines.py``'s protocol as Ray Data pipelines over the
-run's Parquet folders (``steps.py``), each handed to DuckDB as a view."""
+run's Parquet folders (``ray_sketch.py``, ``ray_candidates.py``, ``ray_verify.py``,
+``ray_clusters.py``), each handed to DuckDB as a view.
+
+The rules are the DuckDB engine's (``lsh.py``, ``verify.py``, ``cluster.py`` and their SQL):
+copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
+the bodies, connected components named by their smallest doc_id, the same keep rule. Reading the
+input, the recall audit and the release stay on the Dagster node (docs/scale-out.md).
+"""
 
 from __future__ import annotations
 
 from ..lsh import HOT_BUCKET_ROWS_SCHEMA
 from ..verify import verification_memory_estimate
-from . import steps
-from .steps import RayTables
+from .ray_candidates import candidate_pairs, first_copies
+from .ray_clusters import clusters, deduped_documents
+from .ray_sketch import documents, fingerprint
+from .ray_tables import RayTables
+from .ray_verify import duplicate_pairs, scored_pairs
 
 
 class RayStepsEngine:
@@ -18,29 +28,29 @@ class RayStepsEngine:
         self.driver_edges = driver_edges
 
     def documents(self, build):
-        return steps.documents(self.tables, build.batches)
+        return documents(self.tables, build.batches)
 
     def fingerprinted(self, connection, tables, params, batch_size, log):
-        return steps.fingerprint(self.tables, params, batch_size)
+        return fingerprint(self.tables, params, batch_size)
 
     def candidate_pairs(self, connection, tables, limits):
         # hot buckets are refused on this engine (capabilities.py), so none is ever left out
-        build, pressure = steps.candidate_pairs(self.tables, limits)
+        build, pressure = candidate_pairs(self.tables, limits)
         return build, pressure, HOT_BUCKET_ROWS_SCHEMA.empty_table()
 
     def scored_pairs(self, connection, tables, params, thresholds, memory_budget_mb):
-        build = steps.scored_pairs(self.tables, params, thresholds)
+        build = scored_pairs(self.tables, params, thresholds)
         reshingled, _ = verification_memory_estimate(connection, tables, params.num_perm)
         return build, reshingled
 
     def duplicate_pairs(self, tables):
-        return steps.duplicate_pairs(self.tables)
+        return duplicate_pairs(self.tables)
 
     def clusters(self, connection, tables, params, log):
-        return steps.clusters(self.tables, params, self.driver_edges, log)
+        return clusters(self.tables, params, self.driver_edges, log)
 
     def deduped_documents(self, tables):
-        return steps.deduped_documents(self.tables)
+        return deduped_documents(self.tables)
 
     def first_copies(self, connection, tables):
-        return steps.first_copies(self.tables)
+        return first_copies(self.tables)

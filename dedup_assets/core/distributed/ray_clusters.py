@@ -1,0 +1,193 @@
+"""The ray engine's ``clusters`` and ``deduped_documents``: connected components (on the driver
+while the edges are few), every member ranked by the keep rule and measured against its
+representative."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import ray
+import ray.data
+
+from .. import kernels
+from ..jaccard import shingle_sets
+from ..keep_rule import keep_order
+from ..settings import ClusterParams
+from ..sketch import kernel_blocks
+from ..store import TableBuild
+from .components import connected_components
+from .datasets import (
+    POSITION,
+    read_table,
+    table_folder,
+)
+from .ray_tables import (
+    CLUSTER_SCHEMA,
+    AtPositions,
+    RayTables,
+    arrow_map,
+    column_or_nulls,
+    renamed,
+    use_task_cpus,
+)
+
+
+def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
+    """Whole duplicate components' rows (any number of components, each complete): the keep
+    rule's ranks within each (``keep_rule.py``, as the DuckDB engine ranks them) and each member's
+    exact Jaccard with its representative, over 64-bit shingle hashes (as verification's under
+    ``fss``), for all components at once."""
+
+    def rank(members: pa.Table) -> pa.Table:
+        use_task_cpus()
+        members = members.take(keep_order(members, params.prefer_domains, within="root_doc_id"))
+        count = members.num_rows
+        roots = members["root_doc_id"].combine_chunks()
+        starts = np.flatnonzero(np.concatenate([[True], pc.not_equal(roots[1:], roots[:-1]).to_numpy(zero_copy_only=False)]))
+        sizes = np.diff(np.append(starts, count))
+        first = np.repeat(starts, sizes)  # each row's representative: its component's first row
+        counts = members["shingle_count"].to_numpy().astype(np.int64)
+        values, offsets = shingle_sets(members["body"], params.shingling, counts)
+        jaccard = kernels.pair_jaccard_kernel(values, offsets, np.arange(count, dtype=np.int64), first, kernel_blocks())
+        texts = members["text_doc_id"].combine_chunks()
+        jaccard[pc.equal(texts, texts.take(first)).to_numpy(zero_copy_only=False)] = 1.0
+        return _cluster_rows(
+            members,
+            cluster_id=pc.binary_join_element_wise("cluster-", roots.cast(pa.string()), ""),
+            size=np.repeat(sizes, sizes).astype(np.int64),
+            ranks=np.arange(count, dtype=np.int64) - first + 1,
+            representatives=members["doc_id"].take(pa.array(first)),
+            jaccard=pa.array(jaccard),
+            threshold=params.threshold,
+        )
+
+    return rank
+
+
+def _component_buckets(members: pa.Table, buckets: int) -> pa.Table:
+    """``members`` with a ``bucket`` of its component: the same for every member (crc32 of the
+    root, the same in every process), so a grouping by bucket hands each call whole components."""
+    roots = members["root_doc_id"].to_pylist()
+    hashes = np.fromiter((zlib.crc32(root.encode()) for root in roots), dtype=np.int64, count=len(roots))
+    return members.append_column("bucket", pa.array(hashes % buckets))
+
+
+def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, jaccard, threshold: float) -> pa.Table:
+    return pa.table(
+        {
+            "doc_id": group["doc_id"],
+            "source_file": group["source_file"],
+            "input_row": group["input_row"],
+            "cluster_id": cluster_id,
+            "cluster_size": pa.array(size, pa.int64()),
+            "crawled_at": pc.cast(group["crawled_at"], pa.timestamp("us")),
+            "token_count": group["token_count"],
+            "representative_rank": pa.array(ranks, pa.int64()),
+            "representative_doc_id": representatives,
+            "decision": pc.if_else(pc.equal(pa.array(ranks), 1), "kept_representative", "removed_duplicate"),
+            "jaccard_to_representative": jaccard,
+            "chained": pc.fill_null(pc.less(jaccard, threshold), False),
+            POSITION: group[POSITION],
+        }
+    ).cast(CLUSTER_SCHEMA)
+
+
+# edges that connect nothing more: an lsh_via_copy pair's copy hangs from its first copy by a
+# content_hash edge, and the first copy from the other document by the lsh edge it was found by
+IMPLIED = "lsh_via_copy"
+
+
+def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], None]) -> ray.data.Dataset:
+    """Every document of an accepted edge and its component's smallest doc_id: on this node
+    (networkx, as the DuckDB engine) while the edges are at most ``driver_edges``, else on the
+    cluster (``components.py``), whose rounds of shuffles cost more than one pass over a small
+    list."""
+    edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).filter(
+        expr=f"found_by != '{IMPLIED}'"
+    )
+    count = edges.count()
+    if count > driver_edges:
+        log(f"connected components: {count:,} edges, on the cluster (over {driver_edges:,} for this node)")
+        return connected_components(edges, num_partitions=tables.partitions, log=log)
+    log(f"connected components: {count:,} edges, on this node (at most {driver_edges:,} here)")
+    from ..cluster import edge_components  # networkx: only this node needs it
+
+    pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
+    pairs = pairs.filter(pc.not_equal(pairs["found_by"], IMPLIED))
+    roots = edge_components(zip(pairs["left_doc_id"].to_pylist(), pairs["right_doc_id"].to_pylist()))
+    return ray.data.from_arrow(roots, override_num_blocks=tables.partitions)
+
+
+def clusters(
+    tables: RayTables, params: ClusterParams, driver_edges: int, log: Callable[[str], None]
+) -> TableBuild:
+    """``clusters``: connected components of the accepted edges (``_component_roots``), every member
+    ranked by the keep rule (with ``params.prefer_domains``) and measured against its
+    representative; every other document its own cluster. In input order. (Joins with a side of
+    no rows are left out, as in candidate_pairs.)"""
+    partitions = tables.partitions
+    meta = tables.read("documents", ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]).join(
+        tables.read("fingerprinted", ["doc_id", "token_count", "shingle_count"]), "inner", partitions, on=("doc_id",)
+    )
+
+    def single(batch: pa.Table) -> pa.Table:
+        count = batch.num_rows
+        return _cluster_rows(
+            batch,
+            cluster_id=pc.binary_join_element_wise("cluster-", batch["doc_id"].cast(pa.string()), ""),
+            size=np.ones(count, dtype=np.int64),
+            ranks=np.ones(count, dtype=np.int64),
+            representatives=batch["doc_id"],
+            jaccard=pa.nulls(count, pa.float64()),
+            threshold=params.threshold,
+        )
+
+    edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id"])
+    if not edges.count():
+        tables.write("clusters", arrow_map(meta, single), CLUSTER_SCHEMA)
+        return tables.view("clusters")
+    roots = _component_roots(tables, driver_edges, log).materialize()
+    # every document once with its root (null: no edge), split into components and singletons
+    placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
+    # the members' first copies joined while their rows are narrow, then their bodies taken in place
+    members = placed.filter(expr="is_valid(root_doc_id)")
+    copies = tables.read("first_copies")
+    if copies.count():
+        members = members.join(renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
+    members = arrow_map(
+        members,
+        lambda batch: batch.drop_columns([name for name in ["text_doc_id"] if name in batch.column_names]).append_column(
+            "text_doc_id", pc.coalesce(column_or_nulls(batch, "text_doc_id", pa.string()), batch["doc_id"])
+        ),
+    )
+    members = AtPositions(members).take(tables, "documents", ["body"])
+    # components grouped by bucket, not one call per component: the ranking is vectorized over
+    # a call's components, and per-call overhead times hundreds of thousands of components is
+    # what a grouping by root cost
+    buckets = 4 * partitions
+    ranked = arrow_map(members, lambda batch: _component_buckets(batch, buckets)).groupby("bucket", num_partitions=partitions).map_groups(
+        _rank_clusters(params), batch_format="pyarrow"
+    )
+    singles = arrow_map(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
+    every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
+    tables.write("clusters", every, CLUSTER_SCHEMA)
+    return tables.view("clusters")
+
+
+def deduped_documents(tables: RayTables) -> TableBuild:
+    """The representatives' rows with every input column, in input order."""
+    documents = pq.read_schema(min(table_folder(tables.root, "documents").glob("*.parquet")))
+    columns = [field for field in documents if field.name != POSITION]
+    schema = pa.schema([*columns, ("cluster_id", pa.string()), ("cluster_size", pa.int64()), (POSITION, pa.int64())])
+    kept = AtPositions(
+        tables.read("clusters", [POSITION, "cluster_id", "cluster_size", "representative_rank"])
+        .filter(expr="representative_rank == 1")
+        .select_columns([POSITION, "cluster_id", "cluster_size"])
+    )
+    tables.write("deduped_documents", kept.take(tables, "documents", [field.name for field in columns]), schema)
+    return tables.view("deduped_documents")

@@ -1,0 +1,44 @@
+"""The ray engine's ``documents`` and ``fingerprinted``: the input written as Parquet by position,
+and the compiled sketch mapped over its blocks."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..settings import SketchParams
+from ..sketch import fingerprint_batch, fingerprint_schema
+from ..store import TableBuild
+from .datasets import (
+    POSITION,
+    write_batches,
+)
+from .ray_tables import (
+    RayTables,
+    arrow_map,
+    use_task_cpus,
+)
+
+# Parquet files of this many documents: enough read tasks to spread a corpus over a cluster,
+# few enough that each one's start-up is small next to its work.
+DOCUMENTS_PER_FILE = 65_536
+
+
+def documents(tables: RayTables, batches) -> TableBuild:
+    """``documents``: the validated input stream (the readers' batches), written in input order
+    with each document's position."""
+    write_batches(tables.root, "documents", batches, DOCUMENTS_PER_FILE)
+    return tables.view("documents")
+
+
+def fingerprint(tables: RayTables, params: SketchParams, batch_size: int) -> TableBuild:
+    """``fingerprinted``: the compiled sketch over every body, in input order."""
+
+    def sketch(batch: pa.Table) -> pa.Table:
+        use_task_cpus()
+        result = fingerprint_batch(batch["doc_id"].combine_chunks(), batch["body"].combine_chunks(), params)
+        return pa.Table.from_batches([result]).append_column(POSITION, batch[POSITION])
+
+    documents = tables.read("documents", columns=["doc_id", "body", POSITION])
+    schema = fingerprint_schema(params).append(pa.field(POSITION, pa.int64()))
+    tables.write("fingerprinted", arrow_map(documents, sketch, batch_size=batch_size), schema)
+    return tables.view("fingerprinted", signature=f"ubigint[{params.num_perm}]", lsh_bands=f"ubigint[{params.bands}]")

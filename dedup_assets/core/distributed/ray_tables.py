@@ -1,0 +1,187 @@
+"""The ray engine's tables: each a folder of Parquet files (``datasets.py``) read and written as
+Ray datasets, handed to DuckDB as a view in the DuckDB engine's row order; and the helpers every
+ray step maps its batches with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import ray
+import ray.data
+from ray.data import SaveMode
+
+from ..store import TableBuild
+from .datasets import (
+    POSITION,
+    folder_rows,
+    replace_table,
+    table_folder,
+    view_build,
+    write_positioned,
+)
+
+PAIR_SCHEMA = pa.schema(
+    [
+        ("left_doc_id", pa.string()),
+        ("right_doc_id", pa.string()),
+        ("left_domain", pa.string()),
+        ("right_domain", pa.string()),
+        ("shared_bands", pa.int32()),
+        ("found_by", pa.string()),
+    ]
+)
+SCORED_SCHEMA = PAIR_SCHEMA.append(pa.field("jaccard", pa.float64())).append(
+    pa.field("signature_overlap", pa.float64())
+).append(pa.field("is_exact", pa.bool_())).append(pa.field("is_duplicate", pa.bool_())).append(
+    pa.field("reason", pa.string())
+)
+# the tables ordered by pair, and by input position
+PAIR_TABLES = ("candidate_pairs", "scored_pairs", "duplicate_pairs")
+POSITION_TABLES = ("documents", "fingerprinted", "clusters", "deduped_documents")
+FIRST_COPIES_SCHEMA = pa.schema([("doc_id", pa.string()), ("first_copy_doc_id", pa.string())])
+CLUSTER_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("source_file", pa.string()),
+        ("input_row", pa.int64()),
+        ("cluster_id", pa.string()),
+        ("cluster_size", pa.int64()),
+        ("crawled_at", pa.timestamp("us")),
+        ("token_count", pa.int32()),
+        ("representative_rank", pa.int64()),
+        ("representative_doc_id", pa.string()),
+        ("decision", pa.string()),
+        ("jaccard_to_representative", pa.float64()),
+        ("chained", pa.bool_()),
+        (POSITION, pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class RayTables:
+    """The folder of every table the ray engine writes, and how many partitions a shuffle
+    uses."""
+
+    root: Path
+    partitions: int
+
+    def read(self, table: str, columns: list[str] | None = None, *, block_per_file: bool = False) -> ray.data.Dataset:
+        """``table`` as a dataset. ``block_per_file`` reads each file as one block: Ray Data
+        otherwise splits a read of fewer files than its target parallelism into more blocks,
+        and a split read is never fused with the map after it, so on nodes of one CPU the
+        read tasks can hold every CPU while the map that would drain them waits for one."""
+        folder = table_folder(self.root, table)
+        blocks = {"override_num_blocks": len(list(folder.glob("*.parquet")))} if block_per_file else {}
+        return ray.data.read_parquet(str(folder), columns=columns, **blocks)
+
+    def write(self, table: str, dataset: ray.data.Dataset, schema: pa.Schema) -> None:
+        """Write ``dataset`` as ``table`` with exactly ``schema`` (joins widen strings to large
+        strings; every file gets the same types). A per-document table is written one block per
+        file, sorted and named by position (``write_positioned``): where its blocks are runs of
+        positions, as when mapped from ``documents``' blocks, its view reads it without sorting."""
+
+        def typed(batch: pa.Table) -> pa.Table:
+            return batch.select(schema.names).cast(schema)
+
+        def write(folder: Path) -> None:
+            if POSITION in schema.names:
+
+                def one_file(block: pa.Table) -> pa.Table:
+                    return pa.table({"rows": [write_positioned(folder, typed(block))]})
+
+                written = arrow_map(dataset, one_file, batch_size=None).sum("rows") or 0
+                # a file written over by another block, or left by an attempt that split its
+                # blocks otherwise, would change the table's rows without an error
+                if written != folder_rows(folder):
+                    raise RuntimeError(
+                        f"{table}: {written:,} rows were written but {folder} holds {folder_rows(folder):,}: "
+                        "another run may be writing the same tables; run the step again with no other run on them"
+                    )
+            else:
+                arrow_map(dataset, typed).write_parquet(str(folder), mode=SaveMode.OVERWRITE)
+
+        replace_table(self.root, table, write, schema)
+
+    def view(self, table: str, **casts: str) -> TableBuild:
+        """The table's DuckDB view, in the DuckDB engine's row order."""
+        order = ("left_doc_id", "right_doc_id") if table in PAIR_TABLES else (POSITION,) if table in POSITION_TABLES else ()
+        return view_build(self.root, table, order, casts)
+
+
+def arrow_map(dataset: ray.data.Dataset, fn: Callable[[pa.Table], pa.Table], **options) -> ray.data.Dataset:
+    return dataset.map_batches(fn, batch_format="pyarrow", zero_copy_batch=True, **options)
+
+
+def use_task_cpus() -> None:
+    """Kernel threads to the CPUs Ray gave this task, not every core of the node."""
+    import numba
+
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
+    numba.set_num_threads(max(1, min(int(cpus), numba.config.NUMBA_NUM_THREADS)))
+
+
+def column_or_nulls(batch: pa.Table, name: str, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    """A column an outer join brought, or nulls: Ray Data drops the columns of an empty side
+    (an aggregation of no rows has no schema)."""
+    return batch[name] if name in batch.column_names else pa.nulls(batch.num_rows, kind)
+
+
+def renamed(dataset: ray.data.Dataset, names: dict[str, str]) -> ray.data.Dataset:
+    return dataset.rename_columns(names)
+
+
+@ray.remote
+def _position_span(block: pa.Table) -> tuple[int, int] | None:
+    """The smallest and largest position of a block; None when it is empty."""
+    if not block.num_rows:
+        return None
+    bounds = pc.min_max(block[POSITION])
+    return bounds["min"].as_py(), bounds["max"].as_py()
+
+
+class AtPositions:
+    """Rows keyed by document position (``POSITION`` and any other columns), to be given columns
+    of the per-document tables in place: an inner join on position in which only these narrow
+    rows are shuffled (sorted once), never the table's wide rows (bodies, signatures). Each block
+    of the table fetches the sorted key blocks its positions span: every key it can match, since
+    a key matches only inside that span. Blocks written in input order (documents, and mostly
+    the tables mapped from it) span a run of positions, so each fetches about its own share."""
+
+    def __init__(self, keys: ray.data.Dataset):
+        ordered = keys.sort(POSITION).materialize()
+        refs = ordered.to_arrow_refs()
+        spans = ray.get([_position_span.remote(ref) for ref in refs])
+        # the refs live as long as this object and the closures that take() hands to Ray Data
+        self._spans = [(ref, *span) for ref, span in zip(refs, spans) if span is not None]
+        self._schema = ordered.schema().base_schema
+
+    def take(self, tables: RayTables, table: str, columns: list[str]) -> ray.data.Dataset:
+        """Each key row with ``columns`` of ``table``'s row at its position (keys with no such
+        row are left out)."""
+        spans, schema = self._spans, self._schema
+
+        def join(batch: pa.Table) -> pa.Table:
+            bounds = pc.min_max(batch[POSITION])
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            wanted = [ref for ref, first, last in spans if batch.num_rows and first <= high and last >= low]
+            # sorted blocks may differ in string widths
+            keys = pa.concat_tables(ray.get(wanted), promote_options="permissive") if wanted else schema.empty_table()
+            rows = pc.index_in(keys[POSITION], value_set=batch[POSITION])
+            found = pc.is_valid(rows)
+            keys, rows = keys.filter(found), rows.filter(found)
+            picked = batch.select(columns).take(rows)
+            for name in columns:
+                keys = keys.append_column(name, picked[name])
+            return keys
+
+        # whole blocks: one fetch of the keys per block, not per batch of rows
+        return arrow_map(tables.read(table, [*columns, POSITION], block_per_file=True), join, batch_size=None)
+
+def ordered_pairs(left: pa.ChunkedArray, right: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    swap = pc.greater(left, right)
+    return pc.if_else(swap, right, left), pc.if_else(swap, left, right)

@@ -1,0 +1,152 @@
+"""The ray engine's ``scored_pairs`` and ``duplicate_pairs``: exact Jaccard from the bodies of the
+pairs LSH found, their first copies' scores for the others, as ``verify.py`` decides."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import ray
+import ray.data
+
+from .. import kernels
+from ..jaccard import pair_jaccard
+from ..settings import SketchParams, Thresholds
+from ..sketch import list_matrix
+from ..store import TableBuild
+from .datasets import (
+    POSITION,
+)
+from .ray_tables import (
+    PAIR_SCHEMA,
+    SCORED_SCHEMA,
+    AtPositions,
+    RayTables,
+    arrow_map,
+    column_or_nulls,
+    ordered_pairs,
+    renamed,
+    use_task_cpus,
+)
+
+
+def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
+    """Exact Jaccard, signature overlap and content equality of every pair LSH found. Each
+    side's columns are taken in place by its position (``AtPositions``): first both
+    signatures, which give the overlap and are dropped, then both bodies, which give the
+    Jaccard. Only the pairs move, carrying at most one side's signature or body; the documents
+    never do."""
+    partitions = tables.partitions
+    positions = tables.read("fingerprinted", ["doc_id", POSITION])
+
+    def side_positions(side: str) -> ray.data.Dataset:
+        return renamed(positions, {"doc_id": f"{side}_doc_id", POSITION: f"{side}_position"})
+
+    pairs = (
+        tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
+        .filter(expr="found_by == 'lsh'")
+        .select_columns(["left_doc_id", "right_doc_id"])
+        .join(side_positions("left"), "inner", partitions, on=("left_doc_id",))
+        .join(side_positions("right"), "inner", partitions, on=("right_doc_id",))
+    )
+
+    def take(dataset: ray.data.Dataset, side: str, table: str, columns: list[str]) -> ray.data.Dataset:
+        keyed = arrow_map(dataset, lambda batch: batch.append_column(POSITION, batch[f"{side}_position"]))
+        taken = AtPositions(keyed).take(tables, table, columns).drop_columns([POSITION])
+        return renamed(taken, {name: f"{side}_{name}" for name in columns})
+
+    sketch = ["shingle_count", "signature", "content_hash"]
+
+    def overlap(batch: pa.Table) -> pa.Table:
+        count = batch.num_rows
+        rows = np.arange(count, dtype=np.int64)
+        signatures = np.concatenate([list_matrix(batch["left_signature"]), list_matrix(batch["right_signature"])])
+        return batch.drop_columns([f"{side}_{name}" for side in ("left", "right") for name in ("signature", "content_hash")]).append_column(
+            "signature_overlap", pa.array(kernels.pair_overlap_kernel(signatures, rows, rows + count))
+        ).append_column("is_exact", pc.equal(batch["left_content_hash"], batch["right_content_hash"]))
+
+    signed = arrow_map(take(take(pairs, "left", "fingerprinted", sketch), "right", "fingerprinted", sketch), overlap)
+    bodies = take(take(signed, "left", "documents", ["body"]), "right", "documents", ["body"])
+
+    def score(batch: pa.Table) -> pa.Table:
+        use_task_cpus()
+        count = batch.num_rows
+        rows = np.arange(count, dtype=np.int64)
+        texts = pa.concat_arrays([batch[f"{side}_body"].combine_chunks().cast(pa.large_string()) for side in ("left", "right")])
+        counts = np.concatenate([batch["left_shingle_count"].to_numpy(), batch["right_shingle_count"].to_numpy()])
+        return pa.table(
+            {
+                "left_doc_id": batch["left_doc_id"],
+                "right_doc_id": batch["right_doc_id"],
+                "jaccard": pair_jaccard(texts, rows, rows + count, params.shingling, params.hash_scheme, counts),
+                "signature_overlap": batch["signature_overlap"],
+                "is_exact": batch["is_exact"],
+            }
+        )
+
+    return arrow_map(bodies, score)
+
+
+def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
+    """``scored_pairs``, by the rules of ``sql/scored_pairs.sql``."""
+    partitions = tables.partitions
+    candidates = tables.read("candidate_pairs")
+    copies = tables.read("first_copies")
+
+    def first_of(dataset: ray.data.Dataset, side: str) -> ray.data.Dataset:
+        return dataset.join(
+            renamed(copies, {"doc_id": f"{side}_doc_id", "first_copy_doc_id": f"{side}_first"}),
+            "left_outer",
+            partitions,
+            on=(f"{side}_doc_id",),
+        )
+
+    def score_keys(batch: pa.Table) -> pa.Table:
+        via_copy = pc.equal(batch["found_by"], "lsh_via_copy")
+        firsts = [column_or_nulls(batch, f"{side}_first", pa.string()) for side in ("left", "right")]
+        left = pc.if_else(pc.and_(via_copy, pc.is_valid(firsts[0])), firsts[0], batch["left_doc_id"])
+        right = pc.if_else(pc.and_(via_copy, pc.is_valid(firsts[1])), firsts[1], batch["right_doc_id"])
+        low, high = ordered_pairs(left, right)
+        return batch.select(PAIR_SCHEMA.names).append_column("score_left", low).append_column("score_right", high)
+
+    if not candidates.count():
+        tables.write("scored_pairs", ray.data.from_arrow(SCORED_SCHEMA.empty_table()), SCORED_SCHEMA)
+        return tables.view("scored_pairs")
+    # joins with a side that has no rows are left out (see candidate_pairs)
+    keyed = arrow_map(first_of(first_of(candidates, "left"), "right") if copies.count() else candidates, score_keys)
+    if candidates.filter(expr="found_by == 'lsh'").count():
+        scores = renamed(_pair_scores(tables, params), {"left_doc_id": "score_left", "right_doc_id": "score_right"})
+        keyed = keyed.join(scores, "left_outer", partitions, on=("score_left", "score_right"))
+
+    def decide(batch: pa.Table) -> pa.Table:
+        by_hash = pc.equal(batch["found_by"], "content_hash")
+        jaccard = pc.if_else(by_hash, 1.0, column_or_nulls(batch, "jaccard", pa.float64()))
+        overlap = pc.if_else(by_hash, 1.0, column_or_nulls(batch, "signature_overlap", pa.float64()))
+        duplicate = pc.greater_equal(jaccard, thresholds.jaccard)
+        minhash = pc.greater_equal(overlap, thresholds.signature_overlap)
+        reason = pc.case_when(
+            pc.make_struct(pc.and_(duplicate, minhash), duplicate, minhash),
+            "jaccard_and_minhash",
+            "jaccard_match",
+            "minhash_only_rejected",
+        )
+        return pa.table(
+            {
+                **{name: batch[name] for name in PAIR_SCHEMA.names},
+                "jaccard": jaccard,
+                "signature_overlap": overlap,
+                "is_exact": pc.or_kleene(by_hash, column_or_nulls(batch, "is_exact", pa.bool_())),
+                "is_duplicate": duplicate,
+                "reason": pc.fill_null(reason, "below_jaccard_threshold"),
+            }
+        )
+
+    scored = arrow_map(keyed, decide)
+    tables.write("scored_pairs", scored, SCORED_SCHEMA)
+    return tables.view("scored_pairs")
+
+
+def duplicate_pairs(tables: RayTables) -> TableBuild:
+    """The accepted edges, in pair order."""
+    tables.write("duplicate_pairs", tables.read("scored_pairs").filter(expr="is_duplicate"), SCORED_SCHEMA)
+    return tables.view("duplicate_pairs")
