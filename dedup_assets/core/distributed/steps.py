@@ -31,6 +31,7 @@ from ray.data import SaveMode
 from ray.data.aggregate import Count, Min, Sum
 
 from .. import kernels
+from ..bucket_kernels import bucket_pair_slots
 from ..lsh import BucketPressure, ensure_within_limits
 from ..keep_rule import keep_order
 from ..settings import ClusterParams, PairLimits, SketchParams, Thresholds
@@ -319,7 +320,7 @@ def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
         return BucketPressure(0, 0, None, 0, 0)
 
     def bucket_slots(batch: pa.Table) -> pa.Table:
-        joined, every_two = kernels.bucket_pair_slots(
+        joined, every_two = bucket_pair_slots(
             batch["size"].to_numpy().astype(np.int64), batch["documents"].to_numpy().astype(np.int64)
         )
         return pa.table({"slots": joined, "published": every_two})
