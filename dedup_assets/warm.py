@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from .core import kernels
+from .core import bucket_kernels, kernels
 from .core.pipeline import run_library
 from .core.readers import csv_scan, doc_ids
 
@@ -26,7 +26,9 @@ CACHED_KERNELS = (
     kernels.probe_pairs_kernel,
     kernels._probe_pairs,
     kernels.pair_jaccard_kernel,
-    kernels.bucket_pressure_kernel,
+    bucket_kernels.bucket_pressure_kernel,
+    bucket_kernels.bucket_pairs_kernel,
+    bucket_kernels._sort_with_rows,
     kernels.pair_overlap_kernel,
     kernels._seed_sequence,
     doc_ids._register,

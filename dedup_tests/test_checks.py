@@ -7,7 +7,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from dedup_assets.checks import rules
+from dedup_assets.checks import cluster_rules, rules
 from dedup_assets.settings import DedupSettings
 
 
@@ -67,19 +67,19 @@ KEPT, REMOVED = "kept_representative", "removed_duplicate"
 def test_every_document_in_one_cluster(connection):
     documents = _load(connection, "documents", [{"doc_id": "a"}, {"doc_id": "b"}], [])
     good = _clusters(connection, [("a", "cluster-a", KEPT), ("b", "cluster-a", REMOVED)])
-    assert rules.every_document_in_one_cluster(connection, documents, good).passed
-    lost = rules.every_document_in_one_cluster(connection, documents, _clusters(connection, [("a", "cluster-a", KEPT)]))
+    assert cluster_rules.every_document_in_one_cluster(connection, documents, good).passed
+    lost = cluster_rules.every_document_in_one_cluster(connection, documents, _clusters(connection, [("a", "cluster-a", KEPT)]))
     assert not lost.passed and "b is in no cluster" in lost.description
     twice = _clusters(connection, [("a", "cluster-a", KEPT), ("b", "cluster-a", REMOVED), ("b", "cluster-b", KEPT)])
-    result = rules.every_document_in_one_cluster(connection, documents, twice)
+    result = cluster_rules.every_document_in_one_cluster(connection, documents, twice)
     assert not result.passed and "b is in 2 clusters" in result.description
 
 
 def test_one_representative_per_cluster(connection):
-    assert rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED)])).passed
-    none_kept = rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", REMOVED)]))
+    assert cluster_rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED)])).passed
+    none_kept = cluster_rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", REMOVED)]))
     assert not none_kept.passed and "c1 has 0 representatives" in none_kept.description
-    two_kept = rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", KEPT)]))
+    two_kept = cluster_rules.one_representative_per_cluster(connection, _clusters(connection, [("a", "c1", KEPT), ("b", "c1", KEPT)]))
     assert not two_kept.passed and "c1 has 2 representatives" in two_kept.description
 
 
@@ -87,12 +87,12 @@ def test_representatives_account_for_input(connection):
     documents = _load(connection, "documents", [{"doc_id": d} for d in "abc"], [])
     clusters = _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED), ("c", "c2", KEPT)])
     deduped = _load(connection, "deduped", [{"doc_id": "a"}, {"doc_id": "c"}], [])
-    assert rules.representatives_account_for_input(connection, documents, clusters, deduped).passed
+    assert cluster_rules.representatives_account_for_input(connection, documents, clusters, deduped).passed
     short = _load(connection, "deduped", [{"doc_id": "a"}], [])
-    lost = rules.representatives_account_for_input(connection, documents, clusters, short)
+    lost = cluster_rules.representatives_account_for_input(connection, documents, clusters, short)
     assert not lost.passed and "1 representative + 1 removed != 3 input documents" in lost.description
     swapped = _load(connection, "deduped", [{"doc_id": "a"}, {"doc_id": "b"}], [])
-    wrong = rules.representatives_account_for_input(connection, documents, clusters, swapped)
+    wrong = cluster_rules.representatives_account_for_input(connection, documents, clusters, swapped)
     assert not wrong.passed and "differ between deduped_documents and the representatives" in wrong.description
 
 

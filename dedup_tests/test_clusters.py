@@ -7,11 +7,14 @@ import random
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import networkx as nx
 import pandas as pd
+import pyarrow as pa
 import pytest
 
-from dedup_assets.checks import rules
+from dedup_assets.checks import cluster_rules
+from dedup_assets.core.jaccard import shingle_set_jaccard
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.settings import Settings
 from dedup_assets.core.tables import Tables
@@ -81,24 +84,28 @@ def test_a_cluster_above_max_cluster_size_warns(runner):
     assert largest.metadata["largest_cluster_size"].value == 3
 
 
+def _removals(connection, mode: str, **sample):
+    return cluster_rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, mode, 0, **sample)
+
+
 def test_star_check_fails_on_a_removal_below_the_threshold(tmp_path):
     database = tmp_path / "db.duckdb"
     run_library(str(CLUSTER_CASES), str(database), None, Settings(cluster_mode="star"))
     with duckdb.connect(str(database)) as connection:
-        passed = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "star")
+        passed = _removals(connection, "star")
         assert passed.passed
         # what components mode decides: chain-c removed for chain-a, 0.64 apart
         connection.execute(
             "update dedup.clusters set decision = 'removed_duplicate', representative_doc_id = 'chain-a' "
             "where doc_id = 'chain-c'"
         )
-        failed = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "star")
+        failed = _removals(connection, "star")
         # under components the same removal must carry its chained mark, and this one lacks it
-        unmarked = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "components")
+        unmarked = _removals(connection, "components")
         connection.execute("update dedup.clusters set chained = true where doc_id = 'chain-c'")
-        marked = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "components")
+        marked = _removals(connection, "components")
         connection.execute("update dedup.clusters set chained = true where doc_id = 'chain-b'")
-        wrongly_marked = rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, "components")
+        wrongly_marked = _removals(connection, "components")
     assert not failed.passed and failed.severity.value == "ERROR"
     assert failed.description == (
         "star clusters broke their rule: re-materialize clusters, and report it if it recurs. chain-c is "
@@ -111,6 +118,80 @@ def test_star_check_fails_on_a_removal_below_the_threshold(tmp_path):
     assert not wrongly_marked.passed and wrongly_marked.description.endswith(
         "chain-b is marked chained but is at Jaccard 0.8013 with chain-a"
     )
+
+
+def test_removals_check_fails_on_an_unscored_removal_below_the_threshold(tmp_path):
+    database = tmp_path / "db.duckdb"
+    run_library(str(CLUSTER_CASES), str(database), None, Settings(cluster_mode="star"))
+    with duckdb.connect(str(database)) as connection:
+        passed = _removals(connection, "star")
+        # chain-c removed for chain-a, a pair verification never scored: measured from the bodies
+        connection.execute(
+            "update dedup.clusters set decision = 'removed_duplicate', representative_doc_id = 'chain-a' "
+            "where doc_id = 'chain-c'"
+        )
+        connection.execute("delete from dedup.scored_pairs where left_doc_id = 'chain-a' and right_doc_id = 'chain-c'")
+        failed = _removals(connection, "star")
+    assert passed.passed and passed.metadata["measured_again"].value == 0
+    assert not failed.passed and failed.metadata["measured_again"].value == 1
+    assert failed.description.endswith("chain-c is removed for chain-a at Jaccard 0.6386 < 0.7")
+
+
+def _scored_removal(connection) -> tuple[str, str, float]:
+    """A removed document, its representative and their Jaccard in scored_pairs, of two texts."""
+    return connection.execute(
+        """
+        select c.doc_id, c.representative_doc_id, s.jaccard
+        from dedup.clusters c
+        join dedup.scored_pairs s on s.left_doc_id = least(c.doc_id, c.representative_doc_id)
+         and s.right_doc_id = greatest(c.doc_id, c.representative_doc_id)
+        where c.decision = 'removed_duplicate' and not s.is_exact
+        order by s.jaccard, c.doc_id limit 1
+        """
+    ).fetchall()[0]
+
+
+def test_removals_check_trusts_scored_pairs_but_recomputes_a_sample_by_the_reference(tmp_path):
+    database = tmp_path / "db.duckdb"
+    run_library(str(PROJECT_ROOT / "data" / "documents.csv"), str(database), None)
+    corrupt = "update dedup.scored_pairs set jaccard = ? where left_doc_id = ? and right_doc_id = ?"
+    with duckdb.connect(str(database)) as connection:
+        passed = _removals(connection, "components")
+        doc_id, kept, jaccard = _scored_removal(connection)
+        left, right = sorted([doc_id, kept])
+        bodies = dict(connection.execute("select doc_id, body from dedup.documents").fetchall())
+        connection.execute(corrupt, [0.99, left, right])
+        # every scored removal of the fixture is in the sample: the reference disagrees
+        corrupted = _removals(connection, "components")
+        # with no sample, the scored Jaccard is trusted without reading a body
+        trusted = _removals(connection, "components", sample_size=0)
+        connection.execute(corrupt, [0.5, left, right])
+        trusted_below = _removals(connection, "components", sample_size=0)
+    scored = passed.metadata["trusted_from_scored_pairs"].value + passed.metadata["reference_sample"].value
+    assert passed.passed and scored > 1 and passed.metadata["reference_sample"].value == scored
+    assert passed.metadata["same_text"].value > 0 and passed.metadata["measured_again"].value == 0
+    reference = shingle_set_jaccard(*(document_shingles(bodies[d], Shingling(5)) for d in (left, right)))
+    assert jaccard == pytest.approx(reference, abs=1e-12)
+    assert not corrupted.passed and corrupted.description.startswith(
+        "scored_pairs disagrees with the reference Jaccard: re-materialize scored_pairs and everything downstream, "
+        f"and report it if it recurs. scored_pairs has Jaccard 0.9900 for ({left}, {right}), but their bodies give "
+        f"{reference:.4f} by the reference"
+    )
+    assert trusted.passed and trusted.metadata["reference_sample"].value == 0
+    assert trusted.metadata["trusted_from_scored_pairs"].value == scored
+    assert not trusted_below.passed
+    assert f"{doc_id} is removed for {kept} at Jaccard 0.5000 < 0.7 but not marked chained" in trusted_below.description
+
+
+def test_the_reference_sample_depends_on_the_pairs_and_the_seed_not_their_order():
+    left = pa.array([f"doc-{n:04d}" for n in range(500)])
+    right = pa.array([f"doc-{n:04d}x" for n in range(500)])
+    drawn = cluster_rules.reference_sample(left, right, 7, 50)
+    order = np.random.default_rng(0).permutation(500)
+    shuffled = cluster_rules.reference_sample(left.take(order), right.take(order), 7, 50)
+    assert len(drawn) == 50 and sorted(order[shuffled].tolist()) == drawn.tolist()
+    assert cluster_rules.reference_sample(left, right, 8, 50).tolist() != drawn.tolist()
+    assert cluster_rules.reference_sample(left, right, 7, 1_000).tolist() == list(range(500))
 
 
 def _chains(path: Path, seed: int) -> dict[str, dict]:

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from dedup_assets.core import kernels
+from dedup_assets.core import bucket_kernels, kernels
 
 MASK = (1 << 64) - 1
 
@@ -129,6 +129,16 @@ def test_openmp_threads_wait_passively_unless_the_user_chose(preset, expected):
     assert result.stdout.strip() == expected
 
 
+def _assert_shared(bands, band, shared, keys):
+    """The band's shared texts are the rows with those keys, bucket after bucket by key, and
+    their buckets hold the pairs counted."""
+    members, member_counts, pairs = shared
+    rows = members[band, : member_counts[band]]
+    assert bands[rows, band].tolist() == sorted(bands[rows, band].tolist())
+    assert sorted(rows.tolist()) == np.flatnonzero(np.isin(bands[:, band], keys)).tolist()
+    assert pairs[band] == sum(int(n) * (int(n) - 1) // 2 for n in np.unique(bands[rows, band], return_counts=True)[1])
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_bucket_pressure_counts_the_rows_of_the_join_and_of_the_copies(seed):
     """Per bucket of k texts standing for c_1..c_k documents: every pair of texts, and each further
@@ -138,7 +148,7 @@ def test_bucket_pressure_counts_the_rows_of_the_join_and_of_the_copies(seed):
     copies = rng.integers(1, 5, size=40)
     copies[0] = 1_000_000  # however many copies a text has, alone in a bucket it takes no slots
     bands[0] = [100, 101, 102]
-    slots, published, largest, largest_key, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(
+    slots, published, largest, largest_key, buckets, shared, hot = bucket_kernels.bucket_pressure_kernel(
         bands, copies, 40
     )
     for band in range(3):
@@ -156,9 +166,9 @@ def test_bucket_pressure_counts_the_rows_of_the_join_and_of_the_copies(seed):
         assert published[band] == every_two
         assert (largest[band], largest_key[band]) == (sizes.max(), keys[np.argmax(sizes)])
         assert buckets[band] == len(keys)
-        assert shared[band, : shared_counts[band]].tolist() == keys[sizes > 1].tolist()
+        _assert_shared(bands, band, shared, keys[sizes > 1])
     assert hot[3].tolist() == [0, 0, 0]  # max_size of the row count: no bucket is hot
-    ones = kernels.bucket_pressure_kernel(bands, np.ones(40, dtype=np.int64), 40)[0]
+    ones = bucket_kernels.bucket_pressure_kernel(bands, np.ones(40, dtype=np.int64), 40)[0]
     assert ones.tolist() == [
         sum(n * (n - 1) // 2 for n in np.unique(bands[:, band], return_counts=True)[1]) for band in range(3)
     ]
@@ -170,7 +180,7 @@ def test_buckets_over_max_size_are_listed_as_hot_and_count_in_no_other_figure(se
     bands = rng.integers(0, 8, size=(60, 4)).astype(np.uint64)
     copies = rng.integers(1, 4, size=60)
     max_size = 8
-    slots, _, largest, _, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(bands, copies, max_size)
+    slots, _, largest, _, buckets, shared, hot = bucket_kernels.bucket_pressure_kernel(bands, copies, max_size)
     hot_keys, hot_sizes, hot_documents, hot_counts = hot
     for band in range(4):
         keys, sizes = np.unique(bands[:, band], return_counts=True)
@@ -183,12 +193,40 @@ def test_buckets_over_max_size_are_listed_as_hot_and_count_in_no_other_figure(se
         admitted = keys[~over]
         assert buckets[band] == len(admitted)
         assert largest[band] == (sizes[~over].max() if len(admitted) else 0)
-        assert shared[band, : shared_counts[band]].tolist() == keys[~over & (sizes > 1)].tolist()
+        _assert_shared(bands, band, shared, keys[~over & (sizes > 1)])
         expected = 0
         for key in admitted:
             members = copies[bands[:, band] == key]
             expected += sum(int(members[i] + members[j] - 1) for i in range(len(members)) for j in range(i + 1, len(members)))
         assert slots[band] == expected
+
+
+@pytest.mark.parametrize(
+    ("texts", "bands", "values", "max_size"),
+    [(60, 3, 8, 10), (3_000, 4, 400, 3_000), (2_000, 16, None, 2_000), (300, 2, 2, 200), (1, 1, 8, 1)],
+)
+def test_bucket_pairs_are_every_two_texts_of_an_admitted_bucket_with_their_shared_bands(texts, bands, values, max_size):
+    """Against every two rows compared band by band: few values (crowded, hot), spread 64-bit
+    keys (buckets only by chance), and keys in the top bits only."""
+    rng = np.random.default_rng(texts)
+    if values is None:
+        keys = rng.integers(0, 2**63, size=(texts, bands), dtype=np.int64).astype(np.uint64) << np.uint64(1)
+        keys[1::3] = keys[::3][: len(keys[1::3])]  # some rows share every band
+    else:
+        keys = rng.integers(0, values, size=(texts, bands)).astype(np.uint64) << np.uint64(60 if values == 2 else 0)
+    _, _, _, _, _, shared, _ = bucket_kernels.bucket_pressure_kernel(keys, np.ones(texts, np.int64), max_size)
+    left, right, shared_bands = bucket_kernels.bucket_pairs_kernel(keys, *shared)
+    expected = {}
+    for band in range(bands):
+        column = keys[:, band]
+        values_here, sizes = np.unique(column, return_counts=True)
+        admitted = set(values_here[(sizes > 1) & (sizes <= max_size)].tolist())
+        for i in range(texts):
+            if column[i] in admitted:
+                for j in np.flatnonzero(column[i + 1 :] == column[i]) + i + 1:
+                    expected[(i, int(j))] = expected.get((i, int(j)), 0) + 1
+    assert list(zip(left.tolist(), right.tolist())) == sorted(expected)
+    assert shared_bands.tolist() == [expected[pair] for pair in sorted(expected)]
 
 
 @pytest.mark.parametrize("seed", range(3))

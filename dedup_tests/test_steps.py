@@ -80,9 +80,10 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
     )
     pressure = bucket_pressure(connection, TABLES)
     assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9, 11)
-    assert band_buckets(connection, TABLES, copy_groups(connection, TABLES), 5)[1].to_pylist() == [
-        {"band_index": 0, "lsh_band": 7},
-        {"band_index": 1, "lsh_band": 9},
+    assert band_buckets(connection, TABLES, copy_groups(connection, TABLES), 5)[1].pairs().to_pylist() == [
+        {"left_doc_id": a, "right_doc_id": b, "shared_bands": 1}
+        for a, b in [("d0", "d1"), ("d0", "d2"), ("d0", "d3"), ("d0", "d4"), ("d1", "d2"), ("d1", "d3"),
+                     ("d1", "d4"), ("d2", "d3"), ("d2", "d4"), ("d3", "d4"), ("x", "y")]
     ]
     ensure_within_limits(pressure, PairLimits(11, 5))
     with pytest.raises(PairBudgetExceeded, match="000:0000000000000007 with 5 different texts"):

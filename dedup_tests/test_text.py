@@ -1,9 +1,18 @@
+import random
 import re
 import unicodedata
 
 import pytest
 
-from dedup_assets.core.text import Shingling, document_shingles, normalize_text, token_shingles, tokenize
+from dedup_assets.core.text import (
+    Shingling,
+    document_shingles,
+    joined,
+    normalize_text,
+    normalize_unicode,
+    token_shingles,
+    tokenize,
+)
 
 WORDS = Shingling(5, "word")
 
@@ -69,6 +78,24 @@ def test_shingles_keep_token_order():
     tokens = "a b c d e f".split()
     assert token_shingles(tokens, 5) == {"a b c d e", "b c d e f"}
     assert token_shingles(list(reversed(tokens)), 5) == {"f e d c b", "e d c b a"}
+
+
+def test_ascii_text_normalizes_as_the_unicode_steps_do():
+    every = "".join(chr(code) for code in range(128))
+    rng = random.Random(3)
+    texts = [every, every[::-1]] + ["".join(rng.choices(every, k=rng.randint(0, 80))) for _ in range(2_000)]
+    for text in texts:
+        assert normalize_text(text) == normalize_unicode(text)
+
+
+@pytest.mark.parametrize("unit", ["word", "char"])
+def test_shingles_are_every_window_of_size_tokens(unit):
+    rng = random.Random(unit)
+    for _ in range(300):
+        tokens = [rng.choice("abcdef") * rng.randint(1, 2) for _ in range(rng.randint(0, 30))]
+        size = rng.randint(1, 7)
+        windows = {joined(tokens[i : i + size], unit) for i in range(len(tokens) - size + 1)}
+        assert token_shingles(tokens, size, unit) == (windows if len(tokens) >= size or not tokens else {joined(tokens, unit)})
 
 
 def test_short_document_is_one_whole_shingle_and_empty_has_none():

@@ -17,20 +17,21 @@ from .metadata import markdown_table, percent_fewer, preview, scalar, table_meta
 def candidate_pairs(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
-    """Global LSH candidates: a DuckDB self-join of `band_memberships` on `(band_index, lsh_band)`
-    across all domains, one row per document pair sharing at least one band, with
-    `shared_bands`, `left_doc_id < right_doc_id`.
+    """Global LSH candidates: one row per document pair sharing a bucket (`band_index`,
+    `lsh_band` of `band_memberships`) in at least one band, across all domains, with
+    `shared_bands`, `left_doc_id < right_doc_id`. A compiled kernel sorts each band's keys once,
+    sizes the buckets and pairs the texts in each; DuckDB adds the copies and the domains.
 
     Exact copies (same `content_hash`) are folded first: only each copy group's first copy (the
-    first in input order) is joined (`found_by` `lsh`); the other copies are paired with it
+    first in input order) is paired by LSH (`found_by` `lsh`); the other copies are paired with it
     (`content_hash`) and with its LSH partners (`lsh_via_copy`), so identical pages cost no pair
     slots.
 
-    Before joining, the band buckets are sized: if they would create more pair rows than
+    Before pairing, the band buckets are sized: if they would create more pair rows than
     `max_pair_slots` (unset: derived from `memory_budget_mb`), or one bucket holds more than
     `max_bucket_size` distinct texts, the run stops and names the worst bucket, instead of
     exhausting memory. With `hot_buckets: skip`, buckets over `max_bucket_size` are left out of
-    the join instead and listed in the table `hot_buckets` (key, distinct texts, documents, three
+    the pairs instead and listed in the table `hot_buckets` (key, distinct texts, documents, three
     example doc_ids) and the release's `hot_buckets.csv`; pairs only they would have made are
     missed, which the recall audit measures.
     """

@@ -1,5 +1,5 @@
-"""The asset checks: thin Dagster wrappers that run the plain functions of ``rules.py`` on the
-stored tables after each materialization. The blocking ones stop downstream assets from running
+"""The asset checks: thin Dagster wrappers that run the plain functions of ``rules.py`` and
+``cluster_rules.py`` on the stored tables after each materialization. The blocking ones stop downstream assets from running
 on bad data."""
 
 from dataclasses import replace
@@ -24,7 +24,7 @@ from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
-from . import rules
+from . import cluster_rules, rules
 
 INDEX_TABLES = IndexTables.in_schema()
 
@@ -93,13 +93,13 @@ def duplicate_edges_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResu
 )
 def every_document_in_one_cluster(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     with warehouse.cursor() as cursor:
-        return rules.every_document_in_one_cluster(cursor, warehouse.tables.documents, warehouse.tables.clusters)
+        return cluster_rules.every_document_in_one_cluster(cursor, warehouse.tables.documents, warehouse.tables.clusters)
 
 
 @asset_check(asset="clusters", blocking=True, description="Each cluster keeps exactly one representative.")
 def one_representative_per_cluster(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     with warehouse.cursor() as cursor:
-        return rules.one_representative_per_cluster(cursor, warehouse.tables.clusters)
+        return cluster_rules.one_representative_per_cluster(cursor, warehouse.tables.clusters)
 
 
 @asset_check(
@@ -111,7 +111,7 @@ def one_representative_per_cluster(warehouse: DuckDBWarehouse) -> AssetCheckResu
 def representatives_account_for_input(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     tables = warehouse.tables
     with warehouse.cursor() as cursor:
-        return rules.representatives_account_for_input(
+        return cluster_rules.representatives_account_for_input(
             cursor, tables.documents, tables.clusters, tables.deduped_documents
         )
 
@@ -125,7 +125,7 @@ def largest_cluster_within_max_cluster_size(dedup: DedupSettings, warehouse: Duc
     with user_errors():
         settings = dedup.settings()
     with warehouse.cursor() as cursor:
-        return rules.largest_cluster_within(cursor, warehouse.tables.clusters, settings.max_cluster_size)
+        return cluster_rules.largest_cluster_within(cursor, warehouse.tables.clusters, settings.max_cluster_size)
 
 
 @asset_check(
@@ -136,23 +136,27 @@ def largest_cluster_within_max_cluster_size(dedup: DedupSettings, warehouse: Duc
 def no_chained_members(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     threshold = warehouse.upstream_lineage("clusters", "clusters")["jaccard_threshold"]
     with warehouse.cursor() as cursor:
-        return rules.no_chained_members(cursor, warehouse.tables.clusters, float(threshold))
+        return cluster_rules.no_chained_members(cursor, warehouse.tables.clusters, float(threshold))
 
 
 @asset_check(
     asset="clusters",
     blocking=True,
-    description="Every removed document's exact Jaccard with its representative, computed again from "
-    "the two bodies, is at least the threshold; with cluster_mode components, a document below it is "
-    "marked chained (and only such a one). With star, none is below it.",
-    additional_deps=["documents", "fingerprinted"],
+    description="Every removed document's exact Jaccard with its representative is at least the "
+    "threshold; with cluster_mode components, a document below it is marked chained (and only such "
+    "a one). With star, none is below it. A pair scored_pairs scored keeps its Jaccard there, but "
+    f"{cluster_rules.REFERENCE_SAMPLE:,} of them, drawn by a hash of their doc_ids keyed by "
+    "minhash_seed, are recomputed from their bodies by the Python reference (no kernel) and must "
+    "equal it, which catches a wrong Jaccard kernel or scored_pairs; every removal scored_pairs did "
+    "not score is measured again from its two bodies.",
+    additional_deps=["documents", "fingerprinted", "scored_pairs"],
 )
 def removals_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     lineage = warehouse.upstream_lineage("clusters", "clusters")
     with warehouse.cursor() as cursor:
-        return rules.removals_meet_threshold(
+        return cluster_rules.removals_meet_threshold(
             cursor, warehouse.tables, Shingling(int(lineage["shingle_size"]), lineage["shingle_unit"]), lineage["hash_scheme"],
-            float(lineage["jaccard_threshold"]), lineage["cluster_mode"],
+            float(lineage["jaccard_threshold"]), lineage["cluster_mode"], int(lineage["minhash_seed"]),
         )
 
 
@@ -268,7 +272,7 @@ def batch_pairs_ordered_and_unique(warehouse: DuckDBWarehouse) -> AssetCheckResu
 )
 def batch_documents_decided(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     with warehouse.cursor() as cursor:
-        return rules.every_document_in_one_cluster(cursor, INDEX_TABLES.staged_documents, INDEX_TABLES.staged_clusters)
+        return cluster_rules.every_document_in_one_cluster(cursor, INDEX_TABLES.staged_documents, INDEX_TABLES.staged_clusters)
 
 
 @multi_asset_check(

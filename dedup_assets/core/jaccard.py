@@ -73,14 +73,27 @@ def pair_jaccard(
     (each body's distinct shingle count, as fingerprinted) saves a counting pass.
     """
     if hash_scheme == "blake2b":
-        sets = [document_shingles(body, shingling) for body in bodies.to_pylist()]
-        return np.array(
-            [shingle_set_jaccard(sets[left], sets[right]) for left, right in zip(left_rows, right_rows)],
-            dtype=np.float64,
-        )
+        return reference_pair_jaccard(bodies, left_rows, right_rows, shingling)
     values, row_offsets = shingle_sets(bodies, shingling, shingle_counts)
     return kernels.pair_jaccard_kernel(
         values, row_offsets, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64), kernel_blocks()
+    )
+
+
+def reference_pair_jaccard(
+    bodies: pa.Array | pa.ChunkedArray, left_rows: np.ndarray, right_rows: np.ndarray, shingling: Shingling
+) -> np.ndarray:
+    """Exact Jaccard of the shingle strings of each (left_rows[i], right_rows[i]) pair of rows of
+    ``bodies``, by the reference normalization and shingling (``text.py``), in Python: no kernel
+    and no hash. Only the rows the pairs name are shingled."""
+    left_rows, right_rows = np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64)
+    sets = {
+        row: document_shingles(bodies[row].as_py(), shingling)
+        for row in np.unique(np.concatenate([left_rows, right_rows])).tolist()
+    }
+    return np.array(
+        [shingle_set_jaccard(sets[left], sets[right]) for left, right in zip(left_rows.tolist(), right_rows.tolist())],
+        dtype=np.float64,
     )
 
 

@@ -1,5 +1,5 @@
 """Compiled kernels (numba, no Python objects per token): per batch for the fast hash scheme,
-and over whole columns for verification and LSH bucket sizes under either scheme.
+and over whole columns for verification under either scheme (LSH buckets: ``bucket_kernels.py``).
 
 The tokenizer works on the UTF-8 bytes of a whole Arrow string column. For ASCII text it is the
 specification's normalization exactly: every ASCII byte that is not a letter or digit separates
@@ -671,76 +671,6 @@ def pair_jaccard_kernel(values, row_offsets, left_rows, right_rows, block_count)
         for pair in range(bounds[block], bounds[block + 1]):
             result[pair] = _set_jaccard(values, row_offsets, left_rows[pair], right_rows[pair], table)
     return result
-
-
-@nb.njit(cache=True)
-def bucket_pair_slots(size, documents):
-    """A bucket's pair slots (scalars or arrays), with ``size`` distinct texts that ``documents``
-    documents have: the join's, (size-1)·documents - size(size-1)/2 (the pairs of its texts, and
-    each further copy paired with the other texts, since exact copies are grouped first; a text
-    alone in its bucket takes none, however many copies it has); and the published use case's,
-    every two documents in it, documents(documents-1)/2."""
-    return (size - 1) * documents - size * (size - 1) // 2, documents * (documents - 1) // 2
-
-
-@nb.njit(cache=True, parallel=True, nogil=True)
-def bucket_pressure_kernel(bands, copies, max_size):
-    """Per band (column of ``bands``: one row per distinct text, ``copies`` the documents that
-    have it): pair slots (:func:`bucket_pair_slots`: the join's, and the published), the largest
-    bucket's size in distinct texts and its key (the smallest
-    key among equals), the number of buckets, and the keys of its shared buckets (two distinct
-    texts or more): band b's are ``shared[b, :shared_counts[b]]``, ascending.
-
-    A bucket of more than ``max_size`` texts is hot: it counts in none of those figures, and is
-    listed instead, band b's keys, sizes and documents in ``hot_*[b, :hot_counts[b]]``
-    (``max_size`` of the row count or more: none is).
-
-    A sort per band costs less than DuckDB grouping every band row."""
-    count = bands.shape[1]
-    slots = np.zeros(count, dtype=np.int64)
-    published = np.zeros(count, dtype=np.int64)
-    largest = np.zeros(count, dtype=np.int64)
-    largest_key = np.zeros(count, dtype=np.uint64)
-    buckets = np.zeros(count, dtype=np.int64)
-    shared = np.empty((count, bands.shape[0]), dtype=np.uint64)
-    shared_counts = np.zeros(count, dtype=np.int64)
-    # a band of n texts has at most n // (max_size + 1) hot buckets
-    hot_room = bands.shape[0] // (min(max_size, bands.shape[0]) + 1) + 1
-    hot_keys = np.empty((count, hot_room), dtype=np.uint64)
-    hot_sizes = np.empty((count, hot_room), dtype=np.int64)
-    hot_documents = np.empty((count, hot_room), dtype=np.int64)
-    hot_counts = np.zeros(count, dtype=np.int64)
-    for band in nb.prange(count):
-        keys = shared[band]
-        keys[:] = bands[:, band]
-        order = np.argsort(keys)
-        keys[:] = keys[order]
-        start = 0
-        while start < keys.shape[0]:
-            end, documents = start, 0
-            while end < keys.shape[0] and keys[end] == keys[start]:
-                documents += copies[order[end]]
-                end += 1
-            size = end - start
-            if size > max_size:
-                hot = hot_counts[band]
-                hot_keys[band, hot], hot_sizes[band, hot], hot_documents[band, hot] = keys[start], size, documents
-                hot_counts[band] += 1
-                start = end
-                continue
-            joined, every_two = bucket_pair_slots(size, documents)
-            slots[band] += joined
-            published[band] += every_two
-            buckets[band] += 1
-            if size > largest[band]:
-                largest[band] = size
-                largest_key[band] = keys[start]
-            if size > 1:  # compacted in place: the write position never passes the read one
-                keys[shared_counts[band]] = keys[start]
-                shared_counts[band] += 1
-            start = end
-    hot = (hot_keys, hot_sizes, hot_documents, hot_counts)
-    return slots, published, largest, largest_key, buckets, shared, shared_counts, hot
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)

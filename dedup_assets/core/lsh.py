@@ -3,7 +3,7 @@ pairs of documents that share a band.
 
 A bucket is one band key of one band; a pair of documents in the same bucket is a candidate.
 Documents with shingles and one normalized text form a copy group (``sql/copy_groups.sql``).
-Only its first copy (the first in input order) enters the self-join; every other copy is paired with
+Only its first copy (the first in input order) is paired by LSH; every other copy is paired with
 the first directly (``found_by`` ``content_hash``) and with each of its LSH partners
 (``lsh_via_copy``). So a page copied a million times costs a million rows and no pair slots, not
 5e11 join rows. The pairs within a copy group of n documents are a star (n - 1 of the n(n-1)/2),
@@ -11,7 +11,7 @@ and between two copy groups of a and b documents that are near duplicates, each 
 paired with the other group's first copy (a + b - 1 of the a*b; all of them when either group is
 one document): a spanning set, which gives the same clusters as every pair would.
 
-Before the self-join, the buckets are sized: a bucket of k distinct texts yields k(k-1)/2 join
+Before pairing, the buckets are sized: a bucket of k distinct texts yields k(k-1)/2 join
 rows, so shared boilerplate can make the join explode. The budget and the bucket-size limit
 refuse that with the worst bucket's name instead of exhausting memory.
 """
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import kernels
+from .bucket_kernels import bucket_pairs_kernel, bucket_pressure_kernel
 from .errors import DedupError
 from .settings import PAIR_SLOT_BYTES, PairLimits
 from .sketch import list_matrix
@@ -44,7 +44,7 @@ class PairBudgetExceeded(DedupError, RuntimeError):
 
 @dataclass(frozen=True)
 class BucketPressure:
-    pair_slots: int  # what the join costs: exact copies grouped first (``kernels.bucket_pair_slots``)
+    pair_slots: int  # what the join costs: exact copies grouped first (``bucket_kernels.bucket_pair_slots``)
     largest_bucket_size: int
     largest_bucket_key: str | None
     bucket_count: int
@@ -95,25 +95,48 @@ HOT_BUCKET_ROWS_SCHEMA = pa.schema(
 )
 
 
+@dataclass(frozen=True)
+class SharedBuckets:
+    """The distinct texts in the shared buckets of each band (``bucket_kernels``), from which
+    their pairs are made once the buckets are admitted."""
+
+    doc_ids: pa.Array  # each text's document: its first copy, or the document itself
+    bands: np.ndarray  # each text's band keys, a row per text
+    members: tuple  # bucket_pressure_kernel's (members, member_counts, pairs)
+
+    def pairs(self) -> pa.Table:
+        """``lsh_pairs`` of ``sql/candidate_pairs.sql``: every two texts that share a bucket, by
+        doc_id, and the number of bands in which they do."""
+        left, right, shared = bucket_pairs_kernel(self.bands, *self.members)
+        return pa.table(
+            {
+                "left_doc_id": self.doc_ids.take(pa.array(left)),
+                "right_doc_id": self.doc_ids.take(pa.array(right)),
+                "shared_bands": pa.array(shared, pa.int32()),
+            }
+        )
+
+
 def band_buckets(
     connection: duckdb.DuckDBPyConnection, tables: Tables, groups: pa.Table, max_bucket_size: int
-) -> tuple[BucketPressure, pa.Table, pa.Table]:
-    """The bucket pressure, the shared buckets (``band_index``, ``lsh_band`` of every bucket
-    with two distinct texts or more) and the hot buckets (more than ``max_bucket_size`` distinct
-    texts, ``HOT_BUCKET_SCHEMA``), from the band keys of each distinct text that band_memberships
-    holds (documents with shingles), given its ``copy_groups``. Hot buckets count in neither
-    the pressure nor the shared buckets."""
+) -> tuple[BucketPressure, SharedBuckets, pa.Table]:
+    """The bucket pressure, the shared buckets (every bucket with two distinct texts or more)
+    and the hot buckets (more than ``max_bucket_size`` distinct texts, ``HOT_BUCKET_SCHEMA``),
+    from the band keys of each distinct text that band_memberships holds (documents with
+    shingles), given its ``copy_groups``. Hot buckets count in neither the pressure nor the
+    shared buckets."""
     connection.register("copy_groups", groups)
     try:
         keys = connection.sql(sql("bucket_keys", tables)).to_arrow_table()
     finally:
         connection.unregister("copy_groups")
-    slots, published, largest, largest_keys, buckets, shared, shared_counts, hot = kernels.bucket_pressure_kernel(
-        list_matrix(keys.column("lsh_bands")), keys.column("copies").to_numpy(), max_bucket_size
+    if keys.num_rows > np.iinfo(np.int32).max:  # the kernel numbers the texts in 32 bits
+        raise DedupError(f"{keys.num_rows:,} distinct texts are more than one run can band; split the input")
+    bands = list_matrix(keys.column("lsh_bands"))
+    slots, published, largest, largest_keys, buckets, members, hot = bucket_pressure_kernel(
+        bands, keys.column("copies").to_numpy(), max_bucket_size
     )
-    shared_buckets = pa.table(
-        {"band_index": _band_indexes(shared_counts), "lsh_band": _per_band(shared, shared_counts, np.uint64)}
-    )
+    shared = SharedBuckets(keys.column("doc_id").combine_chunks(), bands, members)
     hot_keys, hot_sizes, hot_documents, hot_counts = hot
     hot_buckets = pa.table(
         [
@@ -125,13 +148,13 @@ def band_buckets(
         schema=HOT_BUCKET_SCHEMA,
     )
     if not len(largest) or largest.max() == 0:
-        return BucketPressure(0, 0, None, 0, 0), shared_buckets, hot_buckets
+        return BucketPressure(0, 0, None, 0, 0), shared, hot_buckets
     worst = int(np.argmax(largest))  # the first band among equals
     pressure = BucketPressure(
         int(slots.sum()), int(largest[worst]), bucket_key(worst, int(largest_keys[worst])), int(buckets.sum()),
         int(published.sum()),
     )
-    return pressure, shared_buckets, hot_buckets
+    return pressure, shared, hot_buckets
 
 
 def _band_indexes(counts: np.ndarray) -> np.ndarray:
@@ -203,15 +226,15 @@ def ensure_within_limits(pressure: BucketPressure, limits: PairLimits, hot: pa.T
 def build_candidate_pairs(
     connection: duckdb.DuckDBPyConnection, tables: Tables, limits: PairLimits
 ) -> tuple[TableBuild, BucketPressure, pa.Table]:
-    """Refuses, before joining, a corpus whose buckets exceed ``limits``; the join then reads
-    only the band rows of first copies in shared buckets, usually a small share of all band
+    """Refuses, before pairing, a corpus whose buckets exceed ``limits``; the pairs are then
+    made from the texts of the shared buckets the sizing kept, usually a small share of all band
     rows. Also the hot buckets it left out (``hot_bucket_rows``), none unless hot_buckets: skip."""
     groups = copy_groups(connection, tables)
-    pressure, shared_buckets, hot = band_buckets(connection, tables, groups, limits.max_bucket_size)
+    pressure, shared, hot = band_buckets(connection, tables, groups, limits.max_bucket_size)
     ensure_within_limits(pressure, limits, hot)
     build = TableBuild(
         sql=sql("candidate_pairs", tables),
-        arrow_inputs={"shared_buckets": shared_buckets, "copy_groups": groups},
+        arrow_inputs={"lsh_pairs": shared.pairs(), "copy_groups": groups},
     )
     return build, pressure, hot_bucket_rows(connection, tables, hot)
 

@@ -10,7 +10,7 @@ import ray
 import ray.data
 from ray.data.aggregate import Count, Min, Sum
 
-from .. import kernels
+from ..bucket_kernels import bucket_pair_slots
 from ..lsh import BucketPressure, ensure_within_limits
 from ..settings import PairLimits
 from ..sketch import list_matrix
@@ -108,7 +108,7 @@ def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
         return BucketPressure(0, 0, None, 0, 0)
 
     def bucket_slots(batch: pa.Table) -> pa.Table:
-        joined, every_two = kernels.bucket_pair_slots(
+        joined, every_two = bucket_pair_slots(
             batch["size"].to_numpy().astype(np.int64), batch["documents"].to_numpy().astype(np.int64)
         )
         return pa.table({"slots": joined, "published": every_two})

@@ -1,31 +1,25 @@
 -- Global LSH candidates: every pair of documents sharing at least one band key, across all
 -- domains, with left_doc_id < right_doc_id (no self pairs, no mirrored duplicates).
 -- Exact copies form copy groups (copy_groups: content hash and first band key, first copy =
--- the first in input order). Only first copies and documents without copies are self-joined
+-- the first in input order). Only first copies and documents without copies are paired by LSH
 -- (found_by 'lsh'); every other copy is paired with its first copy (found_by 'content_hash') and
 -- with each LSH partner of its first copy (found_by 'lsh_via_copy'). Identical texts have
--- identical band keys, so shared_bands is exact for every row. shared_buckets (band_index, lsh_band of every bucket with two distinct texts or more)
--- keeps the self-join to the band rows that can pair at all. No parameters.
+-- identical band keys, so shared_bands is exact for every row. lsh_pairs (left_doc_id,
+-- right_doc_id, shared_bands) holds every two first copies or documents without copies that share
+-- a bucket, and in how many bands (lsh.SharedBuckets: the band keys sorted once, not joined).
+-- No parameters.
 with copies as (
   select f.doc_id, g.first_copy_doc_id, len(f.lsh_bands)::integer as bands
   from {fingerprinted} f
   join copy_groups g on g.content_hash = f.content_hash and g.first_band_key = f.lsh_bands[1]
   where f.shingle_count > 0 and f.doc_id <> g.first_copy_doc_id
 ),
-shared as (
-  select m.doc_id, m.band_index, m.lsh_band
-  from {band_memberships} m
-  semi join shared_buckets s on s.band_index = m.band_index and s.lsh_band = m.lsh_band
-  anti join copies c on c.doc_id = m.doc_id
-),
 joined as (
-  select l.doc_id as left_doc_id, r.doc_id as right_doc_id, count(*)::integer as shared_bands
-  from shared l
-  join shared r
-    on l.band_index = r.band_index
-   and l.lsh_band = r.lsh_band
-   and l.doc_id < r.doc_id
-  group by l.doc_id, r.doc_id
+  select
+    least(left_doc_id, right_doc_id) as left_doc_id,
+    greatest(left_doc_id, right_doc_id) as right_doc_id,
+    shared_bands
+  from lsh_pairs
 ),
 pairs as (
   select left_doc_id, right_doc_id, shared_bands, 'lsh' as found_by from joined
