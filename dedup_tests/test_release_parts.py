@@ -6,6 +6,7 @@ DuckDB, pyarrow and pandas, and every part listed in manifest.json and checked b
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -80,6 +81,21 @@ def test_a_part_that_cannot_be_encoded_fails_the_write_without_waiting_forever(p
     query = "select doc_id, to_days(position::integer) as age from pages"
     with pytest.raises(pa.ArrowNotImplementedError):
         _write(pages, tmp_path / "intervals", 2, query)
+
+
+def test_a_full_disk_fails_the_write_without_waiting_forever(pages, tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True
+    ).returncode == 0
+    if not mounted:
+        pytest.skip("mounting a tmpfs needs root and a system that permits it")
+    try:
+        with pytest.raises(OSError, match="No space left"):
+            _write(pages, disk / "parts", 2)
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
 
 
 @pytest.fixture(scope="module")

@@ -148,9 +148,11 @@ def _write_part(
     path: Path, schema: pa.Schema, groups: queue.Queue, waiting: threading.Semaphore, failed: threading.Event
 ) -> dict:
     """Encode the row groups ``groups`` hands over, up to None, into ``path``; its rows and
-    sha256. After an error it still takes each row group, so the reader never waits on it."""
+    sha256. After an error it still takes each row group up to None, so the reader never waits
+    on it."""
     sink = BackgroundFile(path)
     rows = 0
+    taken_all = False
     try:
         with _writer(sink, schema) as writer:
             while (group := groups.get()) is not None:
@@ -159,9 +161,10 @@ def _write_part(
                     rows += group.num_rows
                 finally:
                     waiting.release()
+            taken_all = True  # closing the writer (its footer) may still fail
     except BaseException:
         failed.set()
-        while groups.get() is not None:
+        while not taken_all and groups.get() is not None:
             waiting.release()
         raise
     finally:
