@@ -48,6 +48,11 @@ def verify_release_command(argv: list[str]) -> int:
         print(f"{folder}: the release does not match its manifest.json:", file=sys.stderr)
         for problem in problems:
             print(f"  {problem}", file=sys.stderr)
+        print(
+            "A release is checked whole: write the release again (the same input and settings give the same files) "
+            "or copy the whole folder again, and move away what its manifest.json does not list.",
+            file=sys.stderr,
+        )
         return 1
     print(f"{folder}: every file matches manifest.json.")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -68,6 +69,15 @@ class GraphRunner:
 
     def manifest(self) -> dict:
         return json.loads((self.output_dir / "manifest.json").read_text(encoding="utf-8"))
+
+
+def sha256_of_files(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (the deduped documents' parts too) by its path in it: its sha256."""
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 def fixture_as_a_dump(path: Path) -> Path:

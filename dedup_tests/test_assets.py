@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import duckdb
@@ -18,7 +17,7 @@ from dedup_assets.core.settings import HASH_SCHEMES
 from dedup_assets.core.tables import Tables
 from dedup_assets.core.text import Shingling, document_shingles
 
-from .conftest import FIXTURE, HARD_FIXTURE, document, write_csv, fixture_with_a_wrong_contract
+from .conftest import FIXTURE, HARD_FIXTURE, document, fixture_with_a_wrong_contract, sha256_of_files, write_csv
 
 ALL_CHECKS = {
     "doc_id_unique",
@@ -258,13 +257,12 @@ def test_same_input_gives_byte_identical_release_files(tmp_path, cluster_mode):
     first, second = GraphRunner(tmp_path / "one"), GraphRunner(tmp_path / "two")
     first.run(HARD_FIXTURE, cluster_mode=cluster_mode)
     second.run(HARD_FIXTURE, cluster_mode=cluster_mode)
-    files = sorted(p.name for p in first.output_dir.iterdir())
-    assert len(files) == 19
-    for name in files:
-        assert (first.output_dir / name).read_bytes() == (second.output_dir / name).read_bytes(), name
-    for output in first.manifest()["outputs"]:
-        content = (first.output_dir / output["file"]).read_bytes()
-        assert hashlib.sha256(content).hexdigest() == output["sha256"], output["file"]
+    files = sha256_of_files(first.output_dir)
+    assert len(files) == 19 and "deduped_documents/part-00000.parquet" in files
+    assert files == sha256_of_files(second.output_dir)
+    assert {output["file"]: output["sha256"] for output in first.manifest()["outputs"]} == {
+        name: sha256 for name, sha256 in files.items() if name != "manifest.json"
+    }
     for table in ("documents", "fingerprinted", "scored_pairs", "clusters", "deduped_documents"):
         assert first.table(table).equals(second.table(table)), table
 
@@ -296,7 +294,7 @@ def test_release_parquet_stores_hashes_raw_and_keeps_no_statistics_of_hashes_or_
     assert columns["token_count"].statistics.min > 0
     assert {columns[name].compression for name in hashes} == {"UNCOMPRESSED"}
     assert not any(columns[name].is_stats_set for name in hashes)
-    deduped = pq.ParquetFile(runner.output_dir / "deduped_documents.parquet").metadata.row_group(0)
+    deduped = pq.ParquetFile(runner.output_dir / "deduped_documents" / "part-00000.parquet").metadata.row_group(0)
     assert {deduped.column(index).compression for index in range(deduped.num_columns)} == {"SNAPPY"}
     stats = {
         deduped.column(index).path_in_schema: deduped.column(index).is_stats_set

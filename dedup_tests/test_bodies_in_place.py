@@ -20,7 +20,7 @@ from dedup_assets.core.readers import InputStats, bodies_in_place, document_batc
 from dedup_assets.core.readers.documents import KEPT
 from dedup_assets.core.settings import InputPolicy
 
-from .conftest import HARD_FIXTURE, GraphRunner, document
+from .conftest import HARD_FIXTURE, GraphRunner, document, sha256_of_files
 
 DECOMPOSED = unicodedata.normalize("NFD", "café déjà vu naïve résumé piñata über straße")
 
@@ -82,8 +82,8 @@ def test_document_rows_hold_every_record_and_only_the_bodies_validation_changed(
         assert getattr(rows_stats, field) == getattr(copied_stats, field), field
 
 
-def _release(runner: GraphRunner) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in runner.output_dir.iterdir() if path.name != "manifest.json"}
+def _release(runner: GraphRunner) -> dict[str, str]:
+    return {name: sha256 for name, sha256 in sha256_of_files(runner.output_dir).items() if name != "manifest.json"}
 
 
 def _table_kind(runner: GraphRunner, name: str) -> str:

@@ -67,7 +67,7 @@ def test_full_run_then_single_asset_rerun(cli_env):
         "duplicate_pairs.csv",
         "clusters.csv",
         "cluster_inspection.csv",
-        "deduped_documents.parquet",
+        "deduped_documents/part-00000.parquet",
         "rejected_documents.csv",
         "missed_pairs.csv",
         "recall_audit.json",

@@ -3,7 +3,6 @@ in key order find the duplicate edges and clusters of one run over all of them, 
 an earlier decision, and refuse whatever would make the index differ from that run."""
 
 import csv
-import hashlib
 import random
 import re
 import shutil
@@ -31,7 +30,7 @@ from dedup_assets.core.store import read_lineage, write_lineage
 from dedup_assets.core.tables import SCHEMA, Tables
 from dedup_assets.core.jaccard import exact_jaccard
 
-from .conftest import FIXTURE, document, write_csv
+from .conftest import FIXTURE, document, sha256_of_files, write_csv
 
 INDEX = IndexTables.in_schema()
 # the index's own tables (staged_* and universe_* are the scratch space of the batch being added)
@@ -94,14 +93,10 @@ def _query(database: Path, query: str) -> list[tuple]:
         return connection.execute(query).fetchall()
 
 
-def _sha256s(folder: Path) -> dict[str, str]:
-    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in folder.iterdir()}
-
-
 def _index(database: Path) -> dict:
     """Every row of the index's tables, and every file of its payload folder."""
     rows = {name: _query(database, f"select * from incremental.{name} order by all") for name in INDEX_TABLES}
-    return {**rows, "payloads": _sha256s(payload_folder(str(database)))}
+    return {**rows, "payloads": sha256_of_files(payload_folder(str(database)))}
 
 
 def _indexed_keys(database: Path) -> list[str]:
@@ -117,7 +112,7 @@ def _differences(database: Path) -> list[str] | None:
 def _releases(output_dir: Path) -> dict[str, dict[str, str]]:
     """Batch key -> file name -> sha256, for every batch release under ``output_dir``."""
     return {
-        release.name: _sha256s(release)
+        release.name: sha256_of_files(release)
         for release in (output_dir / "batches").iterdir()
         if release.is_dir()  # not the releases' lock files beside them
     }

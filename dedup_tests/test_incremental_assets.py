@@ -4,7 +4,6 @@ in process with a real instance and DuckDB file, the `new_batches` sensor, the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -38,7 +37,7 @@ from dedup_assets.settings import DedupSettings
 from dedup_assets.tables_io import with_tables_io
 from dedup_assets.warehouse import DuckDBWarehouse
 
-from .conftest import FIXTURE
+from .conftest import FIXTURE, sha256_of_files
 
 KEYS = ["2026-11-01", "2026-11-02", "2026-11-03"]
 BIN = Path(sys.executable).parent
@@ -71,14 +70,6 @@ def error_text(result) -> str:
             texts.append(error.message)
             error = error.cause
     return "\n".join(texts)
-
-
-def sha256_of_files(folder: Path) -> dict[str, str]:
-    return {
-        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(folder.rglob("*"))
-        if path.is_file()
-    }
 
 
 class Batches:
@@ -270,7 +261,7 @@ def test_re_materializing_the_latest_batch_writes_byte_identical_release_files(b
     for key in KEYS:
         assert batches.run(key).success
     first = sha256_of_files(batches.release(KEYS[-1]))
-    assert {"manifest.json", "deduped_documents.parquet", "duplicate_pairs.csv", "clusters.csv"} <= set(first)
+    assert {"manifest.json", "deduped_documents/part-00000.parquet", "duplicate_pairs.csv", "clusters.csv"} <= set(first)
     before = batches.index()
     assert batches.run(KEYS[-1]).success
     assert sha256_of_files(batches.release(KEYS[-1])) == first

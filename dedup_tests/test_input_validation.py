@@ -121,7 +121,7 @@ def test_input_columns_named_like_the_pipelines_are_refused_before_reading(tmp_p
 
 
 def test_the_pipelines_own_release_fed_back_is_refused_with_the_mapping_to_use(tmp_path):
-    # deduped_documents.parquet: the input's columns, then the ones the pipeline added
+    # a part of deduped_documents/: the input's columns, then the ones the pipeline added
     release = tmp_path / "deduped_documents.parquet"
     added = dict(replaced_characters=0, source_file="in.csv", input_row=42, cluster_id="cluster-a", cluster_size=3)
     _write(release, [document("a", "x", **added)])

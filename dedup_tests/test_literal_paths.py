@@ -140,7 +140,7 @@ def test_batch_keys_with_pattern_marks_each_index_only_their_own_rows_and_all_ru
     for key in keys:
         release = output / "batches" / key_path_name(key)
         assert json.loads((release / "manifest.json").read_text())["batch"] == key
-        kept = pq.read_table(release / "deduped_documents.parquet").column("doc_id").to_pylist()
+        kept = pq.read_table(release / "deduped_documents").column("doc_id").to_pylist()
         assert sorted(kept) == [f"{key}#{n}" for n in range(3)]
     assert sorted(path.name for path in (output / "batches").iterdir() if path.is_dir()) == sorted(
         ["k%2A", "k%3F", "k%5B1%5D", "k1"]

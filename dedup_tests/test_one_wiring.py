@@ -3,22 +3,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.settings import Settings
 
-from .conftest import FIXTURE, HARD_FIXTURE
+from .conftest import FIXTURE, HARD_FIXTURE, sha256_of_files
 
 from dedup_bench.corpus import generate
 
 GENERATED_DOCUMENTS = 3_000
-
-
-def _release(folder: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 @pytest.mark.parametrize(
@@ -50,7 +44,7 @@ def test_library_runner_writes_the_asset_graphs_release(runner, tmp_path, source
         labels_path=labels and str(labels),
     )
 
-    graph, library = _release(runner.output_dir), _release(library_release)
+    graph, library = sha256_of_files(runner.output_dir), sha256_of_files(library_release)
     assert set(library) == set(graph)
     assert "manifest.json" in graph and len(graph) == 19  # the audit's, the evaluation's, the diagnostics' and the pictures included
     different = [name for name in graph if graph[name] != library[name]]

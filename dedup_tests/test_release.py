@@ -23,7 +23,7 @@ from dedup_assets.core.readers import file_sha256
 from dedup_assets.core.release import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
 from dedup_assets.core.settings import Settings
 
-from .conftest import FIXTURE, PROJECT_ROOT
+from .conftest import FIXTURE, PROJECT_ROOT, sha256_of_files
 
 
 def _fake_release(folder: Path, files: dict[str, str]) -> None:
@@ -195,11 +195,11 @@ def release(tmp_path_factory) -> Path:
 
 def test_a_release_lists_and_verifies_every_file_and_its_csvs_are_spreadsheet_safe(release):
     manifest = json.loads((release / MANIFEST_FILE).read_text())
-    assert sorted(o["file"] for o in manifest["outputs"]) == sorted(p.name for p in release.iterdir() if p.name != MANIFEST_FILE)
+    assert sorted(o["file"] for o in manifest["outputs"]) == sorted(set(sha256_of_files(release)) - {MANIFEST_FILE})
     assert verify_release(release) == []
     clusters = (release / "clusters.csv").read_text()
     assert "'=HYPERLINK(1)" in clusters and ",=HYPERLINK(1)" not in clusters
-    deduped = pq.read_table(release / "deduped_documents.parquet").column("doc_id").to_pylist()
+    deduped = pq.read_table(release / "deduped_documents").column("doc_id").to_pylist()
     assert "=HYPERLINK(1)" in deduped  # Parquet keeps the raw value
 
 
@@ -227,7 +227,11 @@ def test_verify_release_passes_a_whole_release_and_names_every_difference(releas
     # in the manifest's order, then the unlisted files
     assert lines[1] == "  duplicate_pairs.csv: missing"
     assert lines[2].startswith("  clusters.csv: sha256 is ") and lines[2].endswith(f"the manifest says {clusters['sha256']}")
-    assert lines[3:] == ["  notes.txt: not listed in manifest.json"]
+    assert lines[3] == "  notes.txt: not listed in manifest.json"
+    assert lines[4:] == [
+        "A release is checked whole: write the release again (the same input and settings give the same files) "
+        "or copy the whole folder again, and move away what its manifest.json does not list."
+    ]
     missing = _cli("verify-release", str(tmp_path / "nowhere"))
     assert (missing.returncode, missing.stderr.strip()) == (
         2,

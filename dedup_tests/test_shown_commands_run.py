@@ -240,7 +240,7 @@ def test_every_command_a_refusal_or_error_prints_runs(tmp_path):
     fields = _printed(fails(own_names), r"map yours with the fields setting, e\.g\. (--config-json .+)$")
     runs(f"{own_names} {fields}", "missing required columns: the fields mapping")
     # a release fed back in: its cluster_id and cluster_size are renamed by the fields it prints
-    shutil.copy(project / "output" / "deduped_documents.parquet", project / "kept.parquet")
+    shutil.copy(project / "output" / "deduped_documents" / "part-00000.parquet", project / "kept.parquet")
     fed_back = f"{DEDUP} run --input kept.parquet"
     renamed = _printed(fails(fed_back), r"the input's\), e\.g\. (--config-json .+)$")
     runs(f"{fed_back} {renamed}", "reserved column names")

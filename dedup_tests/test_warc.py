@@ -58,7 +58,7 @@ def test_cli_run_on_a_crawl_keeps_lineage_and_clusters_mirrors(tmp_path):
     with duckdb.connect() as connection:
         kept = connection.execute(
             "select warc_target_uri, warc_record_id, cluster_size from read_parquet(?) order by warc_target_uri",
-            [str(tmp_path / "out" / "deduped_documents.parquet")],
+            [str(tmp_path / "out" / "deduped_documents" / "*.parquet")],
         ).fetchall()
     assert [(uri, size) for uri, _, size in kept] == [
         ("https://docs.example.com/routing", 3),

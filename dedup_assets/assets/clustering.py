@@ -95,7 +95,7 @@ def deduped_documents(
     columns such as WARC lineage included, and `input_row`) plus `cluster_id` and `cluster_size`.
 
     Stored as a DuckDB view over `documents` and `clusters`, so the kept text is not copied a
-    second time; `deduped_documents.parquet` in the release is the materialized copy."""
+    second time; the release's `deduped_documents/` folder of Parquet parts is the materialized copy."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.deduped_documents
     with user_errors():

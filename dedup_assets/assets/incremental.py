@@ -258,7 +258,7 @@ def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehous
     """Adds the staged batch to the index in one transaction (replacing it when it is the latest
     batch and is built again), then writes its release to `DEDUP_OUTPUT_DIR/batches/KEY/` (each
     character of the key but letters, digits, `-_.+=,@~` and space spelled `%XX`), switched
-    in whole: `deduped_documents.parquet` (the batch's kept documents), `duplicate_pairs.csv` (the
+    in whole: `deduped_documents/` (the batch's kept documents, in Parquet parts), `duplicate_pairs.csv` (the
     edges found for it), `clusters.csv`, `bridges.csv`, `rejected_documents.csv` and
     `manifest.json` (the batch's counts and the running totals)."""
     _staged_lineage(context, dedup, warehouse, TABLES.staged_clusters)

@@ -18,8 +18,8 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
     """Writes the release files to the output folder (`DEDUP_OUTPUT_DIR` or `output_dir`) in
     one switch: they are written into a staging folder beside it, then swapped in whole under a
     lock, so the folder always holds one complete release. The files: fingerprints, candidate
-    summary, scored and duplicate pairs, clusters, cluster inspection, deduped and rejected
-    documents, the recall audit's missed pairs and figures, and `manifest.json` with the settings, the input's size and sha256, library
+    summary, scored and duplicate pairs, clusters, cluster inspection, deduped documents (a folder
+    of Parquet parts, written in parallel), rejected documents, the recall audit's missed pairs and figures, and `manifest.json` with the settings, the input's size and sha256, library
     versions, every file's rows and sha256 and the run's counts (`dedup verify-release` checks a
     folder against it). The stored table holds the counts, one row per metric.
     """

@@ -44,6 +44,7 @@ from .capabilities import CAPABILITIES
 from .keep_rule import keep_ranked
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
 from .readers import InputError, InputStats
+from .release import DEDUPED_DOCUMENTS
 from .errors import DedupError
 from .settings import STAGE_SETTINGS, PairLimits, Settings, SettingsError, SketchParams, Thresholds
 from .store import TableBuild, database_path, read_lineage, table_exists, transaction, write_lineage, write_table
@@ -741,29 +742,30 @@ def _quoted(name: str) -> str:
 
 def batch_release_queries(connection: duckdb.DuckDBPyConnection, tables: IndexTables, key: str) -> dict[str, str]:
     """File name -> the query that fills it, for the release of batch ``key`` (in the index).
-    The key is bound as $1 when each file is written."""
+    The key is bound as $batch_key when each file is written; the kept documents are a folder of
+    Parquet parts, as in the one-shot release."""
     columns = json.loads(
         connection.execute(f"select columns from {tables.batches} where batch_key = ?", [key]).fetchall()[0][0]
     )
     return {
-        "deduped_documents.parquet": f"""
+        DEDUPED_DOCUMENTS: f"""
             select {", ".join("d." + _quoted(name) for name in columns)}, c.cluster_id, c.cluster_size
             from {tables.clusters} c
             join {tables.staged_documents} d on d.doc_id = c.doc_id
-            where c.batch_key = $1 and c.decision like 'kept%'
+            where c.batch_key = $batch_key and c.decision like 'kept%'
             order by c.position""",
         "duplicate_pairs.csv": f"""
             select {PAIR_COLUMNS} from {tables.pairs}
-            where batch_key = $1 and is_duplicate order by left_doc_id, right_doc_id""",
+            where batch_key = $batch_key and is_duplicate order by left_doc_id, right_doc_id""",
         "clusters.csv": f"""
             select {CLUSTER_COLUMNS} from {tables.clusters}
-            where batch_key = $1 order by cluster_id, representative_rank""",
+            where batch_key = $batch_key order by cluster_id, representative_rank""",
         "bridges.csv": f"""
             select {", ".join(BRIDGE_COLUMNS)} from {tables.bridges}
-            where batch_key = $1 order by cluster_id, other_kept_doc_id""",
+            where batch_key = $batch_key order by cluster_id, other_kept_doc_id""",
         "rejected_documents.csv": f"""
             select source_file, input_row, doc_id, reason, detail from {tables.rejected}
-            where batch_key = $1 order by source_file, input_row""",
+            where batch_key = $batch_key order by source_file, input_row""",
     }
 
 

@@ -184,10 +184,14 @@ def _put_back_kept(folder: Path, output_dir: Path) -> list[str]:
 
 
 def _sync_tree(folder: Path) -> None:
-    """Every file of the folder and the folder itself on disk before it is switched in, so a
-    power cut cannot leave a switched-in release with empty files."""
+    """Every file of the folder and of the folders in it (the deduped documents' parts), and the
+    folders themselves, on disk before it is switched in, so a power cut cannot leave a
+    switched-in release with empty files."""
     for path in folder.iterdir():
-        _sync(path)
+        if path.is_dir() and not path.is_symlink():
+            _sync_tree(path)
+        else:
+            _sync(path)
     _sync(folder)
 
 
@@ -270,7 +274,7 @@ def publish_batch_release(
     database: str,
     log: Callable[[str], None],
 ) -> dict:
-    """A batch's release files (each query binds the key) into ``output_root/batches/NAME``
+    """A batch's release files (each query binds the key as $batch_key) into ``output_root/batches/NAME``
     (:func:`key_path_name`) through :func:`publish`, holding the output root's lock too: a
     one-shot release, which
     carries the batch releases over when it replaces the root, never switches meanwhile."""
@@ -280,7 +284,7 @@ def publish_batch_release(
         with release_lock(output_root, holder_for(database)):
             return publish(
                 output_root / BATCHES_FOLDER / key_path_name(key),
-                lambda folder: write_files_and_manifest(connection, queries, [key], folder, manifest),
+                lambda folder: write_files_and_manifest(connection, queries, {"batch_key": key}, folder, manifest),
                 database,
                 log,
             )

@@ -5,9 +5,7 @@ sha256, and the run's counts.
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
@@ -23,15 +21,11 @@ from .lsh import BucketPressure
 from .plots import CLUSTER_SIZES_FILE, JACCARD_FILE, SCURVE_FILE, cluster_sizes_png, jaccard_histogram_png, scurve_png
 from .scurve import lsh_probability
 from .readers import InputFile, file_sha256
-from .settings import DEFAULT_BATCH_SIZE, RUN_PATHS, Settings
-from .sinks import BackgroundFile
-from .streams import prefetched
+from .parquet_files import write_parquet, write_parquet_parts
+from .settings import RUN_PATHS, Settings
 from .summary import reason_counts, rejected_by_reason, run_counts
 from .tables import HOT_BUCKETS, Tables, beside, sql
 
-# DuckDB hands over batches of DEFAULT_BATCH_SIZE rows, whose memory is reused from batch to
-# batch; they are gathered without a copy into row groups of about ROW_GROUP_ROWS rows.
-ROW_GROUP_ROWS = 49_152
 SUMMARY_FILE = "candidate_summary.csv"
 HOT_BUCKETS_FILE = "hot_buckets.csv"
 MANIFEST_FILE = "manifest.json"
@@ -43,7 +37,9 @@ SUMMARY_FILES = {"recall_audit.json": "recall_audit", "evaluation.json": "evalua
 BATCHES_FOLDER = "batches"
 TUNING_FOLDER = "tuning"
 KEPT_FOLDERS = (BATCHES_FOLDER, TUNING_FOLDER)
-LARGE_FILES = ("deduped_documents.parquet", "fingerprinted.parquet")
+# the kept documents: a folder of Parquet parts (parquet_files.py), listed part by part
+DEDUPED_DOCUMENTS = "deduped_documents"
+LARGE_FILES = (DEDUPED_DOCUMENTS, "fingerprinted.parquet")
 LIBRARIES = (
     "dagster",
     "duckdb",
@@ -74,7 +70,7 @@ def release_queries(tables: Tables, signatures: bool = True) -> dict[str, str]:
         "duplicate_pairs.csv": f"select * from {tables.duplicate_pairs}",
         "clusters.csv": f"select * from {tables.clusters} order by cluster_id, representative_rank",
         "cluster_inspection.csv": sql("cluster_inspection", tables),
-        "deduped_documents.parquet": f"select * from {tables.deduped_documents}",
+        DEDUPED_DOCUMENTS: f"select * from {tables.deduped_documents}",
         "rejected_documents.csv": f"select * from {tables.rejected_documents}",
         "missed_pairs.csv": (
             f"select left_doc_id, right_doc_id, jaccard, jaccard_band, shared_bands from {tables.recall_audit} "
@@ -83,59 +79,6 @@ def release_queries(tables: Tables, signatures: bool = True) -> dict[str, str]:
         "evaluation_errors.csv": f"select * from {tables.evaluation}",
         **diagnostic_queries(tables),
     }
-
-
-def hash_columns(schema: pa.Schema) -> set[str]:
-    """The 64-bit hash columns (and lists of them): random bits, which no codec shrinks and
-    whose min/max statistics prune nothing, so neither is spent on them."""
-
-    def is_hash(kind: pa.DataType) -> bool:
-        while pa.types.is_list(kind) or pa.types.is_fixed_size_list(kind):
-            kind = kind.value_type
-        return pa.types.is_uint64(kind)
-
-    return {field.name for field in schema if is_hash(field.type)}
-
-
-# page text, whose min/max statistics prune nothing either, and cost a comparison of every body
-NO_STATISTICS_TEXT = frozenset({"body"})
-
-
-def write_parquet(relation: duckdb.DuckDBPyRelation, sink: str | Path | io.RawIOBase) -> int:
-    """Stream a query into a Parquet file (a path or a writable file); returns its row count.
-
-    Written by Arrow without dictionary pages: for unique text such as bodies, DuckDB's writer
-    spends much of its time building dictionaries it then discards. A worker thread reads the
-    next row group while this one is encoded. Hash and body columns have no statistics.
-    """
-    reader = relation.to_arrow_reader(DEFAULT_BATCH_SIZE)
-    rows = 0
-    hashes = hash_columns(reader.schema)
-    with pq.ParquetWriter(
-        sink,
-        reader.schema,
-        compression={name: "none" if name in hashes else "snappy" for name in reader.schema.names},
-        write_statistics=[name for name in reader.schema.names if name not in hashes | NO_STATISTICS_TEXT],
-        use_dictionary=False,
-    ) as writer:
-        for row_group in prefetched(_row_groups(reader)):
-            writer.write_table(row_group, row_group_size=row_group.num_rows)
-            rows += row_group.num_rows
-    return rows
-
-
-def _row_groups(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
-    """Tables of about ``ROW_GROUP_ROWS`` rows, each with the batches as chunks, not copied."""
-    group: list[pa.RecordBatch] = []
-    rows = 0
-    for batch in reader:
-        group.append(batch)
-        rows += batch.num_rows
-        if rows >= ROW_GROUP_ROWS:
-            yield pa.Table.from_batches(group)
-            group, rows = [], 0
-    if group:
-        yield pa.Table.from_batches(group)
 
 
 def candidate_summary(counts: dict, pressure: BucketPressure, settings: Settings) -> dict:
@@ -216,8 +159,9 @@ def write_release(
     Returns the manifest as written.
 
     The manifest's entries are computed while the files are written. Files are written two at a
-    time, each on its own cursor, largest first: the deduped documents alone keep one core busy
-    for most of the step."""
+    time, each on its own cursor, largest first; the deduped documents' parts are encoded by
+    threads of their own (:func:`.parquet_files.write_parquet_parts`), and the pictures are
+    drawn meanwhile."""
     with connection.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
     signatures = settings.signatures_released(documents)
@@ -232,28 +176,26 @@ def write_release(
     )
     with ThreadPoolExecutor(max_workers=2) as writers:
         files = {
-            name: writers.submit(
-                _write_file, connection.cursor(), queries[name], output_dir / name, {}, CAPS.get(name)
-            )
+            name: writers.submit(_write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name))
             for name in largest_first
         }
+        images = writers.submit(_write_images, connection.cursor(), output_dir, tables, settings)
         with connection.cursor() as cursor:
             manifest = manifest_entries(cursor, tables, settings, input_file, pressure, signatures, settings_sources)
         files[SUMMARY_FILE] = writers.submit(
-            _write_file,
+            _write_output,
             connection.cursor(),
             queries[SUMMARY_FILE],
-            output_dir / SUMMARY_FILE,
+            output_dir,
+            SUMMARY_FILE,
             {"candidate_summary": pa.Table.from_pylist([candidate_summary(manifest["counts"], pressure, settings)])},
         )
-        outputs = [{"file": name, **files[name].result()} for name in queries]
-    for name, key in SUMMARY_FILES.items():
-        (output_dir / name).write_text(json.dumps(manifest[key], indent=2) + "\n", encoding="utf-8")
-        outputs.append({"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)})
-    for name, png in release_images(connection, tables, settings).items():
-        (output_dir / name).write_bytes(png)
-        outputs.append({"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)})
-    unlisted = sorted({path.name for path in output_dir.iterdir()} - {output["file"] for output in outputs})
+        outputs = [output for name in queries for output in files[name].result()]
+        for name, key in SUMMARY_FILES.items():
+            (output_dir / name).write_text(json.dumps(manifest[key], indent=2) + "\n", encoding="utf-8")
+            outputs.append({"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)})
+        outputs += images.result()
+    unlisted = sorted(_release_entries(output_dir) - {output["file"] for output in outputs})
     if unlisted:  # a file the manifest would not vouch for must not reach a release
         raise RuntimeError(f"{output_dir}: files left beside the release files: {', '.join(unlisted)}")
     written = {**manifest, "outputs": outputs}
@@ -261,15 +203,18 @@ def write_release(
     return written
 
 
-def release_images(connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings) -> dict[str, bytes]:
-    """The pictures the assets show, as release files."""
+def _write_images(cursor: duckdb.DuckDBPyConnection, output_dir: Path, tables: Tables, settings: Settings) -> list[dict]:
+    """The pictures the assets show, as release files, drawn with ``cursor`` (which it closes)."""
     params = settings.sketch_params()
-    with connection.cursor() as cursor:
-        return {
+    with cursor:
+        images = {
             SCURVE_FILE: scurve_png(settings.jaccard_threshold, params.bands, params.rows_per_band, settings.auto_bands),
             JACCARD_FILE: jaccard_histogram_png(cursor, tables, settings.jaccard_threshold),
             CLUSTER_SIZES_FILE: cluster_sizes_png(cursor, tables),
         }
+    for name, png in images.items():
+        (output_dir / name).write_bytes(png)
+    return [{"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)} for name in images]
 
 
 def manifest_outputs(folder: Path) -> list[dict] | None:
@@ -298,9 +243,16 @@ def is_release(folder: Path) -> bool:
     return not present or (outputs is not None and present <= {MANIFEST_FILE, *(o["file"] for o in outputs)})
 
 
-def _release_entries(folder: Path) -> set[str]:
-    """The names in a release folder, the kept folders aside."""
-    return {path.name for path in folder.iterdir() if not (path.name in KEPT_FOLDERS and path.is_dir())}
+def _release_entries(folder: Path, kept: tuple[str, ...] = KEPT_FOLDERS) -> set[str]:
+    """The files in a release folder as the manifest names them (a part as
+    ``deduped_documents/part-00000.parquet``), and its empty folders; the kept folders aside."""
+    entries = set()
+    for path in folder.iterdir():
+        if not path.is_dir() or path.is_symlink():
+            entries.add(path.name)
+        elif path.name not in kept:
+            entries |= {f"{path.name}/{name}" for name in _release_entries(path, ())} or {f"{path.name}/"}
+    return entries
 
 
 def verify_release(folder: Path) -> list[str]:
@@ -347,41 +299,45 @@ def _file_rows(path: Path) -> int:
         ).aggregate("count(*)").fetchall()[0][0]
 
 
-def _write_file(
+def _write_output(
     cursor: duckdb.DuckDBPyConnection,
     query: str,
-    path: Path,
+    output_dir: Path,
+    name: str,
     arrow_inputs: dict[str, pa.Table],
-    params: list | dict | None = None,
-) -> dict:
-    """One release file from ``query`` (with ``params`` bound) on ``cursor`` (which it closes);
-    its rows and sha256. Cursors are made by the calling thread: making them concurrently is not
-    safe."""
+    params: dict | None = None,
+) -> list[dict]:
+    """Release file ``name`` in ``output_dir`` from ``query`` (with ``params`` bound by name) on
+    ``cursor`` (which it closes): the file's name, rows and sha256, or each part's for a name
+    without a suffix, a folder of Parquet parts. Cursors are made by the calling thread: making
+    them concurrently is not safe."""
+    path = output_dir / name
     with cursor:
-        for name, table in arrow_inputs.items():
-            cursor.register(name, table)
-        relation = cursor.sql(query, params=params)
+        for table_name, table in arrow_inputs.items():
+            cursor.register(table_name, table)
+        if not path.suffix:
+            parts = write_parquet_parts(cursor.sql(query, params=params), path)
+            return [{**part, "file": f"{name}/{part['file']}"} for part in parts]
         if path.suffix == ".parquet":
-            sink = BackgroundFile(path)
-            try:
-                rows = write_parquet(relation, sink)
-            finally:
-                sha256 = sink.finish()
-        else:
-            spreadsheet_safe(relation).write_csv(str(path))
-            rows = cursor.sql(f"select count(*) from ({query})", params=params).fetchall()[0][0]
-            sha256 = file_sha256(path)
-    return {"rows": int(rows), "sha256": sha256}
+            return [{"file": name, **write_parquet(cursor.sql(query, params=params), path)}]
+        # the written rows come back from the copy itself, so the query runs once
+        columns = spreadsheet_safe_columns(cursor.sql(f"select * from ({query}) limit 0", params=params))
+        written = cursor.execute(
+            f"copy (select {columns} from ({query})) to $release_file (header)", {**(params or {}), "release_file": str(path)}
+        ).fetchall()[0][0]
+    return [{"file": name, "rows": int(written), "sha256": file_sha256(path)}]
 
 
 def write_files_and_manifest(
-    connection: duckdb.DuckDBPyConnection, queries: dict[str, str], params: list, output_dir: Path, manifest: dict
+    connection: duckdb.DuckDBPyConnection, queries: dict[str, str], params: dict, output_dir: Path, manifest: dict
 ) -> dict:
-    """Write each file of ``queries`` (every query binding ``params``) into ``output_dir``, then
-    ``manifest.json``: ``manifest`` with the files' rows and sha256. Returns the manifest."""
+    """Write each file of ``queries`` (every query binding ``params``) into ``output_dir`` as
+    :func:`write_release` does, then ``manifest.json``: ``manifest`` with the files' rows and
+    sha256. Returns the manifest."""
     outputs = [
-        {"file": name, **_write_file(connection.cursor(), query, output_dir / name, {}, params)}
+        output
         for name, query in queries.items()
+        for output in _write_output(connection.cursor(), query, output_dir, name, {}, params)
     ]
     written = {**manifest, "outputs": outputs}
     (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
@@ -389,11 +345,16 @@ def write_files_and_manifest(
 
 
 def spreadsheet_safe(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
-    """The relation with every text cell that a spreadsheet would run as a formula (one that
-    starts with =, +, -, @, a tab or a carriage return) prefixed with a single quote, as OWASP
-    advises for CSV files. A cell that starts with a quote gets one more, so that removing one
-    leading quote gives back every value (and doc_ids still join across the CSV files). Parquet
-    files keep the values as they are."""
+    """The relation with its text cells made safe for spreadsheets (:func:`spreadsheet_safe_columns`)."""
+    return relation.project(spreadsheet_safe_columns(relation))
+
+
+def spreadsheet_safe_columns(relation: duckdb.DuckDBPyRelation) -> str:
+    """The select list that gives the relation's columns with every text cell that a spreadsheet
+    would run as a formula (one that starts with =, +, -, @, a tab or a carriage return) prefixed
+    with a single quote, as OWASP advises for CSV files. A cell that starts with a quote gets one
+    more, so that removing one leading quote gives back every value (and doc_ids still join across
+    the CSV files). Parquet files keep the values as they are."""
     columns = []
     for name, kind in zip(relation.columns, relation.types):
         quoted = '"' + name.replace('"', '""') + '"'
@@ -404,4 +365,4 @@ def spreadsheet_safe(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelati
             )
         else:
             columns.append(quoted)
-    return relation.project(", ".join(columns))
+    return ", ".join(columns)

@@ -184,7 +184,8 @@ def tmpfs(mount_point: Path, size_bytes: int) -> Iterator[bool]:
 
 
 def folder_bytes(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.iterdir())
+    """The bytes of every file under ``folder`` (the deduped documents' parts too)."""
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
 def library_in_child(

@@ -199,7 +199,7 @@ def formula_cells(work: Work) -> Outcome:
         pq.read_table(out / "fingerprinted.parquet", columns=["doc_id"]).column(0).to_pylist()
     )
     titles = set(
-        pq.read_table(out / "deduped_documents.parquet", columns=["title"]).column(0).to_pylist()
+        pq.read_table(out / "deduped_documents", columns=["title"]).column(0).to_pylist()
     )
     raw_in_parquet = {row["doc_id"] for row in rows[:3]} <= parquet_ids and FORMULA in titles
     outcome.expect(not raw and quoted > 0, f"cells a spreadsheet would run: {raw[:3]}")
