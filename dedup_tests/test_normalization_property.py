@@ -53,6 +53,8 @@ def _reference_fingerprints(texts: list[str], params: SketchParams = FSS):
         kernels.round_seeds(params.num_perm, params.minhash_seed),
         params.rows_per_band,
         4,
+        kernels.NO_PROBES,
+        kernels.NO_PROBE_FILTER,
     )
 
 

@@ -1,7 +1,10 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.audit import AUDIT_SAMPLED, audit_summary, build_recall_audit
+from ..core.audit import NEAR_COPIES, audit_summary, build_recall_audit
+from ..core.audit_probe import AUDIT_SAMPLED, audit_pairs_table
+from ..core.store import read_lineage
 from ..errors import user_errors
+from ..lineage import refuse_lower_audit_threshold
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
@@ -9,22 +12,23 @@ from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, preview, table_metadata
 
 
-@asset(group_name=GROUP, kinds=KINDS | {"numba"}, deps=["documents", "fingerprinted", "duplicate_pairs"])
+@asset(group_name=GROUP, kinds=KINDS, deps=["documents", "fingerprinted", "duplicate_pairs"])
 def recall_audit(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
-    """Recall measured, not assumed: for a seeded sample of `audit_sample_size` documents (0:
-    all; seeded by `minhash_seed`), every pair with exact shingle Jaccard at or above
-    `jaccard_threshold`, found without LSH (prefix filtering over the shingle hashes of every
-    document), and whether the pipeline found it. One row per true pair: `jaccard`,
-    `jaccard_band`, `shared_bands` (LSH bands the two share; 0 is why a pair was missed) and
-    `found`. The metadata gives recall with its 95% Wilson interval, overall and per band."""
+    """Recall measured, not assumed: the true pairs `fingerprinted` found for its seeded sample of
+    `audit_sample_size` documents (0: all; the doc_ids with the smallest hash keyed by
+    `minhash_seed`), every pair with exact shingle Jaccard at or above `jaccard_threshold` found
+    without LSH, exact copies included, and whether the pipeline found it. One row per true pair:
+    `jaccard`, `jaccard_band`, `shared_bands` (LSH bands the two share; 0 is why a pair was missed)
+    and `found`. The metadata gives recall with its 95% Wilson interval over every true pair (the
+    headline, which the check uses), per band, and for the near copies alone (pairs with
+    Jaccard < 1, which LSH had to find: identical texts are paired by their content hash)."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
-    params = settings.sketch_params()
     with user_errors(), warehouse.cursor() as cursor:
+        refuse_lower_audit_threshold(read_lineage(cursor, audit_pairs_table(warehouse.tables)), dedup.current_values())
         build, sampled = build_recall_audit(
-            cursor, warehouse.tables, params.shingling, settings.jaccard_threshold,
-            settings.audit_sample_size, params.minhash_seed, settings.batch_size,
+            cursor, warehouse.tables, settings.jaccard_threshold,
             copies=ray_engine.steps().first_copies(ray_engine.tables(warehouse.path))
             if settings.engine == "ray"
             else None,
@@ -45,6 +49,16 @@ def recall_audit(
                     for name in ("recall", "ci_low", "ci_high")
                     if summary[name] is not None
                 },
+                **{
+                    f"near_copy_{name}": MetadataValue.int(summary["near_copies"][name])
+                    for name in ("true_pairs", "found_pairs")
+                },
+                **{
+                    f"near_copy_{name}": MetadataValue.float(summary["near_copies"][name])
+                    for name in ("recall", "ci_low", "ci_high")
+                    if summary["near_copies"][name] is not None
+                },
+                "near_copy_pairs": f"the near_copy_ figures count only the {NEAR_COPIES}",
                 "recall_by_jaccard_band": markdown_table(
                     ["Jaccard", "true pairs", "found", "recall", "95% interval"],
                     (

@@ -1,5 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from ..core.audit_probe import AUDIT_PAIRS, audit_probe, probe_pass
 from ..core.lsh import build_band_memberships
 from ..core.sketch import build_fingerprinted
 from ..core.text import shingling_warning
@@ -42,18 +43,34 @@ def fingerprinted(
     `char`. `hash_scheme` picks the fast
     compiled sketch (`fss`) or the published blake2b MinHash. Streams `batch_size` documents at a
     time and logs progress.
+
+    The recall audit's ground truth rides on the same pass: the `audit_sample_size` doc_ids with
+    the smallest hash keyed by `minhash_seed` (0: all) are read first, and every batch is searched
+    for their pairs at Jaccard ≥ `jaccard_threshold` (prefix filtering, exact Jaccard), exact
+    copies included. They are stored beside this table in `audit_true_pairs`, which
+    `recall_audit` compares with the pairs the pipeline found.
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
     compiled_before = compiled_here()
+    with warehouse.cursor() as reader, user_errors():
+        probe = audit_probe(
+            reader, warehouse.tables.documents, params.shingling, settings.jaccard_threshold,
+            settings.audit_sample_size, params.minhash_seed,
+        )
     if settings.engine == "ray":
         with user_errors():
             build = ray_engine.steps().fingerprint(ray_engine.tables(warehouse.path), params, settings.batch_size)
         rows = warehouse.write("fingerprinted", build, lineage)
+        # the Ray workers do not carry the probe: it reads the bodies on a pass of its own, here
+        with warehouse.cursor() as reader, user_errors():
+            bodies = reader.sql(f"select doc_id, body from {warehouse.tables.documents}")
+            probe_pass(probe, bodies.to_arrow_reader(settings.batch_size))
     else:
         with warehouse.cursor() as reader:
-            build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
+            build = build_fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info, probe)
             rows = warehouse.write("fingerprinted", build, lineage)
+    pairs = warehouse.write(AUDIT_PAIRS, probe.build(), {**lineage, **probe.lineage()})
     warning = shingling_warning(params.shingling, rows)
     if warning:
         context.log.warning(warning)
@@ -72,6 +89,8 @@ def fingerprinted(
                 "bands": MetadataValue.int(params.bands),
                 "rows_per_band": MetadataValue.int(params.rows_per_band),
                 **_describe_fingerprints(cursor, warehouse.tables.fingerprinted),
+                "audit_sampled_documents": MetadataValue.int(len(probe.sample_ids)),
+                "audit_true_pairs": MetadataValue.int(pairs),
             }
         )
 
