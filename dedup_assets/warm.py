@@ -25,6 +25,7 @@ CACHED_KERNELS = (
     probe_kernels.probe_owners_kernel,
     probe_kernels._marked_owners,
     probe_kernels.keyed_hash_kernel,
+    probe_kernels.probe_slots_kernel,
     kernels.pair_jaccard_kernel,
     kernels.bucket_pressure_kernel,
     kernels.pair_overlap_kernel,

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.audit import jaccard_band, wilson_interval
+from dedup_assets.core.audit import clustered_interval, jaccard_band, wilson_interval
 from dedup_assets.core.audit_probe import AuditProbe, probe_pass, sample_doc_ids
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.readers import read_documents
@@ -301,3 +301,19 @@ def test_jaccard_bands_and_the_wilson_interval():
     assert (round(low, 4), round(high, 4)) == (0.2553, 0.3662)
     assert wilson_interval(0, 0) == (0.0, 1.0)
     assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(0, 10)[0] == 0.0
+
+
+def test_the_interval_widens_when_each_text_brings_pairs_found_or_missed_together():
+    # one pair per text: Wilson's interval, but for the n / (n - 1) of a variance estimated
+    one_each = clustered_interval(np.ones(263, np.int64), np.repeat([1, 0], [81, 182]))
+    assert one_each == pytest.approx(wilson_interval(81, 263), abs=0.002)
+    # the same 81 of 263 pairs where a few texts bring most pairs, all found or all missed:
+    # fewer independent draws, a wider interval
+    true = np.array([60, 50, 40, 30, 21, *[1] * 62])
+    found = np.array([60, 0, 0, 0, 21, *[0] * 62])
+    assert true.sum() == 263 and found.sum() == 81
+    low, high = clustered_interval(true, found)
+    plain = wilson_interval(81, 263)
+    assert low < plain[0] - 0.1 and high > plain[1] + 0.1
+    assert clustered_interval(np.array([5, 5]), np.array([5, 5])) == wilson_interval(10, 10)
+    assert clustered_interval(np.zeros(0, np.int64), np.zeros(0, np.int64)) == (0.0, 1.0)

@@ -11,7 +11,7 @@ import pytest
 from dedup_assets.core import kernels
 from dedup_assets.core.audit_probe import _probe_filter
 from dedup_assets.core.jaccard import shingle_sets
-from dedup_assets.core.probe_kernels import probe_owners_kernel
+from dedup_assets.core.probe_kernels import probe_owners_kernel, probe_slots_kernel
 from dedup_assets.core.text import Shingling, kernel_text
 
 MASK = (1 << 64) - 1
@@ -212,7 +212,7 @@ def test_probe_owners_are_every_distinct_owner_below_the_limit_in_order(seed):
     ).astype(np.int64)
     limits = rng.integers(0, owner_count + 1, len(bodies)).astype(np.int64)
     offsets, found = probe_owners_kernel(
-        text, 2, probes, _probe_filter(probes), owner_offsets, owners, limits, owner_count, 3
+        text, 2, *probe_slots_kernel(probes), _probe_filter(probes), owner_offsets, owners, limits, owner_count, 3
     )
     for doc, body in enumerate(bodies):
         held = shingle_sets(pa.array([body]), Shingling(2))[0]

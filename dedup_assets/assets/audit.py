@@ -21,9 +21,11 @@ def recall_audit(
     `minhash_seed`), every pair with exact shingle Jaccard at or above `jaccard_threshold` found
     without LSH, exact copies included, and whether the pipeline found it. One row per true pair:
     `jaccard`, `jaccard_band`, `shared_bands` (LSH bands the two share; 0 is why a pair was missed)
-    and `found`. The metadata gives recall with its 95% Wilson interval over every true pair (the
-    headline, which the check uses), per band, and for the near copies alone (pairs with
-    Jaccard < 1, which LSH had to find: identical texts are paired by their content hash)."""
+    and `found`, and `sampled_text`, the unit of the interval. The metadata gives recall with its
+    95% interval (Wilson's at the effective number of pairs, since one text's pairs are found or
+    missed together) over every true pair (the headline, which the check uses), per band, and for
+    the near copies alone (pairs with Jaccard < 1, which LSH had to find: identical texts are
+    paired by their content hash)."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
     with user_errors(), warehouse.cursor() as cursor:
         refuse_lower_audit_threshold(read_lineage(cursor, audit_pairs_table(warehouse.tables)), dedup.current_values())

@@ -6,8 +6,8 @@ hash keyed by ``minhash_seed`` (every document at 0), so it depends on the doc_i
 row order or engine. Exact copies are documents like any other.
 
 A pair with Jaccard ``J(x, y) >= t`` shares at least ``t·|x|`` of x's shingles, so y holds at
-least one of any ``floor((1 - t)·|x|) + 1`` shingles of x (the *probes* of x: its smallest
-shingle hashes; prefix filtering). :class:`AuditProbe` holds the sample's shingle sets and
+least one of any ``floor((1 - t)·|x|) + 1`` shingles of x (the *probes* of x: its rarest in
+the sample; prefix filtering). :class:`AuditProbe` holds the sample's shingle sets and
 probes and is fed the bodies batch by batch: the fingerprinting kernel marks the documents that
 hold a probe (or the probe finds them itself), a kernel lists whose probes each holds, and each
 such pair is verified with exact Jaccard. So the pairs found are exactly the true pairs of the
@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from . import kernels
 from .jaccard import shingle_sets
-from .probe_kernels import keyed_hash_kernel, probe_owners_kernel
+from .probe_kernels import keyed_hash_kernel, probe_owners_kernel, probe_slots_kernel
 from .sketch import kernel_blocks
 from .store import TableBuild, rows_with_ids
 from .tables import Tables, beside
@@ -74,8 +74,10 @@ class AuditProbe:
     def __init__(self, sample_ids: pa.Array, sample_bodies: pa.Array, shingling: Shingling, threshold: float):
         self.sample_ids, self.shingling, self.threshold = sample_ids.cast(pa.string()), shingling, threshold
         self._values, self._offsets = shingle_sets(sample_bodies, shingling)
-        self.probes, self._owner_offsets, self._owners = _probes(self._values, self._offsets, threshold)
-        self.filter_bits = _probe_filter(self.probes)
+        probes, self._owner_offsets, self._owners = _probes(self._values, self._offsets, threshold)
+        self.filter_bits = _probe_filter(probes)
+        # what the kernels look shingles up in: the probes' table, or none
+        self.probes, self._places = probe_slots_kernel(probes) if len(probes) else (kernels.NO_PROBES, None)
         self._found: list[pa.RecordBatch] = []
 
     def feed(self, doc_ids: pa.Array, bodies: pa.Array, hits: np.ndarray | None = None) -> None:
@@ -91,8 +93,8 @@ class AuditProbe:
         places = pc.index_in(doc_ids, value_set=self.sample_ids)
         limits = pc.fill_null(places, len(self.sample_ids)).to_numpy(zero_copy_only=False).astype(np.int64)
         offsets, owners = probe_owners_kernel(
-            kernel_text(bodies, self.shingling.unit), self.shingling.size, self.probes, self.filter_bits,
-            self._owner_offsets, self._owners, limits, len(self.sample_ids), kernel_blocks(),
+            kernel_text(bodies, self.shingling.unit), self.shingling.size, self.probes, self._places,
+            self.filter_bits, self._owner_offsets, self._owners, limits, len(self.sample_ids), kernel_blocks(),
         )
         counts = np.diff(offsets)
         candidates = np.flatnonzero(counts)
@@ -103,6 +105,10 @@ class AuditProbe:
         table = np.concatenate([self._values, values])
         table_offsets = np.concatenate([self._offsets[:-1], candidate_offsets + self._offsets[-1]])
         rows = np.repeat(np.arange(len(candidates), dtype=np.int64), counts[candidates])
+        # J(x, y) <= min(|x|, |y|) / max(|x|, |y|): pairs of too different sizes are not measured
+        left_sizes, right_sizes = np.diff(self._offsets)[owners], np.diff(candidate_offsets)[rows]
+        sized = np.minimum(left_sizes, right_sizes) >= self.threshold * np.maximum(left_sizes, right_sizes) - 1e-9
+        owners, rows = owners[sized], rows[sized]
         jaccard = kernels.pair_jaccard_kernel(
             table, table_offsets, owners, rows + len(self.sample_ids), kernel_blocks()
         )
@@ -134,19 +140,26 @@ class AuditProbe:
 
 def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each sampled document's probes: the distinct hashes (sorted) and, per hash, its owners
-    (places in the sample, ascending) as CSR."""
+    (places in the sample, ascending) as CSR.
+
+    Any ``floor((1 - t)·|x|) + 1`` shingles of x will do, so x probes with its rarest, by how
+    many sampled documents hold each (then by hash): a shingle most pages share (a common
+    phrase, a footer) would make most pages candidates of every document probing with it."""
+    _, inverse, held_by = np.unique(values, return_inverse=True, return_counts=True)
+    frequency = held_by[inverse]
     hashes, owners = [], []
     for index in range(len(offsets) - 1):
-        shingles = np.sort(values[offsets[index] : offsets[index + 1]])
-        count = int(np.floor((1.0 - threshold) * len(shingles) + 1e-9)) + 1 if len(shingles) else 0
-        hashes.append(shingles[:count])
-        owners.append(np.full(min(count, len(shingles)), index, dtype=np.int64))
-    hashes_all = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
-    owners_all = np.concatenate(owners) if owners else np.zeros(0, np.int64)
-    order = np.argsort(hashes_all, kind="stable")  # stable: each hash's owners stay ascending
-    hashes_all, owners_all = hashes_all[order], owners_all[order]
-    unique, starts = np.unique(hashes_all, return_index=True)
-    return unique, np.append(starts, len(hashes_all)).astype(np.int64), owners_all
+        start, end = offsets[index], offsets[index + 1]
+        count = min(int(np.floor((1.0 - threshold) * (end - start) + 1e-9)) + 1, end - start)
+        rarest = start + np.lexsort((values[start:end], frequency[start:end]))[:count]
+        hashes.append(values[rarest])
+        owners.append(np.full(count, index, dtype=np.int64))
+    hashes = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    owners = np.concatenate(owners) if owners else np.zeros(0, np.int64)
+    by_hash = np.argsort(hashes, kind="stable")  # stable: each hash's owners stay ascending
+    hashes, owners = hashes[by_hash], owners[by_hash]
+    unique, starts = np.unique(hashes, return_index=True)
+    return unique, np.append(starts, len(hashes)).astype(np.int64), owners
 
 
 def _probe_filter(hashes: np.ndarray) -> np.ndarray:

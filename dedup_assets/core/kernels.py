@@ -419,7 +419,7 @@ def _blocks(documents, block_count):
     return np.linspace(0, documents, block_count + 1).astype(np.int64)
 
 
-# a probe set nothing holds (and its filter): fingerprinting without a recall audit
+# a probe table nothing holds (and its filter): fingerprinting without a recall audit
 NO_PROBES = np.zeros(0, dtype=np.uint64)
 NO_PROBE_FILTER = np.zeros(1, dtype=np.uint64)
 
@@ -431,16 +431,25 @@ def filter_shift(filter_bits):
 
 
 @nb.njit(inline="always")
-def probe_at(shingle, probes, filter_bits, shift):
-    """Where ``shingle`` (marked as :func:`_distinct` stores it) is in ``probes`` (sorted), or
-    -1. The bitmap of the probes' top hash bits turns away almost every shingle with one cached
-    read; the rest are looked up."""
+def probe_slot(probe, mask):
+    return (probe * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
+
+
+@nb.njit(inline="always")
+def probe_at(shingle, slots, filter_bits, shift):
+    """The slot of ``shingle`` (marked as :func:`_distinct` stores it) in ``slots``, the recall
+    audit's probes in an open-addressing table (0: empty), or -1. The bitmap of the probes' top
+    hash bits turns away almost every shingle with one cached read; the rest cost a slot or two,
+    where a binary search over millions of probes missed the cache at every step."""
     bit = shingle >> shift
     if not (filter_bits[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1):
         return -1
-    at = np.searchsorted(probes, shingle)
-    if at < probes.shape[0] and probes[at] == shingle:
-        return at
+    mask = np.uint64(slots.shape[0] - 1)
+    slot = probe_slot(shingle, mask)
+    while slots[slot] != 0:
+        if slots[slot] == shingle:
+            return np.int64(slot)
+        slot = (slot + np.uint64(1)) & mask
     return -1
 
 
@@ -448,9 +457,10 @@ def probe_at(shingle, probes, filter_bits, shift):
 def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_count, probes, filter_bits):
     """Per document of ``text`` (a KernelText): token count, distinct shingle count, a hash of the
     token sequence (equal for identical normalized text), the sketch (n x k uint64), band
-    hashes (n x bands uint64), and whether it holds one of the recall audit's ``probes`` (sorted
-    shingle hashes, with their ``filter_bits``; :data:`NO_PROBES` for none), tested on the
-    distinct shingles the sketch is made of, so the audit costs no second hash of the bodies."""
+    hashes (n x bands uint64), and whether it holds one of the recall audit's ``probes`` (a table
+    of shingle hashes, :func:`probe_at`, with their ``filter_bits``; :data:`NO_PROBES` for none),
+    tested on the distinct shingles the sketch is made of, so the audit costs no second hash of
+    the bodies."""
     documents = text.offsets.shape[0] - 1
     k = round_seeds.shape[0] // 2
     token_counts = np.zeros(documents, dtype=np.int64)

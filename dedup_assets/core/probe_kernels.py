@@ -6,11 +6,29 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _blocks, _scratch, _shingle_hashes, filter_shift, mix64, probe_at
+from .kernels import _blocks, _scratch, _shingle_hashes, _table_size, filter_shift, mix64, probe_at, probe_slot
+
+
+@nb.njit(cache=True)
+def probe_slots_kernel(probes):
+    """The open-addressing table :func:`kernels.probe_at` looks ``probes`` (distinct, marked) up
+    in, and the place in ``probes`` of the one in each slot."""
+    slots = np.zeros(_table_size(probes.shape[0]), dtype=np.uint64)
+    places = np.full(slots.shape[0], -1, dtype=np.int64)
+    mask = np.uint64(slots.shape[0] - 1)
+    for place in range(probes.shape[0]):
+        slot = probe_slot(probes[place], mask)
+        while slots[slot] != 0:
+            slot = (slot + np.uint64(1)) & mask
+        slots[slot] = probes[place]
+        places[slot] = place
+    return slots, places
 
 
 @nb.njit(cache=True, nogil=True)
-def _marked_owners(text, doc, shingle_size, scratch, probes, filter_bits, owner_offsets, owners, limit, seen, touched):
+def _marked_owners(
+    text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, limit, seen, touched
+):
     """Mark in ``seen`` (a bitmap of owners) every owner below ``limit`` of a probe document
     ``doc`` holds; the number of bitmap words touched, listed in ``touched``. A sampled
     document's limit is its own place in the sample, so it never counts its own probes (it holds
@@ -18,9 +36,10 @@ def _marked_owners(text, doc, shingle_size, scratch, probes, filter_bits, owner_
     shift = filter_shift(filter_bits)
     words = 0
     for index in range(_shingle_hashes(text, doc, shingle_size, scratch)[1]):
-        at = probe_at(scratch.shingles[index] | np.uint64(1), probes, filter_bits, shift)
-        if at < 0:
+        slot = probe_at(scratch.shingles[index] | np.uint64(1), probes, filter_bits, shift)
+        if slot < 0:
             continue
+        at = places[slot]
         for slot in range(owner_offsets[at], owner_offsets[at + 1]):
             owner = owners[slot]
             if owner >= limit:  # a probe's owners are ascending
@@ -35,11 +54,12 @@ def _marked_owners(text, doc, shingle_size, scratch, probes, filter_bits, owner_
 
 @nb.njit(cache=True, parallel=True, nogil=True)
 def probe_owners_kernel(
-    text, shingle_size, probes, filter_bits, owner_offsets, owners, limits, owner_count, block_count
+    text, shingle_size, probes, places, filter_bits, owner_offsets, owners, limits, owner_count, block_count
 ):
     """Per document of ``text``, the distinct owners (ascending, below its ``limits`` entry) of
-    the probes it holds, as CSR (offsets, owners). ``owners[owner_offsets[i]:owner_offsets[i +
-    1]]`` own ``probes[i]``. One bitmap of owners per thread, of which only the words a document
+    the probes it holds, as CSR (offsets, owners). ``probes`` and ``places`` are
+    :func:`probe_slots_kernel`'s table; ``owners[owner_offsets[i]:owner_offsets[i + 1]]`` own the
+    i-th probe. One bitmap of owners per thread, of which only the words a document
     touched are read and cleared, so a document costs its hits, not the sample. Counted first,
     then filled, hashing again only the documents that have owners."""
     documents = text.offsets.shape[0] - 1
@@ -52,7 +72,8 @@ def probe_owners_kernel(
         touched = np.empty(words_count, dtype=np.int64)
         for doc in range(bounds[block], bounds[block + 1]):
             words = _marked_owners(
-                text, doc, shingle_size, scratch, probes, filter_bits, owner_offsets, owners, limits[doc], seen, touched
+                text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, limits[doc], seen,
+                touched,
             )
             for word in touched[:words]:
                 bits = seen[word]
@@ -71,7 +92,8 @@ def probe_owners_kernel(
             if counts[doc] == 0:
                 continue
             words = _marked_owners(
-                text, doc, shingle_size, scratch, probes, filter_bits, owner_offsets, owners, limits[doc], seen, touched
+                text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, limits[doc], seen,
+                touched,
             )
             at = offsets[doc]
             for word in np.sort(touched[:words]):
