@@ -146,12 +146,16 @@ def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> tuple[
     many sampled documents hold each (then by hash): a shingle most pages share (a common
     phrase, a footer) would make most pages candidates of every document probing with it."""
     _, inverse, held_by = np.unique(values, return_inverse=True, return_counts=True)
-    frequency = held_by[inverse]
+    # rarest first, then by the hash's top 40 bits, in one key a partition orders in linear time
+    # (which of two equal keys is taken does not matter: any subset of the size will do)
+    rareness = (np.minimum(held_by[inverse], (1 << 24) - 1).astype(np.uint64) << np.uint64(40)) | (
+        values >> np.uint64(24)
+    )
     hashes, owners = [], []
     for index in range(len(offsets) - 1):
         start, end = offsets[index], offsets[index + 1]
         count = min(int(np.floor((1.0 - threshold) * (end - start) + 1e-9)) + 1, end - start)
-        rarest = start + np.lexsort((values[start:end], frequency[start:end]))[:count]
+        rarest = start + np.argpartition(rareness[start:end], count - 1)[:count] if count else np.zeros(0, np.int64)
         hashes.append(values[rarest])
         owners.append(np.full(count, index, dtype=np.int64))
     hashes = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
