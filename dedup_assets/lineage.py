@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .core.audit_probe import AUDIT_THRESHOLD
 from .core.errors import DedupError
 from .core.ingest import changed_in_place_files
 from .core.settings import STAGE_SETTINGS, changed_settings
@@ -34,12 +33,12 @@ def first_affected_asset(setting: str) -> str:
     return "documents"  # the input identity, or anything unknown: rebuild from the start
 
 
-def _rebuild_hint(settings: list[str], current: Mapping[str, object], start: str | None = None) -> str:
-    # Rebuild from the earliest affected stage (or ``start``); dict order of STAGE_SETTINGS is
-    # pipeline order. The command carries this run's input and non-default settings, so copying
-    # it rebuilds with them rather than with the bundled fixture and the defaults.
+def _rebuild_hint(settings: list[str], current: Mapping[str, object]) -> str:
+    # Rebuild from the earliest affected stage; dict order of STAGE_SETTINGS is pipeline order.
+    # The command carries this run's input and non-default settings, so copying it rebuilds with
+    # them rather than with the bundled fixture and the defaults.
     order = list(STAGE_SETTINGS)
-    start = start or min((first_affected_asset(name) for name in settings), key=order.index)
+    start = min((first_affected_asset(name) for name in settings), key=order.index)
     changed = changed_settings(current)
     if Path(str(current["input_path"])) != Path(INPUT.default).resolve():
         changed = {"input_path": str(current["input_path"]), **changed}
@@ -105,18 +104,4 @@ def refuse_changed_input(lineage: Mapping[str, object], current: Mapping[str, ob
             "a Parquet input's bodies from its files (parquet_bodies: in_place), so the tables built "
             "on it no longer match them. Restore the file, or read it again: "
             + _rebuild_hint(["input_path"], current)
-        )
-
-
-def refuse_lower_audit_threshold(audit_lineage: Mapping[str, object], current: Mapping[str, object]) -> None:
-    """Refuse a recall audit at a lower jaccard_threshold than fingerprinted found its true pairs
-    at (the ``rescore`` job changes the threshold without fingerprinting again): the pairs
-    between the two were never looked for. A higher one keeps the pairs at or above it."""
-    found_at, threshold = audit_lineage.get(AUDIT_THRESHOLD), current["jaccard_threshold"]
-    if found_at is not None and found_at > threshold:
-        raise StaleUpstream(
-            f"Cannot build recall_audit at jaccard_threshold={threshold!r}: fingerprinted found the "
-            f"audit's true pairs at jaccard_threshold={found_at!r}, so the pairs between the two were "
-            "never looked for. Fingerprint again at this threshold: "
-            + _rebuild_hint(["jaccard_threshold"], current, start="fingerprinted")
         )

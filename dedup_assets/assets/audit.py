@@ -1,10 +1,9 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.audit import NEAR_COPIES, audit_summary, build_recall_audit
-from ..core.audit_probe import AUDIT_SAMPLED, audit_pairs_table
+from ..core.audit import NEAR_COPIES, audit_summary, build_recall_audit, stored_true_pairs
+from ..core.audit_probe import AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, probe_pass
 from ..core.store import read_lineage
 from ..errors import user_errors
-from ..lineage import refuse_lower_audit_threshold
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
 from ..warehouse import DuckDBWarehouse
@@ -27,10 +26,24 @@ def recall_audit(
     the near copies alone (pairs with Jaccard < 1, which LSH had to find: identical texts are
     paired by their content hash)."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
+    tables, threshold = warehouse.tables, settings.jaccard_threshold
     with user_errors(), warehouse.cursor() as cursor:
-        refuse_lower_audit_threshold(read_lineage(cursor, audit_pairs_table(warehouse.tables)), dedup.current_values())
-        build, sampled = build_recall_audit(
-            cursor, warehouse.tables, settings.jaccard_threshold,
+        found_at = read_lineage(cursor, audit_pairs_table(tables))[AUDIT_THRESHOLD]
+        if found_at <= threshold:
+            found, sampled = stored_true_pairs(cursor, tables, threshold)
+        else:  # rescored lower: the pairs between were never looked for, so the probe reads again
+            context.log.info(
+                f"recall_audit: fingerprinted found the audit's true pairs at jaccard_threshold={found_at}; "
+                f"finding them at {threshold} on a pass of its own over the bodies"
+            )
+            params = settings.sketch_params()
+            probe = audit_probe(
+                cursor, tables.documents, params.shingling, threshold, settings.audit_sample_size, params.minhash_seed
+            )
+            bodies = cursor.sql(f"select doc_id, body from {tables.documents}").to_arrow_reader(settings.batch_size)
+            found, sampled = probe_pass(probe, bodies).true_pairs(), len(probe.sample_ids)
+        build = build_recall_audit(
+            cursor, tables, threshold, found,
             copies=ray_engine.steps().first_copies(ray_engine.tables(warehouse.path))
             if settings.engine == "ray"
             else None,

@@ -54,26 +54,34 @@ def wilson_interval(found: int, total: int, z: float = 1.96) -> tuple[float, flo
     return max(0.0, centre - spread), min(1.0, centre + spread)
 
 
-def build_recall_audit(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, threshold: float, copies: pa.Table | None = None
-) -> tuple[TableBuild, int]:
-    """The ``recall_audit`` table: the true pairs fingerprinting found (those at Jaccard
-    ``threshold`` or above: a rescore may have raised it), with their Jaccard band, how many LSH
-    bands the two documents share, and whether the pipeline found them (``sql/recall_audit.sql``:
-    a pair of one text's copies always, another through the copies' first copies). Also returns
-    how many documents were sampled. ``copies`` (doc_id, first_copy_doc_id) names the copies
-    where the engine keeps them; unset: from the DuckDB tables."""
+def stored_true_pairs(connection: duckdb.DuckDBPyConnection, tables: Tables, threshold: float) -> tuple[pa.Table, int]:
+    """The true pairs fingerprinting found and stored, those at Jaccard ``threshold`` or above (a
+    rescore may have raised it), and how many documents were sampled."""
     pairs = audit_pairs_table(tables)
     found = connection.sql(
         f"select * from {pairs} where jaccard >= ? order by left_doc_id, right_doc_id", params=[threshold]
     ).to_arrow_table()
+    return found, read_lineage(connection, pairs)[AUDIT_SAMPLED]
+
+
+def build_recall_audit(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    threshold: float,
+    found: pa.Table,
+    copies: pa.Table | None = None,
+) -> TableBuild:
+    """The ``recall_audit`` table: the true pairs ``found`` (``audit_probe.AUDIT_PAIRS_SCHEMA``)
+    with their Jaccard band, how many LSH bands the two documents share, and whether the
+    pipeline found them (``sql/recall_audit.sql``: a pair of one text's copies always, another
+    through the copies' first copies). ``copies`` (doc_id, first_copy_doc_id) names the copies
+    where the engine keeps them; unset: from the DuckDB tables."""
     bands = [jaccard_band(value, threshold) for value in found.column("jaccard").to_pylist()]
     true_pairs = found.append_column("jaccard_band", pa.array(bands, pa.string()))
     # a content_hash pair has Jaccard 1, so every one is an edge: the edges name the first copies
     edge_tables = replace(tables, candidate_pairs=tables.duplicate_pairs)
     copies = first_copies(connection, edge_tables) if copies is None else copies
-    build = TableBuild(sql=sql("recall_audit", tables), arrow_inputs={"true_pairs": true_pairs, "first_copies": copies})
-    return build, read_lineage(connection, pairs)[AUDIT_SAMPLED]
+    return TableBuild(sql=sql("recall_audit", tables), arrow_inputs={"true_pairs": true_pairs, "first_copies": copies})
 
 
 # what the near-copy figure counts, as the metadata, the summary and the release label it

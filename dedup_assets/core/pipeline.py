@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 
 from . import incremental
-from .audit import build_recall_audit
+from .audit import build_recall_audit, stored_true_pairs
 from .audit_probe import AUDIT_SAMPLED, audit_pairs_table, audit_probe
 from .batches import BatchFolder
 from .cluster import build_clusters, build_deduped_documents
@@ -124,7 +124,8 @@ def run_library(
             write_table(connection, tables.clusters, build_clusters(connection, tables, settings.cluster_params()))
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
         with stage("audit"):
-            build, sampled = build_recall_audit(connection, tables, settings.jaccard_threshold)
+            found, sampled = stored_true_pairs(connection, tables, settings.jaccard_threshold)
+            build = build_recall_audit(connection, tables, settings.jaccard_threshold, found)
             write_table(connection, tables.recall_audit, build, {AUDIT_SAMPLED: sampled})
         with stage("evaluation"):
             build, summary = build_evaluation_table(
