@@ -143,6 +143,13 @@ def _summary(manifest: dict, output_dir: str) -> str:
             f"{audit['recall']} ({audit['found_pairs']:,} of {audit['true_pairs']:,} true pairs of "
             f"{audit['sampled_documents']:,} sampled documents; 95% interval {audit['ci_low']}–{audit['ci_high']})",
         ))
+    near = audit["near_copies"]
+    if near["true_pairs"]:
+        rows.append((
+            "recall, near copies",
+            f"{near['recall']} ({near['found_pairs']:,} of {near['true_pairs']:,} {near['counts']}; "
+            f"95% interval {near['ci_low']}–{near['ci_high']})",
+        ))
     if evaluation["evaluated"]:
         figures = {name: evaluation[name] for name in ("precision", "recall", "f1", "adjusted_rand_index")}
         rows.append(("against your labels", ", ".join(f"{k} {v}" for k, v in figures.items() if v is not None)))

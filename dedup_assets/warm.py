@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from .core import bucket_kernels, kernels
+from .core import bucket_kernels, kernels, probe_kernels
 from .core.pipeline import run_library
 from .core.readers import csv_scan, doc_ids
 
@@ -22,9 +22,10 @@ CACHED_KERNELS = (
     kernels.all_ascii_kernel,
     kernels.needs_reference_kernel,
     kernels.shingle_sets_kernel,
-    kernels.probe_hits_kernel,
-    kernels.probe_pairs_kernel,
-    kernels._probe_pairs,
+    probe_kernels.probe_owners_kernel,
+    probe_kernels._marked_owners,
+    probe_kernels.keyed_hash_kernel,
+    probe_kernels.probe_slots_kernel,
     kernels.pair_jaccard_kernel,
     bucket_kernels.bucket_pressure_kernel,
     bucket_kernels.bucket_pairs_kernel,

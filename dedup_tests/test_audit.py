@@ -1,30 +1,39 @@
-"""The audit's true pairs: prefix filtering over shingle hashes must find exactly the pairs a
-plain all-pairs computation finds, on the fixtures and on a generated corpus."""
+"""The audit's true pairs: the probe that rides on fingerprinting must find exactly the pairs a
+plain all-pairs computation finds, exact copies included, whichever pass feeds it; its sample
+depends on the doc_ids alone; and a sampled audit's interval holds the recall an exhaustive one
+measures."""
 
 import json
 import random
 import shlex
+from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.audit import exact_pairs, jaccard_band, sample_rows, wilson_interval
+from dedup_assets.core.audit import clustered_interval, jaccard_band, wilson_interval
+from dedup_assets.core.audit_probe import AuditProbe, probe_pass, sample_doc_ids
+from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.release import verify_release
-from dedup_assets.core.text import Shingling, document_shingles, normalize_text, tokenize
+from dedup_assets.core.settings import Settings, SketchParams
+from dedup_assets.core.sketch import fingerprint_batch
+from dedup_assets.core.text import Shingling, document_shingles
 
-from .conftest import FIXTURE, HARD_FIXTURE
+from .conftest import FIXTURE, HARD_FIXTURE, write_csv
 
 SHINGLING = Shingling(5)
 
 
 def _generated(count: int, seed: int = 11) -> list[str]:
     """Pages of random words, a third of them edited copies of an earlier page (a word or a few
-    replaced), some exact copies, and a few too short to have a shingle."""
+    replaced, or none: an exact copy), many exact copies of a few popular pages, and a few too
+    short to have a shingle."""
     rng = random.Random(seed)
     words = [f"w{index}" for index in range(300)]
     pages: list[str] = []
@@ -34,6 +43,8 @@ def _generated(count: int, seed: int = 11) -> list[str]:
             for _ in range(rng.choice([0, 1, 2, 4, 8])):
                 page[rng.randrange(len(page))] = rng.choice(words)
             pages.append(" ".join(page))
+        elif pages and index % 7 == 0:  # the popular pages, copied many times
+            pages.append(pages[rng.choice([1, 2, 4])])
         elif index % 97 == 0:
             pages.append("too short")
         else:
@@ -42,6 +53,7 @@ def _generated(count: int, seed: int = 11) -> list[str]:
 
 
 def _all_pairs(bodies: list[str], threshold: float) -> dict[tuple[int, int], float]:
+    """The brute force: every pair of rows, by the reference shingle sets."""
     sets = [set(document_shingles(body, SHINGLING)) for body in bodies]
     found = {}
     for left, right in combinations(range(len(bodies)), 2):
@@ -52,47 +64,121 @@ def _all_pairs(bodies: list[str], threshold: float) -> dict[tuple[int, int], flo
     return found
 
 
-def _audit(bodies: list[str], sample: np.ndarray, threshold: float, batch: int) -> dict[tuple[int, int], float]:
-    column = pa.array(bodies, pa.large_string())
-    batches = (column.slice(start, batch) for start in range(0, len(bodies), batch))
-    pairs = exact_pairs(batches, column.take(pa.array(sample)), sample, SHINGLING, threshold)
-    assert (pairs.left < pairs.right).all()
-    return dict(zip(zip(pairs.left.tolist(), pairs.right.tolist()), pairs.jaccard.tolist()))
+def _ids(count: int) -> pa.Array:
+    return pa.array([f"doc-{index:05d}" for index in range(count)])
+
+
+def _probe_pairs(bodies: list[str], size: int, threshold: float, batch: int, feed: str) -> dict[tuple[int, int], float]:
+    """The probe's pairs as row pairs, fed by the fingerprinting kernel (fss), by the published
+    hashes' fingerprinting (blake2b, which leaves the test to the probe) or by a pass of its own."""
+    ids, column = _ids(len(bodies)), pa.array(bodies, pa.large_string())
+    sample = sample_doc_ids(ids, size, seed=1)
+    rows = {doc_id: row for row, doc_id in enumerate(ids.to_pylist())}
+    wanted = pa.array([rows[doc_id] for doc_id in sample.to_pylist()])
+    probe = AuditProbe(sample, column.take(wanted), SHINGLING, threshold)
+    batches = [(ids.slice(start, batch), column.slice(start, batch)) for start in range(0, len(bodies), batch)]
+    if feed == "own pass":
+        probe_pass(probe, (pa.RecordBatch.from_arrays(list(pair), ["doc_id", "body"]) for pair in batches))
+    else:
+        params = SketchParams(feed, SHINGLING.size, 16, 4, 1)
+        for doc_ids, bodies_batch in batches:
+            fingerprint_batch(doc_ids, bodies_batch, params, probe)
+    pairs = probe.true_pairs()
+    left, right = pairs.column("left_doc_id").to_pylist(), pairs.column("right_doc_id").to_pylist()
+    assert all(a < b for a, b in zip(left, right))
+    found = {tuple(sorted((rows[a], rows[b]))): j for a, b, j in zip(left, right, pairs.column("jaccard").to_pylist())}
+    assert len(found) == pairs.num_rows, "each pair once"
+    return found
 
 
 def _bodies(path) -> list[str]:
     return read_documents(path).column("body").to_pylist()
 
 
+@pytest.mark.parametrize("feed", ["fss", "blake2b", "own pass"])
 @pytest.mark.parametrize("threshold", [0.7, 0.5, 0.9])
 @pytest.mark.parametrize("name", ["fixture", "hard cases", "generated"])
-def test_the_exhaustive_audit_finds_exactly_the_all_pairs_true_pairs(name, threshold):
+def test_the_exhaustive_probe_finds_exactly_the_all_pairs_true_pairs(name, threshold, feed):
     bodies = {"fixture": lambda: _bodies(FIXTURE), "hard cases": lambda: _bodies(HARD_FIXTURE),
               "generated": lambda: _generated(900)}[name]()
     expected = _all_pairs(bodies, threshold)
-    found = _audit(bodies, sample_rows(len(bodies), 0, seed=1), threshold, batch=128)
+    found = _probe_pairs(bodies, 0, threshold, batch=128, feed=feed)
     assert expected, "the corpus must have true pairs for this to compare anything"
     assert found.keys() == expected.keys()
     assert all(found[pair] == pytest.approx(expected[pair]) for pair in expected)
+    # exact copies are true pairs like any other
+    assert sum(value == 1.0 for value in expected.values()) > (100 if name == "generated" else 0)
 
 
-def test_a_sampled_audit_finds_the_true_pairs_of_its_sampled_documents_only():
+@pytest.mark.parametrize("feed", ["fss", "own pass"])
+def test_a_sampled_probe_finds_the_true_pairs_of_its_sampled_documents_only(feed):
     bodies = _generated(900, seed=5)
     expected = _all_pairs(bodies, 0.7)
-    sample = sample_rows(len(bodies), 150, seed=3)
-    sampled = set(sample.tolist())
-    found = _audit(bodies, sample, 0.7, batch=97)
+    rows = {doc_id: row for row, doc_id in enumerate(_ids(len(bodies)).to_pylist())}
+    sampled = {rows[doc_id] for doc_id in sample_doc_ids(_ids(len(bodies)), 150, seed=1).to_pylist()}
+    found = _probe_pairs(bodies, 150, 0.7, batch=97, feed=feed)
     touching = {pair for pair in expected if sampled & set(pair)}
     assert touching and found.keys() == touching
 
 
-def test_the_sample_is_seeded_sorted_and_whole_when_asked_for_everything():
-    assert sample_rows(10, 0, seed=1).tolist() == list(range(10))
-    assert sample_rows(10, 50, seed=1).tolist() == list(range(10))
-    drawn = sample_rows(1000, 20, seed=4)
-    assert len(set(drawn.tolist())) == 20 and (np.diff(drawn) > 0).all()
-    assert drawn.tolist() == sample_rows(1000, 20, seed=4).tolist()
-    assert drawn.tolist() != sample_rows(1000, 20, seed=5).tolist()
+def test_a_sampled_document_is_not_its_own_candidate():
+    # one long page, sampled, alone: it holds every probe it has, and is paired with nothing
+    page = " ".join(f"w{index}" for index in range(200_000))
+    ids = pa.array(["long", "other"])
+    probe = AuditProbe(ids.slice(0, 1), pa.array([page]), SHINGLING, 0.7)
+    probe.feed(ids, pa.array([page, "a page of other words entirely"]))
+    assert probe.true_pairs().num_rows == 0
+    probe.feed(pa.array(["copy"]), pa.array([page]))  # its copy is found
+    assert probe.true_pairs().to_pylist() == [
+        {"left_doc_id": "copy", "right_doc_id": "long", "jaccard": 1.0, "sampled_doc_id": "long"}
+    ]
+
+
+def test_the_sample_depends_on_the_doc_ids_and_seed_alone():
+    ids = _ids(1000)
+    drawn = sample_doc_ids(ids, 20, seed=4).to_pylist()
+    assert len(set(drawn)) == 20 and set(drawn) <= set(ids.to_pylist())
+    shuffled = pa.array(random.Random(3).sample(ids.to_pylist(), 1000))
+    assert sample_doc_ids(shuffled, 20, seed=4).to_pylist() == drawn  # row order does not matter
+    assert sample_doc_ids(ids, 20, seed=5).to_pylist() != drawn
+    assert sample_doc_ids(ids, 19, seed=4).to_pylist() == drawn[:19]  # a smaller sample is inside it
+    assert sorted(sample_doc_ids(ids, 0, seed=4).to_pylist()) == ids.to_pylist()
+    assert sorted(sample_doc_ids(ids, 5000, seed=4).to_pylist()) == ids.to_pylist()
+    # chunked, as DuckDB gives a column
+    assert sample_doc_ids(pa.chunked_array([ids.slice(0, 300), ids.slice(300)]), 20, seed=4).to_pylist() == drawn
+
+
+def _corpus(path: Path, pages: list[str]) -> Path:
+    return write_csv(path, [{"doc_id": f"doc-{index:05d}", "body": body} for index, body in enumerate(pages)])
+
+
+def _recall_audit(folder: Path, corpus: Path, settings: Settings) -> tuple[dict, pd.DataFrame]:
+    run_library(str(corpus), str(folder / "run.duckdb"), str(folder / "out"), settings)
+    with duckdb.connect(str(folder / "run.duckdb"), read_only=True) as connection:
+        audit = connection.execute("select * from dedup.recall_audit").fetchdf()
+    return json.loads((folder / "out" / "recall_audit.json").read_text()), audit
+
+
+def test_the_sampled_interval_holds_the_recall_the_exhaustive_audit_measures(tmp_path):
+    pages = _generated(1500, seed=8)
+    corpus = _corpus(tmp_path / "pages.csv", pages)
+    # 4 bands of 8 rows: LSH finds a pair at Jaccard 0.75 about a third of the time
+    lossy = Settings(num_perm=32, rows_per_band=8)
+    (tmp_path / "all").mkdir()
+    (tmp_path / "sampled").mkdir()
+    every, audit = _recall_audit(tmp_path / "all", corpus, replace(lossy, audit_sample_size=0))
+    # the exhaustive audit's pairs are the brute force's, copies included
+    expected = _all_pairs(pages, 0.7)
+    assert {(int(a[4:]), int(b[4:])) for a, b in zip(audit["left_doc_id"], audit["right_doc_id"])} == set(expected)
+    assert every["sampled_documents"] == len(pages) and every["true_pairs"] == len(expected)
+    assert 0.2 < every["recall"] < 0.95, "LSH must miss some pairs for the interval to mean anything"
+    near = {pair for pair, value in expected.items() if value < 1}
+    assert every["near_copies"]["true_pairs"] == len(near) < len(expected)
+    sampled, _ = _recall_audit(tmp_path / "sampled", corpus, replace(lossy, audit_sample_size=300))
+    assert sampled["sampled_documents"] == 300 and 0 < sampled["true_pairs"] < every["true_pairs"]
+    assert sampled["ci_low"] <= every["found_pairs"] / every["true_pairs"] <= sampled["ci_high"]
+    near_copies = sampled["near_copies"]
+    assert near_copies["ci_low"] <= every["near_copies"]["found_pairs"] / len(near) <= near_copies["ci_high"]
 
 
 def _check(result, name: str):
@@ -104,30 +190,66 @@ def test_the_exhaustive_audit_asset_counts_the_all_pairs_true_pairs_and_what_lsh
     assert result.success
     audit = runner.table("recall_audit")
     documents = read_documents(HARD_FIXTURE)
-    # one document per distinct text, the first in input order: exact copies are left out
-    first_of_text = {}
-    for doc_id, body in zip(documents.column("doc_id").to_pylist(), documents.column("body").to_pylist()):
-        first_of_text.setdefault(tuple(tokenize(normalize_text(body))), (doc_id, body))
-    texts = [pair for tokens, pair in first_of_text.items() if tokens]
-    expected = {
-        tuple(sorted((texts[left][0], texts[right][0])))
-        for left, right in _all_pairs([body for _, body in texts], 0.7)
+    doc_ids, bodies = documents.column("doc_id").to_pylist(), documents.column("body").to_pylist()
+    expected = _all_pairs(bodies, 0.7)
+    assert {tuple(pair) for pair in audit[["left_doc_id", "right_doc_id"]].values.tolist()} == {
+        tuple(sorted((doc_ids[left], doc_ids[right]))) for left, right in expected
     }
-    assert {tuple(pair) for pair in audit[["left_doc_id", "right_doc_id"]].values.tolist()} == expected
-    assert len(texts) < documents.num_rows  # the hard fixture has exact copies, left out here
-    # every accepted edge between two distinct texts is a found true pair, and no other is
-    kept = {doc_id for doc_id, _ in texts}
-    edges = {
-        (left, right)
-        for left, right in runner.table("duplicate_pairs")[["left_doc_id", "right_doc_id"]].values.tolist()
-        if left in kept and right in kept
+    # the hard fixture has exact copies, counted here: in the headline, not in the near copies
+    identical = sum(value == 1.0 for value in expected.values())
+    assert identical > 0
+    # found: one text, or an accepted edge between the two texts' first copies
+    first = {doc_id: doc_id for doc_id in doc_ids}
+    first.update(dict(runner.table("fingerprinted").pipe(_first_copies)))
+    edges = {tuple(pair) for pair in runner.table("duplicate_pairs")[["left_doc_id", "right_doc_id"]].values.tolist()}
+    should_be_found = {
+        tuple(sorted((doc_ids[left], doc_ids[right])))
+        for left, right in expected
+        if first[doc_ids[left]] == first[doc_ids[right]]
+        or tuple(sorted((first[doc_ids[left]], first[doc_ids[right]]))) in edges
     }
     found = {tuple(pair) for pair in audit[audit["found"]][["left_doc_id", "right_doc_id"]].values.tolist()}
-    assert found == edges
+    assert found == should_be_found
     metadata = result.asset_materializations_for_node("recall_audit")[-1].metadata
     assert (metadata["true_pairs"].value, metadata["found_pairs"].value) == (len(audit), len(found))
+    near = audit[audit["jaccard"] < 1]
+    assert (metadata["near_copy_true_pairs"].value, metadata["near_copy_found_pairs"].value) == (
+        len(near), int(near["found"].sum())
+    ) and len(near) == len(expected) - identical
+    fingerprinted = result.asset_materializations_for_node("fingerprinted")[-1].metadata
+    assert fingerprinted["audit_sampled_documents"].value == documents.num_rows
     check = _check(result, "recall_reaches_min_recall")
     assert check.passed and check.description.startswith(f"recall 1.0 ({len(found)} of {len(audit)} true pairs")
+
+
+def _first_copies(fingerprinted: pd.DataFrame) -> list[tuple[str, str]]:
+    """(doc_id, the first document in input order with its content hash) of each copy."""
+    first = fingerprinted.groupby("content_hash", sort=False)["doc_id"].transform("first")
+    return list(zip(fingerprinted["doc_id"], first))
+
+
+def test_a_changed_sample_size_rebuilds_from_fingerprinted_and_a_lower_threshold_reads_again(runner):
+    assert runner.run(FIXTURE).success
+    # the sample is drawn by fingerprinted: a run at another size refuses its tables
+    result = runner.run(FIXTURE, selection="recall_audit", raise_on_error=False, audit_sample_size=5)
+    assert not result.success
+    message = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert "audit_sample_size=1000, this run uses audit_sample_size=5" in message
+    assert "Re-materialize fingerprinted and everything downstream of it" in message
+    assert runner.run(FIXTURE, selection="fingerprinted*", audit_sample_size=5).success
+    assert runner.table("recall_audit").empty or len(set(runner.table("recall_audit")["left_doc_id"])) <= 5
+    # rescored at a higher threshold, the audit keeps the pairs at or above it; at a lower one
+    # the pairs between were never looked for, so the same probe reads the bodies again
+    assert runner.run(FIXTURE, selection="fingerprinted*", audit_sample_size=0).success
+    every = runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard"]]
+    assert runner.run(FIXTURE, selection="scored_pairs*", audit_sample_size=0, jaccard_threshold=0.99).success
+    assert runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard"]].equals(
+        every[every["jaccard"] >= 0.99].reset_index(drop=True)
+    )
+    assert runner.run(FIXTURE, selection="fingerprinted*", audit_sample_size=0, jaccard_threshold=0.99).success
+    assert runner.run(FIXTURE, selection="scored_pairs*", audit_sample_size=0, jaccard_threshold=0.7).success
+    again = runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard"]]
+    assert again.equals(every) and (every["jaccard"] < 0.99).any()
 
 
 def test_the_recall_check_warns_naming_the_settings_when_lsh_misses_pairs(runner):
@@ -179,3 +301,19 @@ def test_jaccard_bands_and_the_wilson_interval():
     assert (round(low, 4), round(high, 4)) == (0.2553, 0.3662)
     assert wilson_interval(0, 0) == (0.0, 1.0)
     assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(0, 10)[0] == 0.0
+
+
+def test_the_interval_widens_when_each_text_brings_pairs_found_or_missed_together():
+    # one pair per text: Wilson's interval, but for the n / (n - 1) of a variance estimated
+    one_each = clustered_interval(np.ones(263, np.int64), np.repeat([1, 0], [81, 182]))
+    assert one_each == pytest.approx(wilson_interval(81, 263), abs=0.002)
+    # the same 81 of 263 pairs where a few texts bring most pairs, all found or all missed:
+    # fewer independent draws, a wider interval
+    true = np.array([60, 50, 40, 30, 21, *[1] * 62])
+    found = np.array([60, 0, 0, 0, 21, *[0] * 62])
+    assert true.sum() == 263 and found.sum() == 81
+    low, high = clustered_interval(true, found)
+    plain = wilson_interval(81, 263)
+    assert low < plain[0] - 0.1 and high > plain[1] + 0.1
+    assert clustered_interval(np.array([5, 5]), np.array([5, 5])) == wilson_interval(10, 10)
+    assert clustered_interval(np.zeros(0, np.int64), np.zeros(0, np.int64)) == (0.0, 1.0)

@@ -1,6 +1,6 @@
 """The benchmark's planted-pair recall (benchmarks/dedup_bench/recall.py) on a generated corpus:
-the recall of pairs of distinct texts, which the recall audit estimates, counted again in plain
-Python from the texts' content hashes and the accepted edges."""
+the recall of pairs of distinct texts, which the recall audit's near-copy figure comes closest
+to, counted again in plain Python from the texts' content hashes and the accepted edges."""
 
 
 import duckdb
@@ -48,8 +48,9 @@ def test_recall_of_distinct_texts_counts_each_pair_of_texts_once_whatever_copy_i
     }
     assert report["planted_distinct_text_pairs"] == len(pairs) > 100
     assert report["recall_distinct_texts"] == np.mean([pair in linked for pair in pairs])
-    # the exhaustive audit counts the same texts: every planted pair of distinct texts is a true pair
-    assert report["audit_true_pairs"] >= len(pairs)
+    # every planted pair of distinct texts is a near-copy true pair of the exhaustive audit, once
+    # per pair of their copies
+    assert report["audit_true_pairs"] > report["audit_near_true_pairs"] >= len(pairs)
 
 
 def test_corpus_bodies_holds_only_the_planted_and_accepted_documents(tmp_path):

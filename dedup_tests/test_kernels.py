@@ -5,9 +5,14 @@ import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from dedup_assets.core import bucket_kernels, kernels
+from dedup_assets.core.audit_probe import _probe_filter
+from dedup_assets.core.jaccard import shingle_sets
+from dedup_assets.core.probe_kernels import probe_owners_kernel, probe_slots_kernel
+from dedup_assets.core.text import Shingling, kernel_text
 
 MASK = (1 << 64) - 1
 
@@ -230,16 +235,32 @@ def test_bucket_pairs_are_every_two_texts_of_an_admitted_bucket_with_their_share
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_probe_pairs_are_every_distinct_row_and_owner_in_order(seed):
+def test_probe_owners_are_every_distinct_owner_below_the_limit_in_order(seed):
     rng = np.random.default_rng(seed)
     owner_count = int(rng.integers(1, 150))  # more than one 64-bit word of owners, or fewer
-    keys_count = 40
-    sizes = rng.integers(0, 12, keys_count)
+    words = [f"w{index}" for index in range(60)]
+    bodies = [" ".join(rng.choice(words, int(rng.integers(0, 30)))) for _ in range(40)]
+    text = kernel_text(pa.array(bodies))
+    every = shingle_sets(pa.array(bodies), Shingling(2))[0]
+    probes = np.unique(rng.choice(every, 25))
+    sizes = rng.integers(0, 12, len(probes))
     owner_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    owners = rng.integers(0, owner_count, owner_offsets[-1]).astype(np.int64)
-    rows = np.sort(rng.integers(0, 30, 300)).astype(np.int64)
-    keys = rng.integers(0, keys_count, 300).astype(np.int64)
-    found_rows, found_owners = kernels.probe_pairs_kernel(rows, keys, owner_offsets, owners, owner_count)
-    every = sorted({(int(row), int(owner)) for row, key in zip(rows, keys) for owner in owners[owner_offsets[key] : owner_offsets[key + 1]]})
-    assert list(zip(found_rows.tolist(), found_owners.tolist())) == every
-    assert kernels.probe_pairs_kernel(rows[:0], keys[:0], owner_offsets, owners, owner_count)[0].shape == (0,)
+    owners = np.concatenate(
+        [np.sort(rng.choice(owner_count, size, replace=True)) for size in sizes] or [np.zeros(0)]
+    ).astype(np.int64)
+    limits = rng.integers(0, owner_count + 1, len(bodies)).astype(np.int64)
+    offsets, found = probe_owners_kernel(
+        text, 2, *probe_slots_kernel(probes), _probe_filter(probes), owner_offsets, owners, limits, owner_count, 3
+    )
+    for doc, body in enumerate(bodies):
+        held = shingle_sets(pa.array([body]), Shingling(2))[0]
+        expected = sorted(
+            {
+                int(owner)
+                for at in np.flatnonzero(np.isin(probes, held))
+                for owner in owners[owner_offsets[at] : owner_offsets[at + 1]]
+                if owner < limits[doc]
+            }
+        )
+        assert found[offsets[doc] : offsets[doc + 1]].tolist() == expected
+    assert offsets[-1] > 0, "some document must hold a probe for this to compare anything"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from dagster import materialize
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 
 from dedup_assets.assets.tuning import parameter_sweep
 from dedup_assets.core import sweep as sweep_module
-from dedup_assets.core.audit import sample_rows
+from dedup_assets.core.audit_probe import sample_doc_ids
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.publish import publish, publish_tuning_files
 from dedup_assets.core.release import verify_release
@@ -101,9 +102,12 @@ def _lsh_edges(sample: Path, settings: Settings, folder: Path) -> tuple[dict, se
 def test_each_combination_measures_the_pipelines_edges_against_every_true_pair(corpus, tmp_path, monkeypatch):
     path, database = corpus
     truths = []
-    audit = sweep_module.build_recall_audit
+    text_pairs = sweep_module._text_pairs
     monkeypatch.setattr(
-        sweep_module, "build_recall_audit", lambda *args: truths.append(args[2:4]) or audit(*args)
+        sweep_module,
+        "_text_pairs",
+        lambda connection, tables, settings: truths.append((settings.shingling(), settings.jaccard_threshold))
+        or text_pairs(connection, tables, settings),
     )
     result = _sweep(database, SweepSettings(COMBINATIONS, SAMPLE))
     assert result.rows.schema == SWEEP_COLUMNS and result.sampled_documents == SAMPLE
@@ -111,8 +115,8 @@ def test_each_combination_measures_the_pipelines_edges_against_every_true_pair(c
     assert truths == [(Shingling(5), 0.7), (Shingling(3), 0.6)]
 
     corpus_table = pq.read_table(path)
-    rows = sample_rows(DOCUMENTS, SAMPLE, Settings().minhash_seed)
-    sample = corpus_table.take(pa.array(rows))
+    ids = corpus_table.column("doc_id").cast(pa.string())
+    sample = corpus_table.filter(pc.is_in(ids, value_set=sample_doc_ids(ids, SAMPLE, Settings().minhash_seed)))
     pq.write_table(sample, tmp_path / "sample.parquet")
     bodies = sample.column("body").to_pylist()
     doc_ids = [str(doc_id) for doc_id in sample.column("doc_id").to_pylist()]
@@ -143,7 +147,8 @@ def test_each_combination_measures_the_pipelines_edges_against_every_true_pair(c
 def test_a_combination_the_pair_limits_refuse_is_reported_and_the_others_run(corpus):
     _, database = corpus
     loose, strict = SweepCombination(num_perm=64, rows_per_band=2), SweepCombination(num_perm=64, rows_per_band=16)
-    result = _sweep(database, SweepSettings((loose, strict), 500), Settings(max_bucket_size=2))
+    # a sample of 1,000 holds a bucket of 3 texts at 32 x 2 (the 500 the audit's keyed sample draws do not)
+    result = _sweep(database, SweepSettings((loose, strict), 1000), Settings(max_bucket_size=2))
     refused, ran = result.rows.to_pylist()
     assert "above max_bucket_size=2" in refused["refused"]
     assert refused["candidates"] is None and refused["recall"] is None

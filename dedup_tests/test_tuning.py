@@ -75,7 +75,9 @@ def test_chosen_bands_are_the_first_bands_of_the_signature(scheme):
     if scheme == "blake2b":  # the published band keys of the signature's first 20 x 6 values
         first = [[int(key[4:], 16) for key in lsh_band_keys(row[:120], 6)] for row in signatures]
     else:  # the kernel's 21 bands of 6 rows of the same signatures
-        first = kernels.fingerprint_kernel(kernel_text(bodies), 5, kernels.round_seeds(128, 42), 6, 1)[4][:, :20]
+        first = kernels.fingerprint_kernel(
+            kernel_text(bodies), 5, kernels.round_seeds(128, 42), 6, 1, kernels.NO_PROBES, kernels.NO_PROBE_FILTER
+        )[4][:, :20]
     assert (np.array(chosen.column("lsh_bands").to_pylist(), dtype=np.uint64) == np.array(first, dtype=np.uint64)).all()
 
 

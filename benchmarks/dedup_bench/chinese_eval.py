@@ -5,7 +5,7 @@
 
 One truth for every configuration: every pair of documents whose character 5-shingles
 (``chinese_corpus.TRUTH_SHINGLING``) have exact Jaccard >= 0.7, found over the whole corpus by the
-recall audit's exact search (``audit.exact_pairs``: prefix filtering, nothing missed). Each
+recall audit's exact search (``audit_probe.AuditProbe``: prefix filtering, nothing missed). Each
 configuration runs the library pipeline (``ours.library_child``) on the corpus, and gets:
 
 - recall, candidate recall: the share of true pairs that are accepted edges (candidates), copies
@@ -29,9 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dedup_assets.core.audit import exact_pairs
+from dedup_assets.core.audit_probe import AuditProbe, probe_pass
 from dedup_assets.core.jaccard import shingle_set_jaccard
 from dedup_assets.core.presets import PRESETS
 from dedup_assets.core.settings import Settings, SettingsError
@@ -67,11 +69,13 @@ CONFIGS: dict[str, dict] = {
 
 def true_pairs(corpus: Path, bodies: CorpusBodies) -> PlantedPairs:
     """Every pair with truth Jaccard >= THRESHOLD, exact, as (origin, copy) = (earlier, later)."""
-    texts = pq.read_table(corpus, columns=["body"])["body"].combine_chunks()
-    found = exact_pairs([texts], texts, np.arange(len(texts), dtype=np.int64), TRUTH_SHINGLING, THRESHOLD)
-    doc_ids = pq.read_table(corpus, columns=["doc_id"])["doc_id"].to_numpy()
-    left, right = doc_ids[found.left], doc_ids[found.right]
-    return PlantedPairs(left, right, bodies.pair_keys(left, right), found.jaccard)
+    table = pq.read_table(corpus, columns=["doc_id", "body"])
+    doc_ids, texts = table["doc_id"].cast(pa.string()).combine_chunks(), table["body"].combine_chunks()
+    probe = AuditProbe(doc_ids, texts, TRUTH_SHINGLING, THRESHOLD)
+    found = probe_pass(probe, [pa.RecordBatch.from_arrays([doc_ids, texts], ["doc_id", "body"])]).true_pairs()
+    ends = [pc.cast(found[side], pa.int64()).to_numpy() for side in ("left_doc_id", "right_doc_id")]
+    left, right = np.minimum(*ends), np.maximum(*ends)  # the probe orders ids as text
+    return PlantedPairs(left, right, bodies.pair_keys(left, right), found["jaccard"].to_numpy())
 
 
 def planted_pairs(corpus: Path, bodies: CorpusBodies) -> tuple[PlantedPairs, np.ndarray]:

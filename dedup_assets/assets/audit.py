@@ -1,6 +1,8 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.audit import AUDIT_SAMPLED, audit_summary, build_recall_audit
+from ..core.audit import NEAR_COPIES, audit_summary, build_recall_audit, stored_true_pairs
+from ..core.audit_probe import AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, documents_pass
+from ..core.store import read_lineage
 from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
@@ -9,23 +11,40 @@ from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, preview, table_metadata
 
 
-@asset(group_name=GROUP, kinds=KINDS | {"numba"}, deps=["documents", "fingerprinted", "duplicate_pairs"])
+@asset(group_name=GROUP, kinds=KINDS, deps=["documents", "fingerprinted", "duplicate_pairs"])
 def recall_audit(
     context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
 ) -> MaterializeResult:
-    """Recall measured, not assumed: for a seeded sample of `audit_sample_size` documents (0:
-    all; seeded by `minhash_seed`), every pair with exact shingle Jaccard at or above
-    `jaccard_threshold`, found without LSH (prefix filtering over the shingle hashes of every
-    document), and whether the pipeline found it. One row per true pair: `jaccard`,
-    `jaccard_band`, `shared_bands` (LSH bands the two share; 0 is why a pair was missed) and
-    `found`. The metadata gives recall with its 95% Wilson interval, overall and per band."""
+    """Recall measured, not assumed: the true pairs `fingerprinted` found for its seeded sample of
+    `audit_sample_size` documents (0: all; the doc_ids with the smallest hash keyed by
+    `minhash_seed`), every pair with exact shingle Jaccard at or above `jaccard_threshold` found
+    without LSH, exact copies included, and whether the pipeline found it. One row per true pair:
+    `jaccard`, `jaccard_band`, `shared_bands` (LSH bands the two share; 0 is why a pair was missed)
+    and `found`, and `sampled_text`, the unit of the interval. The metadata gives recall with its
+    95% interval (Wilson's at the effective number of pairs, since one text's pairs are found or
+    missed together) over every true pair (the headline, which the check uses), per band, and for
+    the near copies alone (pairs with Jaccard < 1, which LSH had to find: identical texts are
+    paired by their content hash)."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
-    params = settings.sketch_params()
+    tables, threshold = warehouse.tables, settings.jaccard_threshold
     with user_errors(), warehouse.cursor() as cursor:
-        build, sampled = build_recall_audit(
-            cursor, warehouse.tables, params.shingling, settings.jaccard_threshold,
-            settings.audit_sample_size, params.minhash_seed, settings.batch_size,
-            copies=ray_engine.engine(settings.engine, warehouse.path).first_copies(cursor, warehouse.tables),
+        found_at = read_lineage(cursor, audit_pairs_table(tables))[AUDIT_THRESHOLD]
+        if found_at <= threshold:
+            found, sampled = stored_true_pairs(cursor, tables, threshold)
+        else:  # rescored lower: the pairs between were never looked for, so the probe reads again
+            context.log.info(
+                f"recall_audit: fingerprinted found the audit's true pairs at jaccard_threshold={found_at}; "
+                f"finding them at {threshold} on a pass of its own over the bodies"
+            )
+            params = settings.sketch_params()
+            probe = audit_probe(
+                cursor, tables.documents, params.shingling, threshold, settings.audit_sample_size, params.minhash_seed
+            )
+            probe = documents_pass(cursor, tables.documents, probe, settings.batch_size)
+            found, sampled = probe.true_pairs(), len(probe.sample_ids)
+        build = build_recall_audit(
+            cursor, tables, threshold, found,
+            copies=ray_engine.engine(settings.engine, warehouse.path).first_copies(cursor, tables),
         )
     table = warehouse.tables.recall_audit
     rows = warehouse.write("recall_audit", build, {**lineage, AUDIT_SAMPLED: sampled})
@@ -43,6 +62,16 @@ def recall_audit(
                     for name in ("recall", "ci_low", "ci_high")
                     if summary[name] is not None
                 },
+                **{
+                    f"near_copy_{name}": MetadataValue.int(summary["near_copies"][name])
+                    for name in ("true_pairs", "found_pairs")
+                },
+                **{
+                    f"near_copy_{name}": MetadataValue.float(summary["near_copies"][name])
+                    for name in ("recall", "ci_low", "ci_high")
+                    if summary["near_copies"][name] is not None
+                },
+                "near_copy_pairs": f"the near_copy_ figures count only the {NEAR_COPIES}",
                 "recall_by_jaccard_band": markdown_table(
                     ["Jaccard", "true pairs", "found", "recall", "95% interval"],
                     (

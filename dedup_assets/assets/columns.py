@@ -59,6 +59,8 @@ COLUMNS: dict[str, str] = {
     # the recall audit and evaluation
     "jaccard_band": "The Jaccard range the pair falls in, from the threshold up (1.0: identical shingle sets)",
     "found": "Whether the pipeline made the true pair an edge",
+    "sampled_text": "The first copy of the sampled document the pair was found for: the audit's interval "
+    "counts one text's pairs as one unit, since LSH finds or misses them together",
     "labels": "Which labels the error comes from: pair (a labelled pair) or cluster (two labelled documents)",
     "error": "false_positive (clustered together against the labels) or false_negative (apart against them)",
     "left_cluster_id": "The left document's cluster",

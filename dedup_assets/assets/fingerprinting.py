@@ -1,5 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from ..core.audit_probe import AUDIT_PAIRS, audit_probe
 from ..core.lsh import build_band_memberships
 from ..core.text import shingling_warning
 from ..errors import user_errors
@@ -41,14 +42,25 @@ def fingerprinted(
     `char`. `hash_scheme` picks the fast
     compiled sketch (`fss`) or the published blake2b MinHash. Streams `batch_size` documents at a
     time and logs progress.
+
+    The recall audit's ground truth rides on the same pass: the `audit_sample_size` doc_ids with
+    the smallest hash keyed by `minhash_seed` (0: all) are read first, and every batch is searched
+    for their pairs at Jaccard ≥ `jaccard_threshold` (prefix filtering, exact Jaccard), exact
+    copies included. They are stored beside this table in `audit_true_pairs`, which
+    `recall_audit` compares with the pairs the pipeline found.
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
     compiled_before = compiled_here()
     with user_errors(), warehouse.cursor() as reader:  # the build streams through the cursor
+        probe = audit_probe(
+            reader, warehouse.tables.documents, params.shingling, settings.jaccard_threshold,
+            settings.audit_sample_size, params.minhash_seed,
+        )
         engine = ray_engine.engine(settings.engine, warehouse.path)
-        build = engine.fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info)
+        build = engine.fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info, probe)
         rows = warehouse.write("fingerprinted", build, lineage)
+    pairs = warehouse.write(AUDIT_PAIRS, probe.build(), {**lineage, **probe.lineage()})
     warning = shingling_warning(params.shingling, rows)
     if warning:
         context.log.warning(warning)
@@ -67,6 +79,8 @@ def fingerprinted(
                 "bands": MetadataValue.int(params.bands),
                 "rows_per_band": MetadataValue.int(params.rows_per_band),
                 **_describe_fingerprints(cursor, warehouse.tables.fingerprinted),
+                "audit_sampled_documents": MetadataValue.int(len(probe.sample_ids)),
+                "audit_true_pairs": MetadataValue.int(pairs),
             }
         )
 

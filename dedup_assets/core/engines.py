@@ -15,6 +15,7 @@ from typing import Protocol
 import duckdb
 import pyarrow as pa
 
+from .audit_probe import AuditProbe
 from .cluster import build_clusters, build_deduped_documents
 from .lsh import BucketPressure, build_candidate_pairs
 from .settings import ClusterParams, PairLimits, SketchParams, Thresholds
@@ -34,8 +35,16 @@ class Engine(Protocol):
         """The validated input stream (the readers' ``build``) as the engine stores it."""
 
     def fingerprinted(
-        self, connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams, batch_size: int, log: Log
-    ) -> TableBuild: ...
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        tables: Tables,
+        params: SketchParams,
+        batch_size: int,
+        log: Log,
+        probe: AuditProbe,
+    ) -> TableBuild:
+        """The fingerprints; ``probe`` (the recall audit's) has found its true pairs once the
+        build is written: fed on the fingerprinting pass where the engine can."""
 
     def candidate_pairs(
         self, connection: duckdb.DuckDBPyConnection, tables: Tables, limits: PairLimits
@@ -71,8 +80,8 @@ class DuckDBEngine:
     def documents(self, build: TableBuild) -> TableBuild:
         return build
 
-    def fingerprinted(self, connection, tables, params, batch_size, log):
-        return build_fingerprinted(connection, tables, params, batch_size, log)
+    def fingerprinted(self, connection, tables, params, batch_size, log, probe):
+        return build_fingerprinted(connection, tables, params, batch_size, log, probe)
 
     def candidate_pairs(self, connection, tables, limits):
         return build_candidate_pairs(connection, tables, limits)

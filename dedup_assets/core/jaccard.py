@@ -39,7 +39,9 @@ def shingle_sets(
     blocks = kernel_blocks()
     if shingle_counts is None:
         counted = [
-            kernels.fingerprint_kernel(text, shingling.size, _counting_seeds(), 1, blocks)[1] for text in texts
+            kernels.fingerprint_kernel(
+                text, shingling.size, _counting_seeds(), 1, blocks, kernels.NO_PROBES, kernels.NO_PROBE_FILTER
+            )[1] for text in texts
         ]
         shingle_counts = np.concatenate(counted) if counted else np.zeros(0, np.int64)
     row_offsets = np.zeros(len(shingle_counts) + 1, dtype=np.int64)

@@ -483,11 +483,48 @@ def _blocks(documents, block_count):
     return np.linspace(0, documents, block_count + 1).astype(np.int64)
 
 
+# a probe table nothing holds (and its filter): fingerprinting without a recall audit
+NO_PROBES = np.zeros(0, dtype=np.uint64)
+NO_PROBE_FILTER = np.zeros(1, dtype=np.uint64)
+
+
+@nb.njit(inline="always")
+def filter_shift(filter_bits):
+    """The shift that leaves a hash's top bits, one per bit of ``filter_bits`` (a power of two)."""
+    return np.uint64(64 - int(np.log2(filter_bits.shape[0] * 64)))
+
+
+@nb.njit(inline="always")
+def probe_slot(probe, mask):
+    return (probe * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32) & mask
+
+
+@nb.njit(inline="always")
+def probe_at(shingle, slots, filter_bits, shift):
+    """The slot of ``shingle`` (marked as :func:`_distinct` stores it) in ``slots``, the recall
+    audit's probes in an open-addressing table (0: empty), or -1. The bitmap of the probes' top
+    hash bits turns away almost every shingle with one cached read; the rest cost a slot or two,
+    where a binary search over millions of probes missed the cache at every step."""
+    bit = shingle >> shift
+    if not (filter_bits[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1):
+        return -1
+    mask = np.uint64(slots.shape[0] - 1)
+    slot = probe_slot(shingle, mask)
+    while slots[slot] != 0:
+        if slots[slot] == shingle:
+            return np.int64(slot)
+        slot = (slot + np.uint64(1)) & mask
+    return -1
+
+
 @nb.njit(cache=True, parallel=True, nogil=True)
-def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_count):
+def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_count, probes, filter_bits):
     """Per document of ``text`` (a KernelText): token count, distinct shingle count, a hash of the
-    token sequence (equal for identical normalized text), the sketch (n x k uint64) and band
-    hashes (n x bands uint64)."""
+    token sequence (equal for identical normalized text), the sketch (n x k uint64), band
+    hashes (n x bands uint64), and whether it holds one of the recall audit's ``probes`` (a table
+    of shingle hashes, :func:`probe_at`, with their ``filter_bits``; :data:`NO_PROBES` for none),
+    tested on the distinct shingles the sketch is made of, so the audit costs no second hash of
+    the bodies."""
     documents = text.offsets.shape[0] - 1
     k = round_seeds.shape[0] // 2
     token_counts = np.zeros(documents, dtype=np.int64)
@@ -495,6 +532,8 @@ def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_cou
     content = np.zeros(documents, dtype=np.uint64)
     signatures = np.zeros((documents, k), dtype=np.uint64)
     bands = np.zeros((documents, k // rows_per_band), dtype=np.uint64)
+    hits = np.zeros(documents, dtype=np.bool_)
+    shift = filter_shift(filter_bits)
     bounds = _blocks(documents, block_count)
     for block in nb.prange(block_count):
         scratch = _scratch(text, bounds[block], bounds[block + 1])
@@ -505,7 +544,12 @@ def fingerprint_kernel(text, shingle_size, round_seeds, rows_per_band, block_cou
             content[doc] = _sequence_hash(scratch.tokens, token_count)
             _fast_similarity_sketch(scratch.shingles, distinct, round_seeds, signatures[doc], scratch.round_hashes)
             _band_hashes(signatures[doc], rows_per_band, bands[doc])
-    return token_counts, shingle_counts, content, signatures, bands
+            if probes.shape[0]:
+                for index in range(distinct):
+                    if probe_at(scratch.shingles[index], probes, filter_bits, shift) >= 0:
+                        hits[doc] = True
+                        break
+    return token_counts, shingle_counts, content, signatures, bands, hits
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
@@ -579,82 +623,6 @@ def shingle_sets_kernel(text, shingle_size, row_offsets, values, block_count):
                 continue
             values[row_offsets[doc] : row_offsets[doc + 1]] = scratch.shingles[:distinct]
     return mismatches.sum() == 0
-
-
-@nb.njit(cache=True, nogil=True)
-def _probe_pairs(rows, keys, owner_offsets, owners, seen, touched, out_rows, out_owners):
-    # the distinct owners of each row's hits, in order: rows arrive grouped (non-decreasing), so
-    # one bitmap of owners serves a row at a time; only the words the row touched are read out and
-    # cleared, so a row costs its hits, not the whole sample
-    count, start = 0, 0
-    while start < rows.shape[0]:
-        end, words = start, 0
-        while end < rows.shape[0] and rows[end] == rows[start]:
-            key = keys[end]
-            for index in range(owner_offsets[key], owner_offsets[key + 1]):
-                owner = owners[index]
-                word = owner >> 6
-                if seen[word] == 0:
-                    touched[words] = word
-                    words += 1
-                seen[word] |= np.uint64(1) << np.uint64(owner & 63)
-            end += 1
-        for word in np.sort(touched[:words]):
-            bits = seen[word]
-            while bits:
-                low = bits & (~bits + np.uint64(1))  # the lowest set bit
-                if out_rows.shape[0]:
-                    out_rows[count] = rows[start]
-                    out_owners[count] = word * 64 + int(np.log2(np.float64(low)) + 0.5)
-                count += 1
-                bits ^= low
-            seen[word] = 0
-        start = end
-    return count
-
-
-@nb.njit(cache=True, nogil=True)
-def probe_pairs_kernel(rows, keys, owner_offsets, owners, owner_count):
-    """(row, owner) once for every row of ``rows`` (non-decreasing) whose probe hit ``keys``
-    has ``owner`` among its owners (``owners[owner_offsets[key]:owner_offsets[key + 1]]``),
-    ordered by row, then owner: what ``np.unique`` of every (row, owner) gives, without making
-    them (a shared footer makes billions). Counted first, then filled."""
-    seen = np.zeros((owner_count + 63) // 64, dtype=np.uint64)
-    touched = np.empty(seen.shape[0], dtype=np.int64)
-    empty = np.zeros(0, dtype=np.int64)
-    count = _probe_pairs(rows, keys, owner_offsets, owners, seen, touched, empty, empty)
-    out_rows = np.empty(count, dtype=np.int64)
-    out_owners = np.empty(count, dtype=np.int64)
-    _probe_pairs(rows, keys, owner_offsets, owners, seen, touched, out_rows, out_owners)
-    return out_rows, out_owners
-
-
-@nb.njit(cache=True, parallel=True, nogil=True)
-def probe_hits_kernel(text, shingle_size, probes, filter_bits, block_count):
-    """Whether each document holds at least one of the ``probes`` (sorted distinct shingle
-    hashes). A bitmap of the probes' top hash bits (``filter_bits``, a power-of-two number of
-    bits) turns away almost every shingle with one cached read; the rest are looked up in
-    ``probes``. Shingles are tested as they are hashed, repeats too: a repeat costs one more
-    cheap test, while making them distinct costs a hash table per document. The sets themselves
-    are not kept: only the few documents that hit are shingled again, by the caller."""
-    documents = text.offsets.shape[0] - 1
-    hits = np.zeros(documents, dtype=np.bool_)
-    shift = np.uint64(64 - int(np.log2(filter_bits.shape[0] * 64)))
-    bounds = _blocks(documents, block_count)
-    for block in nb.prange(block_count):
-        scratch = _scratch(text, bounds[block], bounds[block + 1])
-        for doc in range(bounds[block], bounds[block + 1]):
-            shingles = _shingle_hashes(text, doc, shingle_size, scratch)[1]
-            for index in range(shingles):
-                shingle = scratch.shingles[index] | np.uint64(1)  # as _distinct stores it
-                bit = shingle >> shift
-                if not (filter_bits[bit >> np.uint64(6)] >> (bit & np.uint64(63))) & np.uint64(1):
-                    continue
-                at = np.searchsorted(probes, shingle)
-                if at < probes.shape[0] and probes[at] == shingle:
-                    hits[doc] = True
-                    break
-    return hits
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)

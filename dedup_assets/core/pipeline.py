@@ -17,7 +17,8 @@ from pathlib import Path
 import duckdb
 
 from . import incremental
-from .audit import AUDIT_SAMPLED, build_recall_audit
+from .audit import build_recall_audit, stored_true_pairs
+from .audit_probe import AUDIT_SAMPLED, audit_pairs_table, audit_probe
 from .batches import BatchFolder
 from .cluster import build_clusters, build_deduped_documents
 from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
@@ -57,12 +58,25 @@ def run_core_steps(
     settings: Settings,
     log: Callable[[str], None],
     stage: Callable[[str], AbstractContextManager] = lambda name: nullcontext(),
+    audit: bool = True,
 ) -> CoreRun:
-    """From the documents table to duplicate_pairs: fingerprints and bands, candidates, exact
-    verification; each step inside ``stage(name)`` (fingerprint, candidates, verify)."""
+    """From the documents table to duplicate_pairs: fingerprints and bands (and, with ``audit``,
+    the recall audit's true pairs, found on the same pass), candidates, exact verification; each
+    step inside ``stage(name)`` (fingerprint, candidates, verify)."""
     params = settings.sketch_params()
     with stage("fingerprint"), connection.cursor() as reader:
-        write_table(connection, tables.fingerprinted, build_fingerprinted(reader, tables, params, settings.batch_size, log))
+        probe = (
+            audit_probe(
+                reader, tables.documents, params.shingling, settings.jaccard_threshold, settings.audit_sample_size,
+                params.minhash_seed,
+            )
+            if audit
+            else None
+        )
+        build = build_fingerprinted(reader, tables, params, settings.batch_size, log, probe)
+        write_table(connection, tables.fingerprinted, build)
+        if probe is not None:
+            write_table(connection, audit_pairs_table(tables), probe.build(), probe.lineage())
         write_table(connection, tables.band_memberships, build_band_memberships(tables))
     with stage("candidates"):
         build, pressure, hot = build_candidate_pairs(connection, tables, settings.pair_limits())
@@ -110,10 +124,8 @@ def run_library(
             write_table(connection, tables.clusters, build_clusters(connection, tables, settings.cluster_params()))
             write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
         with stage("audit"):
-            build, sampled = build_recall_audit(
-                connection, tables, params.shingling, settings.jaccard_threshold,
-                settings.audit_sample_size, params.minhash_seed, settings.batch_size,
-            )
+            found, sampled = stored_true_pairs(connection, tables, settings.jaccard_threshold)
+            build = build_recall_audit(connection, tables, settings.jaccard_threshold, found)
             write_table(connection, tables.recall_audit, build, {AUDIT_SAMPLED: sampled})
         with stage("evaluation"):
             build, summary = build_evaluation_table(

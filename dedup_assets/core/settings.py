@@ -78,16 +78,16 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
         "table_layout", "engine", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields", "warc_base_url",
     ),
     # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
+    # audit_sample_size: the recall audit's probe rides on the fingerprinting pass
     "fingerprinted": (
         "hash_scheme", "shingle_size", "shingle_unit", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
-        "false_negative_weight", "bands", "rows_in_use",
+        "false_negative_weight", "bands", "rows_in_use", "audit_sample_size",
     ),
     # hot_bucket_limit: max_bucket_size where hot_buckets: skip makes it decide the rows (refused,
     # it decides none, and a change of it rebuilds nothing)
     "candidate_pairs": ("hot_buckets", "hot_bucket_limit"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
     "clusters": ("cluster_mode", "prefer_domains"),
-    "recall_audit": ("audit_sample_size",),
     "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'
     # the tuning group's leaf: besides its combinations, the run's settings that its rows depend on
     "parameter_sweep": (

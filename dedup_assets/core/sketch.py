@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
@@ -24,6 +25,9 @@ from .store import TableBuild
 from .streams import Progress, ThroughputLog, prefetched
 from .tables import Tables
 from .text import kernel_text
+
+if TYPE_CHECKING:  # audit_probe shingles through jaccard.py, which imports this module
+    from .audit_probe import AuditProbe
 
 
 def fingerprint_schema(params: SketchParams) -> pa.Schema:
@@ -45,21 +49,30 @@ def kernel_blocks() -> int:
     return 4 * max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
-def _fss_columns(bodies: pa.Array, params: SketchParams):
+def _fss_columns(bodies: pa.Array, params: SketchParams, probe: AuditProbe | None):
     return kernels.fingerprint_kernel(
         kernel_text(bodies, params.shingle_unit),
         params.shingle_size,
         kernels.round_seeds(params.num_perm, params.minhash_seed),
         params.rows_per_band,
         kernel_blocks(),
+        kernels.NO_PROBES if probe is None else probe.probes,
+        kernels.NO_PROBE_FILTER if probe is None else probe.filter_bits,
     )
 
 
-def fingerprint_batch(doc_ids: pa.Array, bodies: pa.Array, params: SketchParams) -> pa.RecordBatch:
-    """Fingerprint one batch. Documents without shingles (empty bodies) get an all-zero signature;
-    the band memberships leave them out, so they never share a bucket."""
-    compute = _fss_columns if params.hash_scheme == "fss" else blake2b_columns
-    token_counts, shingle_counts, content, signatures, bands = compute(bodies, params)
+def fingerprint_batch(
+    doc_ids: pa.Array, bodies: pa.Array, params: SketchParams, probe: AuditProbe | None = None
+) -> pa.RecordBatch:
+    """Fingerprint one batch, and feed it to the recall audit's ``probe`` if given. Documents
+    without shingles (empty bodies) get an all-zero signature; the band memberships leave them
+    out, so they never share a bucket."""
+    if params.hash_scheme == "fss":
+        token_counts, shingle_counts, content, signatures, bands, hits = _fss_columns(bodies, params, probe)
+    else:  # the published hashes are not the probe's: it tests the batch itself
+        (token_counts, shingle_counts, content, signatures, bands), hits = blake2b_columns(bodies, params), None
+    if probe is not None:
+        probe.feed(doc_ids, bodies, hits)
     bands = np.ascontiguousarray(bands[:, : params.bands])  # chosen bands may use fewer values than num_perm
     return pa.RecordBatch.from_arrays(
         [
@@ -91,9 +104,11 @@ def fingerprint_stream(
     params: SketchParams,
     batch_size: int,
     log: Progress,
+    probe: AuditProbe | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Fingerprints, one Arrow batch per ``batch_size`` documents read from ``documents`` through
-    ``connection``: a cursor of its own, since the caller writes while this stream reads.
+    ``connection``: a cursor of its own, since the caller writes while this stream reads. Each
+    batch is also fed to the recall audit's ``probe``, if given.
 
     Three threads: one reads batches from DuckDB, one fingerprints them, and the caller stores
     the previous one."""
@@ -101,18 +116,23 @@ def fingerprint_stream(
     progress = ThroughputLog(log, "fingerprinted", total)
     reader = connection.sql(f"select doc_id, body from {tables.documents}").to_arrow_reader(batch_size)
     for fingerprints in prefetched(
-        fingerprint_batch(batch.column(0), batch.column(1), params) for batch in prefetched(reader)
+        fingerprint_batch(batch.column(0), batch.column(1), params, probe) for batch in prefetched(reader)
     ):
         yield fingerprints
         progress.advance(fingerprints.num_rows)
 
 
 def build_fingerprinted(
-    reader: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams, batch_size: int, log: Progress
+    reader: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    params: SketchParams,
+    batch_size: int,
+    log: Progress,
+    probe: AuditProbe | None = None,
 ) -> TableBuild:
     """The ``fingerprinted`` table, streamed from ``documents`` through ``reader`` (a cursor the
-    caller keeps open until the table is written)."""
+    caller keeps open until the table is written); ``probe`` has found its true pairs once it is."""
     return TableBuild(
-        batches=fingerprint_stream(reader, tables, params, batch_size, log),
+        batches=fingerprint_stream(reader, tables, params, batch_size, log, probe),
         schema=fingerprint_schema(params),
     )

@@ -2,11 +2,11 @@
 per settings combination on one seeded sample of the documents, in a scratch DuckDB, and each
 measured against an exhaustive ground truth of that sample.
 
-The ground truth is the recall audit's with every text of the sample audited
-(:func:`audit.build_recall_audit` at sample size 0: prefix filtering, exact), computed once per
-(jaccard_threshold, shingle_size) and shared by the combinations with that pair. So it counts as
-the audit does: exact copies are left out, each text is taken through its first copy, since the
-pipeline pairs every copy through its content hash whatever LSH does. Recall is the share of the
+The ground truth is the recall audit's probe (:class:`audit_probe.AuditProbe`: prefix filtering,
+exact) with every text of the sample audited, computed once per (jaccard_threshold, shingle_size)
+and shared by the combinations with that pair. Unlike the audit's headline, it leaves exact
+copies out and takes each text through its first copy, since the pipeline pairs every copy
+through its content hash whatever LSH does: the sweep measures what LSH finds. Recall is the share of the
 true pairs of distinct texts that are accepted edges; precision is the share of the edges between
 distinct texts (``found_by`` ``lsh``) that are true pairs.
 """
@@ -22,10 +22,11 @@ from pathlib import Path
 
 import duckdb
 import matplotlib.ticker
-import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from .audit import build_recall_audit, sample_rows
+from .audit import jaccard_band
+from .audit_probe import AuditProbe, probe_pass, sample_doc_ids
 from .lsh import PairBudgetExceeded
 from .pipeline import run_core_steps
 from .plots import FIGURE_SIZE, new_axes, png_bytes
@@ -95,16 +96,14 @@ def run_sweep(
     varied = len({(settings.jaccard_threshold, settings.shingle_size) for settings in applied}) > 1
     with _scratch(memory_limit) as scratch:
         scratch_tables = Tables.in_schema(SCRATCH_SCHEMA)
-        sample = sample_rows(
-            connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0],
-            sweep.sample_size,
-            run.minhash_seed,  # as the recall audit's sample
-        )
         schema = connection.sql(f"select doc_id, domain, body from {tables.documents} limit 0").to_arrow_table().schema
         sampled = write_table(
             scratch,
             scratch_tables.documents,
-            TableBuild(batches=_sampled_documents(connection, tables, sample, run.batch_size), schema=schema),
+            TableBuild(
+                batches=_sampled_documents(connection, tables, sweep.sample_size, run.minhash_seed, run.batch_size),
+                schema=schema,
+            ),
         )
         truths: dict[tuple[float, Shingling], pa.Table] = {}
         rows = []
@@ -127,14 +126,31 @@ def _scratch(memory_limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def _sampled_documents(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, sample: np.ndarray, batch_size: int
+    connection: duckdb.DuckDBPyConnection, tables: Tables, size: int, seed: int, batch_size: int
 ) -> Iterator[pa.RecordBatch]:
-    """The ``doc_id``, ``domain`` and ``body`` (what the steps read) of the ``sample`` rows of
-    ``documents``, in input order, streamed."""
-    # by doc_id, not rowid: documents can be a view over Parquet, which has none
+    """The ``doc_id``, ``domain`` and ``body`` (what the steps read) of ``size`` documents drawn
+    as the recall audit draws its sample (seeded by ``seed``), in input order, streamed."""
     doc_ids = connection.sql(f"select doc_id from {tables.documents}").to_arrow_table().column(0).combine_chunks()
-    sampled = rows_with_ids(connection, tables.documents, doc_ids.take(pa.array(sample, pa.int64())), ["domain", "body"])
-    yield from sampled.to_batches(batch_size)
+    chosen = doc_ids.filter(pc.is_in(doc_ids, value_set=sample_doc_ids(doc_ids, size, seed)))
+    yield from rows_with_ids(connection, tables.documents, chosen, ["domain", "body"]).to_batches(batch_size)
+
+
+def _text_pairs(connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings) -> pa.Table:
+    """Every true pair of two distinct texts of the documents, each text through its first copy,
+    with its Jaccard band: the probe of every first copy, fed every first copy."""
+    connection.register("copies", first_copies(connection, tables))
+    try:
+        texts = connection.sql(
+            f"select doc_id, body from {tables.documents} where doc_id not in (select doc_id from copies)"
+        ).to_arrow_table()
+    finally:
+        connection.unregister("copies")
+    shingling, threshold = settings.shingling(), settings.jaccard_threshold
+    doc_ids, bodies = (texts.column(name).combine_chunks() for name in ("doc_id", "body"))
+    probe = AuditProbe(doc_ids, bodies, shingling, threshold)
+    pairs = probe_pass(probe, texts.to_batches(settings.batch_size)).true_pairs()
+    bands = [jaccard_band(value, threshold) for value in pairs.column("jaccard").to_pylist()]
+    return pairs.append_column("jaccard_band", pa.array(bands, pa.string()))
 
 
 def _label(settings: Settings, varied: bool) -> str:
@@ -173,7 +189,7 @@ def _measure(
     }
     started = time.perf_counter()
     try:
-        steps = run_core_steps(connection, tables, settings, log)
+        steps = run_core_steps(connection, tables, settings, log, audit=False)
         row.update(pair_slots=steps.pressure.pair_slots, candidates=steps.candidates, edges=steps.edges)
     except (PairBudgetExceeded, MemoryBudgetExceeded) as error:
         return {**row, "refused": str(error), "seconds": round(time.perf_counter() - started, 3)}
@@ -181,11 +197,7 @@ def _measure(
 
     key = (settings.jaccard_threshold, settings.shingling())
     if key not in truths:  # every text of the sample audited: its true pairs are all there are
-        audit, _ = build_recall_audit(
-            connection, tables, settings.shingling(), settings.jaccard_threshold, 0, settings.minhash_seed,
-            settings.batch_size,
-        )
-        truths[key] = audit.arrow_inputs["true_pairs"]
+        truths[key] = _text_pairs(connection, tables, settings)
     write_table(
         connection,
         tables.recall_audit,

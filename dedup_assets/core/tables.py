@@ -22,7 +22,8 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 # 6: tokens in every script (a Han, Hiragana or Katakana character each; marks that are letters
 #    kept), lineage records shingle_unit; and the input contract: only doc_id and body are
 #    required, so undated rows are documents.
-TABLE_LAYOUT = 6
+# 7: fingerprinted writes the recall audit's true pairs (audit_true_pairs), exact copies included.
+TABLE_LAYOUT = 7
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",

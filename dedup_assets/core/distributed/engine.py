@@ -10,6 +10,7 @@ input, the recall audit and the release stay on the Dagster node (docs/scale-out
 
 from __future__ import annotations
 
+from ..audit_probe import documents_pass
 from ..lsh import HOT_BUCKET_ROWS_SCHEMA
 from ..verify import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
@@ -30,8 +31,11 @@ class RayStepsEngine:
     def documents(self, build):
         return documents(self.tables, build.batches)
 
-    def fingerprinted(self, connection, tables, params, batch_size, log):
-        return fingerprint(self.tables, params, batch_size)
+    def fingerprinted(self, connection, tables, params, batch_size, log, probe):
+        build = fingerprint(self.tables, params, batch_size)
+        # the Ray workers do not carry the probe: it reads the bodies on a pass of its own, here
+        documents_pass(connection, tables.documents, probe, batch_size)
+        return build
 
     def candidate_pairs(self, connection, tables, limits):
         # hot buckets are refused on this engine (capabilities.py), so none is ever left out

@@ -1,0 +1,213 @@
+"""The recall audit's ground truth, found while the documents are fingerprinted: every pair with a
+sampled document on one side whose exact shingle Jaccard is at least the threshold, without LSH.
+
+The sample is fixed before any body is read: the ``audit_sample_size`` doc_ids with the smallest
+hash keyed by ``minhash_seed`` (every document at 0), so it depends on the doc_ids alone, not on
+row order or engine. Exact copies are documents like any other.
+
+A pair with Jaccard ``J(x, y) >= t`` shares at least ``t·|x|`` of x's shingles, so y holds at
+least one of any ``floor((1 - t)·|x|) + 1`` shingles of x (the *probes* of x: its rarest in
+the sample; prefix filtering). :class:`AuditProbe` holds the sample's shingle sets and
+probes and is fed the bodies batch by batch: the fingerprinting kernel marks the documents that
+hold a probe (or the probe finds them itself), a kernel lists whose probes each holds, and each
+such pair is verified with exact Jaccard. So the pairs found are exactly the true pairs of the
+sampled documents, each once, whatever feeds it: the fingerprinting pass, or a pass of its own
+(:func:`probe_pass`, for the Ray engine and the sweep).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import kernels
+from .jaccard import shingle_sets
+from .probe_kernels import keyed_hash_kernel, probe_owners_kernel, probe_slots_kernel
+from .sketch import kernel_blocks
+from .store import TableBuild, rows_with_ids
+from .tables import Tables, beside
+from .text import Shingling, kernel_text, utf8_buffers
+
+# the audit's true pairs: a table of the fingerprinted asset, beside it in its schema
+AUDIT_PAIRS = "audit_true_pairs"
+# its lineage entries beside fingerprinted's: the threshold the pairs were found at (a rescore
+# at a higher one filters them; a lower one needs them found again) and the sample's size
+AUDIT_THRESHOLD = "audit_jaccard_threshold"
+AUDIT_SAMPLED = "audit_sampled_documents"
+# sampled_doc_id: the one of the two the pair was found for (the earlier in the sample when both are)
+AUDIT_PAIRS_SCHEMA = pa.schema(
+    [
+        ("left_doc_id", pa.string()),
+        ("right_doc_id", pa.string()),
+        ("jaccard", pa.float64()),
+        ("sampled_doc_id", pa.string()),
+    ]
+)
+# bits of the probe filter per probe: few enough to stay in cache, enough that an unrelated
+# shingle rarely passes
+_FILTER_BITS_PER_PROBE = 16
+
+
+def sample_doc_ids(doc_ids: pa.Array | pa.ChunkedArray, size: int, seed: int) -> pa.Array:
+    """The ``size`` doc_ids with the smallest hash keyed by ``seed`` (ties, which 64 bits make
+    rare, by doc_id), in that order; every doc_id when ``size`` is 0 or at least their count."""
+    ids = (doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids).cast(pa.large_string())
+    hashes = keyed_hash_kernel(*utf8_buffers(ids), np.uint64(seed))
+    if 0 < size < len(ids):
+        # only the doc_ids up to the size-th smallest hash are sorted
+        chosen = np.flatnonzero(hashes <= np.partition(hashes, size - 1)[size - 1])
+        ids, hashes = ids.take(pa.array(chosen)), hashes[chosen]
+    keyed = pa.table({"hash": hashes, "doc_id": ids})
+    order = pc.sort_indices(keyed, sort_keys=[("hash", "ascending"), ("doc_id", "ascending")])
+    return ids.take(order[: size or len(ids)]).cast(pa.string())
+
+
+class AuditProbe:
+    """The true pairs of a sample of documents (``sample_ids``, whose bodies are
+    ``sample_bodies``) at Jaccard ``threshold``, found as every document's body is fed through
+    :meth:`feed`, once each, in any order; :meth:`true_pairs` gives them."""
+
+    def __init__(self, sample_ids: pa.Array, sample_bodies: pa.Array, shingling: Shingling, threshold: float):
+        self.sample_ids, self.shingling, self.threshold = sample_ids.cast(pa.string()), shingling, threshold
+        self._values, self._offsets = shingle_sets(sample_bodies, shingling)
+        probes, self._owner_offsets, self._owners = _probes(self._values, self._offsets, threshold)
+        self.filter_bits = _probe_filter(probes)
+        # what the kernels look shingles up in: the probes' table, or none
+        self.probes, self._places = probe_slots_kernel(probes) if len(probes) else (kernels.NO_PROBES, None)
+        self._found: list[pa.RecordBatch] = []
+
+    def feed(self, doc_ids: pa.Array, bodies: pa.Array, hits: np.ndarray | None = None) -> None:
+        """Verify one batch's documents against the sample. ``hits`` marks those holding a probe
+        where the fingerprinting kernel tested them; unset, every document is tested here."""
+        if hits is not None:
+            held = pa.array(np.flatnonzero(hits))
+            doc_ids, bodies = doc_ids.take(held), bodies.take(held)
+        if not len(doc_ids) or not len(self.probes):
+            return
+        doc_ids = doc_ids.cast(pa.string())
+        # a sampled document's owners stop below its own place in the sample
+        places = pc.index_in(doc_ids, value_set=self.sample_ids)
+        limits = pc.fill_null(places, len(self.sample_ids)).to_numpy(zero_copy_only=False).astype(np.int64)
+        offsets, owners = probe_owners_kernel(
+            kernel_text(bodies, self.shingling.unit), self.shingling.size, self.probes, self._places,
+            self.filter_bits, self._owner_offsets, self._owners, limits, len(self.sample_ids), kernel_blocks(),
+        )
+        counts = np.diff(offsets)
+        candidates = np.flatnonzero(counts)
+        if not len(candidates):
+            return
+        values, candidate_offsets = shingle_sets(bodies.take(pa.array(candidates)), self.shingling)
+        # one set table: the sample's sets, then the candidates'
+        table = np.concatenate([self._values, values])
+        table_offsets = np.concatenate([self._offsets[:-1], candidate_offsets + self._offsets[-1]])
+        rows = np.repeat(np.arange(len(candidates), dtype=np.int64), counts[candidates])
+        # J(x, y) <= min(|x|, |y|) / max(|x|, |y|): pairs of too different sizes are not measured
+        left_sizes, right_sizes = np.diff(self._offsets)[owners], np.diff(candidate_offsets)[rows]
+        sized = np.minimum(left_sizes, right_sizes) >= self.threshold * np.maximum(left_sizes, right_sizes) - 1e-9
+        owners, rows = owners[sized], rows[sized]
+        jaccard = kernels.pair_jaccard_kernel(
+            table, table_offsets, owners, rows + len(self.sample_ids), kernel_blocks()
+        )
+        keep = np.flatnonzero(jaccard >= self.threshold)
+        if len(keep):
+            left = self.sample_ids.take(pa.array(owners[keep]))
+            right = doc_ids.take(pa.array(candidates[rows[keep]]))
+            swap = pc.greater(left, right)
+            self._found.append(
+                pa.RecordBatch.from_arrays(
+                    [pc.if_else(swap, right, left), pc.if_else(swap, left, right), pa.array(jaccard[keep]), left],
+                    schema=AUDIT_PAIRS_SCHEMA,
+                )
+            )
+
+    def true_pairs(self) -> pa.Table:
+        """Every pair found (``left_doc_id < right_doc_id``, ``jaccard``, ``sampled_doc_id``), ordered
+        by doc_ids."""
+        found = pa.Table.from_batches(self._found, AUDIT_PAIRS_SCHEMA)
+        return found.sort_by([("left_doc_id", "ascending"), ("right_doc_id", "ascending")])
+
+    def build(self) -> TableBuild:
+        return TableBuild(batches=self.true_pairs().to_batches(), schema=AUDIT_PAIRS_SCHEMA)
+
+    def lineage(self) -> dict:
+        """What the audit_true_pairs table records beside fingerprinted's lineage."""
+        return {AUDIT_THRESHOLD: self.threshold, AUDIT_SAMPLED: len(self.sample_ids)}
+
+
+def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each sampled document's probes: the distinct hashes (sorted) and, per hash, its owners
+    (places in the sample, ascending) as CSR.
+
+    Any ``floor((1 - t)·|x|) + 1`` shingles of x will do, so x probes with its rarest, by how
+    many sampled documents hold each (then by hash): a shingle most pages share (a common
+    phrase, a footer) would make most pages candidates of every document probing with it."""
+    _, inverse, held_by = np.unique(values, return_inverse=True, return_counts=True)
+    # rarest first, then by the hash's top 40 bits, in one key a partition orders in linear time
+    # (which of two equal keys is taken does not matter: any subset of the size will do)
+    rareness = (np.minimum(held_by[inverse], (1 << 24) - 1).astype(np.uint64) << np.uint64(40)) | (
+        values >> np.uint64(24)
+    )
+    hashes, owners = [], []
+    for index in range(len(offsets) - 1):
+        start, end = offsets[index], offsets[index + 1]
+        count = min(int(np.floor((1.0 - threshold) * (end - start) + 1e-9)) + 1, end - start)
+        rarest = start + np.argpartition(rareness[start:end], count - 1)[:count] if count else np.zeros(0, np.int64)
+        hashes.append(values[rarest])
+        owners.append(np.full(count, index, dtype=np.int64))
+    hashes = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    owners = np.concatenate(owners) if owners else np.zeros(0, np.int64)
+    by_hash = np.argsort(hashes, kind="stable")  # stable: each hash's owners stay ascending
+    hashes, owners = hashes[by_hash], owners[by_hash]
+    unique, starts = np.unique(hashes, return_index=True)
+    return unique, np.append(starts, len(hashes)).astype(np.int64), owners
+
+
+def _probe_filter(hashes: np.ndarray) -> np.ndarray:
+    """A bitmap (uint64 words, a power-of-two number of bits) of the probes' top hash bits."""
+    bits = 64
+    while bits < len(hashes) * _FILTER_BITS_PER_PROBE:
+        bits *= 2
+    words = np.zeros(bits // 64, dtype=np.uint64)
+    top = hashes >> np.uint64(64 - int(np.log2(bits)))
+    np.bitwise_or.at(words, (top >> np.uint64(6)).astype(np.int64), np.uint64(1) << (top & np.uint64(63)))
+    return words
+
+
+def audit_probe(
+    connection: duckdb.DuckDBPyConnection,
+    documents: str,
+    shingling: Shingling,
+    threshold: float,
+    sample_size: int,
+    seed: int,
+) -> AuditProbe:
+    """The probe of ``sample_size`` documents of the ``documents`` table (0: all), seeded by
+    ``seed``: their doc_ids read, the sample drawn, its bodies read (by doc_id, not rowid:
+    documents can be a view over Parquet, which has none)."""
+    doc_ids = connection.sql(f"select doc_id from {documents}").to_arrow_table().column(0)
+    sample = sample_doc_ids(doc_ids, sample_size, seed)
+    bodies = rows_with_ids(connection, documents, sample, ["body"]).column("body").combine_chunks()
+    return AuditProbe(sample, bodies, shingling, threshold)
+
+
+def probe_pass(probe: AuditProbe, batches: Iterable[pa.RecordBatch]) -> AuditProbe:
+    """Feed ``probe`` every (doc_id, body) batch: its own pass, where fingerprinting does not."""
+    for batch in batches:
+        probe.feed(batch.column(0), batch.column(1))
+    return probe
+
+
+def documents_pass(
+    connection: duckdb.DuckDBPyConnection, documents: str, probe: AuditProbe, batch_size: int
+) -> AuditProbe:
+    """:func:`probe_pass` over every body of the ``documents`` table, ``batch_size`` at a time."""
+    bodies = connection.sql(f"select doc_id, body from {documents}").to_arrow_reader(batch_size)
+    return probe_pass(probe, bodies)
+
+
+def audit_pairs_table(tables: Tables) -> str:
+    return beside(tables.fingerprinted, AUDIT_PAIRS)
