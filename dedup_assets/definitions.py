@@ -4,12 +4,13 @@ argument and writes nothing: the resources find their files when a run starts, a
 folder's files become partitions through ``dedup register-batches`` or the ``new_batches``
 sensor."""
 
-from dagster import Definitions, in_process_executor
+from dagster import Definitions
 
 from .assets import PIPELINE_ASSETS
 from .assets.incremental import INCREMENTAL_ASSETS
 from .assets.tuning import TUNING_ASSETS
 from .batch_sensor import new_batches
+from .executor import warming_in_process_executor
 from .checks import PIPELINE_CHECKS
 from .jobs import PIPELINE_JOBS
 from .run_health import dead_runs
@@ -27,5 +28,5 @@ defs = Definitions(
     jobs=PIPELINE_JOBS,
     sensors=[dead_runs, new_batches],
     resources=with_tables_io({"dedup": DedupSettings(), "warehouse": warehouse, "ray_engine": RayEngine()}),
-    executor=in_process_executor,
+    executor=warming_in_process_executor,
 )

@@ -31,6 +31,7 @@ from .definitions import defs  # noqa: E402
 from .errors import last_sentence, user_message  # noqa: E402
 from .jobs import PIPELINE_JOBS  # noqa: E402
 from .run_health import fail_dead_runs, new_run  # noqa: E402
+from .warm import CompileWatch, step_compiled, warm_if_needed  # noqa: E402
 
 QUIET_LOGGER = "dedup_console"
 _INSTANCE_ATTEMPTS = 3
@@ -59,6 +60,7 @@ class _Console(logging.Handler):
         self.errors: list[str] = []
         self.checks_passed = 0
         self.said: set[str] = set()  # steps' messages, so that a check saying the same is not repeated
+        self.compiles = CompileWatch()
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
@@ -93,6 +95,8 @@ class _Console(logging.Handler):
             if "did not yield or return expected outputs" not in message:
                 self.said.add(message)
                 _say(message)
+        if kind in ("STEP_SUCCESS", "STEP_FAILURE") and (compiled := self.compiles.new()):
+            _say(f"warning: {step_compiled(step, compiled)}")
 
 
 def _interrupted(error) -> bool:
@@ -205,6 +209,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
     # a .env in the working directory, as dagster asset materialize reads it: a value already set wins
     load_dotenv(Path.cwd() / ".env", override=False)
 
+    print(f"Running {args.job} …", file=sys.stderr, flush=True)
+    # execute_in_process runs Dagster's own executor, not the definitions' (executor.py)
+    warm_if_needed(_say)
     console = _Console({key.path[-1] for key in defs.resolve_asset_graph().get_all_asset_keys()})
 
     @logger(description="One line per step; errors kept for the end.")
@@ -214,7 +221,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
         return log
 
     job = defs.resolve_job_def(args.job).with_logger_defs({QUIET_LOGGER: dedup_console})
-    print(f"Running {args.job} …", file=sys.stderr, flush=True)
     try:
         with _instance() as instance:
             for line in fail_dead_runs(instance):

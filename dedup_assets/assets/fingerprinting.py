@@ -6,7 +6,6 @@ from ..core.text import shingling_warning
 from ..errors import user_errors
 from ..ray_engine import RayEngine
 from ..settings import DedupSettings
-from ..warm import compiled_here
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import preview, table_metadata
@@ -51,7 +50,6 @@ def fingerprinted(
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
-    compiled_before = compiled_here()
     with user_errors(), warehouse.cursor() as reader:  # the build streams through the cursor
         probe = audit_probe(
             reader, warehouse.tables.documents, params.shingling, settings.jaccard_threshold,
@@ -64,11 +62,6 @@ def fingerprinted(
     warning = shingling_warning(params.shingling, rows)
     if warning:
         context.log.warning(warning)
-    if compiled_here() > compiled_before:
-        context.log.info(
-            "fingerprinted: the compiled kernels were built during this run (new machine, or the "
-            "kernels changed) and are cached for later runs; `make setup` builds them ahead of time"
-        )
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={
