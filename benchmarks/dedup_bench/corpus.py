@@ -1,6 +1,6 @@
 """A deterministic, web-like synthetic corpus with planted near-duplicates.
 
-    python -m dedup_bench.corpus N OUT.parquet [--seed 1234]
+    python -m dedup_bench.corpus N OUT.parquet [--seed 1234] [--web]
 
 ``OUT.parquet`` has the pipeline's six input columns (``doc_id, source, domain, crawled_at,
 title, body``), one row group per 16,384 documents. ``OUT.truth.parquet`` has one row per planted
@@ -12,6 +12,9 @@ work to do; a fifth of the documents copy a uniformly chosen earlier document (i
 copy, so clusters form chains and trees). A quarter of the copies are exact mirrors on another
 domain; the others edit each token with probability r ~ U(0.005, 0.08), split evenly between
 substituting a new word, deleting the token and inserting a new word after it.
+
+``--web`` writes the web-length corpus instead (``web_corpus.WebPages``): page lengths of real web
+pages, each site's boilerplate on its pages, and some pages mostly boilerplate.
 
 Every draw comes from one seeded generator in a fixed order, so a (N, seed) pair writes the same
 bytes every time (with the same numpy and pyarrow versions). Documents are built a row group at a
@@ -146,13 +149,28 @@ def domain_names(rng: np.random.Generator, words: list[str]) -> np.ndarray:
     return np.array([f"{words[a]}{words[b]}.{TLDS[t]}" for a, b, t in zip(first, second, tld)])
 
 
+class PlainPages:
+    """What an original is: Zipf prose of its planned length. It draws nothing of its own."""
+
+    def __init__(self, rng: np.random.Generator, words: list[str], plan: Plan):
+        pass
+
+    def originals(self, rng: np.random.Generator, zipf: ZipfSampler, ids: np.ndarray, plan: Plan) -> Tokens:
+        return random_tokens(rng, zipf, ids, plan.length[ids])
+
+
 def build_group(
-    rng: np.random.Generator, zipf: ZipfSampler, plan: Plan, store: TokenStore, ids: np.ndarray
+    rng: np.random.Generator,
+    zipf: ZipfSampler,
+    plan: Plan,
+    store: TokenStore,
+    ids: np.ndarray,
+    pages: PlainPages,
 ) -> Tokens:
     """The tokens of documents ``ids`` (one row group), in doc_id order. Copies are built in
     waves: a copy waits until its origin, when it is in this group, has been built."""
     originals = ids[plan.origin[ids] < 0]
-    parts = [random_tokens(rng, zipf, originals, plan.length[originals])]
+    parts = [pages.originals(rng, zipf, originals, plan)]
     store.keep(parts[0], plan.referenced)
     pending = ids[plan.origin[ids] >= 0]
     built = np.zeros(len(ids), dtype=bool)
@@ -182,8 +200,9 @@ def corpus_writer(out: Path) -> pq.ParquetWriter:
     )
 
 
-def generate(documents: int, out: Path, seed: int = DEFAULT_SEED) -> dict:
-    """Write the corpus and its truth sidecar; return a few figures about them."""
+def generate(documents: int, out: Path, seed: int = DEFAULT_SEED, pages: type = PlainPages) -> dict:
+    """Write the corpus and its truth sidecar, with originals made by ``pages`` (PlainPages, or
+    ``web_corpus.WebPages``); return a few figures about them."""
     if documents < 1:
         raise ValueError(f"documents must be positive, got {documents}")
     started = time.perf_counter()
@@ -194,13 +213,14 @@ def generate(documents: int, out: Path, seed: int = DEFAULT_SEED) -> dict:
     domains = domain_names(rng, words)
     sources = np.asarray(SOURCES)
     plan = Plan(rng, documents, len(domains))
+    model = pages(rng, words, plan)
     # the planned lengths of the documents copies read are an estimate of their tokens
     store = TokenStore(documents, int(plan.length[plan.referenced].sum()))
     body_bytes = 0
     with corpus_writer(out) as writer:
         for start in range(0, documents, ROW_GROUP_DOCS):
             ids = np.arange(start, min(start + ROW_GROUP_DOCS, documents))
-            body = render(build_group(rng, zipf, plan, store, ids))
+            body = render(build_group(rng, zipf, plan, store, ids, model))
             body_bytes += len(body.buffers()[2])
             title = pc.replace_substring_regex(
                 pc.utf8_slice_codeunits(body, 0, TITLE_CHARS), r"[ ,.]+\S*$", ""
@@ -224,10 +244,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("documents", type=int)
     parser.add_argument("out", type=Path, help="the corpus file (.parquet)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--web", action="store_true", help="the web-length corpus (web_corpus.py)")
     args = parser.parse_args(argv)
     if args.out.suffix != ".parquet":
         parser.error("the corpus file must end in .parquet")
-    figures = generate(args.documents, args.out, args.seed)
+    from .web_corpus import WebPages  # it builds on this module
+
+    figures = generate(args.documents, args.out, args.seed, WebPages if args.web else PlainPages)
     print(
         f"wrote {figures['documents']:,} documents ({figures['body_bytes'] / 1e9:.2f} GB of body "
         f"text; {figures['planted_copies']:,} planted copies, {figures['mirrors']:,} mirrors) "
