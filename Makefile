@@ -61,8 +61,10 @@ PERM ?= 128
 bench: setup-bench
 	$(BIN)/python benchmarks/benchmark.py --docs $(DOCS) --perm $(PERM) --peers rensa,fastsketch-pre
 
+# the plain corpus with both of our runs, then a thousand web-length pages through the Dagster run
 bench-smoke: setup
 	$(BIN)/python benchmarks/benchmark.py --smoke
+	$(BIN)/python benchmarks/benchmark.py --smoke --web
 
 clean:
 	rm -rf var output .dagster_home .tmp_dagster_home_*

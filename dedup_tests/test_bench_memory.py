@@ -22,7 +22,7 @@ from dedup_bench.memory import (
     step_events,
 )
 from dedup_bench.ours import dagster_config
-from dedup_bench.report import engines_stages_table, nodes_table, roofline_table, stages_table
+from dedup_bench.stage_tables import engines_stages_table, nodes_table, roofline_table, stages_table
 from dedup_bench.roofline import measure_floors
 
 RUN = "2026-11-30 23:39:01 +0000 - dagster - DEBUG - __ASSET_JOB - 0f3c1d2e-aaaa - 4242"

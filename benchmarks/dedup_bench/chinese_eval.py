@@ -45,7 +45,7 @@ from .corpus import DEFAULT_SEED
 from .ours import fresh_dir, library_child
 from .recall import CorpusBodies, PlantedPairs, recall_report, stored_pairs
 from .recall_spread import independent_expectation
-from .report import fmt_number, markdown_table
+from .markdown import fmt_number, markdown_table
 
 # Character shingles of 5 for char mode: on Han text they are the default's five-word shingles
 # (every Han character a word), so a char run means by 0.7 what a word run does. Char 3 is run

@@ -31,7 +31,7 @@ from .common import (
 )
 from .measure import Options, prepare_corpus, run_record
 from .ours import dagster_home, dagster_times, fresh_dir, materialize, run_dagster, warm_kernels
-from .report import incremental_rows, incremental_targets
+from .incremental_report import incremental_rows, incremental_targets
 
 SMALL_BATCH_DIVISOR = 100  # the small batch has N / 100 documents
 ONE_SHOT_FOLDER, BATCH_FOLDER = "one-shot", "batches"

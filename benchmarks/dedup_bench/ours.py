@@ -33,6 +33,14 @@ WARMUP_ROWS = 500
 STEP_SUCCESS = re.compile(r'Finished execution of step "([^"]+)" in ([0-9.hms ]+)')
 STEPS_IN_PROCESS = re.compile(r"Finished steps in process \(pid: \d+\) in ([0-9.hms ]+)")
 DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)")
+ASSET_STEP = re.compile(r" - (\S+) - ASSET_MATERIALIZATION - ")
+# the warning dedup_assets.warm.step_compiled words, which the executor logs
+STEP_COMPILED = re.compile(r"(\S+) compiled (\d+) kernel signature\(s\) inside the step")
+COMPILED_AT_START = "Compiling the fast kernels"  # dedup_assets.warm.COMPILE_LINE, before any step
+# the steps that check or measure the run rather than make it (asset checks: the steps that
+# materialize no asset, found in its log)
+AUDIT_STEPS = ("recall_audit", "evaluation")
+RELEASE_STEPS = ("deduped_documents", "manifest")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -119,15 +127,34 @@ def materialize(
 
 
 def dagster_times(run: ProcessRun) -> dict:
-    """A CLI run's whole-process wall time and peak RSS, Dagster's own times from its log, and,
-    when sampled, its process tree's memory per step."""
+    """A CLI run's whole-process wall time and peak RSS, Dagster's own times from its log, its
+    steps that materialized an asset (the others are asset checks), the steps that compiled kernels (none, once warmed), and, when sampled,
+    its process tree's memory per step."""
     return {
         "wall_s": run.wall_s,
         "peak_rss_mb": run.peak_rss_mb,
         "steps": parse_step_seconds(run.stderr),
         "in_process_s": parse_in_process_seconds(run.stderr),
+        "asset_steps": sorted(set(ASSET_STEP.findall(run.stderr))),
+        "compiled_at_start": COMPILED_AT_START in run.stderr,
+        "compiled_in_steps": {step: int(count) for step, count in STEP_COMPILED.findall(run.stderr)},
         "memory": run.memory,
     }
+
+
+def step_kind(run: dict, step: str) -> str:
+    """What a step of our Dagster run does: check or audit (the assurance steps), release, or
+    deduplication."""
+    if "asset_steps" in run and step not in run["asset_steps"]:
+        return "check"
+    if step in AUDIT_STEPS:
+        return "audit"
+    return "release" if step in RELEASE_STEPS else "deduplication"
+
+
+def assurance_steps(run: dict) -> dict[str, float]:
+    """The seconds of the run's assurance steps: its checks and its audit."""
+    return {step: seconds for step, seconds in run["steps"].items() if step_kind(run, step) in ("check", "audit")}
 
 
 def run_folder(engine: str) -> str:
@@ -213,6 +240,7 @@ def run_library_core(corpus: Path, run_dir: Path, sketch: Sketch, head_rows: int
         "core_s": core_s,
         "core_docs_per_s": result["documents"] / core_s if core_s else None,
         "documents": result["documents"],
+        "compiled_kernels": result["compiled_kernels"],
         "candidates": result["candidates"],
         "accepted": result["duplicates"],
         "database": str(database),
@@ -232,13 +260,14 @@ def library_child(job: dict) -> dict:
 
     from dedup_assets.core.pipeline import run_library
     from dedup_assets.core.settings import Settings
+    from dedup_assets.warm import compiled_here
 
     input_path = job["input_path"]
     if job["head_rows"]:
         input_path = str(Path(job["database_path"]).with_name("sample.parquet"))
         head = pq.ParquetFile(job["input_path"]).read_row_group(0).slice(0, job["head_rows"])
         pq.write_table(head, input_path)
-    return run_library(
+    result = run_library(
         input_path,
         job["database_path"],
         job["output_dir"],
@@ -246,6 +275,7 @@ def library_child(job: dict) -> dict:
         duckdb_memory=DUCKDB_MEMORY,
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )
+    return {**result, "compiled_kernels": compiled_here()}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,70 @@
+"""The benchmark's reading of a Dagster run's log: the steps that compiled kernels (worded by
+dedup_assets.warm, which the harness does not import), the asset steps, and what the report
+makes of them: each step's kind and share, and the assurance and compile target lines."""
+
+from __future__ import annotations
+
+from dedup_assets.warm import COMPILE_LINE, step_compiled
+from dedup_bench.common import ProcessRun
+from dedup_bench.ours import dagster_times, step_kind
+from dedup_bench.report import dagster_steps_table
+from dedup_bench.targets import TARGET_ASSURANCE_SHARE, assurance_target, compile_line
+
+PREFIX = "2026-12-04 19:03:57 +0000 - dagster - DEBUG - __ASSET_JOB - 8897cb4c - 2371 - "
+
+
+def _log(steps: dict[str, float], assets: set[str], extra: list[str]) -> str:
+    lines = []
+    for step, seconds in steps.items():
+        if step in assets:
+            lines.append(f"{PREFIX}{step} - ASSET_MATERIALIZATION - Materialized value {step}.")
+        lines.append(f'{PREFIX}{step} - STEP_SUCCESS - Finished execution of step "{step}" in {seconds}s.')
+    return "\n".join([*extra, *lines])
+
+
+def _run(steps: dict[str, float], assets: set[str], extra: list[str], wall: float) -> dict:
+    log = _log(steps, assets, extra)
+    return dagster_times(ProcessRun(["dagster"], 0, wall, 100.0, "", log))
+
+
+STEPS = {"documents": 2.0, "documents_doc_id_unique": 0.5, "scored_pairs": 3.0, "recall_audit": 1.5, "manifest": 1.0}
+ASSETS = {"documents", "scored_pairs", "recall_audit", "manifest"}
+
+
+def test_a_step_that_compiled_and_a_compile_at_start_are_read_from_the_log():
+    warning = f"{PREFIX}scored_pairs - WARNING - {step_compiled('scored_pairs', 3)}"
+    started = f"{PREFIX}RUN - ENGINE_EVENT - {COMPILE_LINE}"
+    run = _run(STEPS, ASSETS, [started, warning], 20.0)
+    assert run["compiled_in_steps"] == {"scored_pairs": 3}
+    assert run["compiled_at_start"] is True
+    line = compile_line({"Dagster": run}, targets := {})
+    assert "NOT met" in line and targets["compiled_while_timed"] == {"Dagster scored_pairs": 3, "Dagster start": 1}
+    quiet = _run(STEPS, ASSETS, [], 20.0)
+    assert quiet["compiled_in_steps"] == {} and quiet["compiled_at_start"] is False
+    assert compile_line({"Dagster": quiet, "library": {"compiled_kernels": 0}}, {}).endswith("none — met")
+
+
+def test_steps_are_told_apart_and_their_shares_add_up():
+    run = _run(STEPS, ASSETS, [], 20.0)
+    kinds = {step: step_kind(run, step) for step in STEPS}
+    assert kinds == {
+        "documents": "deduplication",
+        "documents_doc_id_unique": "check",
+        "scored_pairs": "deduplication",
+        "recall_audit": "audit",
+        "manifest": "release",
+    }
+    table = dagster_steps_table(run)
+    assert "| recall_audit | audit | 1.500 | 7.5% |" in table
+    assert "| **assurance steps** | check, audit | 2.000 | 10.0% |" in table
+
+
+def test_the_assurance_target_names_the_largest_step_against_its_share():
+    for wall in (20.0, 10.0):
+        run = _run(STEPS, ASSETS, [], wall)
+        targets = {}
+        line = assurance_target(run, targets)
+        largest = targets["largest_assurance_step"]
+        assert largest["step"] == "recall_audit"
+        assert largest["met"] == (1.5 / wall <= TARGET_ASSURANCE_SHARE)
+        assert line.endswith("— met" if largest["met"] else "— NOT met")
