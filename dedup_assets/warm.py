@@ -1,6 +1,6 @@
 """Compile and cache the kernels once, by running the library on made-up documents:
 ``python -m dedup_assets.warm`` (``make setup`` runs it), and ``warm_if_needed`` at the start of
-every run (the run launchers call it), so that no step waits for the compiler, even after a plain
+every run (the run launchers call it; ``python -m dedup_assets.warm --if-needed`` from a shell), so that no step waits for the compiler, even after a plain
 ``pip install``. ``compiled_here`` says whether this process compiled any."""
 
 from __future__ import annotations
@@ -139,7 +139,10 @@ def warm() -> tuple[int, float]:
     return compiled_here(), time.perf_counter() - started
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    if argv == ["--if-needed"]:  # as a run starts: quiet when every kernel is cached
+        warm_if_needed(print)
+        return 0
     compiled, seconds = warm()
     if compiled:
         print(compiled_line(compiled, seconds))
@@ -149,4 +152,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

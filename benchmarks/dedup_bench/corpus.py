@@ -3,8 +3,8 @@
     python -m dedup_bench.corpus N OUT.parquet [--seed 1234] [--web]
 
 ``OUT.parquet`` has the pipeline's six input columns (``doc_id, source, domain, crawled_at,
-title, body``), one row group per 16,384 documents. ``OUT.truth.parquet`` has one row per planted
-copy: ``doc_id, origin_doc_id, edit_rate, kind`` (``mirror`` or ``edited``).
+title, body``), one row group per 16,384 documents (web pages: 4,096). ``OUT.truth.parquet`` has
+one row per planted copy: ``doc_id, origin_doc_id, edit_rate, kind`` (``mirror`` or ``edited``).
 
 The model: words of a 50,000-word vocabulary drawn by Zipf rank (frequent words are short);
 originals of 150 to 600 tokens with commas, full stops and sentence capitals, so normalization has
@@ -152,6 +152,8 @@ def domain_names(rng: np.random.Generator, words: list[str]) -> np.ndarray:
 class PlainPages:
     """What an original is: Zipf prose of its planned length. It draws nothing of its own."""
 
+    group_docs = ROW_GROUP_DOCS  # documents built, rendered and written at a time
+
     def __init__(self, rng: np.random.Generator, words: list[str], plan: Plan):
         pass
 
@@ -218,8 +220,8 @@ def generate(documents: int, out: Path, seed: int = DEFAULT_SEED, pages: type = 
     store = TokenStore(documents, int(plan.length[plan.referenced].sum()))
     body_bytes = 0
     with corpus_writer(out) as writer:
-        for start in range(0, documents, ROW_GROUP_DOCS):
-            ids = np.arange(start, min(start + ROW_GROUP_DOCS, documents))
+        for start in range(0, documents, model.group_docs):
+            ids = np.arange(start, min(start + model.group_docs, documents))
             body = render(build_group(rng, zipf, plan, store, ids, model))
             body_bytes += len(body.buffers()[2])
             title = pc.replace_substring_regex(

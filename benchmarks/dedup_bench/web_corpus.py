@@ -46,6 +46,10 @@ class WebPages:
     """Draws the sites' templates and every page's length (replacing the plan's), and makes the
     originals: header, own prose, footer."""
 
+    # a group's transient token arrays are about 40 bytes a token: 4,096 pages of ~900 tokens
+    # keep them near 150 MB
+    group_docs = 4_096
+
     def __init__(self, rng: np.random.Generator, words: list[str], plan: Plan):
         zipf = ZipfSampler(len(words))
         sites = int(plan.domain.max()) + 1
