@@ -40,6 +40,8 @@ EXCEPTIONS = {
     ".venv/bin/python benchmarks/benchmark.py --docs 5000000 --engine ray --ray-nodes 2 "
     "--ray-object-store-mb 2048 --skip-library --workdir /work/b5m": "a benchmark of 5M documents on Ray (an hour)",
     "make bench DOCS=100000 PERM=128": "the benchmark against the peers: the bench extra and many minutes",
+    ".venv/bin/python benchmarks/benchmark.py --docs 100000 --web --runs 3 --peers rensa,fastsketch-pre "
+    "--skip-library": "the web-length benchmark against the peers: the bench extra and half an hour here",
     ".venv/bin/python benchmarks/benchmark.py --corpus c1m.parquet --perm 128 --peers rensa,fastsketch-pre":
     "a 1M-document corpus and the peers' libraries (the bench extra)",
     ".venv/bin/python benchmarks/benchmark.py --corpus c1m.parquet --skip-dagster --skip-library --recall-seeds 10":
