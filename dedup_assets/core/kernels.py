@@ -573,8 +573,16 @@ HAS_STARTER, NEEDS_REFERENCE = 1 << 16, 1 << 17
 COMPOSES_BACKWARD, ENDS_WITH_STARTER, ENDS_COMPOSABLE = 1 << 18, 1 << 19, 1 << 20
 
 
+def risky_context(context: np.ndarray) -> np.ndarray:
+    """The code points whose context bits can flag a document in needs_reference_kernel: those
+    that always need the reference, a kept mark that can compose backward, and one that leads
+    with a kept mark (only such a mark can fall below a run's highest class). Any other code
+    point only resets the walk's state."""
+    return ((context & (NEEDS_REFERENCE | COMPOSES_BACKWARD)) != 0) | ((context & LEADING_CLASS) != NO_LEADING_MARK)
+
+
 @nb.njit(cache=True, parallel=True, nogil=True)
-def needs_reference_kernel(data, offsets, context):
+def needs_reference_kernel(data, offsets, context, risky_pairs):
     """Documents the code-point table cannot normalize exactly, from each code point's context
     bits: a character outside the Basic Multilingual Plane (a four-byte UTF-8 sequence), one that
     always needs the reference, a kept mark that composes with the letter before it where that
@@ -585,6 +593,13 @@ def needs_reference_kernel(data, offsets, context):
     for doc in nb.prange(documents):
         start, end = offsets[doc], offsets[doc + 1]
         if _is_ascii(data, start, end):
+            continue
+        # first a pass over byte pairs without a branch per byte (a walk code point by code
+        # point is serial): Chinese or Japanese as written holds no code point that can flag
+        risky = np.uint8(0)
+        for position in range(np.uint64(start), np.uint64(end - 1)):
+            risky |= risky_pairs[(np.uint64(data[position]) << np.uint64(8)) | np.uint64(data[position + np.uint64(1)])]
+        if risky == 0:
             continue
         position, run_highest, composable = start, np.uint32(0), False
         while position < end:

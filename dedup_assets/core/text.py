@@ -266,12 +266,30 @@ class CodePointTable(NamedTuple):
     context: np.ndarray  # uint32[PLANE_SIZE]: the context bits above
     cores: np.ndarray  # uint64[PLANE_SIZE]: the piece's token bytes, without its separators
     core_info: np.ndarray  # uint8[PLANE_SIZE]: the core's length and kernels.*_SEPARATOR bits
+    risky_pairs: np.ndarray  # uint8[65536]: 1 for each first two UTF-8 bytes a code point starts
+    # with whose context can make a document need the reference (kernels.risky_context)
 
 
 # for a batch without a non-ASCII byte: the kernels never look code points up
 ASCII_ONLY = CodePointTable(
-    np.zeros(1, np.uint64), np.zeros(1, np.uint8), 1, np.zeros(1, np.uint32), np.zeros(1, np.uint64), np.zeros(1, np.uint8)
+    np.zeros(1, np.uint64), np.zeros(1, np.uint8), 1, np.zeros(1, np.uint32), np.zeros(1, np.uint64),
+    np.zeros(1, np.uint8), np.zeros(1, np.uint8),
 )
+
+
+def _risky_pairs(context: np.ndarray) -> np.ndarray:
+    """Every (lead byte, next byte) that starts a code point whose context bits can flag a
+    document, and every lead of a four-byte character: a document without one needs no walk."""
+    pairs = np.zeros(1 << 16, dtype=np.uint8)
+    for code_point in np.flatnonzero(kernels.risky_context(context)):
+        if code_point in SURROGATES:
+            continue  # never in valid UTF-8 (their context is unset)
+        if code_point < 0x80:  # an ASCII document never reaches the walk
+            raise RuntimeError(f"U+{code_point:04X} is ASCII, yet its result depends on its neighbours")
+        encoded = chr(code_point).encode("utf-8")
+        pairs[encoded[0] << 8 | encoded[1]] = 1
+    pairs[0xF0 << 8 : 0xF5 << 8] = 1
+    return pairs
 
 
 def _core(code_point: int, piece: bytes) -> tuple[bytes, int]:
@@ -310,7 +328,7 @@ def code_point_table() -> CodePointTable:
         cores[code_point] = int.from_bytes(core, "little")
         expansion = max(expansion, -(-len(piece) // len(chr(code_point).encode("utf-8"))))
         context[code_point] = code_point_context(code_point)
-    return CodePointTable(pieces, lengths, expansion, context, cores, core_info)
+    return CodePointTable(pieces, lengths, expansion, context, cores, core_info, _risky_pairs(context))
 
 
 class KernelText(NamedTuple):
@@ -343,7 +361,7 @@ def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> Kerne
     table = ASCII_ONLY if all_ascii else code_point_table()
     flagged = np.zeros(len(offsets) - 1, dtype=np.bool_)
     if not all_ascii:
-        flagged = kernels.needs_reference_kernel(data, offsets, table.context)
+        flagged = kernels.needs_reference_kernel(data, offsets, table.context, table.risky_pairs)
     if flagged.any():
         rows = np.flatnonzero(flagged)
         normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
