@@ -20,12 +20,12 @@ from dagster import (
     sensor,
 )
 
-from .assets.incremental import GROUP, TABLES
+from .assets.batch_graph import GROUP, TABLES
 from .batch_partitions import BATCHES, folder_batches, new_keys, partition_keys
 from .core.batches import Batch, BatchError, key_path_name
 from .core.incremental import batch_command, forget_command, indexed_batches
 from .core.release import BATCHES_FOLDER, MANIFEST_FILE
-from .settings import DedupSettings
+from .settings_resource import DedupSettings
 from .warehouse import DuckDBWarehouse
 
 VERSION_TAG = "dedup/batch_file"

@@ -7,7 +7,7 @@ sensor."""
 from dagster import Definitions
 
 from .assets import PIPELINE_ASSETS
-from .assets.incremental import INCREMENTAL_ASSETS
+from .assets.batch_graph import INCREMENTAL_ASSETS
 from .assets.tuning import TUNING_ASSETS
 from .batch_sensor import new_batches
 from .executor import warming_in_process_executor
@@ -15,7 +15,7 @@ from .checks import PIPELINE_CHECKS
 from .jobs import PIPELINE_JOBS
 from .run_health import dead_runs
 from .ray_engine import RayEngine
-from .settings import DedupSettings
+from .settings_resource import DedupSettings
 from .tables_io import with_tables_io
 from .warehouse import DuckDBWarehouse
 

@@ -17,7 +17,7 @@ from .core.ingest import changed_in_place_files
 from .core.settings import STAGE_SETTINGS, changed_settings
 from .core.tables import READ_IN_PLACE
 from .environment import INPUT
-from .settings import dedup_config_json
+from .settings_resource import dedup_config_json
 
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
 

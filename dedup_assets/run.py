@@ -28,7 +28,7 @@ from dotenv import load_dotenv  # noqa: E402
 from .assets.metadata import percent_fewer  # noqa: E402
 from .core.release import MANIFEST_FILE  # noqa: E402
 from .definitions import defs  # noqa: E402
-from .errors import last_sentence, user_message  # noqa: E402
+from .user_messages import last_sentence, user_message  # noqa: E402
 from .jobs import PIPELINE_JOBS  # noqa: E402
 from .run_health import fail_dead_runs, new_run  # noqa: E402
 from .warm import CompileWatch, step_compiled, warm_if_needed  # noqa: E402

@@ -29,7 +29,7 @@ from .core.store import TableBuild, open_database, read_lineage, table_exists, w
 from .core.tables import SCHEMA, Tables
 from .environment import DATABASE as DATABASE_FILE
 from .environment import DUCKDB_MEMORY
-from .errors import user_errors
+from .user_messages import user_errors
 from .lineage import MATERIALIZE_COMMAND
 
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from dedup_assets.checks import cluster_rules, rules
-from dedup_assets.settings import DedupSettings
+from dedup_assets.settings_resource import DedupSettings
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from dedup_assets.core.settings import Settings
 from dedup_assets.definitions import defs
-from dedup_assets.settings import DedupSettings
+from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
 
 from .conftest import FIXTURE

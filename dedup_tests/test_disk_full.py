@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from dagster import Failure, materialize
 
-from dedup_assets.assets.incremental import INCREMENTAL_ASSETS
-from dedup_assets.errors import user_message
+from dedup_assets.assets.batch_graph import INCREMENTAL_ASSETS
+from dedup_assets.user_messages import user_message
 from dedup_assets.warehouse import DuckDBWarehouse
 from dedup_bench.corpus import generate
 

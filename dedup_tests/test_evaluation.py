@@ -14,7 +14,7 @@ from dedup_assets.core.evaluation import adjusted_rand_index, read_labels
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.readers import InputError
 from dedup_assets.core.store import read_lineage
-from dedup_assets.settings import DedupSettings
+from dedup_assets.settings_resource import DedupSettings
 
 from .conftest import PROJECT_ROOT
 

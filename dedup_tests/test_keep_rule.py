@@ -15,8 +15,8 @@ from dedup_assets.core.incremental import BatchOrderError, IndexedBatch, index_s
 from dedup_assets.core.keep_rule import keep_order
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.errors import user_message
-from dedup_assets.settings import DedupSettings
+from dedup_assets.user_messages import user_message
+from dedup_assets.settings_resource import DedupSettings
 
 from .conftest import FIXTURE, mirror_pages, write_csv
 

@@ -215,7 +215,7 @@ def test_the_parameter_sweep_reads_the_ray_engines_documents_as_duckdbs(ray_clus
     from dagster import materialize
 
     from dedup_assets.assets.tuning import parameter_sweep
-    from dedup_assets.settings import DedupSettings
+    from dedup_assets.settings_resource import DedupSettings
     from dedup_assets.warehouse import DuckDBWarehouse
 
     combinations = {

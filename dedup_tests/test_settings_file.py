@@ -19,7 +19,7 @@ import duckdb
 import pytest
 from dagster import asset, materialize
 
-from dedup_assets.settings import DedupSettings
+from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.settings_file import SettingsFileError, read_settings_file
 
 from .conftest import PROJECT_ROOT

@@ -24,7 +24,7 @@ from dedup_assets.core.readers.csv import READER as CSV_READER
 from dedup_assets.core.readers.registry import reader_for
 from dedup_assets.core.readers.http_fetch import is_common_crawl
 from dedup_assets.core.settings import COMMON_CRAWL_TERMS, InputPolicy, Settings, SettingsError
-from dedup_assets.settings import DedupSettings
+from dedup_assets.settings_resource import DedupSettings
 
 from .conftest import GraphRunner
 from .test_cli import MODULE, cli_env, materialize  # noqa: F401 (cli_env: a fixture)

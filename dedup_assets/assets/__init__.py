@@ -1,11 +1,11 @@
 """The pipeline's assets, in pipeline order."""
 
-from .audit import recall_audit
+from .recall_audit import recall_audit
 from .candidates import candidate_pairs
 from .clustering import clusters, deduped_documents
-from .evaluation import evaluation
+from .labelled_evaluation import evaluation
 from .fingerprinting import band_memberships, fingerprinted
-from .ingest import documents
+from .input_tables import documents
 from .manifest import manifest
 from .scoring import duplicate_pairs, scored_pairs
 

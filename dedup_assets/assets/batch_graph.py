@@ -19,8 +19,8 @@ from ..core.sketch import build_fingerprinted
 from ..core.store import read_lineage, table_exists
 from ..core.streams import stop_on_signals
 from ..core.summary import reason_counts
-from ..errors import user_errors
-from ..settings import DedupSettings
+from ..user_messages import user_errors
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .metadata import markdown_table, preview, scalar, table_metadata
 

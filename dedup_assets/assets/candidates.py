@@ -5,9 +5,9 @@ from ..core.plots import markdown_image, scurve_png
 from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
 from ..core.tables import HOT_BUCKETS
-from ..errors import user_errors
+from ..user_messages import user_errors
 from ..ray_engine import RayEngine
-from ..settings import DedupSettings
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, percent_fewer, preview, scalar, table_metadata

@@ -3,8 +3,8 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..ray_engine import RayEngine
 from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
-from ..errors import user_errors
-from ..settings import DedupSettings
+from ..user_messages import user_errors
+from ..settings_resource import DedupSettings
 from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage

@@ -7,9 +7,9 @@ from dagster import AssetExecutionContext
 
 from ..core.settings import Settings
 from ..core.tables import PIPELINE_TABLES
-from ..errors import user_errors
+from ..user_messages import user_errors
 from ..lineage import combined_lineage, refuse_changed_input
-from ..settings import DedupSettings
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 
 GROUP = "deduplication"

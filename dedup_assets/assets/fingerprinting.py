@@ -3,9 +3,9 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..core.audit_probe import AUDIT_PAIRS, audit_probe
 from ..core.lsh import build_band_memberships
 from ..core.text import shingling_warning
-from ..errors import user_errors
+from ..user_messages import user_errors
 from ..ray_engine import RayEngine
-from ..settings import DedupSettings
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import preview, table_metadata

@@ -14,10 +14,10 @@ from ..core.ingest import build_documents, build_rejected_documents, input_ident
 from ..core.readers import InputStats
 from ..core.streams import stop_on_signals
 from ..core.tables import DOCUMENT_ROWS, READ_IN_PLACE
-from ..errors import user_errors
+from ..user_messages import user_errors
 from ..lineage import combined_lineage
 from ..ray_engine import RayEngine
-from ..settings import DedupSettings
+from ..settings_resource import DedupSettings
 from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS

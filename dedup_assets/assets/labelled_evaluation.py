@@ -1,8 +1,8 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from ..core.evaluation import EVALUATION_SUMMARY, build_evaluation_table
-from ..errors import user_errors
-from ..settings import DedupSettings
+from ..user_messages import user_errors
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import preview, table_metadata

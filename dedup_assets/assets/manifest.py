@@ -4,10 +4,10 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..core.lsh import BucketPressure, bucket_pressure
 from ..core.readers import InputFile
 from ..core.publish import publish_release
-from ..errors import user_errors
+from ..user_messages import user_errors
 from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES, READ_IN_PLACE
-from ..settings import DedupSettings
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, table_metadata

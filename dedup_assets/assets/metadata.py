@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import duckdb
 from dagster import MetadataValue, TableColumn, TableSchema
 
-from .columns import describe
+from .column_docs import describe
 
 PREVIEW_ROWS = 10
 

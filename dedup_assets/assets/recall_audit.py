@@ -3,9 +3,9 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..core.audit import NEAR_COPIES, audit_summary, build_recall_audit, stored_true_pairs
 from ..core.audit_probe import AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, documents_pass
 from ..core.store import read_lineage
-from ..errors import user_errors
+from ..user_messages import user_errors
 from ..ray_engine import RayEngine
-from ..settings import DedupSettings
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, preview, table_metadata

@@ -2,9 +2,9 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core.plots import jaccard_histogram_png, markdown_image
 from ..core.summary import reason_counts
-from ..errors import user_errors
+from ..user_messages import user_errors
 from ..ray_engine import RayEngine
-from ..settings import DedupSettings
+from ..settings_resource import DedupSettings
 from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage

@@ -7,8 +7,8 @@ from ..core.plots import markdown_image
 from ..core.publish import publish_tuning_files
 from ..core.store import TableBuild
 from ..core.sweep import SWEEP_SAMPLED, SWEEP_TABLE, run_sweep, sweep_files, sweep_png
-from ..errors import user_errors
-from ..settings import DedupSettings
+from ..user_messages import user_errors
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from .common import KINDS, checked_lineage
 from .metadata import markdown_table, table_metadata

@@ -20,9 +20,9 @@ from ..core.incremental import IndexTables, index_settings, indexed_batches, set
 from ..core.store import read_lineage
 from ..core.text import Shingling
 from ..core.readers import count_input_records
-from ..errors import user_errors
+from ..user_messages import user_errors
 from ..ray_engine import RayEngine
-from ..settings import DedupSettings
+from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 from . import cluster_rules, rules
 

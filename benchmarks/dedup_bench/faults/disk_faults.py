@@ -63,10 +63,10 @@ class Index:
         # imported here: the other families need no Dagster
         from dagster import DagsterInstance, materialize
 
-        from dedup_assets.assets.incremental import INCREMENTAL_ASSETS
-        from dedup_assets.errors import user_message
+        from dedup_assets.assets.batch_graph import INCREMENTAL_ASSETS
+        from dedup_assets.user_messages import user_message
         from dedup_assets.ray_engine import RayEngine
-        from dedup_assets.settings import DedupSettings
+        from dedup_assets.settings_resource import DedupSettings
         from dedup_assets.warehouse import DuckDBWarehouse
 
         resources = {
