@@ -136,7 +136,7 @@ def forget_batches_command(argv: list[str]) -> int:
 def cdx_targets_command(argv: list[str]) -> int:
     from .core.errors import DedupError
     from .core.readers.http_fetch import refuse_unacknowledged_terms
-    from .core.settings import COMMON_CRAWL_CDX_API_URL, FetchSettings
+    from .core.input_settings import COMMON_CRAWL_CDX_API_URL, FetchSettings
 
     parser = argparse.ArgumentParser(
         prog="dedup cdx-targets",

@@ -20,10 +20,12 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from .cli import dedup_program
 from .core.presets import PRESETS
+from .core.input_settings import SOURCE_FORMATS
 from .core.settings import (
-    CLUSTER_MODES, ENGINES, HASH_SCHEMES, HOT_BUCKETS, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, SOURCE_FORMATS, Settings, SweepCombination, SweepSettings,
+    CLUSTER_MODES, ENGINES, HASH_SCHEMES, HOT_BUCKETS, PARQUET_BODIES, SIGNATURES_RELEASED_UP_TO, Settings,
     changed_settings, value_sources,
 )
+from .core.sweep_settings import SweepCombination, SweepSettings
 from .core.tables import TABLE_LAYOUT
 from .core.text import SHINGLE_UNITS
 from .environment import CACHE, INPUT, LABELS, OUTPUT_DIR

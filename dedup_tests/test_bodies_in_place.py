@@ -18,7 +18,7 @@ from dagster import Failure
 
 from dedup_assets.core.readers import InputStats, bodies_in_place, document_batches, document_rows
 from dedup_assets.core.readers.documents import KEPT
-from dedup_assets.core.settings import InputPolicy
+from dedup_assets.core.input_settings import InputPolicy
 
 from .conftest import HARD_FIXTURE, GraphRunner, document, sha256_of_files
 

@@ -18,7 +18,7 @@ from dedup_assets.core.batches import BatchError, find_batches, key_path_name
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.readers import InputError, InputStats, document_batches, read_documents
 from dedup_assets.core.readers.files import describe_input, input_files
-from dedup_assets.core.settings import InputPolicy
+from dedup_assets.core.input_settings import InputPolicy
 from dedup_assets.core.tables import READ_IN_PLACE, duckdb_file
 
 from .conftest import document, write_csv

@@ -26,7 +26,8 @@ from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.publish import publish, publish_tuning_files
 from dedup_assets.core.release import verify_release
 from dedup_assets.core.scurve import choose_bands
-from dedup_assets.core.settings import Settings, SettingsError, SweepCombination, SweepSettings
+from dedup_assets.core.settings import Settings, SettingsError
+from dedup_assets.core.sweep_settings import SweepCombination, SweepSettings
 from dedup_assets.core.store import open_database
 from dedup_assets.core.sweep import SWEEP_COLUMNS, run_sweep
 from dedup_assets.core.tables import SCHEMA, Tables

@@ -23,7 +23,8 @@ from dedup_assets.core.readers import InputError, InputStats, count_input_record
 from dedup_assets.core.readers.csv import READER as CSV_READER
 from dedup_assets.core.readers.registry import reader_for
 from dedup_assets.core.readers.http_fetch import is_common_crawl
-from dedup_assets.core.settings import COMMON_CRAWL_TERMS, InputPolicy, Settings, SettingsError
+from dedup_assets.core.settings import Settings, SettingsError
+from dedup_assets.core.input_settings import COMMON_CRAWL_TERMS, InputPolicy
 from dedup_assets.settings_resource import DedupSettings
 
 from .conftest import GraphRunner

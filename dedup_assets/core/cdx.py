@@ -22,7 +22,7 @@ import httpx
 from .places import said_of_the_place
 from .readers.protocol import InputError
 from .readers.http_fetch import Backoff, transient
-from .settings import FetchSettings
+from .input_settings import FetchSettings
 
 TARGET_COLUMNS = ("url", "filename", "offset", "length", "digest", "timestamp", "mime", "status")
 # pywb filters: "=" is an exact match of the field

@@ -10,3 +10,7 @@ class DedupError(Exception):
 class InconsistentTables(DedupError, ValueError):
     """Tables that disagree with each other (one was rebuilt without the ones after it); the
     message names what to materialize again."""
+
+
+class SettingsError(DedupError, ValueError):
+    """A setting is out of range or inconsistent with another."""

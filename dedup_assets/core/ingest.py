@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from .readers import InputError, InputFile, InputStats, bodies_in_place, describe_input, document_batches, document_rows
 from .readers.documents import KEPT
-from .settings import InputPolicy
+from .input_settings import InputPolicy
 from .store import TableBuild
 from .streams import Progress, prefetched
 from .tables import sql_string

@@ -1,6 +1,6 @@
 """The settings of one run, and the value objects each step takes from them.
 
-:class:`Settings` is the one place a default is written: the Dagster resource (``settings.py``
+:class:`Settings` is the one place a default is written: the Dagster resource (``settings_resource.py``
 one level up) takes its field defaults from here, and the library runner takes a ``Settings``.
 Every value object checks itself when it is made, so a bad setting fails before any work.
 """
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Literal, get_args
 
 from .capabilities import CAPABILITIES
-from .errors import DedupError
+from .errors import SettingsError
+from .input_settings import FetchSettings, InputPolicy
 from .keep_rule import checked_domains
 from .kernels import MAX_SKETCH_SIZE
 from .presets import PRESETS, more_recall, preset_values
@@ -21,7 +22,6 @@ from .scurve import choose_bands, lsh_recall
 from .text import SHINGLE_UNITS, Shingling
 
 HashScheme = Literal["fss", "blake2b"]
-SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
 ClusterMode = Literal["components", "star"]
 Engine = Literal["duckdb", "ray"]  # what each can run: capabilities.py
 # in_place: a Parquet input's bodies are read from its files, not copied into the database. Not a
@@ -31,7 +31,6 @@ ParquetBodies = Literal["in_place", "copy"]
 # are left out of the self-join and listed, and the recall audit measures what that cost
 HotBuckets = Literal["refuse", "skip"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
-SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
 CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
 ENGINES: tuple[str, ...] = get_args(Engine)
 PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
@@ -43,14 +42,6 @@ MAX_AUTO_BANDS_PERM = 1 << 10
 # paragraphs (or sentences), and every shorter page has none.
 MAX_SHINGLE_SIZE = 64
 DEFAULT_DUCKDB_MEMORY = "2GB"
-# Common Crawl's public HTTPS data endpoint, which a targets file's WARC filenames are joined to.
-COMMON_CRAWL_BASE_URL = "https://data.commoncrawl.org/"
-COMMON_CRAWL_TERMS = "https://commoncrawl.org/terms-of-use"
-# Common Crawl's index server (pywb), whose CDX API ``dedup cdx-targets`` asks for targets.
-COMMON_CRAWL_CDX_API_URL = "https://index.commoncrawl.org/"
-# Beyond these a setting is a typo: more fetches at once than a server welcomes, or retries that
-# would wait for hours.
-MAX_FETCH_CONCURRENCY, MAX_FETCH_RETRIES = 64, 20
 
 # Rows per streamed batch. At web-page sizes a batch's text stays under glibc's largest mmap
 # threshold (32 MB), so a freed batch's memory is reused by the next one instead of being mapped
@@ -95,10 +86,6 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
         "sweep_combinations", "sweep_sample_size",
     ),
 }
-
-
-class SettingsError(DedupError, ValueError):
-    """A setting is out of range or inconsistent with another."""
 
 
 @dataclass(frozen=True)
@@ -184,57 +171,6 @@ class ClusterParams:
     threshold: float
     memory_budget_mb: int
     prefer_domains: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class FetchSettings:
-    """Where a targets file's WARC records are fetched from, and how hard to try. ``timeout_s``
-    bounds each attempt as a whole; ``cache`` is a folder keeping fetched records (None: none);
-    ``backoff_s`` is the first wait before a retry (the library's, for tests)."""
-
-    base_url: str = COMMON_CRAWL_BASE_URL
-    acknowledge_common_crawl_terms: bool = False
-    concurrency: int = 8
-    retries: int = 5
-    timeout_s: float = 60.0
-    cache: str | None = None
-    backoff_s: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.concurrency <= MAX_FETCH_CONCURRENCY:
-            raise SettingsError(
-                f"fetch_concurrency must be from 1 to {MAX_FETCH_CONCURRENCY}, got {self.concurrency}"
-            )
-        if not 0 <= self.retries <= MAX_FETCH_RETRIES:
-            raise SettingsError(f"fetch_retries must be from 0 to {MAX_FETCH_RETRIES}, got {self.retries}")
-        if self.backoff_s <= 0:
-            raise SettingsError(f"the fetch backoff must be above 0 s, got {self.backoff_s}")
-        if self.timeout_s <= 0:
-            raise SettingsError(f"fetch_timeout_s must be above 0, got {self.timeout_s}")
-        if not self.base_url:
-            raise SettingsError("warc_base_url must not be empty")
-
-
-@dataclass(frozen=True)
-class InputPolicy:
-    """How the input is read, and what to do with a row that cannot be a document. ``fields``
-    maps our column names to the input's (CSV and Parquet columns, JSONL fields). ``stop`` is
-    set when the run is stopping (:func:`.streams.stop_on_signals` sets it): a reader waiting on the
-    network in a thread of its own gives up."""
-
-    max_body_bytes: int = 10_000_000
-    fail_on_reject: bool = False
-    fields: dict = field(default_factory=dict)
-    source_format: str | None = None
-    fetch: FetchSettings = field(default_factory=FetchSettings)  # targets files only
-    stop: threading.Event | None = field(default=None, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.source_format is not None and self.source_format not in SOURCE_FORMATS:
-            raise SettingsError(
-                f"source_format must be one of {', '.join(SOURCE_FORMATS)} (or unset to use the "
-                f"file extension), got {self.source_format!r}"
-            )
 
 
 @dataclass(frozen=True)
@@ -460,70 +396,3 @@ def changed_settings(values: dict) -> dict:
     run again with them."""
     defaults = Settings().as_dict()
     return {name: values[name] for name in defaults if name in values and values[name] != defaults[name]}
-
-
-@dataclass(frozen=True)
-class SweepCombination:
-    """One point of the parameter sweep: the settings it sets; every other one is the run's."""
-
-    num_perm: int = Settings.num_perm
-    rows_per_band: int = Settings.rows_per_band
-    auto_bands: bool = Settings.auto_bands
-    false_negative_weight: float = Settings.false_negative_weight
-    jaccard_threshold: float = Settings.jaccard_threshold
-    shingle_size: int = Settings.shingle_size
-
-    def applied_to(self, run: Settings) -> Settings:
-        """The run's settings with this combination's in their place, checked as any settings are."""
-        # the combination's settings are set, not filled by the run's preset
-        return replace(run, preset=None, **asdict(self))
-
-
-# At the default threshold and shingle size: fixed bands from loose to strict at 64, 128 and 256
-# signature values, and the bands auto_bands chooses at each, weighing missed duplicates evenly
-# (0.5) and heavily (0.9).
-DEFAULT_SWEEP_COMBINATIONS = (
-    *(
-        SweepCombination(num_perm=num_perm, rows_per_band=rows)
-        for num_perm, rows in ((64, 4), (64, 8), (128, 4), (128, 8), (128, 16), (256, 8), (256, 16))
-    ),
-    *(
-        SweepCombination(num_perm=num_perm, auto_bands=True, false_negative_weight=weight)
-        for num_perm in (64, 128, 256)
-        for weight in (0.5, 0.9)
-    ),
-)
-
-
-@dataclass(frozen=True)
-class SweepSettings:
-    """What the ``parameter_sweep`` asset runs: its combinations, on a sample of ``sample_size``
-    documents (seeded by the run's minhash_seed; 0: every document)."""
-
-    combinations: tuple[SweepCombination, ...] = DEFAULT_SWEEP_COMBINATIONS
-    sample_size: int = 20_000
-
-    def __post_init__(self) -> None:
-        if not self.combinations:
-            raise SettingsError("sweep_combinations must name at least one combination")
-        if len(set(self.combinations)) < len(self.combinations):
-            raise SettingsError("sweep_combinations names a combination twice")
-        if self.sample_size < 0:
-            raise SettingsError(f"sweep_sample_size must be at least 0, got {self.sample_size}")
-
-    def settings(self, run: Settings) -> list[Settings]:
-        """Each combination applied to the run's settings; a bad one fails naming its place."""
-        applied = []
-        for index, combination in enumerate(self.combinations):
-            try:
-                applied.append(combination.applied_to(run))
-            except SettingsError as error:
-                raise SettingsError(f"sweep_combinations[{index}]: {error}") from None
-        return applied
-
-    def as_dict(self) -> dict:
-        """The sweep's settings under the resource's field names."""
-        return {
-            "sweep_combinations": [asdict(combination) for combination in self.combinations],
-            "sweep_sample_size": self.sample_size,
-        }

@@ -31,7 +31,8 @@ from .lsh import PairBudgetExceeded
 from .pipeline import run_core_steps
 from .plots import FIGURE_SIZE, new_axes, png_bytes
 from .release import spreadsheet_safe
-from .settings import Settings, SweepSettings
+from .settings import Settings
+from .sweep_settings import SweepSettings
 from .store import TableBuild, open_database, rows_with_ids, write_table
 from .streams import Progress
 from .tables import Tables, sql

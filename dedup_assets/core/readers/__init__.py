@@ -4,7 +4,7 @@ batches with a callback for the records it rejects, and an independent record co
 files of an input (one file, a folder or a glob) are read in turn, and their batches validated
 into documents with the six base columns; every input record ends as a document or a reject."""
 
-from ..settings import InputPolicy
+from ..input_settings import InputPolicy
 from .documents import InputStats, bodies_in_place, count_input_records, document_batches, document_rows, read_documents
 from .files import InputFile, describe_input, file_sha256
 from .protocol import InputError, Reader

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..settings import InputPolicy
+from ..input_settings import InputPolicy
 from .input_contract import BASE_COLUMNS, REQUIRED_COLUMNS, TEXT_COLUMNS
 from .protocol import RESERVED_COLUMNS, InputError, Reader
 from .registry import reader_for

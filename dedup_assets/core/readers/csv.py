@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from ..settings import InputPolicy
+from ..input_settings import InputPolicy
 from . import csv_scan
 from .csv_scan import (
     BAD_FIELDS,

@@ -20,7 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..settings import DEFAULT_BATCH_SIZE, InputPolicy
+from ..settings import DEFAULT_BATCH_SIZE
+
+from ..input_settings import InputPolicy
 from ..tables import duckdb_file
 from .columns import extra_columns, mapped_schema
 from .doc_ids import CONTROL_CHARACTERS, FirstSeen, escaped

@@ -30,7 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from ..settings import COMMON_CRAWL_TERMS, FetchSettings
+from ..input_settings import COMMON_CRAWL_TERMS, FetchSettings
 from .protocol import InputError
 
 # Common Crawl's bucket, virtual-hosted (commoncrawl.s3[.region].amazonaws.com) or path-style

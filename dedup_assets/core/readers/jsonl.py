@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..settings import InputPolicy
+from ..input_settings import InputPolicy
 from .doc_ids import escaped
 from .encoding import ReplacedRows, replaced_characters
 from .gzip_members import Member, is_gzip, members, reread, survey

@@ -9,7 +9,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..settings import InputPolicy
+from ..input_settings import InputPolicy
 from ..tables import duckdb_file
 from .protocol import InputError, Reject
 

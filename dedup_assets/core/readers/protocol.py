@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 import pyarrow as pa
 
 from ..errors import DedupError
-from ..settings import InputPolicy
+from ..input_settings import InputPolicy
 from .input_contract import BASE_COLUMNS
 
 # The six columns as a reader of records (JSONL, WARC) emits them, before validation fills in

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..settings import SOURCE_FORMATS
+from ..input_settings import SOURCE_FORMATS
 from . import csv, jsonl, parquet, warc, warc_ranges
 from .input_contract import REQUIRED_COLUMNS
 from .protocol import InputError, Reader

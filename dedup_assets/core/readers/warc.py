@@ -29,7 +29,7 @@ from resiliparse.parse.html import HTMLTree
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecordLoader
 
-from ..settings import InputPolicy
+from ..input_settings import InputPolicy
 from .gzip_members import Member, changed, is_gzip, member_at, members
 from .protocol import RAW_FIELDS, Reject
 

@@ -40,7 +40,7 @@ from urllib.request import url2pathname
 import httpx
 import pyarrow as pa
 
-from ..settings import FetchSettings, InputPolicy
+from ..input_settings import FetchSettings, InputPolicy
 from ..streams import RunStopped
 from . import csv, parquet
 from .http_fetch import Http, Rejected, Target, Workers, refuse_unacknowledged_terms
