@@ -582,7 +582,7 @@ def risky_context(context: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
-def needs_reference_kernel(data, offsets, context, risky_pairs):
+def needs_reference_kernel(data, offsets, context, risky_starts):
     """Documents the code-point table cannot normalize exactly, from each code point's context
     bits: a character outside the Basic Multilingual Plane (a four-byte UTF-8 sequence), one that
     always needs the reference, a kept mark that composes with the letter before it where that
@@ -594,12 +594,20 @@ def needs_reference_kernel(data, offsets, context, risky_pairs):
         start, end = offsets[doc], offsets[doc + 1]
         if _is_ascii(data, start, end):
             continue
-        # first a pass over byte pairs without a branch per byte (a walk code point by code
-        # point is serial): Chinese or Japanese as written holds no code point that can flag
-        risky = np.uint8(0)
-        for position in range(np.uint64(start), np.uint64(end - 1)):
-            risky |= risky_pairs[(np.uint64(data[position]) << np.uint64(8)) | np.uint64(data[position + np.uint64(1)])]
-        if risky == 0:
+        # first a pass over every three bytes without a branch per byte (a walk code point by
+        # code point is serial): Chinese or Japanese as written holds no code point that can flag
+        risky = np.uint64(0)
+        for position in range(np.uint64(start), np.uint64(max(start, end - 2))):
+            lead = np.uint64(data[position])
+            starts = risky_starts[lead & np.uint64(0x3F), np.uint64(data[position + np.uint64(1)]) & np.uint64(0x3F)]
+            # only a lead byte starts a code point (0 or all ones: a select, not a branch)
+            starts &= np.uint64(0) - np.uint64(lead >= np.uint64(0xC0))
+            risky |= starts >> (np.uint64(data[position + np.uint64(2)]) & np.uint64(0x3F))
+        if end - start >= 2:  # the last two bytes: at most a two-byte character, all its bits set
+            lead = np.uint64(data[end - 2])
+            if lead >= np.uint64(0xC0):
+                risky |= risky_starts[lead & np.uint64(0x3F), np.uint64(data[end - 1]) & np.uint64(0x3F)]
+        if risky & np.uint64(1) == 0:
             continue
         position, run_highest, composable = start, np.uint32(0), False
         while position < end:

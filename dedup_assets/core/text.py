@@ -266,30 +266,35 @@ class CodePointTable(NamedTuple):
     context: np.ndarray  # uint32[PLANE_SIZE]: the context bits above
     cores: np.ndarray  # uint64[PLANE_SIZE]: the piece's token bytes, without its separators
     core_info: np.ndarray  # uint8[PLANE_SIZE]: the core's length and kernels.*_SEPARATOR bits
-    risky_pairs: np.ndarray  # uint8[65536]: 1 for each first two UTF-8 bytes a code point starts
-    # with whose context can make a document need the reference (kernels.risky_context)
+    risky_starts: np.ndarray  # uint64[64, 64]: by the six low bits of a lead byte and of the next,
+    # the third bytes (bit ``byte & 0x3F``) that start a code point whose context can make a
+    # document need the reference (kernels.risky_context); every bit where two bytes decide
 
 
 # for a batch without a non-ASCII byte: the kernels never look code points up
 ASCII_ONLY = CodePointTable(
     np.zeros(1, np.uint64), np.zeros(1, np.uint8), 1, np.zeros(1, np.uint32), np.zeros(1, np.uint64),
-    np.zeros(1, np.uint8), np.zeros(1, np.uint8),
+    np.zeros(1, np.uint8), np.zeros((1, 1), np.uint64),
 )
 
 
-def _risky_pairs(context: np.ndarray) -> np.ndarray:
-    """Every (lead byte, next byte) that starts a code point whose context bits can flag a
-    document, and every lead of a four-byte character: a document without one needs no walk."""
-    pairs = np.zeros(1 << 16, dtype=np.uint8)
+def _risky_starts(context: np.ndarray) -> np.ndarray:
+    """Every code point whose context bits can flag a document, by its first three UTF-8 bytes
+    (two for a two-byte character), and every lead of a four-byte character: a document without
+    one needs no walk. Three bytes, because the block that holds Chinese and Japanese
+    punctuation (U+3000-U+303F) also holds the ideographic tone marks."""
+    starts = np.zeros((64, 64), dtype=np.uint64)
+    everything = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
     for code_point in np.flatnonzero(kernels.risky_context(context)):
         if code_point in SURROGATES:
             continue  # never in valid UTF-8 (their context is unset)
         if code_point < 0x80:  # an ASCII document never reaches the walk
             raise RuntimeError(f"U+{code_point:04X} is ASCII, yet its result depends on its neighbours")
         encoded = chr(code_point).encode("utf-8")
-        pairs[encoded[0] << 8 | encoded[1]] = 1
-    pairs[0xF0 << 8 : 0xF5 << 8] = 1
-    return pairs
+        key = encoded[0] & 0x3F, encoded[1] & 0x3F
+        starts[key] = everything if len(encoded) == 2 else starts[key] | np.uint64(1 << (encoded[2] & 0x3F))
+    starts[0xF0 & 0x3F :] = everything
+    return starts
 
 
 def _core(code_point: int, piece: bytes) -> tuple[bytes, int]:
@@ -328,7 +333,7 @@ def code_point_table() -> CodePointTable:
         cores[code_point] = int.from_bytes(core, "little")
         expansion = max(expansion, -(-len(piece) // len(chr(code_point).encode("utf-8"))))
         context[code_point] = code_point_context(code_point)
-    return CodePointTable(pieces, lengths, expansion, context, cores, core_info, _risky_pairs(context))
+    return CodePointTable(pieces, lengths, expansion, context, cores, core_info, _risky_starts(context))
 
 
 class KernelText(NamedTuple):
@@ -361,7 +366,7 @@ def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> Kerne
     table = ASCII_ONLY if all_ascii else code_point_table()
     flagged = np.zeros(len(offsets) - 1, dtype=np.bool_)
     if not all_ascii:
-        flagged = kernels.needs_reference_kernel(data, offsets, table.context, table.risky_pairs)
+        flagged = kernels.needs_reference_kernel(data, offsets, table.context, table.risky_starts)
     if flagged.any():
         rows = np.flatnonzero(flagged)
         normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
