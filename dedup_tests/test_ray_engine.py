@@ -154,6 +154,9 @@ def test_a_difference_fails_the_check_and_a_large_corpus_is_not_compared():
     skipped = rules.engine_matches_duckdb("ray", None, 1_000, 100)
     assert not skipped.passed and skipped.severity.value == "WARN"
     assert "1,000 documents is above compare_up_to_documents=100" in skipped.description
+    reference = rules.engine_matches_duckdb("duckdb", None, 24, 100)
+    assert reference.passed and reference.metadata["compared"].value is False
+    assert reference.description == "engine duckdb: these tables are the reference others are compared with"
 
 
 def test_a_changed_ray_table_fails_the_check(ray_cluster, tmp_path):

@@ -15,6 +15,7 @@ from dagster import (
 
 from ..batch_partitions import folder_batches
 from ..core.audit import stored_audit_summary
+from ..core.capabilities import CAPABILITIES
 from ..core.consistency import engine_differences
 from ..core.incremental import IndexTables, index_settings, indexed_batches, settings_problems
 from ..core.store import read_lineage
@@ -317,7 +318,7 @@ def engine_matches_duckdb(
     with warehouse.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {warehouse.tables.documents}").fetchall()[0][0]
         differences = None
-        if engine != "duckdb" and documents <= ray_engine.compare_up_to_documents:
+        if not CAPABILITIES[engine].reference and documents <= ray_engine.compare_up_to_documents:
             with user_errors():
                 differences = engine_differences(cursor, warehouse.tables, dedup.settings(), context.log.info)
     return rules.engine_matches_duckdb(engine, differences, documents, ray_engine.compare_up_to_documents)

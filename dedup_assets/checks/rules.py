@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
+from ..core.capabilities import CAPABILITIES
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
 from ..core.incremental import IndexTables, one_shot_differences
 from ..core.scurve import lsh_probability
@@ -185,8 +186,9 @@ def engine_matches_duckdb(
 ) -> AssetCheckResult:
     """The ``engine``'s candidate pairs, edges, clusters and survivors are the DuckDB engine's,
     row for row (``differences`` from ``core.consistency``; None when not compared)."""
-    if engine == "duckdb":
-        return check_result([], "engine duckdb: these tables are the DuckDB engine's own", compared=False)
+    if CAPABILITIES[engine].reference:
+        description = f"engine {engine}: these tables are the reference others are compared with"
+        return check_result([], description, compared=False)
     if differences is None:
         return AssetCheckResult(
             passed=False,

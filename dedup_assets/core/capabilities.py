@@ -12,9 +12,10 @@ class Capabilities:
     skip_hot_buckets: bool  # hot_buckets skip: buckets left out of the join and listed
     bodies_in_place: bool  # parquet_bodies in_place: documents reads a Parquet input's bodies from its files
     incremental: bool  # the batch index, which lives in the DuckDB file
+    reference: bool  # its tables are what the engine_matches_duckdb check compares the others with
 
 
 CAPABILITIES = {
-    "duckdb": Capabilities(star_clusters=True, skip_hot_buckets=True, bodies_in_place=True, incremental=True),
-    "ray": Capabilities(star_clusters=False, skip_hot_buckets=False, bodies_in_place=False, incremental=False),
+    "duckdb": Capabilities(star_clusters=True, skip_hot_buckets=True, bodies_in_place=True, incremental=True, reference=True),
+    "ray": Capabilities(star_clusters=False, skip_hot_buckets=False, bodies_in_place=False, incremental=False, reference=False),
 }
