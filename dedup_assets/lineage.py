@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .core.errors import DedupError
 from .core.ingest import changed_in_place_files
-from .core.settings import STAGE_SETTINGS, changed_settings
+from .core.setting_lineage import STAGE_SETTINGS, changed_settings
 from .core.tables import READ_IN_PLACE
 from .environment import INPUT
 from .settings_resource import dedup_config_json

@@ -13,7 +13,7 @@ from dedup_assets.core.contract import load_contract
 from dedup_assets.core.lsh import bucket_pressure
 from dedup_assets.core.minhash import minhash_signature
 from dedup_assets.core.readers import read_documents
-from dedup_assets.core.settings import HASH_SCHEMES
+from dedup_assets.core.step_params import HASH_SCHEMES
 from dedup_assets.core.tables import Tables
 from dedup_assets.core.text import Shingling, document_shingles
 

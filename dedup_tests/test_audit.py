@@ -21,7 +21,8 @@ from dedup_assets.core.audit_probe import AuditProbe, probe_pass, sample_doc_ids
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.release import verify_release
-from dedup_assets.core.settings import Settings, SketchParams
+from dedup_assets.core.settings import Settings
+from dedup_assets.core.step_params import SketchParams
 from dedup_assets.core.sketch import fingerprint_batch
 from dedup_assets.core.text import Shingling, document_shingles
 

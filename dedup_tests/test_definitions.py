@@ -1,13 +1,16 @@
 import os
+import re
 import subprocess
 import sys
+from dataclasses import fields
+from pathlib import Path
 
 import pytest
 from dagster import Definitions
 from dagster_duckdb import DuckDBResource
 from pydantic import ValidationError
 
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.settings import STEPS, Settings
 from dedup_assets.definitions import defs
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.warehouse import DuckDBWarehouse
@@ -78,6 +81,26 @@ def test_dedup_resource_exposes_the_documented_setting_names():
     defaults = DedupSettings()
     assert (defaults.shingle_size, defaults.num_perm, defaults.rows_per_band, defaults.minhash_seed) == (5, 64, 8, 42)
     assert (defaults.jaccard_threshold, defaults.max_pair_slots) == (0.7, None)  # None: from memory_budget_mb
+
+
+def test_the_resource_is_made_from_the_library_settings():
+    made = fields(Settings)
+    for setting in made:
+        field = DedupSettings.model_fields[setting.name]
+        assert field.description == setting.metadata["doc"] and setting.metadata["step"] in STEPS, setting.name
+    # besides them, only the sweep's fields and the paths
+    resource_only = set(DedupSettings.model_fields) - {setting.name for setting in made}
+    assert resource_only == {"sweep_combinations", "sweep_sample_size", "input_path", "labels_path", "output_dir"}
+    assert DedupSettings.model_fields["hot_buckets"].annotation.__name__ == "HotBuckets"
+
+
+def test_the_readme_settings_table_names_the_step_the_library_gives_each_setting():
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| ([a-z, ]+) \| `(\w+)` \|", readme, re.MULTILINE)
+    steps = {setting.name: setting.metadata["step"] for setting in fields(Settings)}
+    assert len(rows) >= 15
+    for listed, name in rows:
+        assert steps[name] in listed.split(", "), f"README.md lists {name} under {listed}, the library under {steps[name]}"
 
 
 def test_the_resources_defaults_are_the_librarys():

@@ -8,7 +8,8 @@ import pytest
 
 from dedup_assets.core.scurve import lsh_probability
 from dedup_assets.core.minhash import hash_int, lsh_band_keys, minhash_signature
-from dedup_assets.core.settings import SettingsError, SketchParams
+from dedup_assets.core.settings import SettingsError
+from dedup_assets.core.step_params import SketchParams
 from dedup_assets.core.sketch import fingerprint_batch
 from dedup_assets.core.jaccard import exact_jaccard
 from dedup_assets.core.verify import signature_overlap

@@ -122,7 +122,7 @@ def test_openmp_threads_wait_passively_unless_the_user_chose(preset, expected):
         environment["OMP_WAIT_POLICY"] = preset
     script = (
         "import os, pyarrow as pa\n"
-        "from dedup_assets.core.settings import SketchParams\n"
+        "from dedup_assets.core.step_params import SketchParams\n"
         "from dedup_assets.core.sketch import fingerprint_batch\n"
         "fingerprint_batch(pa.array(['a']), pa.array(['one two three four five six']), "
         "SketchParams('fss', 5, 16, 8, 42))\n"

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_assets.core import kernels
-from dedup_assets.core.settings import SketchParams
+from dedup_assets.core.step_params import SketchParams
 from dedup_assets.core.sketch import fingerprint_batch
 from dedup_assets.core.text import kernel_text, normalize_text, token_shingles, tokenize
 

@@ -16,7 +16,8 @@ from dedup_assets.core.lsh import (
     copy_groups,
     ensure_within_limits,
 )
-from dedup_assets.core.settings import PAIR_SLOT_BYTES, ClusterParams, PairLimits, Settings, SettingsError, SketchParams, Thresholds
+from dedup_assets.core.settings import PAIR_SLOT_BYTES, Settings, SettingsError
+from dedup_assets.core.step_params import ClusterParams, PairLimits, SketchParams, Thresholds
 from dedup_assets.core.store import TableBuild, connect, write_table
 from dedup_assets.core.tables import Tables
 from dedup_assets.core.text import Shingling

@@ -14,7 +14,8 @@ from PIL import Image
 
 from dedup_assets.checks import rules
 from dedup_assets.core.scurve import choose_bands, lsh_probability
-from dedup_assets.core.settings import Settings, SettingsError, SketchParams
+from dedup_assets.core.settings import Settings, SettingsError
+from dedup_assets.core.step_params import SketchParams
 from dedup_assets.core.sweep_settings import SweepCombination
 from dedup_assets.core import kernels
 from dedup_assets.core.minhash import lsh_band_keys

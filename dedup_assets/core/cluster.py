@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from . import kernels
 from .errors import InconsistentTables
 from .keep_rule import keep_order
-from .settings import ClusterParams
+from .step_params import ClusterParams
 from .sketch import kernel_blocks
 from .store import TableBuild, rows_with_ids
 from .text import Shingling

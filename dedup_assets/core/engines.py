@@ -18,7 +18,7 @@ import pyarrow as pa
 from .audit_probe import AuditProbe
 from .cluster import build_clusters, build_deduped_documents
 from .lsh import BucketPressure, build_candidate_pairs
-from .settings import ClusterParams, PairLimits, SketchParams, Thresholds
+from .step_params import ClusterParams, PairLimits, SketchParams, Thresholds
 from .sketch import build_fingerprinted
 from .store import TableBuild
 from .tables import Tables

@@ -46,7 +46,9 @@ from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs
 from .readers import InputError, InputStats
 from .release import DEDUPED_DOCUMENTS
 from .errors import DedupError
-from .settings import STAGE_SETTINGS, PairLimits, Settings, SettingsError, SketchParams, Thresholds
+from .setting_lineage import STAGE_SETTINGS
+from .settings import Settings, SettingsError
+from .step_params import PairLimits, SketchParams, Thresholds
 from .store import TableBuild, database_path, read_lineage, table_exists, transaction, write_lineage, write_table
 from .tables import PIPELINE_TABLES, Tables, sql
 from .verify import build_scored_pairs

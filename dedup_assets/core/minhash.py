@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 import pyarrow as pa
 
-from .settings import SketchParams
+from .step_params import SketchParams
 from .text import joined, normalize_text, token_shingles, tokenize
 
 

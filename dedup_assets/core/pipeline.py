@@ -26,7 +26,8 @@ from .ingest import build_documents, build_rejected_documents, input_identity
 from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs, hot_buckets_build
 from .publish import publish_batch_release, publish_release
 from .release import library_versions
-from .settings import DEFAULT_DUCKDB_MEMORY, Settings, value_sources
+from .setting_lineage import value_sources
+from .settings import DEFAULT_DUCKDB_MEMORY, Settings
 from .sketch import build_fingerprinted
 from .store import open_database, write_table
 from .streams import stop_on_signals

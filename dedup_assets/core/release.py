@@ -22,7 +22,8 @@ from .plots import CLUSTER_SIZES_FILE, JACCARD_FILE, SCURVE_FILE, cluster_sizes_
 from .scurve import lsh_probability
 from .readers import InputFile, file_sha256
 from .parquet_files import write_parquet, write_parquet_parts
-from .settings import RUN_PATHS, Settings
+from .setting_lineage import RUN_PATHS
+from .settings import Settings
 from .summary import reason_counts, rejected_by_reason, run_counts
 from .tables import HOT_BUCKETS, Tables, beside, sql
 

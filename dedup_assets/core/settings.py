@@ -1,28 +1,27 @@
-"""The settings of one run, and the value objects each step takes from them.
-
-:class:`Settings` is the one place a default is written: the Dagster resource (``settings_resource.py``
-one level up) takes its field defaults from here, and the library runner takes a ``Settings``.
-Every value object checks itself when it is made, so a bad setting fails before any work.
+"""The settings of one run: :class:`Settings` is the one place each is written, with its type,
+default, step and description. The Dagster resource (``settings_resource.py`` one level up) makes
+its fields from it, and the library takes a ``Settings``, which checks itself when it is made (and
+makes the value objects each step takes, ``step_params.py``), so a bad setting fails before any work.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Literal, get_args
 
 from .capabilities import CAPABILITIES
 from .errors import SettingsError
-from .input_settings import FetchSettings, InputPolicy
+from .input_settings import FetchSettings, InputPolicy, SourceFormat
 from .keep_rule import checked_domains
 from .kernels import MAX_SKETCH_SIZE
 from .presets import PRESETS, more_recall, preset_values
 from .scurve import choose_bands, lsh_recall
-from .text import SHINGLE_UNITS, Shingling
+from .step_params import ClusterParams, HashScheme, PairLimits, SketchParams, Thresholds
+from .text import Shingling, ShingleUnit
 
-HashScheme = Literal["fss", "blake2b"]
 ClusterMode = Literal["components", "star"]
+Preset = Literal[tuple(PRESETS)]
 Engine = Literal["duckdb", "ray"]  # what each can run: capabilities.py
 # in_place: a Parquet input's bodies are read from its files, not copied into the database. Not a
 # stage setting: either way documents holds the same rows, so no table is built again for it.
@@ -30,7 +29,6 @@ ParquetBodies = Literal["in_place", "copy"]
 # refuse: a bucket over max_bucket_size stops the run (the published method); skip: such buckets
 # are left out of the self-join and listed, and the recall audit measures what that cost
 HotBuckets = Literal["refuse", "skip"]
-HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
 CLUSTER_MODES: tuple[str, ...] = get_args(ClusterMode)
 ENGINES: tuple[str, ...] = get_args(Engine)
 PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
@@ -38,9 +36,6 @@ HOT_BUCKETS: tuple[str, ...] = get_args(HotBuckets)
 
 # auto_bands weighs every (bands, rows) pair that fits; past this the choice alone takes seconds
 MAX_AUTO_BANDS_PERM = 1 << 10
-# Beyond this many words (or characters), two pages share a shingle only if they share whole
-# paragraphs (or sentences), and every shorter page has none.
-MAX_SHINGLE_SIZE = 64
 DEFAULT_DUCKDB_MEMORY = "2GB"
 
 # Rows per streamed batch. At web-page sizes a batch's text stays under glibc's largest mmap
@@ -61,158 +56,206 @@ SIGNATURES_RELEASED_UP_TO = 100_000
 PAIR_SLOT_BYTES = 640
 
 
-# Settings whose change alters an asset's content, keyed by the first asset they affect (the
-# lineage of every table records them; ``table_layout`` and ``input_path`` are the run's).
-STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
-    # the engine decides where every table lives (DuckDB, or Parquet folders it views)
-    "documents": (
-        "table_layout", "engine", "input_path", "source_format", "max_body_bytes", "fields", "jsonl_fields", "warc_base_url",
-    ),
-    # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
-    # audit_sample_size: the recall audit's probe rides on the fingerprinting pass
-    "fingerprinted": (
-        "hash_scheme", "shingle_size", "shingle_unit", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
-        "false_negative_weight", "bands", "rows_in_use", "audit_sample_size",
-    ),
-    # hot_bucket_limit: max_bucket_size where hot_buckets: skip makes it decide the rows (refused,
-    # it decides none, and a change of it rebuilds nothing)
-    "candidate_pairs": ("hot_buckets", "hot_bucket_limit"),
-    "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
-    "clusters": ("cluster_mode", "prefer_domains"),
-    "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'
-    # the tuning group's leaf: besides its combinations, the run's settings that its rows depend on
-    "parameter_sweep": (
-        "hash_scheme", "minhash_seed", "max_pair_slots", "max_bucket_size", "memory_budget_mb",
-        "sweep_combinations", "sweep_sample_size",
-    ),
-}
+STEPS = ("engine", "ingest", "fingerprint", "lsh", "verify", "cluster", "release", "audit")
 
 
-@dataclass(frozen=True)
-class SketchParams:
-    """How documents are fingerprinted and banded."""
-
-    hash_scheme: str
-    shingle_size: int
-    num_perm: int
-    rows_per_band: int
-    minhash_seed: int
-    band_count: int | None = None  # bands chosen for a threshold; None: num_perm / rows_per_band
-    shingle_unit: str = "word"
-
-    def __post_init__(self) -> None:
-        if self.hash_scheme not in HASH_SCHEMES:
-            raise SettingsError(
-                f"hash_scheme must be one of {', '.join(HASH_SCHEMES)}, got {self.hash_scheme!r}"
-            )
-        if self.shingle_unit not in SHINGLE_UNITS:
-            raise SettingsError(
-                f"shingle_unit must be one of {', '.join(SHINGLE_UNITS)}, got {self.shingle_unit!r}"
-            )
-        if not 1 <= self.shingle_size <= MAX_SHINGLE_SIZE:
-            raise SettingsError(
-                f"shingle_size must be between 1 and {MAX_SHINGLE_SIZE} {self.shingle_unit}s, got {self.shingle_size}"
-            )
-        if self.band_count is not None:
-            if self.band_count < 1 or self.rows_per_band < 1 or self.band_count * self.rows_per_band > self.num_perm:
-                raise SettingsError(
-                    f"{self.band_count} bands of {self.rows_per_band} rows need more than num_perm "
-                    f"({self.num_perm}) signature values"
-                )
-        elif self.num_perm < 1 or self.rows_per_band < 1 or self.num_perm % self.rows_per_band:
-            raise SettingsError(
-                f"num_perm ({self.num_perm}) must be a positive multiple of rows_per_band "
-                f"({self.rows_per_band})"
-            )
-        if self.hash_scheme == "fss" and self.num_perm > MAX_SKETCH_SIZE:
-            raise SettingsError(f"the fss scheme supports num_perm up to {MAX_SKETCH_SIZE}")
-
-    @property
-    def bands(self) -> int:
-        return self.band_count if self.band_count is not None else self.num_perm // self.rows_per_band
-
-    @property
-    def shingling(self) -> Shingling:
-        return Shingling(self.shingle_size, self.shingle_unit)
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """What verification accepts (Jaccard) and what it reports as a sketch match (overlap)."""
-
-    jaccard: float
-    signature_overlap: float
-
-    def __post_init__(self) -> None:
-        for name, value in (("jaccard", self.jaccard), ("signature_overlap", self.signature_overlap)):
-            if not 0.0 < value <= 1.0:
-                raise SettingsError(f"{name}_threshold must be in (0, 1], got {value}")
-
-
-@dataclass(frozen=True)
-class PairLimits:
-    """What the candidate step may cost: pair slots in all, and distinct texts in one bucket.
-    ``memory_budget_mb`` is set when the slot budget was derived from it."""
-
-    max_pair_slots: int
-    max_bucket_size: int
-    memory_budget_mb: int | None = None
-    skip_hot_buckets: bool = False  # hot_buckets: skip
-
-
-@dataclass(frozen=True)
-class ClusterParams:
-    """How the cluster step makes clusters (``mode``; Jaccard with the representative measured
-    over ``shingling``, chained below ``threshold``) and which member each keeps: the keep rule
-    with ``prefer_domains`` (``keep_rule.py``)."""
-
-    mode: str
-    shingling: Shingling
-    threshold: float
-    memory_budget_mb: int
-    prefer_domains: tuple[str, ...] = ()
+def _setting(step: str, doc: str, default=MISSING, factory=MISSING):
+    """A field of :class:`Settings`: its default, the step it affects (``STEPS``, as the README and
+    docs/settings.md group them) and what it does, which the ``dedup`` resource shows in the UI."""
+    assert step in STEPS, step
+    return field(default=default, default_factory=factory, metadata={"step": step, "doc": doc})
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every algorithm setting of a run, with its default. These are the settings recorded in
-    lineage and in ``manifest.json``, under these names."""
+    """Every algorithm setting of a run: its type, default, step and description, written once.
+    These are the settings recorded in lineage and in ``manifest.json``, under these names, and the
+    ``dedup`` resource's fields are made from them (``settings_resource.py``)."""
 
-    engine: str = "duckdb"
-    hash_scheme: str = "fss"
-    shingle_size: int = 5
-    shingle_unit: str = "word"  # word: shingles of shingle_size tokens; char: of characters
-    num_perm: int = 64
-    rows_per_band: int = 8
-    minhash_seed: int = 42
-    jaccard_threshold: float = 0.7
-    signature_overlap_threshold: float = 0.7
-    max_pair_slots: int | None = None  # None: derived from memory_budget_mb
-    max_bucket_size: int = 1_000
-    hot_buckets: str = "refuse"
-    memory_budget_mb: int = 3072
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_body_bytes: int = InputPolicy.max_body_bytes
-    fail_on_reject: bool = InputPolicy.fail_on_reject
-    jsonl_fields: dict = field(default_factory=dict)  # the former, JSONL-only name of ``fields``
-    source_format: str | None = None
-    fields: dict = field(default_factory=dict)
-    parquet_bodies: str = "in_place"
-    audit_sample_size: int = 1_000  # 0: every document
-    min_recall: float = 0.9
-    cluster_mode: str = "components"
-    max_cluster_size: int = 1_000
-    prefer_domains: list[str] = field(default_factory=list)  # the keep rule's domains, first preferred
-    auto_bands: bool = False  # True: bands and rows chosen from jaccard_threshold (rows_per_band unused)
-    false_negative_weight: float = 0.5
-    warc_base_url: str = FetchSettings.base_url
-    acknowledge_common_crawl_terms: bool = FetchSettings.acknowledge_common_crawl_terms
-    fetch_concurrency: int = FetchSettings.concurrency
-    fetch_retries: int = FetchSettings.retries
-    fetch_timeout_s: float = FetchSettings.timeout_s
-    fetch_cache: str | None = FetchSettings.cache  # the resource fills it from DEDUP_CACHE when unset
-    release_signatures: bool | None = None  # None: up to SIGNATURES_RELEASED_UP_TO documents
-    preset: str | None = None  # a name of core.presets.PRESETS: fills the settings it names left at their defaults
+    engine: Engine = _setting(
+        "engine",
+        "duckdb: every step in this process, every table in the DuckDB file. ray: the steps on Ray "
+        "Data (a local Ray, or the cluster the ray_engine resource names), the large tables as "
+        "Parquet folders that the DuckDB file views; same tables, checks and release. Needs the ray extra.",
+        "duckdb",
+    )
+    hash_scheme: HashScheme = _setting(
+        "fingerprint",
+        "fss: compiled 64-bit shingle hashes and a Fast Similarity Sketch; blake2b: the published "
+        "MinHash definition, bit for bit (slow, for reference).",
+        "fss",
+    )
+    shingle_size: int = _setting(
+        "fingerprint", "Tokens (or, with shingle_unit char, characters) per shingle; 1 to 64.", 5
+    )
+    shingle_unit: ShingleUnit = _setting(
+        "fingerprint",
+        "word: shingles of shingle_size tokens (every Han, Hiragana and Katakana character is a "
+        "token); char: of shingle_size characters of the normalized text, spaces removed (for Thai, "
+        "Khmer, Lao or Myanmar text, or by choice; 3 to 5 is usual).",
+        "word",
+    )
+    num_perm: int = _setting("fingerprint", "MinHash values per signature.", 64)
+    rows_per_band: int = _setting(
+        "lsh", "Signature values per LSH band; divides num_perm. Unused with auto_bands.", 8
+    )
+    minhash_seed: int = _setting("fingerprint", "Seed of MinHash coordinate 0.", 42)
+    jaccard_threshold: float = _setting(
+        "verify", "Exact shingle Jaccard at or above which a pair is a duplicate.", 0.7
+    )
+    signature_overlap_threshold: float = _setting(
+        "verify", "Signature overlap reported as a MinHash match (diagnostic only).", 0.7
+    )
+    max_pair_slots: int | None = _setting(
+        "lsh",
+        "Refuse the LSH self-join when its buckets would create more pair rows. Unset: as many as "
+        "memory_budget_mb holds.",
+        None,
+    )
+    max_bucket_size: int = _setting(
+        "lsh",
+        "Refuse the LSH self-join when one bucket holds more distinct texts (hot_buckets: refuse), "
+        "or leave such buckets out of it (hot_buckets: skip).",
+        1_000,
+    )
+    hot_buckets: HotBuckets = _setting(
+        "lsh",
+        "refuse: a bucket over max_bucket_size stops the run, as the published method does; skip: "
+        "such buckets are left out of the join and listed in hot_buckets.csv, and the recall audit "
+        "measures what that cost (engine duckdb, one-shot runs).",
+        "refuse",
+    )
+    memory_budget_mb: int = _setting(
+        "lsh", "Refuse a self-join or a verification estimated to need more MB.", 3072
+    )
+    batch_size: int = _setting(
+        "engine", "Documents per streamed batch (memory follows this).", DEFAULT_BATCH_SIZE
+    )
+    max_body_bytes: int = _setting(
+        "ingest", "Reject a document whose body has more UTF-8 bytes.", InputPolicy.max_body_bytes
+    )
+    fail_on_reject: bool = _setting(
+        "ingest",
+        "Fail the run on the first input row that would be rejected, instead of recording it in "
+        "rejected_documents.",
+        InputPolicy.fail_on_reject,
+    )
+    jsonl_fields: dict[str, str] = _setting(
+        "ingest", "Deprecated: the former name of fields (fields wins).", factory=dict
+    )
+    source_format: SourceFormat | None = _setting(
+        "ingest",
+        "csv, parquet, jsonl, warc or warc_ranges (a targets file of WARC byte ranges to fetch) for "
+        "every input file; unset: by file extension, and a CSV or Parquet file with a targets "
+        "file's columns is warc_ranges.",
+        None,
+    )
+    fields: dict[str, str] = _setting(
+        "ingest",
+        "Our column -> the input's column (CSV, Parquet) or field (JSONL) that fills it, e.g. "
+        '{"doc_id": "id", "body": "text"}. Only doc_id and body are required; where the input has '
+        "none, source is the file's name, domain the url's host, title empty and crawled_at null. "
+        "JSONL defaults: doc_id<-id, body<-text, url<-url, title<-title, crawled_at<-timestamp, "
+        "domain<-domain, source<-source.",
+        factory=dict,
+    )
+    parquet_bodies: ParquetBodies = _setting(
+        "ingest",
+        "in_place: a Parquet input's bodies are read from its files by every step (engine duckdb), "
+        "not copied into the database; the files must then stay as they are, and a changed one is "
+        "refused with the command that reads it again. copy: copied, as other formats are.",
+        "in_place",
+    )
+    audit_sample_size: int = _setting(
+        "audit",
+        "Documents the recall audit samples (seeded by minhash_seed); it finds every pair of them "
+        "with Jaccard at or above the threshold exactly, without LSH. 0: every document.",
+        1_000,
+    )
+    min_recall: float = _setting(
+        "audit", "The recall audit's check warns when the upper end of its 95% interval is below this.", 0.9
+    )
+    cluster_mode: ClusterMode = _setting(
+        "cluster",
+        "components: every document connected by accepted edges is one cluster, so a chain A~B~C "
+        "removes C even when J(A, C) is below the threshold. star: the best-ranked document of a "
+        "component keeps only the documents at or above the threshold with it; the rest are "
+        "clustered again the same way.",
+        "components",
+    )
+    max_cluster_size: int = _setting(
+        "cluster",
+        "The clusters check warns when a cluster has more documents (a sign of chaining through "
+        "shared boilerplate).",
+        1_000,
+    )
+    prefer_domains: list[str] = _setting(
+        "cluster",
+        "Domains whose copy a cluster keeps, first listed first, ahead of the newest crawled_at: e.g. "
+        '["original.com", "docs.example.org"]. An entry matches its subdomains too (example.com: '
+        "www.example.com, news.example.com), regardless of case; unlisted domains come after every "
+        "listed one. Empty: newest crawled_at, then most tokens, then smallest doc_id.",
+        factory=list,
+    )
+    auto_bands: bool = _setting(
+        "lsh",
+        "Choose the LSH bands and rows (bands x rows <= num_perm) that minimize the weighted "
+        "false-positive and false-negative areas of the S-curve at jaccard_threshold; rows_per_band "
+        "is then unused. The choice is in lineage, manifest.json (derived_settings) and the "
+        "candidate_pairs metadata.",
+        False,
+    )
+    false_negative_weight: float = _setting(
+        "lsh",
+        "With auto_bands: the weight of missed duplicates (the false-positive weight, extra "
+        "candidates to verify, is 1 minus it). Higher: more recall, more candidates.",
+        0.5,
+    )
+    warc_base_url: str = _setting(
+        "ingest",
+        "warc_ranges: the prefix a target's WARC filename is joined to: an http(s) URL, or a local "
+        "folder (file:// or a path). The default is Common Crawl's public endpoint.",
+        FetchSettings.base_url,
+    )
+    acknowledge_common_crawl_terms: bool = _setting(
+        "ingest",
+        "warc_ranges from Common Crawl's own endpoint: you accept its terms of use "
+        "(https://commoncrawl.org/terms-of-use); without it such a run fails before fetching.",
+        FetchSettings.acknowledge_common_crawl_terms,
+    )
+    fetch_concurrency: int = _setting("ingest", "warc_ranges: fetches at once.", FetchSettings.concurrency)
+    fetch_retries: int = _setting(
+        "ingest",
+        "warc_ranges: retries of a fetch after a connection error, timeout, 429 or 5xx (exponential "
+        "backoff with jitter).",
+        FetchSettings.retries,
+    )
+    fetch_timeout_s: float = _setting(
+        "ingest",
+        "warc_ranges: seconds a fetch attempt may take in all, however slowly the bytes come (then "
+        "it is retried).",
+        FetchSettings.timeout_s,
+    )
+    fetch_cache: str | None = _setting(
+        "ingest",
+        "warc_ranges: a folder keeping fetched records, so a re-run fetches none again. Unset: env "
+        "DEDUP_CACHE, else no cache.",
+        FetchSettings.cache,
+    )
+    release_signatures: bool | None = _setting(
+        "release",
+        "Whether fingerprinted.parquet in the release carries the MinHash signatures (8 bytes x "
+        f"num_perm per document). Unset: up to {SIGNATURES_RELEASED_UP_TO:,} documents. The "
+        "database's fingerprinted table always has them.",
+        None,
+    )
+    preset: Preset | None = _setting(
+        "lsh",
+        "web: recall first, for web pages with light edits: num_perm 128, auto_bands and "
+        "false_negative_weight 0.9 (20 bands of 6 rows at jaccard_threshold 0.7). It fills those of "
+        "them left at their defaults; manifest.json (derived_settings.preset_settings) says what it set.",
+        None,
+    )
 
     def __post_init__(self) -> None:
         if self.preset is not None and self.preset not in PRESETS:
@@ -363,36 +406,3 @@ class Settings:
 
 
 _DEFAULTS = {item.name: item.default for item in fields(Settings) if item.default is not MISSING}
-
-
-# where a run's value came from, as manifest.json's settings_sources says (a settings file's
-# values say its path): for every setting, and for the paths a release is made from
-SOURCE_RUN_CONFIG, SOURCE_CODE, SOURCE_DEFAULT = "run config", "code", "default"
-RUN_PATHS = ("input_path", "output_dir", "labels_path")
-
-
-def value_sources(
-    values: dict, defaults: dict, in_run_config: Collection[str] = (), file: str | None = None, in_file: Collection[str] = ()
-) -> dict[str, str]:
-    """Where each of ``values`` came from, the first that holds: the run config (``in_run_config``,
-    the keys it sets, at any value), code (a value other than its default, given where the settings
-    were made in Python), the settings file ``file`` (``in_file``: its keys), else the default. A
-    value set in code to its default cannot be told from one left unset, so the file fills it."""
-    sources = {}
-    for name, value in values.items():
-        if name in in_run_config:
-            sources[name] = SOURCE_RUN_CONFIG
-        elif value != defaults[name]:
-            sources[name] = SOURCE_CODE
-        elif file is not None and name in in_file:
-            sources[name] = file
-        else:
-            sources[name] = SOURCE_DEFAULT
-    return sources
-
-
-def changed_settings(values: dict) -> dict:
-    """The settings among ``values`` that differ from their defaults: what a command carries to
-    run again with them."""
-    defaults = Settings().as_dict()
-    return {name: values[name] for name in defaults if name in values and values[name] != defaults[name]}

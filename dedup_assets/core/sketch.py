@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from . import kernels
 from .errors import InconsistentTables
 from .minhash import blake2b_columns
-from .settings import SketchParams
+from .step_params import SketchParams
 from .store import TableBuild
 from .streams import Progress, ThroughputLog, prefetched
 from .tables import Tables

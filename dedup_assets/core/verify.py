@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from . import kernels
 from .jaccard import pair_jaccard
-from .settings import SketchParams, Thresholds
+from .step_params import SketchParams, Thresholds
 from .errors import DedupError, InconsistentTables
 from .sketch import list_matrix
 from .store import TableBuild, rows_with_ids

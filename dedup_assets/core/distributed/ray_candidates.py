@@ -12,7 +12,7 @@ from ray.data.aggregate import Count, Min, Sum
 
 from ..bucket_kernels import bucket_pair_slots
 from ..lsh import BucketPressure, ensure_within_limits
-from ..settings import PairLimits
+from ..step_params import PairLimits
 from ..sketch import list_matrix
 from ..store import TableBuild
 from .datasets import (

@@ -17,7 +17,7 @@ import ray.data
 from .. import kernels
 from ..jaccard import shingle_sets
 from ..keep_rule import keep_order
-from ..settings import ClusterParams
+from ..step_params import ClusterParams
 from ..sketch import kernel_blocks
 from ..store import TableBuild
 from .components import connected_components

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..settings import SketchParams
+from ..step_params import SketchParams
 from ..sketch import fingerprint_batch, fingerprint_schema
 from ..store import TableBuild
 from .datasets import (

@@ -11,7 +11,7 @@ import ray.data
 
 from .. import kernels
 from ..jaccard import pair_jaccard
-from ..settings import SketchParams, Thresholds
+from ..step_params import SketchParams, Thresholds
 from ..sketch import list_matrix
 from ..store import TableBuild
 from .datasets import (
