@@ -1,8 +1,8 @@
 """The whole pipeline in one call, without Dagster: for scripts and the benchmark.
 
-It calls the same step builders with the same :class:`Settings` as the assets, on one DuckDB
-file (schema ``dedup``), and times each step. Its release files are byte-identical to the asset
-graph's (``manifest.json`` aside from paths).
+It runs the steps the assets run (``steps.py``), in the graph's order, with the same
+:class:`Settings`, on the DuckDB engine and one DuckDB file (schema ``dedup``), and times each
+step. Its release files are byte-identical to the asset graph's (``manifest.json`` aside from paths).
 """
 
 from __future__ import annotations
@@ -16,14 +16,11 @@ from pathlib import Path
 
 import duckdb
 
-from . import incremental
-from .audit import build_recall_audit, stored_true_pairs
-from .audit_probe import AUDIT_SAMPLED, audit_pairs_table, audit_probe
+from . import incremental, steps
 from .batches import BatchFolder
-from .cluster import build_clusters, build_deduped_documents
-from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
+from .engines import DuckDBEngine
 from .ingest import build_documents, build_rejected_documents, input_identity
-from .lsh import BucketPressure, build_band_memberships, build_candidate_pairs, hot_buckets_build
+from .lsh import BucketPressure
 from .publish import publish_batch_release, publish_release
 from .release import library_versions
 from .setting_lineage import value_sources
@@ -32,8 +29,7 @@ from .sketch import build_fingerprinted
 from .store import open_database, write_table
 from .streams import stop_on_signals
 from .summary import run_counts
-from .tables import DOCUMENT_ROWS, HOT_BUCKETS, SCHEMA, Tables, beside
-from .verify import build_duplicate_pairs, build_scored_pairs
+from .tables import SCHEMA, Tables
 
 
 @contextmanager
@@ -61,33 +57,25 @@ def run_core_steps(
     stage: Callable[[str], AbstractContextManager] = lambda name: nullcontext(),
     audit: bool = True,
 ) -> CoreRun:
-    """From the documents table to duplicate_pairs: fingerprints and bands (and, with ``audit``,
-    the recall audit's true pairs, found on the same pass), candidates, exact verification; each
-    step inside ``stage(name)`` (fingerprint, candidates, verify)."""
-    params = settings.sketch_params()
-    with stage("fingerprint"), connection.cursor() as reader:
-        probe = (
-            audit_probe(
-                reader, tables.documents, params.shingling, settings.jaccard_threshold, settings.audit_sample_size,
-                params.minhash_seed,
-            )
-            if audit
-            else None
-        )
-        build = build_fingerprinted(reader, tables, params, settings.batch_size, log, probe)
-        write_table(connection, tables.fingerprinted, build)
-        if probe is not None:
-            write_table(connection, audit_pairs_table(tables), probe.build(), probe.lineage())
-        write_table(connection, tables.band_memberships, build_band_memberships(tables))
+    """From the documents table to duplicate_pairs, on the DuckDB engine: fingerprints and bands
+    (and, with ``audit``, the recall audit's true pairs, found on the same pass), candidates,
+    exact verification; each step inside ``stage(name)`` (fingerprint, candidates, verify)."""
+    run = _library_run(connection, tables, settings, log)
+    with stage("fingerprint"):
+        steps.fingerprint(run, audit)
+        steps.band_memberships(run)
     with stage("candidates"):
-        build, pressure, hot = build_candidate_pairs(connection, tables, settings.pair_limits())
-        candidates = write_table(connection, tables.candidate_pairs, build)
-        write_table(connection, beside(tables.candidate_pairs, HOT_BUCKETS), hot_buckets_build(hot))
+        found = steps.candidates(run)
     with stage("verify"):
-        build, _ = build_scored_pairs(connection, tables, params, settings.thresholds(), settings.memory_budget_mb)
-        write_table(connection, tables.scored_pairs, build)
-        edges = write_table(connection, tables.duplicate_pairs, build_duplicate_pairs(tables))
-    return CoreRun(pressure, candidates, edges)
+        steps.score(run)
+        edges = steps.duplicate_pairs(run)
+    return CoreRun(found.pressure, found.rows, edges)
+
+
+def _library_run(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings, log: Callable[[str], None]
+) -> steps.StepRun:
+    return steps.StepRun(settings, tables, DuckDBEngine(), connection.cursor, steps.library_writer(connection, tables), log)
 
 
 def run_library(
@@ -104,35 +92,23 @@ def run_library(
     ``labels_path`` names labels to evaluate the clusters against. Returns per-step seconds and
     the main counts."""
     tables = Tables.in_schema(SCHEMA)
-    params = settings.sketch_params()
     stages: dict[str, float] = {}
 
     def stage(name: str):
         return _timed(stages, name)
 
     with open_database(database_path, duckdb_memory, SCHEMA) as connection:
-        stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
-        with stage("documents"), input_identity(Path(input_path), settings.source_format) as identity:
-            rows_table = f"{SCHEMA}.{DOCUMENT_ROWS}" if settings.bodies_read_in_place() else None
-            policy = settings.input_policy(stop)
-            build, stats = build_documents(Path(input_path), settings.batch_size, policy, log, rows_table)
-            with stop_on_signals(stop):
-                write_table(connection, tables.documents, build)
-            write_table(connection, tables.rejected_documents, build_rejected_documents(stats))
-            input_file = identity.result()
+        run = _library_run(connection, tables, settings, log)
+        with stage("documents"):
+            ingested = steps.ingest(run, Path(input_path))
         pressure = run_core_steps(connection, tables, settings, log, stage).pressure
         with stage("cluster"):
-            write_table(connection, tables.clusters, build_clusters(connection, tables, settings.cluster_params()))
-            write_table(connection, tables.deduped_documents, build_deduped_documents(tables))
+            steps.clusters(run)
+            steps.deduped_documents(run)
         with stage("audit"):
-            found, sampled = stored_true_pairs(connection, tables, settings.jaccard_threshold)
-            build = build_recall_audit(connection, tables, settings.jaccard_threshold, found)
-            write_table(connection, tables.recall_audit, build, {AUDIT_SAMPLED: sampled})
+            steps.recall_audit(run)
         with stage("evaluation"):
-            build, summary = build_evaluation_table(
-                connection, tables, Path(labels_path) if labels_path else None, params.shingling, params.hash_scheme
-            )
-            write_table(connection, tables.evaluation, build, {EVALUATION_SUMMARY: summary})
+            steps.evaluation(run, Path(labels_path) if labels_path else None)
         if output_dir is None:
             counts = run_counts(connection, tables, pressure)
         else:
@@ -140,8 +116,9 @@ def run_library(
                 paths = {"input_path": input_path, "output_dir": output_dir, "labels_path": labels_path}
                 sources = value_sources({**settings.as_dict(), **paths}, {**Settings().as_dict(), **dict.fromkeys(paths)})
                 written = publish_release(
-                    connection, tables, Path(output_dir), settings, input_file, pressure, database=database_path,
-                    log=log, settings_sources=sources, input_read_in_place=bool(stats.read_in_place),
+                    connection, tables, Path(output_dir), settings, ingested.input_file, pressure,
+                    database=database_path, log=log, settings_sources=sources,
+                    input_read_in_place=bool(ingested.stats.read_in_place),
                 )
             counts = written["counts"]
     return {
