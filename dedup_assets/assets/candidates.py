@@ -1,15 +1,15 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.lsh import FOUND_BY, hot_buckets_build
+from ..core import steps
+from ..core.lsh import FOUND_BY
 from ..core.plots import markdown_image, scurve_png
 from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
-from ..core.tables import HOT_BUCKETS
 from ..user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage
+from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, percent_fewer, preview, scalar, table_metadata
 
 
@@ -37,12 +37,10 @@ def candidate_pairs(
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
+    with user_errors():
+        found = steps.candidates(step_run(context, warehouse, ray_engine, lineage, settings))
+    rows, pressure, hot = found.rows, found.pressure, found.hot
     limits = settings.pair_limits()
-    with user_errors(), warehouse.cursor() as cursor:
-        engine = ray_engine.engine(settings.engine, warehouse.path)
-        build, pressure, hot = engine.candidate_pairs(cursor, tables, limits)
-    rows = warehouse.write("candidate_pairs", build, {**lineage, **pressure.as_lineage()})
-    warehouse.write(HOT_BUCKETS, hot_buckets_build(hot), lineage)
     params = settings.sketch_params()
     with warehouse.cursor() as cursor:
         possible = possible_pairs(scalar(cursor, f"select count(*) from {tables.documents}"))

@@ -1,13 +1,14 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from ..ray_engine import RayEngine
+from ..core import steps
 from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
 from ..user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage
+from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, preview, table_metadata
 
 # pairs of domains the clusters metadata lists
@@ -66,10 +67,8 @@ def clusters(
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.clusters
-    with user_errors(), warehouse.cursor() as cursor:
-        engine = ray_engine.engine(settings.engine, warehouse.path)
-        build = engine.clusters(cursor, warehouse.tables, settings.cluster_params(), context.log.info)
-    rows = warehouse.write("clusters", build, lineage)
+    with user_errors():
+        rows = steps.clusters(step_run(context, warehouse, ray_engine, lineage, settings))
     with warehouse.cursor() as cursor:
         mirrors = mirror_domain_pairs(cursor, warehouse.tables, MIRROR_PAIRS_SHOWN)
         return MaterializeResult(
@@ -99,8 +98,7 @@ def deduped_documents(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.deduped_documents
     with user_errors():
-        build = ray_engine.engine(settings.engine, warehouse.path).deduped_documents(warehouse.tables)
-    rows = warehouse.write("deduped_documents", build, lineage)
+        rows = steps.deduped_documents(step_run(context, warehouse, ray_engine, lineage, settings))
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={

@@ -1,14 +1,17 @@
-"""What every asset module shares: the group, the kinds, and the check of an asset's upstream
-tables against the run's settings."""
+"""What every asset module shares: the group, the kinds, the check of an asset's upstream
+tables against the run's settings, and the run of its step (``core/steps.py``)."""
 
 from __future__ import annotations
 
 from dagster import AssetExecutionContext
 
 from ..core.settings import Settings
+from ..core.steps import Lineage, StepRun
+from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES
 from ..user_messages import user_errors
 from ..lineage import combined_lineage, refuse_changed_input
+from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
 
@@ -33,3 +36,24 @@ def checked_lineage(
         lineage = combined_lineage(name, current, lineages)
         refuse_changed_input(lineage, current)
         return lineage, dedup.settings()
+
+
+def step_run(
+    context: AssetExecutionContext,
+    warehouse: DuckDBWarehouse,
+    ray_engine: RayEngine | None,
+    lineage: dict,
+    settings: Settings,
+) -> StepRun:
+    """The asset's step as ``core.steps`` runs it: on the run's engine (``ray_engine`` None: a
+    step that asks for none), with the warehouse's cursors, writing each table with the asset's
+    ``lineage`` and the step's own."""
+
+    def write(name: str, build: TableBuild, own: Lineage) -> int:
+        merged = (lambda: {**lineage, **own()}) if callable(own) else {**lineage, **own}
+        return warehouse.write(name, build, merged)
+
+    return StepRun(
+        settings, warehouse.tables, lambda: ray_engine.engine(settings.engine, warehouse.path), warehouse.cursor,
+        write, context.log.info,
+    )

@@ -1,13 +1,12 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.audit_probe import AUDIT_PAIRS, audit_probe
-from ..core.lsh import build_band_memberships
+from ..core import steps
 from ..core.text import shingling_warning
 from ..user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage
+from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import preview, table_metadata
 
 
@@ -50,30 +49,23 @@ def fingerprinted(
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
-    with user_errors(), warehouse.cursor() as reader:  # the build streams through the cursor
-        probe = audit_probe(
-            reader, warehouse.tables.documents, params.shingling, settings.jaccard_threshold,
-            settings.audit_sample_size, params.minhash_seed,
-        )
-        engine = ray_engine.engine(settings.engine, warehouse.path)
-        build = engine.fingerprinted(reader, warehouse.tables, params, settings.batch_size, context.log.info, probe)
-        rows = warehouse.write("fingerprinted", build, lineage)
-    pairs = warehouse.write(AUDIT_PAIRS, probe.build(), {**lineage, **probe.lineage()})
-    warning = shingling_warning(params.shingling, rows)
+    with user_errors():
+        written = steps.fingerprint(step_run(context, warehouse, ray_engine, lineage, settings))
+    warning = shingling_warning(params.shingling, written.rows)
     if warning:
         context.log.warning(warning)
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={
-                **table_metadata(cursor, warehouse.tables.fingerprinted, rows),
+                **table_metadata(cursor, warehouse.tables.fingerprinted, written.rows),
                 "hash_scheme": params.hash_scheme,
                 "shingling": f"{params.shingle_size} {params.shingle_unit}s",
                 "num_perm": MetadataValue.int(params.num_perm),
                 "bands": MetadataValue.int(params.bands),
                 "rows_per_band": MetadataValue.int(params.rows_per_band),
                 **_describe_fingerprints(cursor, warehouse.tables.fingerprinted),
-                "audit_sampled_documents": MetadataValue.int(len(probe.sample_ids)),
-                "audit_true_pairs": MetadataValue.int(pairs),
+                "audit_sampled_documents": MetadataValue.int(written.sampled),
+                "audit_true_pairs": MetadataValue.int(written.true_pairs),
             }
         )
 
@@ -88,9 +80,9 @@ def band_memberships(
 
     Stored as a DuckDB view that unnests `fingerprinted.lsh_bands`, so the band keys are not
     written to the database a second time."""
-    lineage, _ = checked_lineage(context, dedup, warehouse)
+    lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.band_memberships
-    rows = warehouse.write("band_memberships", build_band_memberships(warehouse.tables), lineage)
+    rows = steps.band_memberships(step_run(context, warehouse, None, lineage, settings))
     with warehouse.cursor() as cursor:
         # Bucket sizes are measured once, by candidate_pairs. The preview takes the first rows in
         # fingerprinted order (DuckDB keeps insertion order through the view's unnest): ordering

@@ -1,5 +1,3 @@
-import threading
-
 from dagster import (
     AssetExecutionContext,
     AssetKey,
@@ -10,17 +8,15 @@ from dagster import (
     multi_asset,
 )
 
-from ..core.ingest import build_documents, build_rejected_documents, input_identity
+from ..core import steps
 from ..core.readers import InputStats
-from ..core.streams import stop_on_signals
-from ..core.tables import DOCUMENT_ROWS, READ_IN_PLACE
 from ..user_messages import user_errors
 from ..lineage import combined_lineage
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS
+from .common import GROUP, KINDS, step_run
 from .metadata import markdown_table, preview, scalar, table_metadata
 
 DOCUMENTS_DESCRIPTION = """The input corpus, validated: `doc_id, source, domain, crawled_at,
@@ -104,35 +100,22 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
         own_lineage = combined_lineage("documents", dedup.current_values(), {})
     warehouse.open()  # a locked database fails now, before the input is hashed
     path = dedup.input_file()
-    rows_table = warehouse.qualified(DOCUMENT_ROWS) if settings.bodies_read_in_place() else None
-    stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
-    build, stats = build_documents(path, settings.batch_size, settings.input_policy(stop), context.log.info, rows_table)
-    with stop_on_signals(stop), input_identity(path, settings.source_format) as identity:
-
-        def with_identity() -> dict:
-            # the input's identity is known once the stream is read; it is written with the rows
-            found = identity.result()
-            in_place = {READ_IN_PLACE: stats.read_in_place} if stats.read_in_place else {}
-            return {**own_lineage, "input_sha256": found.sha256, "input_byte_size": found.byte_size, **in_place}
-
-        with user_errors():  # the ray engine reads the stream here: its input errors say what to fix
-            build = ray_engine.engine(settings.engine, warehouse.path).documents(build)
-        rows = warehouse.write("documents", build, with_identity)
-    lineage = with_identity()
+    with user_errors():  # the ray engine reads the stream as it writes it: its input errors say what to fix
+        ingested = steps.ingest(step_run(context, warehouse, ray_engine, own_lineage, settings), path)
+    stats, found = ingested.stats, ingested.input_file
     tables = warehouse.tables
     with warehouse.cursor() as cursor:
         yield _written(
             context,
             "documents",
             {
-                **table_metadata(cursor, tables.documents, rows),
+                **table_metadata(cursor, tables.documents, ingested.documents),
                 "input_path": MetadataValue.path(str(path)),
-                "input_sha256": lineage["input_sha256"],
-                "input_bytes": MetadataValue.int(lineage["input_byte_size"]),
+                "input_sha256": found.sha256,
+                "input_bytes": MetadataValue.int(found.byte_size),
                 **_documents_metadata(cursor, tables.documents, stats),
             },
         )
-    rejected_rows = warehouse.write("rejected_documents", build_rejected_documents(stats), lineage)
     if stats.replaced:
         context.log.warning(
             "Bytes that are not UTF-8 were replaced by U+FFFD (counted per document in "
@@ -150,7 +133,7 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
             context,
             "rejected_documents",
             {
-                **table_metadata(cursor, tables.rejected_documents, rejected_rows),
+                **table_metadata(cursor, tables.rejected_documents, ingested.rejected),
                 **_rejected_metadata(cursor, tables.rejected_documents, stats),
             },
         )

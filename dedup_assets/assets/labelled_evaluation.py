@@ -1,10 +1,10 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.evaluation import EVALUATION_SUMMARY, build_evaluation_table
+from ..core import steps
 from ..user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage
+from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import preview, table_metadata
 
 
@@ -18,10 +18,8 @@ def evaluation(context: AssetExecutionContext, dedup: DedupSettings, warehouse: 
     not in the input are counted and left out. Without labels, or when no label names an input
     document, it records that nothing was evaluated: no figure is shown."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
-    with user_errors(), warehouse.cursor() as cursor:
-        build, summary = build_evaluation_table(
-            cursor, warehouse.tables, dedup.labels(), settings.shingling(), settings.hash_scheme
-        )
+    with user_errors():
+        rows, summary = steps.evaluation(step_run(context, warehouse, None, lineage, settings), dedup.labels())
     if not summary["evaluated"]:  # a warning only when labels were given: most runs have none
         log = context.log.warning if summary["labels_files"] else context.log.debug
         log(f"evaluation: nothing evaluated, {summary['not_evaluated_because']}")
@@ -29,7 +27,6 @@ def evaluation(context: AssetExecutionContext, dedup: DedupSettings, warehouse: 
     if unknown:
         context.log.warning(f"evaluation: {unknown:,} labels name a doc_id that is not in the input; they are left out")
     table = warehouse.tables.evaluation
-    rows = warehouse.write("evaluation", build, {**lineage, EVALUATION_SUMMARY: summary})
     figures = {
         name: MetadataValue.float(summary[name])
         for name in ("precision", "recall", "f1", "adjusted_rand_index")

@@ -1,13 +1,12 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.audit import NEAR_COPIES, audit_summary, build_recall_audit, stored_true_pairs
-from ..core.audit_probe import AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, documents_pass
-from ..core.store import read_lineage
+from ..core import steps
+from ..core.audit import NEAR_COPIES, audit_summary
 from ..user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage
+from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, preview, table_metadata
 
 
@@ -26,28 +25,9 @@ def recall_audit(
     the near copies alone (pairs with Jaccard < 1, which LSH had to find: identical texts are
     paired by their content hash)."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
-    tables, threshold = warehouse.tables, settings.jaccard_threshold
-    with user_errors(), warehouse.cursor() as cursor:
-        found_at = read_lineage(cursor, audit_pairs_table(tables))[AUDIT_THRESHOLD]
-        if found_at <= threshold:
-            found, sampled = stored_true_pairs(cursor, tables, threshold)
-        else:  # rescored lower: the pairs between were never looked for, so the probe reads again
-            context.log.info(
-                f"recall_audit: fingerprinted found the audit's true pairs at jaccard_threshold={found_at}; "
-                f"finding them at {threshold} on a pass of its own over the bodies"
-            )
-            params = settings.sketch_params()
-            probe = audit_probe(
-                cursor, tables.documents, params.shingling, threshold, settings.audit_sample_size, params.minhash_seed
-            )
-            probe = documents_pass(cursor, tables.documents, probe, settings.batch_size)
-            found, sampled = probe.true_pairs(), len(probe.sample_ids)
-        build = build_recall_audit(
-            cursor, tables, threshold, found,
-            copies=ray_engine.engine(settings.engine, warehouse.path).first_copies(cursor, tables),
-        )
+    with user_errors():
+        rows, sampled = steps.recall_audit(step_run(context, warehouse, ray_engine, lineage, settings))
     table = warehouse.tables.recall_audit
-    rows = warehouse.write("recall_audit", build, {**lineage, AUDIT_SAMPLED: sampled})
     with warehouse.cursor() as cursor:
         summary = audit_summary(cursor, table, sampled)
         return MaterializeResult(

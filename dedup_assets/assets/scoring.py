@@ -1,5 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from ..core import steps
 from ..core.plots import jaccard_histogram_png, markdown_image
 from ..core.summary import reason_counts
 from ..user_messages import user_errors
@@ -7,7 +8,7 @@ from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..tables_io import WAREHOUSE_TABLES
 from ..warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage
+from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, preview, scalar, table_metadata
 
 PAIR_PREVIEW = "left_doc_id, right_doc_id, round(jaccard, 4) as jaccard, signature_overlap, reason"
@@ -27,12 +28,9 @@ def scored_pairs(
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
-    with user_errors(), warehouse.cursor() as cursor:
-        build, reshingled = ray_engine.engine(settings.engine, warehouse.path).scored_pairs(
-            cursor, tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
-        )
+    with user_errors():
+        rows, reshingled = steps.score(step_run(context, warehouse, ray_engine, lineage, settings))
     context.log.info(f"scored_pairs: shingled {reshingled:,} candidate documents again")
-    rows = warehouse.write("scored_pairs", build, lineage)
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={
@@ -62,8 +60,7 @@ def duplicate_pairs(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.duplicate_pairs
     with user_errors():
-        build = ray_engine.engine(settings.engine, warehouse.path).duplicate_pairs(warehouse.tables)
-    rows = warehouse.write("duplicate_pairs", build, lineage)
+        rows = steps.duplicate_pairs(step_run(context, warehouse, ray_engine, lineage, settings))
     with warehouse.cursor() as cursor:
         exact, cross = cursor.execute(
             f"select count(*) filter (where is_exact), count(*) filter (where left_domain <> right_domain) from {table}"

@@ -75,7 +75,7 @@ def run_core_steps(
 def _library_run(
     connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings, log: Callable[[str], None]
 ) -> steps.StepRun:
-    return steps.StepRun(settings, tables, DuckDBEngine(), connection.cursor, steps.library_writer(connection, tables), log)
+    return steps.StepRun(settings, tables, DuckDBEngine, connection.cursor, steps.library_writer(connection, tables), log)
 
 
 def run_library(

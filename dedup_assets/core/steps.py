@@ -4,8 +4,9 @@ describe what they wrote; the library runner (``pipeline.run_library``), the par
 the engines' consistency check call them in the graph's order. So a step cannot differ between
 the graph and the library: there is one wiring, and only the describing is the assets' own.
 
-A step gets a :class:`StepRun`: the run's settings, tables and engine, a way to open a cursor,
-and ``write``, which replaces one table (named in the run's schema) with the lineage the caller
+A step gets a :class:`StepRun`: the run's settings, tables and engine (made on first use: the
+ray engine starts Ray, which a step that needs no engine must not), a way to open a cursor, and
+``write``, which replaces one table (named in the run's schema) with the lineage the caller
 keeps (the asset's upstream lineage and settings; nothing more for the library) plus the step's own.
 """
 
@@ -15,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import duckdb
@@ -41,10 +43,14 @@ Write = Callable[[str, TableBuild, Lineage], int]
 class StepRun:
     settings: Settings
     tables: Tables
-    engine: Engine
+    engine_for: Callable[[], Engine]
     cursor: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
     write: Write
     log: Log
+
+    @cached_property
+    def engine(self) -> Engine:
+        return self.engine_for()
 
 
 def library_writer(connection: duckdb.DuckDBPyConnection, tables: Tables) -> Write:
