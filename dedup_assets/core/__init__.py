@@ -4,6 +4,8 @@ readers (input) -> ingest (documents) -> text -> sketch (fingerprinted) -> lsh (
 candidate_pairs) -> verify (scored_pairs, duplicate_pairs) -> cluster (clusters,
 deduped_documents) -> release (the files and manifest.json).
 
-``settings`` holds every default; ``tables`` the table names and the SQL loader; ``store`` how a
-step's table is written; ``pipeline.run_library`` runs every step in one call.
+``settings`` holds every setting with its default; ``tables`` the table names and the SQL loader;
+``store`` how a step's table is written; ``engines`` where a step's work runs; ``steps`` each step
+once (what it reads, builds and writes), which the assets and ``pipeline.run_library`` (every
+step in one call) both run.
 """
