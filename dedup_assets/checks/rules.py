@@ -10,7 +10,8 @@ import duckdb
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
-from ..core.incremental import IndexTables, one_shot_differences
+from ..core.incremental.index_reports import one_shot_differences
+from ..core.incremental.index_tables import IndexTables
 from ..core.scurve import lsh_probability
 from ..core.settings import Settings
 from ..core.summary import duplicate_clusters, reason_counts
