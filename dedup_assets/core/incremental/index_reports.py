@@ -11,7 +11,7 @@ import duckdb
 
 from ..release import DEDUPED_DOCUMENTS
 from ..store import table_exists
-from ..tables import Tables
+from ..tables import Tables, sql
 from .index_tables import (
     BRIDGE_COLUMNS,
     CLUSTER_COLUMNS,
@@ -55,30 +55,7 @@ def batch_counts(connection: duckdb.DuckDBPyConnection, tables: IndexTables, key
     (
         documents, rejected, seq, candidates_new_new, candidates_new_old, edges_new_new, edges_new_old,
         kept, removed, removed_against_earlier, bridges,
-    ) = connection.execute(
-        f"""
-        with batch as (select * from {tables.batches} where batch_key = $1),
-        new_docs as (select doc_id, position from {tables.fingerprints} where batch_key = $1),
-        pairs as (
-          select p.is_duplicate,
-                 (p.left_doc_id in (select doc_id from new_docs)
-                  and p.right_doc_id in (select doc_id from new_docs)) as within
-          from {tables.pairs} p where p.batch_key = $1
-        ),
-        decisions as (select * from {tables.clusters} where batch_key = $1)
-        select
-          (select documents from batch), (select rejected from batch), (select seq from batch),
-          (select count(*) filter (where within) from pairs),
-          (select count(*) filter (where not within) from pairs),
-          (select count(*) filter (where within and is_duplicate) from pairs),
-          (select count(*) filter (where not within and is_duplicate) from pairs),
-          (select count(*) filter (where decision like 'kept%') from decisions),
-          (select count(*) filter (where decision like 'removed%') from decisions),
-          (select count(*) filter (where decision like 'removed%' and representative_batch <> $1) from decisions),
-          (select count(*) from {tables.bridges} where batch_key = $1)
-        """,
-        [key],
-    ).fetchall()[0]
+    ) = connection.execute(sql("batch_counts", tables), [key]).fetchall()[0]
     totals = connection.execute(
         f"""
         select
