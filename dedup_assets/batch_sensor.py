@@ -23,7 +23,8 @@ from dagster import (
 from .assets.batch_graph import GROUP, TABLES
 from .batch_partitions import BATCHES, folder_batches, new_keys, partition_keys
 from .core.batches import Batch, BatchError, key_path_name
-from .core.incremental import batch_command, forget_command, indexed_batches
+from .core.incremental.batch_order import batch_command, forget_command
+from .core.incremental.index_tables import indexed_batches
 from .core.release import BATCHES_FOLDER, MANIFEST_FILE
 from .settings_resource import DedupSettings
 from .warehouse import DuckDBWarehouse

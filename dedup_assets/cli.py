@@ -77,7 +77,7 @@ def register_batches_command(argv: list[str]) -> int:
 
     from .batch_partitions import partition_keys, register_folder_batches
     from .core.errors import DedupError
-    from .core.incremental import batch_command
+    from .core.incremental.batch_order import batch_command
 
     try:
         with DagsterInstance.get() as instance:
@@ -109,7 +109,8 @@ def forget_batches_command(argv: list[str]) -> int:
 
     parser.add_argument("--database", default=DATABASE.value(), help=f"default: env {DATABASE.name}, else {DATABASE.default}")
     arguments = parser.parse_args(argv)
-    from .core.incremental import IndexTables, forget_batches
+    from .core.incremental.index_changes import forget_batches
+    from .core.incremental.index_tables import IndexTables
     from .core.errors import DedupError
     from .core.store import open_database
 

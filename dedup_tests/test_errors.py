@@ -6,7 +6,7 @@ from dagster import Failure
 
 from dedup_assets.core.batches import BatchError
 from dedup_assets.core.errors import DedupError, InconsistentTables
-from dedup_assets.core.incremental import BatchOrderError
+from dedup_assets.core.incremental.batch_order import BatchOrderError
 from dedup_assets.core.lsh import PairBudgetExceeded
 from dedup_assets.core.payloads import PayloadError
 from dedup_assets.core.publish import ReleaseError

@@ -1,4 +1,4 @@
-"""Incremental batches (core/incremental.py, core/batches.py, pipeline.run_batch): batches added
+"""Incremental batches (core/incremental/, core/batches.py, pipeline.run_batch): batches added
 in key order find the duplicate edges and clusters of one run over all of them, never take back
 an earlier decision, and refuse whatever would make the index differ from that run."""
 
@@ -13,14 +13,10 @@ import pyarrow as pa
 import pytest
 
 from dedup_assets.core.batches import BatchError, BatchFolder, find_batches
-from dedup_assets.core.incremental import (
-    BatchOrderError,
-    IndexTables,
-    add_batch,
-    forget_batches,
-    indexed_batches,
-    one_shot_differences,
-)
+from dedup_assets.core.incremental.batch_order import BatchOrderError
+from dedup_assets.core.incremental.index_changes import add_batch, forget_batches
+from dedup_assets.core.incremental.index_reports import one_shot_differences
+from dedup_assets.core.incremental.index_tables import IndexTables, indexed_batches
 from dedup_assets.core.payloads import payload_folder
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.readers.protocol import InputError
@@ -580,7 +576,8 @@ def test_a_batch_added_again_from_a_changed_file_gets_a_payload_file_of_its_own(
 
 
 def test_an_index_from_before_bands_were_recorded_is_compared_by_the_bands_it_used():
-    from dedup_assets.core.incremental import IndexedBatch, index_settings, settings_problems
+    from dedup_assets.core.incremental.batch_order import index_settings, settings_problems
+    from dedup_assets.core.incremental.index_tables import IndexedBatch
 
     old = {k: v for k, v in index_settings(Settings()).items() if k not in ("bands", "rows_in_use", "auto_bands", "false_negative_weight")}
     indexed = [IndexedBatch("2026-01-01", 1, 0, 10, "sha", "payload", old)]

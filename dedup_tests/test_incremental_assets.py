@@ -31,7 +31,8 @@ from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.assets.batch_graph import INCREMENTAL_ASSETS
 from dedup_assets.batch_sensor import new_batches
 from dedup_assets.checks import PIPELINE_CHECKS, same_as_incremental
-from dedup_assets.core.incremental import IndexTables, forget_batches
+from dedup_assets.core.incremental.index_changes import forget_batches
+from dedup_assets.core.incremental.index_tables import IndexTables
 from dedup_assets.ray_engine import RayEngine
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.tables_io import with_tables_io

@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from dedup_assets.core.batches import find_batches
-from dedup_assets.core.incremental import BatchOrderError, IndexedBatch, index_settings, settings_problems
+from dedup_assets.core.incremental.batch_order import BatchOrderError, index_settings, settings_problems
+from dedup_assets.core.incremental.index_tables import IndexedBatch
 from dedup_assets.core.keep_rule import keep_order
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.settings import Settings, SettingsError

@@ -12,7 +12,8 @@ import pytest
 from dagster import Failure
 
 from dedup_assets.core.batches import find_batches
-from dedup_assets.core.incremental import IndexTables, one_shot_differences
+from dedup_assets.core.incremental.index_reports import one_shot_differences
+from dedup_assets.core.incremental.index_tables import IndexTables
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.scurve import lsh_probability
 from dedup_assets.core.settings import Settings, SettingsError

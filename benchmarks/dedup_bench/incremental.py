@@ -153,7 +153,8 @@ def compare_child(index_db: Path, one_shot_db: Path) -> dict:
     # imported here, not above: the measuring parent imports this module and stays small
     import duckdb
 
-    from dedup_assets.core.incremental import IndexTables, one_shot_differences
+    from dedup_assets.core.incremental.index_reports import one_shot_differences
+    from dedup_assets.core.incremental.index_tables import IndexTables
     from dedup_assets.core.tables import SCHEMA, Tables
 
     index, one_shot = IndexTables.in_schema(), Tables.in_schema(SCHEMA)

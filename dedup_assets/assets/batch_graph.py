@@ -8,9 +8,14 @@ import threading
 from dagster import AssetExecutionContext, AssetSpec, Failure, MaterializeResult, MetadataValue, asset, multi_asset
 
 from ..batch_partitions import BATCHES, folder_batches
-from ..core import incremental
 from ..core.batches import Batch, key_path_name
-from ..core.incremental import IndexTables
+from ..core.incremental.batch_clusters import build_batch_clusters
+from ..core.incremental.batch_order import batch_command, index_settings, refuse_other_settings, refuse_out_of_order
+from ..core.incremental.batch_pairs import build_batch_pairs
+from ..core.incremental.batch_staging import UNSCREENED, screen_indexed_doc_ids, staged_lineage
+from ..core.incremental.index_changes import add_batch
+from ..core.incremental.index_reports import batch_manifest, batch_release_queries
+from ..core.incremental.index_tables import IndexTables, indexed_batches, payload_folder
 from ..core.ingest import build_documents, build_rejected_documents, input_identity
 from ..core.lsh import FOUND_BY
 from ..core.publish import publish_batch_release
@@ -40,7 +45,7 @@ def _staged_lineage(context: AssetExecutionContext, dedup: DedupSettings, wareho
     key = context.partition_key
     with warehouse.cursor() as cursor:
         lineage = read_lineage(cursor, table) if table_exists(cursor, table) else {}
-    rebuild = incremental.batch_command(key)
+    rebuild = batch_command(key)
     if lineage.get("batch_key") != key:
         held = f"batch {lineage['batch_key']}" if "batch_key" in lineage else "no batch"
         raise Failure(
@@ -48,7 +53,7 @@ def _staged_lineage(context: AssetExecutionContext, dedup: DedupSettings, wareho
             f"step: {rebuild}"
         )
     with user_errors():
-        current = incremental.index_settings(dedup.settings())
+        current = index_settings(dedup.settings())
     changed = [name for name in current if lineage.get(name) != current[name]]
     if changed:
         raise Failure(
@@ -80,20 +85,20 @@ def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, wareho
     batch = _batch(context)
     with user_errors():
         settings = dedup.settings()
-        current = incremental.index_settings(settings)
+        current = index_settings(settings)
         with warehouse.cursor() as cursor:
-            incremental.payload_folder(cursor)  # refuses a database the payloads cannot sit beside
+            payload_folder(cursor)  # refuses a database the payloads cannot sit beside
             cursor.execute(f"create schema if not exists {TABLES.schema}")
-            indexed = incremental.indexed_batches(cursor, TABLES)
-        incremental.refuse_out_of_order(indexed, folder_batches().earlier(key), key)
-        incremental.refuse_other_settings(indexed, current, key)
+            indexed = indexed_batches(cursor, TABLES)
+        refuse_out_of_order(indexed, folder_batches().earlier(key), key)
+        refuse_other_settings(indexed, current, key)
     stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
     build, stats = build_documents(batch.path, settings.batch_size, settings.input_policy(stop), context.log.info)
     with stop_on_signals(stop), input_identity(batch.path, settings.source_format) as identity:
-        warehouse.write_table(TABLES.staged_documents, build, incremental.UNSCREENED)
-    lineage = incremental.staged_lineage(indexed, key, current, identity.result())
+        warehouse.write_table(TABLES.staged_documents, build, UNSCREENED)
+    lineage = staged_lineage(indexed, key, current, identity.result())
     with warehouse.cursor() as cursor, user_errors():
-        earlier_ids = incremental.screen_indexed_doc_ids(cursor, TABLES, lineage, stats, settings.fail_on_reject)
+        earlier_ids = screen_indexed_doc_ids(cursor, TABLES, lineage, stats, settings.fail_on_reject)
     rejected = warehouse.write_table(TABLES.staged_rejected, build_rejected_documents(stats), lineage)
     if stats.rejected:
         context.log.warning(
@@ -157,7 +162,7 @@ def batch_pairs(context: AssetExecutionContext, dedup: DedupSettings, warehouse:
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_fingerprints)
     settings = dedup.settings()
     with warehouse.cursor() as cursor, user_errors():
-        pairs = incremental.build_batch_pairs(
+        pairs = build_batch_pairs(
             cursor, TABLES, lineage["first_position"],
             settings.sketch_params(), settings.thresholds(), settings.pair_limits(), settings.memory_budget_mb,
         )
@@ -215,7 +220,7 @@ def batch_clusters(
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_pairs)
     key = context.partition_key
     with warehouse.cursor() as cursor:
-        decided = incremental.build_batch_clusters(
+        decided = build_batch_clusters(
             cursor, TABLES, key, lineage["first_position"], dedup.settings().prefer_domains
         )
     written = {table: warehouse.write_table(table, build, lineage) for table, build in decided.builds(TABLES).items()}
@@ -265,10 +270,10 @@ def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehous
     key = context.partition_key
     settings = dedup.settings()
     with warehouse.cursor() as cursor, user_errors():
-        incremental.add_batch(cursor, TABLES, key)
-        manifest = incremental.batch_manifest(cursor, TABLES, key, settings.as_dict(), library_versions())
+        add_batch(cursor, TABLES, key)
+        manifest = batch_manifest(cursor, TABLES, key, settings.as_dict(), library_versions())
         written = publish_batch_release(
-            cursor, dedup.output_folder(), key, incremental.batch_release_queries(cursor, TABLES, key), manifest,
+            cursor, dedup.output_folder(), key, batch_release_queries(cursor, TABLES, key), manifest,
             database=warehouse.path, log=context.log.info,
         )
     counts, totals = written["counts"], written["totals"]

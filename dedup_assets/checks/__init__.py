@@ -17,7 +17,8 @@ from ..batch_partitions import folder_batches
 from ..core.audit import stored_audit_summary
 from ..core.capabilities import CAPABILITIES
 from ..core.consistency import engine_differences
-from ..core.incremental import IndexTables, index_settings, indexed_batches, settings_problems
+from ..core.incremental.batch_order import index_settings, settings_problems
+from ..core.incremental.index_tables import IndexTables, indexed_batches
 from ..core.store import read_lineage
 from ..core.text import Shingling
 from ..core.readers import count_input_records

@@ -11,7 +11,8 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from ..core.capabilities import CAPABILITIES
 from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
-from ..core.incremental import IndexTables, one_shot_differences
+from ..core.incremental.index_reports import one_shot_differences
+from ..core.incremental.index_tables import IndexTables
 from ..core.scurve import lsh_probability
 from ..core.settings import Settings
 from ..core.summary import duplicate_clusters, reason_counts

@@ -1,7 +1,7 @@
 """The keep rule: which member of a duplicate cluster is kept. It is written here only: the one-shot
 clusters (``cluster.py``, components and star), the incremental batches' decisions
-(``incremental.py``) and the ray engine's clusters (``distributed/ray_clusters.py``) all order members
-with :func:`keep_order`.
+(``incremental/batch_clusters.py``) and the ray engine's clusters (``distributed/ray_clusters.py``)
+all order members with :func:`keep_order`.
 
 Members are ordered by, in turn:
 

@@ -16,9 +16,16 @@ from pathlib import Path
 
 import duckdb
 
-from . import incremental, steps
+from . import steps
 from .batches import BatchFolder
 from .engines import DuckDBEngine
+from .incremental.batch_clusters import build_batch_clusters
+from .incremental.batch_order import index_settings, refuse_other_settings, refuse_out_of_order
+from .incremental.batch_pairs import build_batch_pairs
+from .incremental.batch_staging import UNSCREENED, batch_start, screen_indexed_doc_ids, staged_lineage
+from .incremental.index_changes import add_batch
+from .incremental.index_reports import batch_manifest, batch_release_queries
+from .incremental.index_tables import IndexTables, indexed_batches
 from .ingest import build_documents, build_rejected_documents, input_identity
 from .lsh import BucketPressure
 from .publish import publish_batch_release, publish_release
@@ -144,44 +151,44 @@ def run_batch(
     ``incremental``), with the same steps as the ``incremental`` assets, and with ``output_dir``
     write its release to ``output_dir/batches/NAME`` (:func:`key_path_name`). Returns per-step
     seconds and the batch's counts."""
-    tables = incremental.IndexTables.in_schema()
+    tables = IndexTables.in_schema()
     path = folder.batch(key).path
     params = settings.sketch_params()
     stages: dict[str, float] = {}
     with open_database(database_path, duckdb_memory, tables.schema) as connection:
-        indexed = incremental.indexed_batches(connection, tables)
-        incremental.refuse_out_of_order(indexed, folder.earlier(key), key)
-        current = incremental.index_settings(settings)
-        incremental.refuse_other_settings(indexed, current, key)
-        start = incremental.batch_start(indexed, key)
+        indexed = indexed_batches(connection, tables)
+        refuse_out_of_order(indexed, folder.earlier(key), key)
+        current = index_settings(settings)
+        refuse_other_settings(indexed, current, key)
+        start = batch_start(indexed, key)
         stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
         with _timed(stages, "documents"), input_identity(path, settings.source_format) as identity:
             build, stats = build_documents(path, settings.batch_size, settings.input_policy(stop), log)
             with stop_on_signals(stop):
-                write_table(connection, tables.staged_documents, build, incremental.UNSCREENED)
-            lineage = incremental.staged_lineage(indexed, key, current, identity.result())
-            incremental.screen_indexed_doc_ids(connection, tables, lineage, stats, settings.fail_on_reject)
+                write_table(connection, tables.staged_documents, build, UNSCREENED)
+            lineage = staged_lineage(indexed, key, current, identity.result())
+            screen_indexed_doc_ids(connection, tables, lineage, stats, settings.fail_on_reject)
             write_table(connection, tables.staged_rejected, build_rejected_documents(stats), lineage)
         with _timed(stages, "fingerprint"), connection.cursor() as reader:
             build = build_fingerprinted(reader, tables.staged(), params, settings.batch_size, log)
             write_table(connection, tables.staged_fingerprints, build, lineage)
         with _timed(stages, "pairs"):
-            pairs = incremental.build_batch_pairs(
+            pairs = build_batch_pairs(
                 connection, tables, start, params, settings.thresholds(), settings.pair_limits(),
                 settings.memory_budget_mb,
             )
             write_table(connection, tables.staged_pairs, pairs.build, lineage)
         with _timed(stages, "cluster"):
-            decided = incremental.build_batch_clusters(connection, tables, key, start, settings.prefer_domains)
+            decided = build_batch_clusters(connection, tables, key, start, settings.prefer_domains)
             for table, build in decided.builds(tables).items():
                 write_table(connection, table, build, lineage)
         with _timed(stages, "add"):
-            incremental.add_batch(connection, tables, key)
-        manifest = incremental.batch_manifest(connection, tables, key, settings.as_dict(), library_versions())
+            add_batch(connection, tables, key)
+        manifest = batch_manifest(connection, tables, key, settings.as_dict(), library_versions())
         if output_dir is not None:
             with _timed(stages, "release"):
                 manifest = publish_batch_release(
-                    connection, Path(output_dir), key, incremental.batch_release_queries(connection, tables, key),
+                    connection, Path(output_dir), key, batch_release_queries(connection, tables, key),
                     manifest, database=database_path, log=log,
                 )
     return {"stages": stages, "counts": manifest["counts"], "totals": manifest["totals"]}

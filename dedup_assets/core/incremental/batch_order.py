@@ -1,0 +1,139 @@
+"""When a batch may be added: in key order, with the index's settings, and with a cluster mode,
+engine and hot-bucket rule the index can run. Each refusal (``BatchOrderError``, or
+``SettingsError`` for settings the index never takes) says the command to run instead
+(``batch_command``, ``forget_command``), so the rules and the words that explain them are kept
+together, apart from the steps that stage and add a batch."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from ..capabilities import CAPABILITIES
+from ..errors import DedupError
+from ..settings import Settings, SettingsError
+from .index_tables import INDEX_LAYOUT, INDEX_SETTINGS, IndexedBatch
+
+
+class BatchOrderError(DedupError, RuntimeError):
+    """A batch cannot be added now: an earlier one is missing, later ones depend on it, its
+    settings are not the index's, or it was staged against another index."""
+
+
+def order_problem(indexed: list[IndexedBatch], earlier_in_folder: list[str], key: str) -> tuple[str, list[str]] | None:
+    """Why ``key`` cannot be added now, if it cannot: ``("missing", keys)`` when earlier batches of
+    the folder are not in the index yet, ``("later", keys)`` when later batches already are."""
+    present = {batch.key for batch in indexed}
+    missing = [earlier for earlier in earlier_in_folder if earlier not in present]
+    if missing:
+        return "missing", missing
+    later = [batch.key for batch in indexed if batch.key > key]
+    if later:
+        return "later", later
+    return None
+
+
+def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[str, object, object]]:
+    """Each algorithm setting the index was built with that this run would change:
+    (name, the index's value, this run's value)."""
+    if not indexed:
+        return []
+    # an index built before bands could be chosen used rows_per_band's bands, and one built
+    # before prefer_domains the keep rule without it
+    implied = {
+        "auto_bands": False,
+        "bands": built_bands(indexed[0].settings),
+        "rows_in_use": indexed[0].settings.get("rows_per_band"),
+        "prefer_domains": [],
+    }
+    built = {**implied, **indexed[0].settings}
+    return [(name, built[name], current[name]) for name in sorted(built) if name in current and current[name] != built[name]]
+
+
+def built_bands(settings: dict) -> int | None:
+    """The bands an index was built with; for one from before they were recorded, num_perm / rows_per_band."""
+    if "bands" in settings:
+        return settings["bands"]
+    if settings.get("num_perm") and settings.get("rows_per_band"):
+        return settings["num_perm"] // settings["rows_per_band"]
+    return None
+
+
+def batch_command(key: str) -> str:
+    """The command that adds batch ``key``."""
+    return (
+        "dagster asset materialize -m dedup_assets.definitions --select 'group:incremental' "
+        f"--partition {shlex.quote(key)}"
+    )
+
+
+def forget_command(key: str) -> str:
+    """The command that takes batch ``key`` and every later batch out of the index."""
+    return f"dedup forget-batches {shlex.quote(key)}"
+
+
+def refuse_out_of_order(indexed: list[IndexedBatch], earlier_in_folder: list[str], key: str) -> None:
+    """Raise :class:`BatchOrderError`, saying what to run, unless ``key`` can be added now: every
+    earlier batch of the folder is in the index and no later one is."""
+    problem = order_problem(indexed, earlier_in_folder, key)
+    if problem is None:
+        return
+    kind, keys = problem
+    if kind == "missing":
+        raise BatchOrderError(
+            f"Batch {key} cannot be added before batch {keys[0]}, which is earlier in key order and "
+            f"not in the index yet ({len(keys)} earlier batch{'es' if len(keys) > 1 else ''} missing: "
+            f"{', '.join(keys)}). Batches are added in key order; add it first: "
+            + batch_command(keys[0])
+        )
+    raise BatchOrderError(
+        f"Batch {key} cannot be added again: later batches are in the index already ({', '.join(keys)}), "
+        f"and each of them was deduplicated against batch {key} as it is. To rebuild from batch {key}, "
+        f"take it and every later batch out of the index with `{forget_command(key)}`, "
+        f"then add them again in key order, starting with: {batch_command(key)}"
+    )
+
+
+def refuse_other_settings(indexed: list[IndexedBatch], current: dict, key: str) -> None:
+    """Raise :class:`BatchOrderError` when this run's algorithm settings differ from the index's."""
+    problems = settings_problems(indexed, current)
+    if not problems:
+        return
+    changed = "; ".join(f"the index has {name}={built!r}, this run {name}={now!r}" for name, built, now in problems)
+    config = json.dumps({"resources": {"dedup": {"config": {name: built for name, built, _ in problems}}}})
+    raise BatchOrderError(
+        f"Cannot add batch {key} with other settings than the batches already in the index ({changed}): "
+        "every batch of an index is deduplicated with one set of settings, as one run over all of them "
+        f"would be. Run it with the index's settings (--config-json '{config}'), or start a new index: "
+        f"`{forget_command(indexed[0].key)}` takes every batch out (or set DEDUP_DATABASE "
+        "to a new file)."
+    )
+
+
+def index_settings(settings: Settings) -> dict:
+    """The settings every batch of one index shares: those that change any table (the input's
+    path aside, which is each batch's own). Refuses ``cluster_mode`` star: a batch's decisions
+    are final, and a star split of a component could move a document another batch kept; and
+    ``engine`` ray, which the index does not run on."""
+    if settings.cluster_mode != "components":
+        raise SettingsError(
+            f"cluster_mode {settings.cluster_mode!r} applies to the one-shot graph only: the "
+            "incremental index clusters batches by connected components. Run the batches with "
+            "cluster_mode 'components', or run the one-shot graph over the batch folder (DEDUP_INPUT) "
+            "for star clusters."
+        )
+    if not CAPABILITIES[settings.engine].incremental:
+        raise SettingsError(
+            f"engine {settings.engine!r} runs the one-shot graph only: the incremental index lives "
+            "in the DuckDB file and adds each batch there. Run the batches with engine 'duckdb', "
+            "or the one-shot graph over the batch folder (DEDUP_INPUT) with engine 'ray'."
+        )
+    if settings.hot_buckets != "refuse":
+        raise SettingsError(
+            f"hot_buckets {settings.hot_buckets!r} applies to the one-shot graph only: a batch's "
+            "decisions are final, and the index keeps no list of the buckets a batch left out. Run "
+            "the batches with hot_buckets 'refuse', or the one-shot graph over the batch folder "
+            "(DEDUP_INPUT) with hot_buckets 'skip'."
+        )
+    values = {**settings.as_dict(), **settings.derived(), "table_layout": INDEX_LAYOUT}
+    return {name: values[name] for name in INDEX_SETTINGS}
