@@ -75,7 +75,7 @@ def register_batches_command(argv: list[str]) -> int:
         return 2
     from dagster import DagsterInstance
 
-    from .batch_partitions import partition_keys, register_folder_batches
+    from .batch_runs.batch_partitions import partition_keys, register_folder_batches
     from .core.errors import DedupError
     from .core.incremental.batch_order import batch_command
 

@@ -9,7 +9,7 @@ from dagster import Definitions
 from .assets import PIPELINE_ASSETS
 from .assets.batch_graph import INCREMENTAL_ASSETS
 from .assets.tuning import TUNING_ASSETS
-from .batch_sensor import new_batches
+from .batch_runs.batch_sensor import new_batches
 from .executor import warming_in_process_executor
 from .checks import PIPELINE_CHECKS
 from .jobs import PIPELINE_JOBS

@@ -29,7 +29,7 @@ from dagster import (
 
 from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.assets.batch_graph import INCREMENTAL_ASSETS
-from dedup_assets.batch_sensor import new_batches
+from dedup_assets.batch_runs.batch_sensor import new_batches
 from dedup_assets.checks import PIPELINE_CHECKS, same_as_incremental
 from dedup_assets.core.incremental.index_changes import forget_batches
 from dedup_assets.core.incremental.index_tables import IndexTables

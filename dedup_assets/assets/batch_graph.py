@@ -7,7 +7,7 @@ import threading
 
 from dagster import AssetExecutionContext, AssetSpec, Failure, MaterializeResult, MetadataValue, asset, multi_asset
 
-from ..batch_partitions import BATCHES, folder_batches
+from ..batch_runs.batch_partitions import BATCHES, folder_batches
 from ..core.batches import Batch, key_path_name
 from ..core.incremental.batch_clusters import build_batch_clusters
 from ..core.incremental.batch_order import batch_command, index_settings, refuse_other_settings, refuse_out_of_order

@@ -13,7 +13,7 @@ from dagster import (
     multi_asset_check,
 )
 
-from ..batch_partitions import folder_batches
+from ..batch_runs.batch_partitions import folder_batches
 from ..core.audit import stored_audit_summary
 from ..core.capabilities import CAPABILITIES
 from ..core.consistency import engine_differences

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from dagster import DagsterInstance, DynamicPartitionsDefinition
 
-from .core.batches import BatchFolder, find_batches
-from .environment import BATCHES as BATCHES_FOLDER
+from ..core.batches import BatchFolder, find_batches
+from ..environment import BATCHES as BATCHES_FOLDER
 
 BATCHES = DynamicPartitionsDefinition(name="batches")
 

@@ -20,14 +20,14 @@ from dagster import (
     sensor,
 )
 
-from .assets.batch_graph import GROUP, TABLES
+from ..assets.batch_graph import GROUP, TABLES
+from ..core.batches import Batch, BatchError, key_path_name
+from ..core.incremental.batch_order import batch_command, forget_command
+from ..core.incremental.index_tables import indexed_batches
+from ..core.release import BATCHES_FOLDER, MANIFEST_FILE
+from ..settings_resource import DedupSettings
+from ..warehouse import DuckDBWarehouse
 from .batch_partitions import BATCHES, folder_batches, new_keys, partition_keys
-from .core.batches import Batch, BatchError, key_path_name
-from .core.incremental.batch_order import batch_command, forget_command
-from .core.incremental.index_tables import indexed_batches
-from .core.release import BATCHES_FOLDER, MANIFEST_FILE
-from .settings_resource import DedupSettings
-from .warehouse import DuckDBWarehouse
 
 VERSION_TAG = "dedup/batch_file"
 _UNFINISHED = [
