@@ -16,8 +16,8 @@ from .jobs import PIPELINE_JOBS
 from .run_health import dead_runs
 from .ray_engine import RayEngine
 from .settings_resource import DedupSettings
-from .tables_io import with_tables_io
-from .warehouse import DuckDBWarehouse
+from .stored_tables.tables_io import with_tables_io
+from .stored_tables.warehouse import DuckDBWarehouse
 
 # configured at launch, so that the IO manager shares the run's one warehouse (and connection)
 warehouse = DuckDBWarehouse.configure_at_launch()

@@ -18,8 +18,8 @@ from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.checks import PIPELINE_CHECKS
 from dedup_assets.ray_engine import RayEngine
 from dedup_assets.settings_resource import DedupSettings
-from dedup_assets.tables_io import with_tables_io
-from dedup_assets.warehouse import DuckDBWarehouse
+from dedup_assets.stored_tables.tables_io import with_tables_io
+from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # the tests run from the project folder, where a developer's own dedup.yaml would change every run:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from dedup_assets.core.settings import STEPS, Settings
 from dedup_assets.definitions import defs
 from dedup_assets.settings_resource import DedupSettings
-from dedup_assets.warehouse import DuckDBWarehouse
+from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 
 from .conftest import FIXTURE
 

@@ -35,8 +35,8 @@ from dedup_assets.core.incremental.index_changes import forget_batches
 from dedup_assets.core.incremental.index_tables import IndexTables
 from dedup_assets.ray_engine import RayEngine
 from dedup_assets.settings_resource import DedupSettings
-from dedup_assets.tables_io import with_tables_io
-from dedup_assets.warehouse import DuckDBWarehouse
+from dedup_assets.stored_tables.tables_io import with_tables_io
+from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 
 from .conftest import FIXTURE, sha256_of_files
 

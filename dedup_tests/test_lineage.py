@@ -5,7 +5,7 @@ import pytest
 
 from dedup_assets.core.tables import TABLE_LAYOUT
 from dedup_assets.environment import INPUT
-from dedup_assets.lineage import StaleUpstream, combined_lineage
+from dedup_assets.stored_tables.lineage import StaleUpstream, combined_lineage
 
 LAYOUT = {"table_layout": TABLE_LAYOUT}  # what every table built by this version records
 CURRENT = {

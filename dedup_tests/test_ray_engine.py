@@ -219,7 +219,7 @@ def test_the_parameter_sweep_reads_the_ray_engines_documents_as_duckdbs(ray_clus
 
     from dedup_assets.assets.tuning import parameter_sweep
     from dedup_assets.settings_resource import DedupSettings
-    from dedup_assets.warehouse import DuckDBWarehouse
+    from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 
     combinations = {
         "sweep_combinations": [{"num_perm": 32, "rows_per_band": 4}, {"num_perm": 64, "auto_bands": True}],

@@ -34,7 +34,7 @@ from dedup_assets.core.tables import SCHEMA, Tables
 from dedup_assets.core.text import Shingling, document_shingles, normalize_text
 from dedup_assets.definitions import defs
 from dedup_assets.settings_resource import DedupSettings
-from dedup_assets.warehouse import DuckDBWarehouse
+from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 
 from .conftest import FIXTURE, GraphRunner
 

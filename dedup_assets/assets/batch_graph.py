@@ -26,7 +26,7 @@ from ..core.streams import stop_on_signals
 from ..core.summary import reason_counts
 from ..user_messages import user_errors
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .metadata import markdown_table, preview, scalar, table_metadata
 
 GROUP = "incremental"

@@ -8,7 +8,7 @@ from ..core.summary import possible_pairs, reduction_ratio
 from ..user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, percent_fewer, preview, scalar, table_metadata
 

@@ -6,8 +6,8 @@ from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
 from ..user_messages import user_errors
 from ..settings_resource import DedupSettings
-from ..tables_io import WAREHOUSE_TABLES
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.tables_io import WAREHOUSE_TABLES
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, preview, table_metadata
 

@@ -10,10 +10,10 @@ from ..core.steps import Lineage, StepRun
 from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES
 from ..user_messages import user_errors
-from ..lineage import combined_lineage, refuse_changed_input
+from ..stored_tables.lineage import combined_lineage, refuse_changed_input
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 
 GROUP = "deduplication"
 KINDS = {"duckdb", "arrow"}

@@ -11,11 +11,11 @@ from dagster import (
 from ..core import steps
 from ..core.readers import InputStats
 from ..user_messages import user_errors
-from ..lineage import combined_lineage
+from ..stored_tables.lineage import combined_lineage
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
-from ..tables_io import WAREHOUSE_TABLES
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.tables_io import WAREHOUSE_TABLES
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, step_run
 from .metadata import markdown_table, preview, scalar, table_metadata
 

@@ -3,7 +3,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..core import steps
 from ..user_messages import user_errors
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import preview, table_metadata
 

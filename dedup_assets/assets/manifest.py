@@ -8,7 +8,7 @@ from ..user_messages import user_errors
 from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES, READ_IN_PLACE
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, table_metadata
 

@@ -5,7 +5,7 @@ from ..core.audit import NEAR_COPIES, audit_summary
 from ..user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, preview, table_metadata
 

@@ -6,8 +6,8 @@ from ..core.summary import reason_counts
 from ..user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
-from ..tables_io import WAREHOUSE_TABLES
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.tables_io import WAREHOUSE_TABLES
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, preview, scalar, table_metadata
 

@@ -9,7 +9,7 @@ from ..core.store import TableBuild
 from ..core.sweep import SWEEP_SAMPLED, SWEEP_TABLE, run_sweep, sweep_files, sweep_png
 from ..user_messages import user_errors
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import KINDS, checked_lineage
 from .metadata import markdown_table, table_metadata
 

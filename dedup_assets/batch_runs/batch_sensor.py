@@ -26,7 +26,7 @@ from ..core.incremental.batch_order import batch_command, forget_command
 from ..core.incremental.index_tables import indexed_batches
 from ..core.release import BATCHES_FOLDER, MANIFEST_FILE
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 from .batch_partitions import BATCHES, folder_batches, new_keys, partition_keys
 
 VERSION_TAG = "dedup/batch_file"

@@ -25,7 +25,7 @@ from ..core.readers import count_input_records
 from ..user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
-from ..warehouse import DuckDBWarehouse
+from ..stored_tables.warehouse import DuckDBWarehouse
 from . import cluster_rules, rules
 
 INDEX_TABLES = IndexTables.in_schema()

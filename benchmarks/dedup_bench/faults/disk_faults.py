@@ -67,7 +67,7 @@ class Index:
         from dedup_assets.user_messages import user_message
         from dedup_assets.ray_engine import RayEngine
         from dedup_assets.settings_resource import DedupSettings
-        from dedup_assets.warehouse import DuckDBWarehouse
+        from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 
         resources = {
             "dedup": DedupSettings(output_dir=str(self.output)),

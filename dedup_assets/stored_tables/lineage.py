@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .core.errors import DedupError
-from .core.ingest import changed_in_place_files
-from .core.setting_lineage import STAGE_SETTINGS, changed_settings
-from .core.tables import READ_IN_PLACE
-from .environment import INPUT
-from .settings_resource import dedup_config_json
+from ..core.errors import DedupError
+from ..core.ingest import changed_in_place_files
+from ..core.setting_lineage import STAGE_SETTINGS, changed_settings
+from ..core.tables import READ_IN_PLACE
+from ..environment import INPUT
+from ..settings_resource import dedup_config_json
 
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
 
