@@ -35,7 +35,7 @@ setup-all: setup $(VENV)/.extra-ray $(VENV)/.extra-browser $(VENV)/.extra-bench
 
 # compiled kernels, cached beside the code: again whenever the kernels or the buffers they take change
 $(VENV)/.warm: $(VENV)/.installed dedup_assets/core/kernels.py dedup_assets/core/bucket_kernels.py dedup_assets/core/probe_kernels.py dedup_assets/core/text.py dedup_assets/core/readers/doc_ids.py dedup_assets/core/readers/csv_scan.py
-	$(BIN)/python -m dedup_assets.warm
+	$(BIN)/python -m dedup_assets.launch.warm
 	touch $@
 
 $(DAGSTER_HOME)/dagster.yaml:
@@ -43,7 +43,7 @@ $(DAGSTER_HOME)/dagster.yaml:
 	printf 'telemetry:\n  enabled: false\n' > $@
 
 run: setup
-	@$(BIN)/python -m dedup_assets.run
+	@$(BIN)/dedup run
 
 dev: setup
 	$(BIN)/dagster dev -w workspace.yaml

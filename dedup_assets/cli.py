@@ -105,7 +105,7 @@ def forget_batches_command(argv: list[str]) -> int:
         "release folders are left as they are until the batches are added again.",
     )
     parser.add_argument("key", help="the first batch to take out (every later one goes too)")
-    from .environment import DATABASE, DUCKDB_MEMORY
+    from .launch.environment import DATABASE, DUCKDB_MEMORY
 
     parser.add_argument("--database", default=DATABASE.value(), help=f"default: env {DATABASE.name}, else {DATABASE.default}")
     arguments = parser.parse_args(argv)
@@ -184,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         return forget_batches_command(argv[1:])
     if argv[0] == "cdx-targets":
         return cdx_targets_command(argv[1:])
-    from .run import main as run
+    from .launch.run import main as run
 
-    return run(argv[1:], prog="dedup run")
+    return run(argv[1:])
 
 
 if __name__ == "__main__":

@@ -10,10 +10,10 @@ from .assets import PIPELINE_ASSETS
 from .assets.batch_graph import INCREMENTAL_ASSETS
 from .assets.tuning import TUNING_ASSETS
 from .batch_runs.batch_sensor import new_batches
-from .executor import warming_in_process_executor
+from .launch.executor import warming_in_process_executor
 from .checks import PIPELINE_CHECKS
-from .jobs import PIPELINE_JOBS
-from .run_health import dead_runs
+from .launch.jobs import PIPELINE_JOBS
+from .launch.run_health import dead_runs
 from .ray_engine import RayEngine
 from .settings_resource import DedupSettings
 from .stored_tables.tables_io import with_tables_io

@@ -5,7 +5,7 @@ Its algorithm fields are made from :class:`core.settings.Settings`, where each s
 default, step and description are written once (a choice among names becomes an enum, as Dagster
 config takes); the sweep's and the paths' fields are its own. Every field is set in the launchpad
 or with ``--config-json '{"resources": {"dedup": {"config": {...}}}}'``, or in the settings file
-(``settings_file.py``), which the run config wins over.
+(``launch/settings_file.py``), which the run config wins over.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from .core.settings import Settings
 from .core.setting_lineage import changed_settings, value_sources
 from .core.sweep_settings import SweepCombination, SweepSettings
 from .core.tables import TABLE_LAYOUT
-from .environment import CACHE, INPUT, LABELS, OUTPUT_DIR
-from .settings_file import SettingsFile, read_settings_file
+from .launch.environment import CACHE, INPUT, LABELS, OUTPUT_DIR
+from .launch.settings_file import SettingsFile, read_settings_file
 
 SWEEP_DEFAULTS = SweepSettings()
 RESOURCE_KEY = "dedup"  # the resource's key in the definitions and in the run config

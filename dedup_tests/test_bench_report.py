@@ -1,10 +1,10 @@
 """The benchmark's reading of a Dagster run's log: the steps that compiled kernels (worded by
-dedup_assets.warm, which the harness does not import), the asset steps, and what the report
+dedup_assets.launch.warm, which the harness does not import), the asset steps, and what the report
 makes of them: each step's kind and share, and the assurance and compile target lines."""
 
 from __future__ import annotations
 
-from dedup_assets.warm import COMPILE_LINE, step_compiled
+from dedup_assets.launch.warm import COMPILE_LINE, step_compiled
 from dedup_bench.common import ProcessRun
 from dedup_bench.ours import dagster_times, step_kind
 from dedup_bench.report import dagster_steps_table

@@ -190,7 +190,7 @@ def test_dg_checks_the_definitions_and_launches_the_named_job(cli_env):
 FIXTURE_RUN = """
 import sys, tempfile
 from dedup_assets.core.pipeline import run_library
-from dedup_assets.warm import compiled_here
+from dedup_assets.launch.warm import compiled_here
 folder = tempfile.mkdtemp()
 run_library(sys.argv[1], folder + "/db.duckdb", folder + "/out")
 print(compiled_here())
@@ -202,7 +202,7 @@ def test_warm_up_leaves_every_kernel_a_run_needs_cached(tmp_path):
     """From an empty kernel cache: the warm-up compiles, a second one loads, and a run on the
     fixture then compiles nothing (its buffers differ from the warm-up's made-up documents)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba_cache")}
-    runs = [run_command([sys.executable, "-m", "dedup_assets.warm"], env) for _ in range(2)]
+    runs = [run_command([sys.executable, "-m", "dedup_assets.launch.warm"], env) for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), [run.stderr[-2000:] for run in runs]
     assert runs[0].stdout.startswith("Compiled "), runs[0].stdout
     assert runs[1].stdout.startswith("Kernels already compiled and cached"), runs[1].stdout
@@ -221,7 +221,7 @@ def test_a_bad_setting_fails_before_any_step_runs(cli_env):
 
 
 def _quiet_run(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return run_command([sys.executable, "-m", "dedup_assets.run", *args], env)
+    return run_command([sys.executable, "-m", "dedup_assets.cli", "run", *args], env)
 
 
 @pytest.mark.slow

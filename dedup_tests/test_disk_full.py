@@ -17,7 +17,7 @@ import pytest
 from dagster import Failure, materialize
 
 from dedup_assets.assets.batch_graph import INCREMENTAL_ASSETS
-from dedup_assets.user_messages import user_message
+from dedup_assets.launch.user_messages import user_message
 from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 from dedup_bench.corpus import generate
 

@@ -15,7 +15,7 @@ from dedup_assets.core.settings import SettingsError
 from dedup_assets.core.sketch import list_matrix
 from dedup_assets.core.store import DuckDBUnavailable
 from dedup_assets.core.verify import MemoryBudgetExceeded
-from dedup_assets.user_messages import user_errors
+from dedup_assets.launch.user_messages import user_errors
 from dedup_assets.stored_tables.lineage import StaleUpstream
 
 # each with the builtin base it had before DedupError, which callers may still catch

@@ -16,7 +16,7 @@ from dedup_assets.core.incremental.index_tables import IndexedBatch
 from dedup_assets.core.keep_rule import keep_order
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.user_messages import user_message
+from dedup_assets.launch.user_messages import user_message
 from dedup_assets.settings_resource import DedupSettings
 
 from .conftest import FIXTURE, mirror_pages, write_csv

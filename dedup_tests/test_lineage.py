@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from dedup_assets.core.tables import TABLE_LAYOUT
-from dedup_assets.environment import INPUT
+from dedup_assets.launch.environment import INPUT
 from dedup_assets.stored_tables.lineage import StaleUpstream, combined_lineage
 
 LAYOUT = {"table_layout": TABLE_LAYOUT}  # what every table built by this version records

@@ -10,7 +10,7 @@ import time
 
 from dagster import DagsterInstance, DagsterRun
 
-from dedup_assets.run_health import PROCESS_TAG, _alive, _run_pid, new_run
+from dedup_assets.launch.run_health import PROCESS_TAG, _alive, _run_pid, new_run
 
 
 def test_a_run_is_judged_by_its_own_process_not_one_it_inherited():

@@ -20,7 +20,7 @@ import pytest
 from dagster import asset, materialize
 
 from dedup_assets.settings_resource import DedupSettings
-from dedup_assets.settings_file import SettingsFileError, read_settings_file
+from dedup_assets.launch.settings_file import SettingsFileError, read_settings_file
 
 from .conftest import PROJECT_ROOT
 from .test_dagster_dev import STARTUP_SECONDS, _free_port, _graphql, _reset_signals, materialize_through_ui

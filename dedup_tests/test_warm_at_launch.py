@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup_assets.warm import COMPILE_LINE
+from dedup_assets.launch.warm import COMPILE_LINE
 
 from .conftest import FIXTURE, PROJECT_ROOT
 

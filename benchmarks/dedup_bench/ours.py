@@ -35,9 +35,9 @@ STEP_SUCCESS = re.compile(r'Finished execution of step "([^"]+)" in ([0-9.hms ]+
 STEPS_IN_PROCESS = re.compile(r"Finished steps in process \(pid: \d+\) in ([0-9.hms ]+)")
 DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)")
 ASSET_STEP = re.compile(r" - (\S+) - ASSET_MATERIALIZATION - ")
-# the warning dedup_assets.warm.step_compiled words, which the executor logs
+# the warning dedup_assets.launch.warm.step_compiled words, which the executor logs
 STEP_COMPILED = re.compile(r"(\S+) compiled (\d+) kernel signature\(s\) inside the step")
-COMPILED_AT_START = "Compiling the fast kernels"  # dedup_assets.warm.COMPILE_LINE, before any step
+COMPILED_AT_START = "Compiling the fast kernels"  # dedup_assets.launch.warm.COMPILE_LINE, before any step
 # the steps that check or measure the run rather than make it (asset checks: the steps that
 # materialize no asset, found in its log)
 AUDIT_STEPS = ("recall_audit", "evaluation")
@@ -251,9 +251,9 @@ def run_library_core(corpus: Path, run_dir: Path, sketch: Sketch, head_rows: int
 def warm_installation() -> None:
     """Compile the kernels if numba's cache lacks them (a plain pip install), before any mode of
     the benchmark times anything; it says so on stderr while it does."""
-    run = subprocess.run([sys.executable, "-m", "dedup_assets.warm", "--if-needed"], stdout=sys.stderr, check=False)
+    run = subprocess.run([sys.executable, "-m", "dedup_assets.launch.warm", "--if-needed"], stdout=sys.stderr, check=False)
     if run.returncode:
-        raise BenchmarkError(f"python -m dedup_assets.warm --if-needed failed with exit code {run.returncode}")
+        raise BenchmarkError(f"python -m dedup_assets.launch.warm --if-needed failed with exit code {run.returncode}")
 
 
 def warm_kernels(corpus: Path, workdir: Path, sketch: Sketch) -> float:
@@ -269,7 +269,7 @@ def library_child(job: dict) -> dict:
 
     from dedup_assets.core.pipeline import run_library
     from dedup_assets.core.settings import Settings
-    from dedup_assets.warm import compiled_here
+    from dedup_assets.launch.warm import compiled_here
 
     input_path = job["input_path"]
     if job["head_rows"]:

@@ -24,7 +24,7 @@ from ..core.sketch import build_fingerprinted
 from ..core.store import read_lineage, table_exists
 from ..core.streams import stop_on_signals
 from ..core.summary import reason_counts
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .metadata import markdown_table, preview, scalar, table_metadata

@@ -5,7 +5,7 @@ from ..core.lsh import FOUND_BY
 from ..core.plots import markdown_image, scurve_png
 from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse

@@ -4,7 +4,7 @@ from ..ray_engine import RayEngine
 from ..core import steps
 from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
 from ..stored_tables.warehouse import DuckDBWarehouse

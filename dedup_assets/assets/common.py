@@ -9,7 +9,7 @@ from ..core.settings import Settings
 from ..core.steps import Lineage, StepRun
 from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..stored_tables.lineage import combined_lineage, refuse_changed_input
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings

@@ -10,7 +10,7 @@ from dagster import (
 
 from ..core import steps
 from ..core.readers import InputStats
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..stored_tables.lineage import combined_lineage
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings

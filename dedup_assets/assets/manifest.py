@@ -4,7 +4,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..core.lsh import BucketPressure, bucket_pressure
 from ..core.readers import InputFile
 from ..core.publish import publish_release
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES, READ_IN_PLACE
 from ..settings_resource import DedupSettings

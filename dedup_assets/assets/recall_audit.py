@@ -2,7 +2,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core import steps
 from ..core.audit import NEAR_COPIES, audit_summary
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse

@@ -7,7 +7,7 @@ from ..core.plots import markdown_image
 from ..core.publish import publish_tuning_files
 from ..core.store import TableBuild
 from ..core.sweep import SWEEP_SAMPLED, SWEEP_TABLE, run_sweep, sweep_files, sweep_png
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import KINDS, checked_lineage

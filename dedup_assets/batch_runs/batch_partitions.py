@@ -12,7 +12,7 @@ from pathlib import Path
 from dagster import DagsterInstance, DynamicPartitionsDefinition
 
 from ..core.batches import BatchFolder, find_batches
-from ..environment import BATCHES as BATCHES_FOLDER
+from ..launch.environment import BATCHES as BATCHES_FOLDER
 
 BATCHES = DynamicPartitionsDefinition(name="batches")
 

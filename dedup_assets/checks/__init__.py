@@ -22,7 +22,7 @@ from ..core.incremental.index_tables import IndexTables, indexed_batches
 from ..core.store import read_lineage
 from ..core.text import Shingling
 from ..core.readers import count_input_records
-from ..user_messages import user_errors
+from ..launch.user_messages import user_errors
 from ..ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse

@@ -16,7 +16,7 @@ from ..core.errors import DedupError
 from ..core.ingest import changed_in_place_files
 from ..core.setting_lineage import STAGE_SETTINGS, changed_settings
 from ..core.tables import READ_IN_PLACE
-from ..environment import INPUT
+from ..launch.environment import INPUT
 from ..settings_resource import dedup_config_json
 
 MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"

@@ -27,9 +27,9 @@ from pydantic import Field, PrivateAttr
 from ..core.places import DATABASE, SPACE, said_of_the_place
 from ..core.store import TableBuild, open_database, read_lineage, table_exists, write_table
 from ..core.tables import SCHEMA, Tables
-from ..environment import DATABASE as DATABASE_FILE
-from ..environment import DUCKDB_MEMORY
-from ..user_messages import user_errors
+from ..launch.environment import DATABASE as DATABASE_FILE
+from ..launch.environment import DUCKDB_MEMORY
+from ..launch.user_messages import user_errors
 from .lineage import MATERIALIZE_COMMAND
 
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from dagster import Failure
 
-from .core.errors import DedupError
+from ..core.errors import DedupError
 
 
 @contextmanager

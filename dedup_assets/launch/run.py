@@ -1,5 +1,5 @@
-"""The one-shot run as a new user wants it: ``python -m dedup_assets.run`` (what ``make run``
-calls). One line per step, the counts at the end, and a problem said once, without a traceback.
+"""The one-shot run as a new user wants it: ``dedup run`` (what ``make run`` calls). One line per
+step, the counts at the end, and a problem said once, without a traceback.
 
 It runs a named job (``dedup_all`` unless told otherwise) from the same definitions, in this
 process, on the Dagster instance of ``DAGSTER_HOME``, so the run, its full event log and any
@@ -25,9 +25,9 @@ warnings.filterwarnings("ignore", category=Warning, module=r"dagster(\.|$)")
 from dagster import AssetCheckSeverity, DagsterInstance, DagsterInvalidConfigError, logger  # noqa: E402
 from dotenv import load_dotenv  # noqa: E402
 
-from .assets.metadata import percent_fewer  # noqa: E402
-from .core.release import MANIFEST_FILE  # noqa: E402
-from .definitions import defs  # noqa: E402
+from ..assets.metadata import percent_fewer  # noqa: E402
+from ..core.release import MANIFEST_FILE  # noqa: E402
+from ..definitions import defs  # noqa: E402
 from .user_messages import last_sentence, user_message  # noqa: E402
 from .jobs import PIPELINE_JOBS  # noqa: E402
 from .run_health import fail_dead_runs, new_run  # noqa: E402
@@ -177,9 +177,9 @@ def _instance() -> DagsterInstance:
     raise AssertionError("unreachable")
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run") -> int:
+def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog=prog,
+        prog="dedup run",
         description="Run the deduplication graph in this process: one line per step, a problem said "
         "once at the end, and the counts of the release. The run and its full log are in the UI's "
         "run history (make dev) when DAGSTER_HOME is set, as make and env.sh set it.",
@@ -261,7 +261,3 @@ def main(argv: list[str] | None = None, prog: str = "python -m dedup_assets.run"
     _say(f"checks passed: {console.checks_passed}")
     print(_summary(manifest, output_dir))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,11 +2,11 @@
 tells the truth instead of showing them started forever.
 
 Dagster's own run monitoring cannot see this here: the default run launcher offers no health
-check, and runs made in a process of our own (``python -m dedup_assets.run``) have no launcher
-at all. A run's process is known from the ``dedup/process`` tag our runner sets (run id, host and
-pid: a re-executed run inherits its parent's tags, and must not be judged by the parent's
-process), or, for a run the UI launched on this machine's instance, from the engine event in
-which its run worker says which process it is.
+check, and runs made in a process of our own (``dedup run``) have no launcher at all. A run's
+process is known from the ``dedup/process`` tag our runner sets (run id, host and pid: a
+re-executed run inherits its parent's tags, and must not be judged by the parent's process), or,
+for a run the UI launched on this machine's instance, from the engine event in which its run
+worker says which process it is.
 """
 
 from __future__ import annotations

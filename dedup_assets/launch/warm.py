@@ -1,7 +1,8 @@
 """Compile and cache the kernels once, by running the library on made-up documents:
-``python -m dedup_assets.warm`` (``make setup`` runs it), and ``warm_if_needed`` at the start of
-every run (the run launchers call it; ``python -m dedup_assets.warm --if-needed`` from a shell), so that no step waits for the compiler, even after a plain
-``pip install``. ``compiled_here`` says whether this process compiled any."""
+``python -m dedup_assets.launch.warm`` (``make setup`` runs it), and ``warm_if_needed`` at the
+start of every run (the run launchers call it; ``python -m dedup_assets.launch.warm --if-needed``
+from a shell), so that no step waits for the compiler, even after a plain ``pip install``.
+``compiled_here`` says whether this process compiled any."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from .core import bucket_kernels, kernels, probe_kernels
-from .core.pipeline import run_library
-from .core.readers import csv_scan, doc_ids
+from ..core import bucket_kernels, kernels, probe_kernels
+from ..core.pipeline import run_library
+from ..core.readers import csv_scan, doc_ids
 
 # every cached compiled function a run can enter
 CACHED_KERNELS = (
