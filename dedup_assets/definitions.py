@@ -14,7 +14,7 @@ from .launch.executor import warming_in_process_executor
 from .checks import PIPELINE_CHECKS
 from .launch.jobs import PIPELINE_JOBS
 from .launch.run_health import dead_runs
-from .ray_engine import RayEngine
+from .ray_resource.ray_engine import RayEngine
 from .settings_resource import DedupSettings
 from .stored_tables.tables_io import with_tables_io
 from .stored_tables.warehouse import DuckDBWarehouse

@@ -16,7 +16,7 @@ from dagster import materialize
 
 from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.checks import PIPELINE_CHECKS
-from dedup_assets.ray_engine import RayEngine
+from dedup_assets.ray_resource.ray_engine import RayEngine
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.stored_tables.tables_io import with_tables_io
 from dedup_assets.stored_tables.warehouse import DuckDBWarehouse

@@ -33,7 +33,7 @@ from dedup_assets.batch_runs.batch_sensor import new_batches
 from dedup_assets.checks import PIPELINE_CHECKS, same_as_incremental
 from dedup_assets.core.incremental.index_changes import forget_batches
 from dedup_assets.core.incremental.index_tables import IndexTables
-from dedup_assets.ray_engine import RayEngine
+from dedup_assets.ray_resource.ray_engine import RayEngine
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.stored_tables.tables_io import with_tables_io
 from dedup_assets.stored_tables.warehouse import DuckDBWarehouse

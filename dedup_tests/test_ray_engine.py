@@ -18,7 +18,7 @@ from dagster import AssetCheckKey, AssetKey
 
 from dedup_assets.checks import rules
 from dedup_assets.core.distributed.datasets import in_position_order
-from dedup_assets.ray_engine import RayEngine
+from dedup_assets.ray_resource.ray_engine import RayEngine
 from dedup_bench.corpus import generate
 
 from .conftest import (

@@ -6,7 +6,7 @@ from ..core.plots import markdown_image, scurve_png
 from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
 from ..launch.user_messages import user_errors
-from ..ray_engine import RayEngine
+from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage, step_run

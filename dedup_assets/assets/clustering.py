@@ -1,6 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..ray_engine import RayEngine
+from ..ray_resource.ray_engine import RayEngine
 from ..core import steps
 from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image

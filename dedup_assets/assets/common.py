@@ -11,7 +11,7 @@ from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES
 from ..launch.user_messages import user_errors
 from ..stored_tables.lineage import combined_lineage, refuse_changed_input
-from ..ray_engine import RayEngine
+from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 

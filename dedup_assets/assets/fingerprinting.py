@@ -3,7 +3,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..core import steps
 from ..core.text import shingling_warning
 from ..launch.user_messages import user_errors
-from ..ray_engine import RayEngine
+from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .common import GROUP, KINDS, checked_lineage, step_run

@@ -12,7 +12,7 @@ from ..core import steps
 from ..core.readers import InputStats
 from ..launch.user_messages import user_errors
 from ..stored_tables.lineage import combined_lineage
-from ..ray_engine import RayEngine
+from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
 from ..stored_tables.warehouse import DuckDBWarehouse

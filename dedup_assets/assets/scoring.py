@@ -4,7 +4,7 @@ from ..core import steps
 from ..core.plots import jaccard_histogram_png, markdown_image
 from ..core.summary import reason_counts
 from ..launch.user_messages import user_errors
-from ..ray_engine import RayEngine
+from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
 from ..stored_tables.warehouse import DuckDBWarehouse

@@ -23,7 +23,7 @@ from ..core.store import read_lineage
 from ..core.text import Shingling
 from ..core.readers import count_input_records
 from ..launch.user_messages import user_errors
-from ..ray_engine import RayEngine
+from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from . import cluster_rules, rules

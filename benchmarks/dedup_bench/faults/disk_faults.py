@@ -65,7 +65,7 @@ class Index:
 
         from dedup_assets.assets.batch_graph import INCREMENTAL_ASSETS
         from dedup_assets.launch.user_messages import user_message
-        from dedup_assets.ray_engine import RayEngine
+        from dedup_assets.ray_resource.ray_engine import RayEngine
         from dedup_assets.settings_resource import DedupSettings
         from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 

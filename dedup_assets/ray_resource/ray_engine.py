@@ -15,8 +15,8 @@ from pathlib import Path
 from dagster import ConfigurableResource, Failure, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from .core.distributed.plan import PARTITION_BYTES, Shuffle, shuffle_plan
-from .core.engines import DuckDBEngine
+from ..core.distributed.plan import PARTITION_BYTES, Shuffle, shuffle_plan
+from ..core.engines import DuckDBEngine
 
 RAY_EXTRA = "make setup-ray in the project folder, or pip install -e '.[ray]' there"
 
@@ -75,7 +75,7 @@ class RayEngine(ConfigurableResource):
     def library(self):
         """The library's ray engine (``core/distributed/``), imported on first use."""
         try:
-            from .core.distributed import engine
+            from ..core.distributed import engine
         except ImportError as error:
             raise Failure(
                 description=f"engine ray needs Ray, which is not installed ({error}). Install the "
@@ -93,8 +93,8 @@ class RayEngine(ConfigurableResource):
     def tables(self, database: str):
         """The run's ``RayTables``, with Ray started or joined on first use."""
         library = self.library()
-        from .core.distributed.datasets import table_bytes
-        from .core.distributed.session import (
+        from ..core.distributed.datasets import table_bytes
+        from ..core.distributed.session import (
             RayUnavailable, cluster_cpus, cluster_object_store, ray_session, use_disk_shuffle,
         )
 
