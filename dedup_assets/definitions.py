@@ -10,8 +10,8 @@ from .assets import PIPELINE_ASSETS
 from .assets.batch_graph import INCREMENTAL_ASSETS
 from .assets.tuning import TUNING_ASSETS
 from .batch_runs.batch_sensor import new_batches
-from .launch.executor import warming_in_process_executor
 from .checks import PIPELINE_CHECKS
+from .launch.executor import warming_in_process_executor
 from .launch.jobs import PIPELINE_JOBS
 from .launch.run_health import dead_runs
 from .ray_resource.ray_engine import RayEngine
