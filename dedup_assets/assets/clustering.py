@@ -8,7 +8,7 @@ from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
 from ..stored_tables.warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage, step_run
+from .asset_common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, preview, table_metadata
 
 # pairs of domains the clusters metadata lists

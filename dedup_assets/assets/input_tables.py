@@ -16,7 +16,7 @@ from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
 from ..stored_tables.warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, step_run
+from .asset_common import GROUP, KINDS, step_run
 from .metadata import markdown_table, preview, scalar, table_metadata
 
 DOCUMENTS_DESCRIPTION = """The input corpus, validated: `doc_id, source, domain, crawled_at,

@@ -4,7 +4,7 @@ from ..core import steps
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage, step_run
+from .asset_common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import preview, table_metadata
 
 

@@ -9,7 +9,7 @@ from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES, READ_IN_PLACE
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage
+from .asset_common import GROUP, KINDS, checked_lineage
 from .metadata import markdown_table, table_metadata
 
 

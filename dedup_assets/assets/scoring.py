@@ -8,7 +8,7 @@ from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
 from ..stored_tables.warehouse import DuckDBWarehouse
-from .common import GROUP, KINDS, checked_lineage, step_run
+from .asset_common import GROUP, KINDS, checked_lineage, step_run
 from .metadata import markdown_table, preview, scalar, table_metadata
 
 PAIR_PREVIEW = "left_doc_id, right_doc_id, round(jaccard, 4) as jaccard, signature_overlap, reason"

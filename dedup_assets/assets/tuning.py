@@ -10,7 +10,7 @@ from ..core.sweep import SWEEP_SAMPLED, SWEEP_TABLE, run_sweep, sweep_files, swe
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
-from .common import KINDS, checked_lineage
+from .asset_common import KINDS, checked_lineage
 from .metadata import markdown_table, table_metadata
 
 GROUP = "tuning"

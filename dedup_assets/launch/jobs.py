@@ -2,7 +2,7 @@
 
 from dagster import AssetSelection, define_asset_job
 
-from ..assets.common import GROUP
+from ..assets.asset_common import GROUP
 
 # the whole one-shot graph, with its checks
 dedup_all = define_asset_job(
