@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
-from dedup_bench.incremental import measure_incremental
+from dedup_bench.incremental_runs import measure_incremental
 from dedup_bench.boilerplate import measure_boilerplate, print_boilerplate_report
 from dedup_bench.scripts import measure_scripts, report_lines as scripts_report
 from dedup_bench.warc_fetch import measure_warc_fetch

@@ -1,4 +1,4 @@
-"""The incremental benchmark's own code (benchmarks/dedup_bench/incremental.py) on a few hundred
+"""The incremental benchmark's own code (benchmarks/dedup_bench/incremental_runs.py) on a few hundred
 documents: the batch files it cuts its corpus into, and its comparison of the index with the
 one-shot run, here on runs of the library (the benchmark runs the Dagster CLI)."""
 
@@ -11,7 +11,7 @@ import pytest
 from dedup_assets.core.batches import find_batches
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_bench.corpus import generate
-from dedup_bench.incremental import (
+from dedup_bench.incremental_runs import (
     BATCH_FOLDER,
     ONE_SHOT_FOLDER,
     batch_keys,

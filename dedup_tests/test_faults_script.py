@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dedup_bench.faults import matrix
-from dedup_bench.faults.outcome import Outcome
+from dedup_bench.fault_families import matrix
+from dedup_bench.fault_families.outcome import Outcome
 
 from .conftest import PROJECT_ROOT
 
@@ -23,7 +23,7 @@ CASES = [
     "csv_short_row",
     "crawled_at_values",
     "missing_input",
-    # hostile input (dedup_bench/faults/hostile_input.py), some 15 s together
+    # hostile input (dedup_bench/fault_families/hostile_input.py), some 15 s together
     "jsonl_lone_surrogate",
     "jsonl_gz_huge_line",
     "csv_row_too_large",
@@ -46,7 +46,7 @@ CASES = [
     "fetch_redirect_other_port",
     "hot_bucket_refused",
     "hot_bucket_skipped",
-    # full disks (dedup_bench/faults/disk_faults.py), some 12 s together; dedup_run_full_database
+    # full disks (dedup_bench/fault_families/disk_faults.py), some 12 s together; dedup_run_full_database
     # runs the CLI twice (13 s) and test_disk_full does already
     "database_full_before_batch",
     "database_full_before_payload",

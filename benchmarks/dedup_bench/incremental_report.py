@@ -1,4 +1,4 @@
-"""The incremental benchmark's report (dedup_bench.incremental): every run side by side, the
+"""The incremental benchmark's report (dedup_bench.incremental_runs): every run side by side, the
 batches' steps, and the targets."""
 
 from __future__ import annotations

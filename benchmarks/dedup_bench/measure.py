@@ -40,7 +40,7 @@ from .theirs import check_peers, run_peer
 @dataclass
 class Options:
     """What to run; ``benchmark.py`` parses them from its command line. With ``incremental``
-    (K batches), ``dedup_bench.incremental`` runs instead of the engines."""
+    (K batches), ``dedup_bench.incremental_runs`` runs instead of the engines."""
 
     workdir: Path
     docs: int | None = None

@@ -4,7 +4,7 @@ observed, how many records were lost and what became of the release.
     .venv/bin/python benchmarks/faults.py            # every case, 1M identical documents at the end
     .venv/bin/python benchmarks/faults.py --quick    # small corpora, at most 100k identical docs
     .venv/bin/python benchmarks/faults.py --only csv_unclosed_quote,missing_input --keep
-    .venv/bin/python -m dedup_bench.faults --quick   # the same, as a module
+    .venv/bin/python -m dedup_bench.fault_families --quick   # the same, as a module
 
 Release and process faults run the real CLI (``python -m dedup_assets.cli run``) in processes
 of their own and kill, stop, race or starve them; input faults run the library
@@ -34,5 +34,5 @@ and a CLI run stopped in a fetch; the server is ``dedup_bench.loopback_warcs``),
 file), ``scale_faults``
 (identical documents). ``outcome`` holds a row of the table and the accounting, ``fault_runs``
 the runs in processes of their own, ``writers`` the inputs written, ``matrix`` the list of cases
-and :func:`~dedup_bench.faults.matrix.main`.
+and :func:`~dedup_bench.fault_families.matrix.main`.
 """

@@ -192,7 +192,7 @@ def library_in_child(
     input_path: Path, database: Path, output: Path | None, timeout: float | None = None
 ) -> dict:
     """``run_library`` in a process of its own (``--library-run``): its answer."""
-    command = [sys.executable, "-m", "dedup_bench.faults", "--library-run", str(input_path)]
+    command = [sys.executable, "-m", "dedup_bench.fault_families", "--library-run", str(input_path)]
     child = subprocess.run(
         [*command, str(database), str(output or "")],
         capture_output=True,

@@ -3,8 +3,8 @@ documents, the same N documents added as K batches through the Dagster CLI into 
 whether the batches' edges and clusters are the one-shot run's, and then one small batch of N/100
 more documents against the N indexed.
 
-    python -m dedup_bench.incremental split CORPUS FOLDER SIZES_JSON   (writes the batch files)
-    python -m dedup_bench.incremental compare INDEX_DB ONE_SHOT_DB     (prints one JSON line)
+    python -m dedup_bench.incremental_runs split CORPUS FOLDER SIZES_JSON   (writes the batch files)
+    python -m dedup_bench.incremental_runs compare INDEX_DB ONE_SHOT_DB     (prints one JSON line)
 
 The corpus is generated once with N + N/100 documents: the generator copies uniformly chosen
 earlier documents, so the small batch holds planted duplicates of documents the index has.
