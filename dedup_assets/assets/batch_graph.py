@@ -3,26 +3,20 @@ deduplicated against every document of the earlier batches. Each step stages the
 of the ``incremental`` schema; ``batch_release`` adds it to the index in one transaction and
 writes its release, so a batch that fails half way leaves the index as it was."""
 
-import threading
 
 from dagster import AssetExecutionContext, AssetSpec, Failure, MaterializeResult, MetadataValue, asset, multi_asset
 
 from ..batch_runs.batch_partitions import BATCHES, folder_batches
 from ..core.batches import Batch, key_path_name
-from ..core.incremental.batch_clusters import build_batch_clusters
-from ..core.incremental.batch_order import batch_command, index_settings, refuse_other_settings, refuse_out_of_order
-from ..core.incremental.batch_pairs import build_batch_pairs
-from ..core.incremental.batch_staging import UNSCREENED, screen_indexed_doc_ids, staged_lineage
-from ..core.incremental.index_changes import add_batch
-from ..core.incremental.index_reports import batch_manifest, batch_release_queries
-from ..core.incremental.index_tables import IndexTables, indexed_batches, payload_folder
-from ..core.ingest import build_documents, build_rejected_documents, input_identity
+from ..core.incremental.batch_order import batch_command, index_settings
+from ..core.incremental.batch_steps import (
+    BatchRun, add_to_index, stage_clusters, stage_documents, stage_fingerprints, stage_pairs,
+)
+from ..core.incremental.index_reports import batch_release_queries
+from ..core.incremental.index_tables import IndexTables
 from ..core.lsh import FOUND_BY
 from ..core.publish import publish_batch_release
-from ..core.release import library_versions
-from ..core.sketch import build_fingerprinted
 from ..core.store import read_lineage, table_exists
-from ..core.streams import stop_on_signals
 from ..core.summary import reason_counts
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
@@ -37,6 +31,15 @@ TABLES = IndexTables.in_schema()
 def _batch(context: AssetExecutionContext) -> Batch:
     with user_errors():
         return folder_batches().batch(context.partition_key)
+
+
+def _batch_run(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> BatchRun:
+    """The partition's batch as ``core.incremental.batch_steps`` adds it, on the warehouse."""
+    with user_errors():
+        settings = dedup.settings()
+    return BatchRun(
+        context.partition_key, settings, TABLES, warehouse.cursor, warehouse.write_table, context.log.info
+    )
 
 
 def _staged_lineage(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, table: str) -> dict:
@@ -84,22 +87,8 @@ def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, wareho
     key = context.partition_key
     batch = _batch(context)
     with user_errors():
-        settings = dedup.settings()
-        current = index_settings(settings)
-        with warehouse.cursor() as cursor:
-            payload_folder(cursor)  # refuses a database the payloads cannot sit beside
-            cursor.execute(f"create schema if not exists {TABLES.schema}")
-            indexed = indexed_batches(cursor, TABLES)
-        refuse_out_of_order(indexed, folder_batches().earlier(key), key)
-        refuse_other_settings(indexed, current, key)
-    stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
-    build, stats = build_documents(batch.path, settings.batch_size, settings.input_policy(stop), context.log.info)
-    with stop_on_signals(stop), input_identity(batch.path, settings.source_format) as identity:
-        warehouse.write_table(TABLES.staged_documents, build, UNSCREENED)
-    lineage = staged_lineage(indexed, key, current, identity.result())
-    with warehouse.cursor() as cursor, user_errors():
-        earlier_ids = screen_indexed_doc_ids(cursor, TABLES, lineage, stats, settings.fail_on_reject)
-    rejected = warehouse.write_table(TABLES.staged_rejected, build_rejected_documents(stats), lineage)
+        staged = stage_documents(_batch_run(context, dedup, warehouse), batch.path, folder_batches().earlier(key))
+    lineage, stats, earlier_ids, rejected = staged.lineage, staged.stats, staged.earlier_doc_ids, staged.rejected
     if stats.rejected:
         context.log.warning(
             f"batch {key}: {len(stats.rejected):,} of {stats.rows:,} input rows rejected: "
@@ -135,10 +124,7 @@ def batch_fingerprints(
     """The batch's fingerprints, as the one-shot `fingerprinted` makes them
     (`incremental.staged_fingerprints`)."""
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_documents)
-    settings = dedup.settings()
-    with warehouse.cursor() as reader:
-        build = build_fingerprinted(reader, TABLES.staged(), settings.sketch_params(), settings.batch_size, context.log.info)
-        rows = warehouse.write_table(TABLES.staged_fingerprints, build, lineage)
+    rows = stage_fingerprints(_batch_run(context, dedup, warehouse), lineage)
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={
@@ -160,13 +146,8 @@ def batch_pairs(context: AssetExecutionContext, dedup: DedupSettings, warehouse:
     (the `universe_*` tables), and the pairs with a batch document are kept. So the pairs of all
     batches together are those of one run over all of them."""
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_fingerprints)
-    settings = dedup.settings()
-    with warehouse.cursor() as cursor, user_errors():
-        pairs = build_batch_pairs(
-            cursor, TABLES, lineage["first_position"],
-            settings.sketch_params(), settings.thresholds(), settings.pair_limits(), settings.memory_budget_mb,
-        )
-    rows = warehouse.write_table(TABLES.staged_pairs, pairs.build, lineage)
+    with user_errors():
+        rows, pairs = stage_pairs(_batch_run(context, dedup, warehouse), lineage)
     table = TABLES.staged_pairs
     with warehouse.cursor() as cursor:
         within, with_earlier, accepted = cursor.execute(
@@ -219,11 +200,7 @@ def batch_clusters(
     kept and a bridge names them (`incremental.staged_bridges`)."""
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_pairs)
     key = context.partition_key
-    with warehouse.cursor() as cursor:
-        decided = build_batch_clusters(
-            cursor, TABLES, key, lineage["first_position"], dedup.settings().prefer_domains
-        )
-    written = {table: warehouse.write_table(table, build, lineage) for table, build in decided.builds(TABLES).items()}
+    written = stage_clusters(_batch_run(context, dedup, warehouse), lineage)
     rows, moved, bridges = (written[t] for t in (TABLES.staged_clusters, TABLES.staged_moves, TABLES.staged_bridges))
     table = TABLES.staged_clusters
     with warehouse.cursor() as cursor:
@@ -268,10 +245,9 @@ def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehous
     `manifest.json` (the batch's counts and the running totals)."""
     _staged_lineage(context, dedup, warehouse, TABLES.staged_clusters)
     key = context.partition_key
-    settings = dedup.settings()
+    run = _batch_run(context, dedup, warehouse)
     with warehouse.cursor() as cursor, user_errors():
-        add_batch(cursor, TABLES, key)
-        manifest = batch_manifest(cursor, TABLES, key, settings.as_dict(), library_versions())
+        manifest = add_to_index(run, cursor)
         written = publish_batch_release(
             cursor, dedup.output_folder(), key, batch_release_queries(cursor, TABLES, key), manifest,
             database=warehouse.path, log=context.log.info,

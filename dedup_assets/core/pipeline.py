@@ -7,9 +7,8 @@ step. Its release files are byte-identical to the asset graph's (``manifest.json
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,22 +18,16 @@ import duckdb
 from . import steps
 from .batches import BatchFolder
 from .engines import DuckDBEngine
-from .incremental.batch_clusters import build_batch_clusters
-from .incremental.batch_order import index_settings, refuse_other_settings, refuse_out_of_order
-from .incremental.batch_pairs import build_batch_pairs
-from .incremental.batch_staging import UNSCREENED, batch_start, screen_indexed_doc_ids, staged_lineage
-from .incremental.index_changes import add_batch
-from .incremental.index_reports import batch_manifest, batch_release_queries
-from .incremental.index_tables import IndexTables, indexed_batches
-from .ingest import build_documents, build_rejected_documents, input_identity
+from .incremental.batch_steps import (
+    BatchRun, add_to_index, stage_clusters, stage_documents, stage_fingerprints, stage_pairs,
+)
+from .incremental.index_reports import batch_release_queries
+from .incremental.index_tables import IndexTables
 from .lsh import BucketPressure
 from .publish import publish_batch_release, publish_release
-from .release import library_versions
 from .setting_lineage import value_sources
 from .settings import DEFAULT_DUCKDB_MEMORY, Settings
-from .sketch import build_fingerprinted
-from .store import open_database, write_table
-from .streams import stop_on_signals
+from .store import TableBuild, open_database, write_table
 from .summary import run_counts
 from .tables import SCHEMA, Tables
 
@@ -152,39 +145,23 @@ def run_batch(
     write its release to ``output_dir/batches/NAME`` (:func:`key_path_name`). Returns per-step
     seconds and the batch's counts."""
     tables = IndexTables.in_schema()
-    path = folder.batch(key).path
-    params = settings.sketch_params()
     stages: dict[str, float] = {}
     with open_database(database_path, duckdb_memory, tables.schema) as connection:
-        indexed = indexed_batches(connection, tables)
-        refuse_out_of_order(indexed, folder.earlier(key), key)
-        current = index_settings(settings)
-        refuse_other_settings(indexed, current, key)
-        start = batch_start(indexed, key)
-        stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
-        with _timed(stages, "documents"), input_identity(path, settings.source_format) as identity:
-            build, stats = build_documents(path, settings.batch_size, settings.input_policy(stop), log)
-            with stop_on_signals(stop):
-                write_table(connection, tables.staged_documents, build, UNSCREENED)
-            lineage = staged_lineage(indexed, key, current, identity.result())
-            screen_indexed_doc_ids(connection, tables, lineage, stats, settings.fail_on_reject)
-            write_table(connection, tables.staged_rejected, build_rejected_documents(stats), lineage)
-        with _timed(stages, "fingerprint"), connection.cursor() as reader:
-            build = build_fingerprinted(reader, tables.staged(), params, settings.batch_size, log)
-            write_table(connection, tables.staged_fingerprints, build, lineage)
+
+        def write(table: str, build: TableBuild, lineage: Mapping) -> int:
+            return write_table(connection, table, build, lineage)
+
+        run = BatchRun(key, settings, tables, connection.cursor, write, log)
+        with _timed(stages, "documents"):
+            lineage = stage_documents(run, folder.batch(key).path, folder.earlier(key)).lineage
+        with _timed(stages, "fingerprint"):
+            stage_fingerprints(run, lineage)
         with _timed(stages, "pairs"):
-            pairs = build_batch_pairs(
-                connection, tables, start, params, settings.thresholds(), settings.pair_limits(),
-                settings.memory_budget_mb,
-            )
-            write_table(connection, tables.staged_pairs, pairs.build, lineage)
+            stage_pairs(run, lineage)
         with _timed(stages, "cluster"):
-            decided = build_batch_clusters(connection, tables, key, start, settings.prefer_domains)
-            for table, build in decided.builds(tables).items():
-                write_table(connection, table, build, lineage)
+            stage_clusters(run, lineage)
         with _timed(stages, "add"):
-            add_batch(connection, tables, key)
-        manifest = batch_manifest(connection, tables, key, settings.as_dict(), library_versions())
+            manifest = add_to_index(run, connection)
         if output_dir is not None:
             with _timed(stages, "release"):
                 manifest = publish_batch_release(

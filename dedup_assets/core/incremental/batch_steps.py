@@ -1,0 +1,109 @@
+"""Each step of adding one batch, defined once: what it refuses, builds and stages, and the
+transaction that adds the staged batch to the index. The ``incremental`` assets
+(``assets/batch_graph.py``) call these steps and describe what they staged; ``pipeline.run_batch``
+calls them in order. Every staged table is written with the batch's lineage, which the next step
+reads to know it stages on top of the same batch and settings."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from ..ingest import build_documents, build_rejected_documents, input_identity
+from ..readers import InputStats
+from ..release import library_versions
+from ..settings import Settings
+from ..sketch import build_fingerprinted
+from ..store import TableBuild
+from ..streams import stop_on_signals
+from .batch_clusters import build_batch_clusters
+from .batch_order import index_settings, refuse_other_settings, refuse_out_of_order
+from .batch_pairs import BatchPairs, build_batch_pairs
+from .batch_staging import UNSCREENED, screen_indexed_doc_ids, staged_lineage
+from .index_changes import add_batch
+from .index_reports import batch_manifest
+from .index_tables import IndexTables, indexed_batches, payload_folder
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """One batch being added: its key and settings, the index's tables, a way to open a cursor,
+    ``write`` (a schema-qualified table, its build and lineage, to its rows) and the progress log."""
+
+    key: str
+    settings: Settings
+    tables: IndexTables
+    cursor: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
+    write: Callable[[str, TableBuild, Mapping], int]
+    log: Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StagedDocuments:
+    lineage: dict  # the batch's, which every staged table carries
+    stats: InputStats
+    earlier_doc_ids: int  # doc_ids an earlier batch holds, rejected as duplicate_doc_id
+    rejected: int
+
+
+def stage_documents(run: BatchRun, path: Path, earlier_in_folder: list[str]) -> StagedDocuments:
+    """Refuse, before reading, a batch whose earlier batches are not in the index yet, one that
+    later batches depend on, and settings other than the index's; then stage the batch's
+    documents and rejects, a doc_id an earlier batch holds rejected as a one-shot run would."""
+    settings, tables = run.settings, run.tables
+    current = index_settings(settings)
+    with run.cursor() as cursor:
+        payload_folder(cursor)  # refuses a database the payloads cannot sit beside
+        cursor.execute(f"create schema if not exists {tables.schema}")
+        indexed = indexed_batches(cursor, tables)
+    refuse_out_of_order(indexed, earlier_in_folder, run.key)
+    refuse_other_settings(indexed, current, run.key)
+    stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
+    build, stats = build_documents(path, settings.batch_size, settings.input_policy(stop), run.log)
+    with stop_on_signals(stop), input_identity(path, settings.source_format) as identity:
+        run.write(tables.staged_documents, build, UNSCREENED)
+    lineage = staged_lineage(indexed, run.key, current, identity.result())
+    with run.cursor() as cursor:
+        earlier = screen_indexed_doc_ids(cursor, tables, lineage, stats, settings.fail_on_reject)
+    rejected = run.write(tables.staged_rejected, build_rejected_documents(stats), lineage)
+    return StagedDocuments(lineage, stats, earlier, rejected)
+
+
+def stage_fingerprints(run: BatchRun, lineage: Mapping) -> int:
+    """The batch's fingerprints, as the one-shot step makes them."""
+    settings = run.settings
+    with run.cursor() as reader:  # the build streams through it
+        build = build_fingerprinted(reader, run.tables.staged(), settings.sketch_params(), settings.batch_size, run.log)
+        return run.write(run.tables.staged_fingerprints, build, lineage)
+
+
+def stage_pairs(run: BatchRun, lineage: Mapping) -> tuple[int, BatchPairs]:
+    """The batch's scored pairs, with each other and with the earlier batches' documents."""
+    settings = run.settings
+    with run.cursor() as cursor:
+        pairs = build_batch_pairs(
+            cursor, run.tables, lineage["first_position"],
+            settings.sketch_params(), settings.thresholds(), settings.pair_limits(), settings.memory_budget_mb,
+        )
+    return run.write(run.tables.staged_pairs, pairs.build, lineage), pairs
+
+
+def stage_clusters(run: BatchRun, lineage: Mapping) -> dict[str, int]:
+    """The batch's decisions, the earlier clusters it renames and its bridges: rows by table."""
+    with run.cursor() as cursor:
+        decided = build_batch_clusters(
+            cursor, run.tables, run.key, lineage["first_position"], run.settings.prefer_domains
+        )
+    return {table: run.write(table, build, lineage) for table, build in decided.builds(run.tables).items()}
+
+
+def add_to_index(run: BatchRun, cursor: duckdb.DuckDBPyConnection) -> dict:
+    """Add the staged batch to the index in one transaction; the batch's manifest (its counts and
+    the running totals)."""
+    add_batch(cursor, run.tables, run.key)
+    return batch_manifest(cursor, run.tables, run.key, run.settings.as_dict(), library_versions())
