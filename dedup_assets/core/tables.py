@@ -103,3 +103,9 @@ def _template(name: str) -> str:
 def sql(name: str, tables: Tables) -> str:
     """The named query with the caller's table names filled in (identifiers only, never values)."""
     return _template(name).format(**asdict(tables))
+
+
+def sql_over(name: str, **relations: str) -> str:
+    """The named query over the caller's relations: each a name or a parenthesized query, never
+    a value."""
+    return _template(name).format(**relations)

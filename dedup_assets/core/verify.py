@@ -1,8 +1,8 @@
 """Verification: exact shingle Jaccard of every candidate pair, its memory estimate, and the
 decision reasons.
 
-Exact Jaccard is the only acceptance rule (``sql/scored_pairs.sql``); the share of equal
-signature coordinates is a diagnostic that only chooses between the reasons. Only the documents
+Exact Jaccard is the only acceptance rule (``sql/pair_decision.sql``, for every engine); the share
+of equal signature coordinates is a diagnostic that only chooses between the reasons. Only the documents
 of pairs LSH found are shingled again: pairs with exact copies (``found_by`` ``content_hash`` and
 ``lsh_via_copy``, see ``lsh.py``) take the scores of the pair of their first copies, so copies
 cost no shingling at all.
@@ -20,7 +20,7 @@ from .step_params import SketchParams, Thresholds
 from .errors import DedupError, InconsistentTables
 from .sketch import list_matrix
 from .store import TableBuild, rows_with_ids
-from .tables import Tables, sql
+from .tables import Tables, sql, sql_over
 
 REASONS = ("jaccard_and_minhash", "jaccard_match", "minhash_only_rejected", "below_jaccard_threshold")
 
@@ -141,7 +141,7 @@ def build_scored_pairs(
     documents, estimate = verification_memory_estimate(connection, tables, params.num_perm)
     ensure_memory(estimate, memory_budget_mb, f"Shingling the {documents:,} candidate documents again")
     build = TableBuild(
-        sql=sql("scored_pairs", tables),
+        sql=f"{decision_sql('(' + sql('scored_pairs', tables) + ')')} order by left_doc_id, right_doc_id",
         params=[thresholds.jaccard, thresholds.signature_overlap],
         arrow_inputs={
             "pair_scores": candidate_scores(connection, tables, params),
@@ -149,6 +149,22 @@ def build_scored_pairs(
         },
     )
     return build, documents
+
+
+def decision_sql(measured: str) -> str:
+    """The acceptance rule (``sql/pair_decision.sql``) over ``measured``, a relation's name or a
+    parenthesized query; bind the thresholds as its header says."""
+    return sql_over("pair_decision", measured=measured)
+
+
+def decided_pairs(measured: pa.Table, thresholds: Thresholds) -> pa.Table:
+    """The acceptance rule over an Arrow table of measured pairs, as the DuckDB engine applies it
+    to its own: for an engine that scores pairs elsewhere (the ray engine's batches)."""
+    with duckdb.connect() as connection:
+        connection.register("measured", measured)
+        return connection.sql(
+            decision_sql("measured"), params=[thresholds.jaccard, thresholds.signature_overlap]
+        ).to_arrow_table()
 
 
 def first_copies(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:

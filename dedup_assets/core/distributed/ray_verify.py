@@ -14,6 +14,7 @@ from ..jaccard import pair_jaccard
 from ..step_params import SketchParams, Thresholds
 from ..sketch import list_matrix
 from ..store import TableBuild
+from ..verify import decided_pairs
 from .datasets import (
     POSITION,
 )
@@ -28,6 +29,9 @@ from .ray_tables import (
     renamed,
     use_task_cpus,
 )
+
+# what verification measures of a pair, which the acceptance rule reads
+MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_overlap", "is_exact")]
 
 
 def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
@@ -88,7 +92,8 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
 
 
 def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
-    """``scored_pairs``, by the rules of ``sql/scored_pairs.sql``."""
+    """``scored_pairs``: the candidates scored as ``sql/scored_pairs.sql`` scores them, and decided by
+    the DuckDB engine's own rule (``sql/pair_decision.sql``, batch by batch)."""
     partitions = tables.partitions
     candidates = tables.read("candidate_pairs")
     copies = tables.read("first_copies")
@@ -119,27 +124,14 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
         keyed = keyed.join(scores, "left_outer", partitions, on=("score_left", "score_right"))
 
     def decide(batch: pa.Table) -> pa.Table:
-        by_hash = pc.equal(batch["found_by"], "content_hash")
-        jaccard = pc.if_else(by_hash, 1.0, column_or_nulls(batch, "jaccard", pa.float64()))
-        overlap = pc.if_else(by_hash, 1.0, column_or_nulls(batch, "signature_overlap", pa.float64()))
-        duplicate = pc.greater_equal(jaccard, thresholds.jaccard)
-        minhash = pc.greater_equal(overlap, thresholds.signature_overlap)
-        reason = pc.case_when(
-            pc.make_struct(pc.and_(duplicate, minhash), duplicate, minhash),
-            "jaccard_and_minhash",
-            "jaccard_match",
-            "minhash_only_rejected",
-        )
-        return pa.table(
+        # the measured columns, null where a pair was not measured, then the one acceptance rule
+        measured = pa.table(
             {
                 **{name: batch[name] for name in PAIR_SCHEMA.names},
-                "jaccard": jaccard,
-                "signature_overlap": overlap,
-                "is_exact": pc.or_kleene(by_hash, column_or_nulls(batch, "is_exact", pa.bool_())),
-                "is_duplicate": duplicate,
-                "reason": pc.fill_null(reason, "below_jaccard_threshold"),
+                **{field.name: column_or_nulls(batch, field.name, field.type) for field in MEASURED_FIELDS},
             }
         )
+        return decided_pairs(measured, thresholds).cast(SCORED_SCHEMA)
 
     scored = arrow_map(keyed, decide)
     tables.write("scored_pairs", scored, SCORED_SCHEMA)
