@@ -32,7 +32,7 @@ from .store import TableBuild, rows_with_ids
 from .text import Shingling
 from .jaccard import shingle_sets
 from .verify import ensure_memory, first_copies
-from .tables import Tables, sql
+from .tables import Tables, sql, sql_over
 
 
 def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
@@ -70,6 +70,20 @@ def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa
     finally:
         connection.unregister("lsh_components")
         connection.unregister("first_copies")
+
+
+def member_decision_sql(members: str) -> str:
+    """The cluster rule's decisions (``sql/member_decision.sql``) over ``members``, a relation's
+    name or a parenthesized query; bind the threshold as its header says."""
+    return sql_over("member_decision", members=members)
+
+
+def decided_members(members: pa.Table, threshold: float) -> pa.Table:
+    """The cluster rule's decisions over an Arrow table of members, as the DuckDB engine makes
+    them: for an engine that clusters elsewhere (the ray engine's batches)."""
+    with duckdb.connect() as connection:
+        connection.register("members", members)
+        return connection.sql(member_decision_sql("members"), params=[threshold]).to_arrow_table()
 
 
 def edge_components(edges: Iterable[tuple[str, str]]) -> pa.Table:
@@ -267,7 +281,12 @@ def build_clusters(
     first), its exact Jaccard with the representative and whether it is below the threshold
     (chained), its decision."""
     members = star_members(connection, tables, component_roots(connection, tables), params)
-    return TableBuild(sql=sql("clusters", tables), arrow_inputs={"star_members": members}, params=[params.threshold])
+    decided = member_decision_sql("(" + sql("clusters", tables) + ")")
+    return TableBuild(
+        sql=f"select * exclude (document_position) from ({decided}) order by document_position",
+        arrow_inputs={"star_members": members},
+        params=[params.threshold],
+    )
 
 
 def build_deduped_documents(tables: Tables) -> TableBuild:

@@ -78,7 +78,7 @@ def _component_buckets(members: pa.Table, buckets: int) -> pa.Table:
 
 
 def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, jaccard, threshold: float) -> pa.Table:
-    return pa.table(
+    members = pa.table(
         {
             "doc_id": group["doc_id"],
             "source_file": group["source_file"],
@@ -89,12 +89,13 @@ def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, 
             "token_count": group["token_count"],
             "representative_rank": pa.array(ranks, pa.int64()),
             "representative_doc_id": representatives,
-            "decision": pc.if_else(pc.equal(pa.array(ranks), 1), "kept_representative", "removed_duplicate"),
             "jaccard_to_representative": jaccard,
-            "chained": pc.fill_null(pc.less(jaccard, threshold), False),
             POSITION: group[POSITION],
         }
-    ).cast(CLUSTER_SCHEMA)
+    )
+    from ..cluster import decided_members  # the rule the DuckDB engine decides by, in one place
+
+    return decided_members(members, threshold).cast(CLUSTER_SCHEMA)
 
 
 # edges that connect nothing more: an lsh_via_copy pair's copy hangs from its first copy by a

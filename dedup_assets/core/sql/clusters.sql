@@ -2,13 +2,10 @@
 -- star_members gives them (doc_id, representative_doc_id, representative_rank,
 -- jaccard_to_representative), named by its smallest doc_id; everything else is its own cluster,
 -- and its representative. star_members ranked each cluster's members by the keep rule
--- (core/keep_rule.py): rank 1 is kept.
--- A member is chained when its Jaccard with the representative is below the threshold: only
--- connected components (cluster_mode components) put it there.
+-- (core/keep_rule.py); sql/member_decision.sql then decides on every member.
 -- Rows are stored in input order (fingerprinted's rowid, which follows documents: input files in
 -- order, rows in file order; documents may be a view, which has no rowid), so the two line up
 -- position by position.
--- $1 = jaccard_threshold.
 with stars as (
   select
     doc_id,
@@ -44,9 +41,6 @@ select
   token_count,
   representative_rank,
   representative_doc_id,
-  case when representative_rank = 1 then 'kept_representative' else 'removed_duplicate' end
-    as decision,
   jaccard_to_representative,
-  coalesce(jaccard_to_representative < $1, false) as chained
+  document_position
 from membership
-order by document_position
