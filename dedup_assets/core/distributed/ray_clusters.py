@@ -41,7 +41,7 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     """Whole duplicate components' rows (any number of components, each complete): the keep
     rule's ranks within each (``keep_rule.py``, as the DuckDB engine ranks them) and each member's
     exact Jaccard with its representative, over 64-bit shingle hashes (as verification's under
-    ``fss``), for all components at once."""
+    ``fss``), for all components at once; exact copies are not shingled again."""
 
     def rank(members: pa.Table) -> pa.Table:
         use_task_cpus()
@@ -51,11 +51,16 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
         starts = np.flatnonzero(np.concatenate([[True], pc.not_equal(roots[1:], roots[:-1]).to_numpy(zero_copy_only=False)]))
         sizes = np.diff(np.append(starts, count))
         first = np.repeat(starts, sizes)  # each row's representative: its component's first row
-        counts = members["shingle_count"].to_numpy().astype(np.int64)
-        values, offsets = shingle_sets(members["body"], params.shingling, counts)
-        jaccard = kernels.pair_jaccard_kernel(values, offsets, np.arange(count, dtype=np.int64), first, kernel_blocks())
-        texts = members["text_doc_id"].combine_chunks()
-        jaccard[pc.equal(texts, texts.take(first)).to_numpy(zero_copy_only=False)] = 1.0
+        # each distinct text is shingled once (copies share their first copy's text_doc_id), and
+        # every member's Jaccard is its text's with its representative's
+        texts = members["text_doc_id"].combine_chunks().to_numpy(zero_copy_only=False)
+        _, text_rows, text_of_row = np.unique(texts, return_index=True, return_inverse=True)
+        counts = members["shingle_count"].to_numpy().astype(np.int64)[text_rows]
+        values, offsets = shingle_sets(members["body"].take(pa.array(text_rows)), params.shingling, counts)
+        text_of_row = text_of_row.astype(np.int64)
+        representative_text = text_of_row[first]
+        jaccard = kernels.pair_jaccard_kernel(values, offsets, text_of_row, representative_text, kernel_blocks())
+        jaccard[text_of_row == representative_text] = 1.0
         return _cluster_rows(
             members,
             cluster_id=pc.binary_join_element_wise("cluster-", roots.cast(pa.string()), ""),
