@@ -17,7 +17,8 @@ import pyarrow as pa
 import pytest
 
 from dedup_assets.core.audit import clustered_interval, jaccard_band, wilson_interval
-from dedup_assets.core.audit_probe import AuditProbe, probe_pass, sample_doc_ids
+from dedup_assets.core import audit_probe as audit_probe_module
+from dedup_assets.core.audit_probe import AuditProbe, SampleBodies, audit_probe, probe_pass, sample_doc_ids
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.release import verify_release
@@ -147,6 +148,61 @@ def test_the_sample_depends_on_the_doc_ids_and_seed_alone():
     assert sorted(sample_doc_ids(ids, 5000, seed=4).to_pylist()) == ids.to_pylist()
     # chunked, as DuckDB gives a column
     assert sample_doc_ids(pa.chunked_array([ids.slice(0, 300), ids.slice(300)]), 20, seed=4).to_pylist() == drawn
+
+
+def _offered(sample: SampleBodies, ids: pa.Array, bodies: pa.Array, documents: np.ndarray, batch: int) -> pa.Table:
+    for start in range(0, len(ids), batch):
+        end = start + batch
+        sample.offer(ids.slice(start, batch), bodies.slice(start, batch), documents[start:end])
+    return sample.table()
+
+
+@pytest.mark.parametrize("size", [1, 20, 999, 5000])
+def test_the_sample_kept_while_documents_stream_is_the_sample_drawn_from_every_doc_id(size):
+    rng = random.Random(size)
+    ids = pa.array(rng.sample(_ids(3000).to_pylist(), 3000))  # shuffled: the stream's order is any
+    bodies = pa.array([f"page {doc_id}" for doc_id in ids.to_pylist()])
+    documents = np.array([rng.random() > 0.1 for _ in range(3000)])  # the others were rejected
+    kept = _offered(SampleBodies(size, seed=4), ids, bodies, documents, batch=256)
+    drawn = sample_doc_ids(ids.filter(pa.array(documents)), size, seed=4)
+    assert kept.column("doc_id").to_pylist() == drawn.to_pylist()
+    assert kept.column("body").to_pylist() == [f"page {doc_id}" for doc_id in drawn.to_pylist()]
+
+
+def test_a_sample_whose_bodies_are_too_large_to_keep_is_left_empty(monkeypatch):
+    monkeypatch.setattr(audit_probe_module, "SAMPLE_BODIES_MAX_BYTES", 10_000)
+    ids = _ids(500)
+    bodies = pa.array(["x" * 100] * 500)
+    assert _offered(SampleBodies(50, seed=4), ids, bodies, np.ones(500, bool), batch=100).num_rows == 50
+    assert _offered(SampleBodies(200, seed=4), ids, bodies, np.ones(500, bool), batch=100).num_rows == 0
+
+
+def test_the_probe_takes_the_kept_sample_only_when_it_is_this_sample():
+    pages = _generated(400)
+    ids = _ids(len(pages))
+    with duckdb.connect() as connection:
+        connection.execute("create schema dedup")
+        connection.register("pages", pa.table({"doc_id": ids, "body": pa.array(pages)}))
+        connection.execute("create table dedup.documents as select * from pages")
+
+        def probe_values(kept: pa.Table | None) -> np.ndarray:
+            connection.execute("drop table if exists dedup.audit_sample_bodies")
+            if kept is not None:
+                connection.register("kept", kept)
+                connection.execute("create table dedup.audit_sample_bodies as select * from kept")
+            return audit_probe(connection, "dedup.documents", SHINGLING, 0.7, 30, 1)._values
+
+        read = probe_values(None)
+        sample = _offered(SampleBodies(30, seed=1), ids, pa.array(pages), np.ones(len(pages), bool), batch=64)
+        assert np.array_equal(probe_values(sample), read)
+        # the bodies kept are the ones taken: one changed changes the probe
+        bodies = ["other words entirely", *sample.column("body").to_pylist()[1:]]
+        changed = sample.set_column(1, "body", pa.array(bodies, pa.large_string()))
+        assert not np.array_equal(probe_values(changed), read)
+        # a sample of another seed, or of other documents, is not taken
+        other = _offered(SampleBodies(30, seed=2), ids, pa.array(pages), np.ones(len(pages), bool), batch=64)
+        assert np.array_equal(probe_values(other.set_column(1, "body", pa.array(["x"] * 30, pa.large_string()))), read)
+        assert np.array_equal(probe_values(sample.slice(0, 0)), read)
 
 
 def _corpus(path: Path, pages: list[str]) -> Path:

@@ -28,7 +28,7 @@ from . import kernels
 from .jaccard import shingle_sets
 from .probe_kernels import keyed_hash_kernel, probe_owners_kernel, probe_slots_kernel
 from .sketch import kernel_blocks
-from .store import TableBuild, rows_with_ids
+from .store import TableBuild, rows_with_ids, table_exists
 from .tables import Tables, beside
 from .text import Shingling, kernel_text, utf8_buffers
 
@@ -186,12 +186,80 @@ def audit_probe(
     seed: int,
 ) -> AuditProbe:
     """The probe of ``sample_size`` documents of the ``documents`` table (0: all), seeded by
-    ``seed``: their doc_ids read, the sample drawn, its bodies read (by doc_id, not rowid:
-    documents can be a view over Parquet, which has none)."""
+    ``seed``: their doc_ids read, the sample drawn, its bodies taken from the documents step's
+    :data:`AUDIT_SAMPLE_BODIES` when it holds exactly this sample, else read (by doc_id, not
+    rowid: documents can be a view over Parquet, which has none)."""
     doc_ids = connection.sql(f"select doc_id from {documents}").to_arrow_table().column(0)
     sample = sample_doc_ids(doc_ids, sample_size, seed)
-    bodies = rows_with_ids(connection, documents, sample, ["body"]).column("body").combine_chunks()
+    stash = beside(documents, AUDIT_SAMPLE_BODIES)
+    kept = connection.sql(f"select doc_id, body from {stash}").to_arrow_table() if table_exists(connection, stash) else None
+    if kept is not None and kept.column("doc_id").combine_chunks().cast(pa.string()).equals(sample):
+        bodies = kept.column("body").combine_chunks()
+    else:
+        bodies = rows_with_ids(connection, documents, sample, ["body"]).column("body").combine_chunks()
     return AuditProbe(sample, bodies, shingling, threshold)
+
+
+# The audit's sample with its bodies, which the documents step keeps as the bodies stream past
+# (a table beside documents), so that fingerprinting does not scan every body a second time to
+# find a thousand. At most this many bytes of bodies are kept; beyond them (a sample of the
+# whole corpus, or of pages far longer than the web's) the table is left empty and the bodies
+# are read again.
+AUDIT_SAMPLE_BODIES = "audit_sample_bodies"
+SAMPLE_BODIES_SCHEMA = pa.schema([("doc_id", pa.string()), ("body", pa.large_string())])
+SAMPLE_BODIES_MAX_BYTES = 128 << 20
+
+
+class SampleBodies:
+    """The documents of the sample :func:`sample_doc_ids` draws (``size`` > 0 of them, keyed by
+    ``seed``) with their bodies, found while every document is offered once, in any order: it
+    holds the rows whose keyed hash can still be among the ``size`` smallest. Whether it is the
+    sample is checked where it is used (:func:`audit_probe`): a document the stream later
+    rejects, for one, makes it another."""
+
+    def __init__(self, size: int, seed: int):
+        self.size, self.seed = size, np.uint64(seed)
+        self._held = pa.table({"hash": pa.array([], pa.uint64()), "doc_id": pa.array([], pa.large_string()),
+                               "body": pa.array([], pa.large_string())})
+        self._bound: np.uint64 | None = None  # the size-th smallest hash held, once size are
+        self.too_large = False
+
+    def offer(self, doc_ids: pa.Array, bodies: pa.Array, documents: np.ndarray) -> None:
+        """One batch's records; ``documents`` marks those that became documents."""
+        if self.too_large or not len(doc_ids):
+            return
+        ids = doc_ids.cast(pa.large_string())
+        hashes = keyed_hash_kernel(*utf8_buffers(ids), self.seed)
+        wanted = documents if self._bound is None else documents & (hashes <= self._bound)
+        chosen = np.flatnonzero(wanted)
+        if not len(chosen):
+            return
+        rows = pa.array(chosen)
+        offered = pa.table({"hash": hashes[chosen], "doc_id": ids.take(rows), "body": bodies.take(rows).cast(pa.large_string())})
+        self._held = pa.concat_tables([self._held, offered])
+        if self._held.num_rows >= 2 * self.size:
+            self._prune()
+        if self._held.column("body").nbytes > SAMPLE_BODIES_MAX_BYTES:
+            self.too_large = True
+            self._held = self._held.slice(0, 0)
+
+    def _prune(self) -> None:
+        held = self._held.column("hash").to_numpy()
+        self._bound = np.partition(held, self.size - 1)[self.size - 1]
+        self._held = self._held.filter(pa.array(held <= self._bound)).combine_chunks()
+
+    def table(self) -> pa.Table:
+        """The sample in :func:`sample_doc_ids`' order (empty when its bodies were too large)."""
+        order = pc.sort_indices(self._held, sort_keys=[("hash", "ascending"), ("doc_id", "ascending")])
+        chosen = self._held.take(order[: self.size])
+        return pa.table([chosen.column("doc_id").cast(pa.string()), chosen.column("body")], schema=SAMPLE_BODIES_SCHEMA)
+
+    def build(self) -> TableBuild:
+        return TableBuild(batches=self.table().to_batches(), schema=SAMPLE_BODIES_SCHEMA)
+
+
+def no_sample_bodies() -> TableBuild:
+    return TableBuild(batches=[], schema=SAMPLE_BODIES_SCHEMA)
 
 
 def probe_pass(probe: AuditProbe, batches: Iterable[pa.RecordBatch]) -> AuditProbe:

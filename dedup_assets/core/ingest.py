@@ -19,7 +19,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from .readers import InputError, InputFile, InputStats, bodies_in_place, describe_input, document_batches, document_rows
-from .readers.documents import KEPT
+from .readers.documents import KEPT, Tap
 from .input_settings import InputPolicy
 from .store import TableBuild
 from .streams import Progress, prefetched
@@ -43,7 +43,12 @@ def document_stream(batches: Iterator[pa.RecordBatch], stats: InputStats, log: P
 
 
 def build_documents(
-    path: Path, batch_size: int, policy: InputPolicy, log: Progress, rows_table: str | None = None
+    path: Path,
+    batch_size: int,
+    policy: InputPolicy,
+    log: Progress,
+    rows_table: str | None = None,
+    tap: Tap | None = None,
 ) -> tuple[TableBuild, InputStats]:
     """The accepted documents as a stream; ``stats`` fills in (rejected rows included) as it is
     written, for :func:`build_rejected_documents`.
@@ -51,16 +56,17 @@ def build_documents(
     With ``rows_table``, an input whose bodies can be read in place (every file Parquet, with a
     text body) gives a view instead: ``rows_table`` holds every input record's validated row,
     its body left out where it is the file's own, and the view joins it, position by
-    position, with the files' body column (``stats.read_in_place`` names the files)."""
+    position, with the files' body column (``stats.read_in_place`` names the files). ``tap``
+    sees every batch of records as it is read (:data:`.readers.documents.Tap`)."""
     stats = InputStats()
     left_out: list[Path] = []  # the copying stream lists the files again, and says so itself
     files = bodies_in_place(path, policy, left_out) if rows_table else None
     if not files:
-        return TableBuild(batches=document_stream(document_batches(path, stats, batch_size, policy), stats, log)), stats
+        return TableBuild(batches=document_stream(document_batches(path, stats, batch_size, policy, tap), stats, log)), stats
     stats.left_out = left_out
     paths = [file for file, _ in files]
     stats.read_in_place = file_identities(paths)
-    rows = TableBuild(batches=document_stream(document_rows(path, paths, stats, batch_size, policy), stats, log))
+    rows = TableBuild(batches=document_stream(document_rows(path, paths, stats, batch_size, policy, tap), stats, log))
     return TableBuild(sql=_in_place_view(files, rows_table), view=True, prepare=((rows_table, rows),)), stats
 
 

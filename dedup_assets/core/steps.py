@@ -23,7 +23,10 @@ import duckdb
 import pyarrow as pa
 
 from .audit import build_recall_audit, stored_true_pairs
-from .audit_probe import AUDIT_PAIRS, AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, documents_pass
+from .audit_probe import (
+    AUDIT_PAIRS, AUDIT_SAMPLE_BODIES, AUDIT_SAMPLED, AUDIT_THRESHOLD, SampleBodies, audit_pairs_table, audit_probe,
+    documents_pass, no_sample_bodies,
+)
 from .engines import Engine, Log
 from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
 from .ingest import build_documents, build_rejected_documents, input_identity
@@ -73,11 +76,22 @@ class Ingested:
 def ingest(run: StepRun, path: Path) -> Ingested:
     """``documents`` and ``rejected_documents`` from one read of the input; its size and sha256,
     taken while it is read, in both tables' lineage (``read_in_place`` too, where the bodies stay
-    in the input's Parquet files)."""
+    in the input's Parquet files). The recall audit's sampled documents are kept with their
+    bodies as they pass (``audit_sample_bodies``), for fingerprinting to take instead of reading
+    every body again to find them."""
     settings = run.settings
     rows_table = beside(run.tables.documents, DOCUMENT_ROWS) if settings.bodies_read_in_place() else None
     stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
-    build, stats = build_documents(path, settings.batch_size, settings.input_policy(stop), run.log, rows_table)
+    sample = (
+        SampleBodies(settings.audit_sample_size, settings.sketch_params().minhash_seed)
+        if settings.audit_sample_size
+        else None
+    )
+    # emptied first: a documents step that fails leaves no sample of an earlier input behind
+    run.write(AUDIT_SAMPLE_BODIES, no_sample_bodies(), {})
+    build, stats = build_documents(
+        path, settings.batch_size, settings.input_policy(stop), run.log, rows_table, sample.offer if sample else None
+    )
     with stop_on_signals(stop), input_identity(path, settings.source_format) as identity:
 
         def input_lineage() -> dict:
@@ -88,6 +102,8 @@ def ingest(run: StepRun, path: Path) -> Ingested:
 
         documents = run.write("documents", run.engine.documents(build), input_lineage)
         rejected = run.write("rejected_documents", build_rejected_documents(stats), input_lineage)
+        if sample is not None:
+            run.write(AUDIT_SAMPLE_BODIES, sample.build(), input_lineage)
     return Ingested(documents, rejected, stats, identity.result())
 
 

@@ -32,6 +32,8 @@ from .registry import reader_for
 from .standardize import standardize
 
 _EXAMPLES_SHOWN = 5
+# sees each batch's doc_ids and validated bodies, and which of them became documents
+Tap = Callable[[pa.Array, pa.Array, np.ndarray], None]
 # the column of document_rows that says whether an input record became a document
 KEPT = "kept_as_document"
 
@@ -79,7 +81,11 @@ class InputStats:
 
 
 def document_batches(
-    source: Path, stats: InputStats, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None
+    source: Path,
+    stats: InputStats,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    policy: InputPolicy | None = None,
+    tap: Tap | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Validated batches of every input file: ``doc_id, source, domain, crawled_at, title,
     body``, the extra columns of all files, ``source_file`` and ``input_row`` (the data row, line
@@ -91,19 +97,25 @@ def document_batches(
     readers' reasons), unless ``policy.fail_on_reject``,
     which raises :class:`InputError` instead. A problem with the whole input (no such file, a
     missing column, a column named like one the pipeline adds, an unreadable file) always
-    raises; what the files' names and headers show, before any record is read."""
-    return _validated(source, stats, batch_size, policy or InputPolicy(), _accepted)
+    raises; what the files' names and headers show, before any record is read. ``tap`` is
+    handed each batch's records (doc_ids, validated bodies, which became documents) as they pass."""
+    return _validated(source, stats, batch_size, policy or InputPolicy(), _accepted, tap=tap)
 
 
 def document_rows(
-    source: Path, files: list[Path], stats: InputStats, batch_size: int = DEFAULT_BATCH_SIZE, policy: InputPolicy | None = None
+    source: Path,
+    files: list[Path],
+    stats: InputStats,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    policy: InputPolicy | None = None,
+    tap: Tap | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """For an input whose bodies are read in place, ``files`` as :func:`bodies_in_place` listed
     them: one row per input record, in file order, with the columns of
     :func:`document_batches`, then ``KEPT`` (whether the record became a document). ``body`` is null where the validated body is the file's own,
     so the text is not copied, and the validated body where it is not. Validated and counted as
-    that stream is."""
-    return _validated(source, stats, batch_size, policy or InputPolicy(), _all_rows, files)
+    that stream is, and ``tap`` sees them with their validated bodies."""
+    return _validated(source, stats, batch_size, policy or InputPolicy(), _all_rows, files, tap)
 
 
 def bodies_in_place(
@@ -143,6 +155,7 @@ def _validated(
     policy: InputPolicy,
     shape: Callable[[_Screened], pa.RecordBatch],
     paths: list[Path] | None = None,
+    tap: Tap | None = None,
 ) -> Iterator[pa.RecordBatch]:
     paths = input_files(source, policy.source_format, stats.left_out) if paths is None else paths
     for path in paths:
@@ -152,6 +165,8 @@ def _validated(
     first_seen = FirstSeen()
     for path in paths:
         for screened in _screened_batches(path, stats, batch_size, policy, extra, first_seen):
+            if tap is not None:
+                tap(screened.standard.column("doc_id"), screened.standard.column("body"), screened.keep)
             yield shape(screened)
     if stats.rows == 0:
         raise InputError(f"{source}: has no document rows or records.")
