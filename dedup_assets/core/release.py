@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .audit import stored_audit_summary
-from .diagnostics import CAPS, diagnostic_queries
+from .diagnostics import CAPS, COLLISION_BUCKETS_FILE, diagnostic_queries
 from .evaluation import stored_evaluation_summary
 from .lsh import BucketPressure
 from .plots import CLUSTER_SIZES_FILE, JACCARD_FILE, SCURVE_FILE, cluster_sizes_png, jaccard_histogram_png, scurve_png
@@ -109,11 +109,13 @@ def manifest_entries(
     pressure: BucketPressure,
     signatures: bool,
     settings_sources: dict,
+    largest_bucket: int | None = None,
 ) -> dict:
     """Everything ``manifest.json`` says besides its list of files; ``signatures``: whether
     fingerprinted.parquet has them; ``settings_sources``: where each setting and each of
-    ``RUN_PATHS`` came from (:func:`.settings.value_sources`)."""
-    counts = run_counts(cursor, tables, pressure)
+    ``RUN_PATHS`` came from (:func:`.settings.value_sources`); ``largest_bucket``: the
+    documents in the largest LSH bucket where the caller has it (None: counted here)."""
+    counts = run_counts(cursor, tables, pressure, largest_bucket)
     if settings.hot_buckets == "skip":
         counts["hot_buckets_skipped"], counts["largest_hot_bucket_texts"] = cursor.execute(
             f"select count(*), coalesce(max(texts), 0) from {beside(tables.candidate_pairs, HOT_BUCKETS)}"
@@ -173,16 +175,26 @@ def write_release(
             f"from {beside(tables.candidate_pairs, HOT_BUCKETS)} order by band_index, lsh_band"
         )
     largest_first = sorted(
-        (name for name in queries if name != SUMMARY_FILE), key=lambda name: name not in LARGE_FILES
+        (name for name in queries if name not in (SUMMARY_FILE, COLLISION_BUCKETS_FILE)),
+        key=lambda name: name not in LARGE_FILES,
     )
+    with connection.cursor() as cursor:  # its file and the manifest's largest bucket, from one query
+        collisions = cursor.sql(queries[COLLISION_BUCKETS_FILE], params=CAPS[COLLISION_BUCKETS_FILE]).to_arrow_table()
+    largest_bucket = max(collisions.column("member_count").to_pylist(), default=0)
     with ThreadPoolExecutor(max_workers=2) as writers:
         files = {
             name: writers.submit(_write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name))
             for name in largest_first
         }
+        files[COLLISION_BUCKETS_FILE] = writers.submit(
+            _write_output, connection.cursor(), "select * from collisions", output_dir, COLLISION_BUCKETS_FILE,
+            {"collisions": collisions},
+        )
         images = writers.submit(_write_images, connection.cursor(), output_dir, tables, settings)
         with connection.cursor() as cursor:
-            manifest = manifest_entries(cursor, tables, settings, input_file, pressure, signatures, settings_sources)
+            manifest = manifest_entries(
+                cursor, tables, settings, input_file, pressure, signatures, settings_sources, largest_bucket
+            )
         files[SUMMARY_FILE] = writers.submit(
             _write_output,
             connection.cursor(),

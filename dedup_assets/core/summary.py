@@ -19,7 +19,11 @@ def reduction_ratio(possible: int, candidates: int) -> float:
     return round(1.0 - candidates / possible, 4) if possible else 0.0
 
 
-def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pressure: BucketPressure) -> dict:
+def run_counts(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, pressure: BucketPressure, largest_bucket: int | None = None
+) -> dict:
+    """The run's figures; ``largest_bucket``: the documents in the largest LSH bucket, where the
+    caller has counted them (None: counted here)."""
     cursor = connection.execute(sql("run_counts", tables))
     counts = dict(zip([column[0] for column in cursor.description], map(int, cursor.fetchall()[0])))
     possible = possible_pairs(counts["document_rows"])
@@ -41,7 +45,9 @@ def run_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, pressure: 
         "candidate_reduction_ratio": reduction_ratio(possible, candidates),
         "same_domain_candidate_pair_rows": counts["same_domain_candidate_pair_rows"],
         "cross_domain_candidate_pair_rows": candidates - counts["same_domain_candidate_pair_rows"],
-        "max_collision_bucket_size": max_collision_bucket_size(connection, tables),
+        "max_collision_bucket_size": (
+            max_collision_bucket_size(connection, tables) if largest_bucket is None else largest_bucket
+        ),
         "duplicate_pair_rows": duplicates,
         "exact_duplicate_pair_rows": counts["exact_duplicate_pair_rows"],
         "near_duplicate_pair_rows": duplicates - counts["exact_duplicate_pair_rows"],
