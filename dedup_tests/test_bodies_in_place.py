@@ -6,6 +6,7 @@ reads it again."""
 from __future__ import annotations
 
 import os
+import random
 import unicodedata
 from pathlib import Path
 
@@ -16,6 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import Failure
 
+from dedup_assets.core import ingest
+from dedup_assets.core.ingest import build_documents, document_bodies
+from dedup_assets.core.store import rows_with_ids, write_table
 from dedup_assets.core.readers import InputStats, bodies_in_place, document_batches, document_rows
 from dedup_assets.core.readers.documents import KEPT
 from dedup_assets.core.input_settings import InputPolicy
@@ -115,6 +119,29 @@ def test_in_place_gives_the_tables_and_release_of_the_copy(tmp_path, files):
         str(path) for path in folder.glob("*.parquet")
     )
     assert "input_read_in_place" not in copy.lineage("clusters")
+
+
+def test_a_few_bodies_read_by_row_number_are_the_views(tmp_path, monkeypatch):
+    """document_bodies reads the rows it is asked for from the files by row number; what it gives
+    is what the plain read of the view gives, in the order asked, over files of several row
+    groups, rejected records, bodies validation changed, and a name with a quote."""
+    rows = _awkward_rows()
+    folder = tmp_path / "input"
+    folder.mkdir()
+    _parquet(folder / "part-1.parquet", rows[:11])
+    _parquet(folder / "part-2 it's.parquet", rows[11:])
+    with duckdb.connect(str(tmp_path / "run.duckdb")) as connection:
+        connection.execute("create schema dedup")
+        build, _ = build_documents(folder, 5, InputPolicy(), lambda message: None, "dedup.document_rows")
+        write_table(connection, "dedup.documents", build)
+        doc_ids = connection.execute("select doc_id from dedup.documents").fetchall()
+        asked = pa.array(random.Random(5).sample([doc_id for (doc_id,) in doc_ids], len(doc_ids)) + ["not-a-document"])
+        plain = rows_with_ids(connection, "dedup.documents", asked, ["body"])
+        # the plain read is not what answers
+        monkeypatch.setattr(ingest, "rows_with_ids", lambda *args: pytest.fail("read the view"))
+        by_row = document_bodies(connection, "dedup.documents", asked)
+    assert by_row.equals(plain)
+    assert by_row.num_rows == len(doc_ids) and unicodedata.normalize("NFC", DECOMPOSED) in by_row["body"].to_pylist()
 
 
 def test_a_file_changed_after_documents_read_it_is_refused_with_the_command(tmp_path):

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from dagster import AssetCheckResult, MetadataValue
 
 from ..core.jaccard import pair_jaccard, reference_pair_jaccard
-from ..core.store import rows_with_ids
+from ..core.ingest import document_bodies
 from ..core.tables import Tables, sql
 from ..core.text import Shingling
 from .results import SHOWN, check_result, counted, fetch_rows, warning_result
@@ -200,7 +200,7 @@ def removals_meet_threshold(
     if len(measure) or len(sample):  # each body once, read in one scan
         read = np.concatenate([measure, sample])
         involved = pc.unique(pa.concat_arrays([left.take(read), right.take(read)]))
-        bodies = rows_with_ids(connection, tables.documents, involved, ["body"])
+        bodies = document_bodies(connection, tables.documents, involved)
         doc_ids = bodies.column("doc_id").combine_chunks()
 
         def rows(ids: pa.Array, at: np.ndarray) -> np.ndarray:

@@ -28,7 +28,8 @@ from . import kernels
 from .jaccard import shingle_sets
 from .probe_kernels import keyed_hash_kernel, probe_owners_kernel, probe_slots_kernel
 from .sketch import kernel_blocks
-from .store import TableBuild, rows_with_ids, table_exists
+from .ingest import document_bodies
+from .store import TableBuild, table_exists
 from .tables import Tables, beside
 from .text import Shingling, kernel_text, utf8_buffers
 
@@ -187,8 +188,8 @@ def audit_probe(
 ) -> AuditProbe:
     """The probe of ``sample_size`` documents of the ``documents`` table (0: all), seeded by
     ``seed``: their doc_ids read, the sample drawn, its bodies taken from the documents step's
-    :data:`AUDIT_SAMPLE_BODIES` when it holds exactly this sample, else read (by doc_id, not
-    rowid: documents can be a view over Parquet, which has none)."""
+    :data:`AUDIT_SAMPLE_BODIES` when it holds exactly this sample, else read
+    (:func:`.ingest.document_bodies`)."""
     doc_ids = connection.sql(f"select doc_id from {documents}").to_arrow_table().column(0)
     sample = sample_doc_ids(doc_ids, sample_size, seed)
     stash = beside(documents, AUDIT_SAMPLE_BODIES)
@@ -196,7 +197,7 @@ def audit_probe(
     if kept is not None and kept.column("doc_id").combine_chunks().cast(pa.string()).equals(sample):
         bodies = kept.column("body").combine_chunks()
     else:
-        bodies = rows_with_ids(connection, documents, sample, ["body"]).column("body").combine_chunks()
+        bodies = document_bodies(connection, documents, sample).column("body").combine_chunks()
     return AuditProbe(sample, bodies, shingling, threshold)
 
 

@@ -28,7 +28,8 @@ from .errors import InconsistentTables
 from .keep_rule import keep_order
 from .step_params import ClusterParams
 from .sketch import kernel_blocks
-from .store import TableBuild, rows_with_ids
+from .ingest import document_bodies
+from .store import TableBuild
 from .text import Shingling
 from .jaccard import shingle_sets
 from .verify import ensure_memory, first_copies
@@ -266,7 +267,7 @@ def _shingle_components(
     texts = np.unique(texts)
     if not len(texts):
         return
-    bodies = rows_with_ids(connection, tables.documents, text_doc_ids.take(pa.array(texts)), ["body"])
+    bodies = document_bodies(connection, tables.documents, text_doc_ids.take(pa.array(texts)))
     counts = sizes[texts]
     ensure_memory(bodies.nbytes + int(counts.sum()) * 8, memory_budget_mb, "Clustering the duplicate components")
     scores.shingle(texts, *shingle_sets(bodies.column("body"), shingling, counts))

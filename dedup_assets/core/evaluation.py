@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .readers import InputError, file_sha256
-from .store import TableBuild, read_lineage, rows_with_ids
+from .ingest import document_bodies
+from .store import TableBuild, read_lineage
 from .tables import Tables, sql
 from .text import Shingling
 from .jaccard import exact_jaccard
@@ -187,7 +188,7 @@ def build_evaluation(
         connection.register("disagreements", errors.append_column("position", pa.array(range(errors.num_rows))))
         sides = [errors.column(side).combine_chunks() for side in ("left_doc_id", "right_doc_id")]
         involved = pc.unique(pa.concat_arrays(sides))
-        connection.register("error_documents", rows_with_ids(connection, tables.documents, involved, ["body"]))
+        connection.register("error_documents", document_bodies(connection, tables.documents, involved))
         bodies = connection.sql(sql("evaluation_error_bodies", tables)).to_arrow_table()
     finally:
         for name in ("pair_labels", "cluster_labels", "disagreements", "error_documents"):

@@ -16,14 +16,17 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TypeVar
 
+import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .readers import InputError, InputFile, InputStats, bodies_in_place, describe_input, document_batches, document_rows
 from .readers.documents import KEPT, Tap
 from .input_settings import InputPolicy
-from .store import TableBuild
+from .store import TableBuild, in_id_order, rows_with_ids, table_exists
 from .streams import Progress, prefetched
-from .tables import sql_string
+from .tables import DOCUMENT_ROWS, IN_PLACE_FILES, beside, sql_string
 
 def document_stream(batches: Iterator[pa.RecordBatch], stats: InputStats, log: Progress) -> Iterator[pa.RecordBatch]:
     """The validated input, logged as it streams; the next batch is read and validated while
@@ -67,7 +70,66 @@ def build_documents(
     paths = [file for file, _ in files]
     stats.read_in_place = file_identities(paths)
     rows = TableBuild(batches=document_stream(document_rows(path, paths, stats, batch_size, policy, tap), stats, log))
-    return TableBuild(sql=_in_place_view(files, rows_table), view=True, prepare=((rows_table, rows),)), stats
+    prepare = ((rows_table, rows), (beside(rows_table, IN_PLACE_FILES), _in_place_files(files)))
+    return TableBuild(sql=_in_place_view(files, rows_table), view=True, prepare=prepare), stats
+
+
+def _in_place_files(files: list[tuple[Path, str]]) -> TableBuild:
+    """The files the view reads, in its order, each with its body column and the place of its
+    first row among all the files' rows (which is its place in the rows table)."""
+    counts = [pq.ParquetFile(path).metadata.num_rows for path, _ in files]
+    table = pa.table(
+        {
+            "path": [str(path) for path, _ in files],
+            "body_column": [column for _, column in files],
+            "first_row": np.cumsum([0, *counts[:-1]], dtype=np.int64),
+        }
+    )
+    return TableBuild(sql="select * from in_place_files", arrow_inputs={"in_place_files": table})
+
+
+def document_bodies(connection: duckdb.DuckDBPyConnection, documents: str, doc_ids: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """``doc_id`` and ``body`` of the documents ``doc_ids`` names, as :func:`.store.rows_with_ids`
+    gives them. Where documents is the view over Parquet files, the rows are found in the rows
+    table and their bodies read from the files by row number: DuckDB then decodes the bodies of
+    those rows only, where a scan of the view decodes every body (at 1M documents, 127k bodies in
+    1.0 s against 2.3 s)."""
+    rows_table, files_table = beside(documents, DOCUMENT_ROWS), beside(documents, IN_PLACE_FILES)
+    if not (table_exists(connection, documents, "VIEW") and table_exists(connection, files_table)):
+        return rows_with_ids(connection, documents, doc_ids, ["body"])
+    wanted = doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids
+    files = connection.sql(f"select path, body_column, first_row from {files_table} order by first_row").to_arrow_table()
+    connection.register("wanted_doc_ids", pa.table({"doc_id": wanted}))
+    try:
+        # rowid is the place in the rows table, which was written in the files' row order
+        rows = connection.sql(
+            f"select r.rowid as place, r.doc_id, r.body as validated from {rows_table} r "
+            f"semi join wanted_doc_ids w on r.doc_id = w.doc_id where r.{KEPT}"
+        ).to_arrow_table()
+    finally:
+        connection.unregister("wanted_doc_ids")
+    places, first_rows = rows.column("place").to_numpy(), files.column("first_row").to_numpy()
+    file_of = np.searchsorted(first_rows, places, side="right") - 1
+    located = pa.table(
+        {
+            "filename": files.column("path").take(pa.array(file_of)),
+            "file_row_number": places - first_rows[file_of],
+            "doc_id": rows.column("doc_id"),
+            "validated": rows.column("validated"),
+        }
+    )
+    names = ", ".join(sql_string(path) for path in files.column("path").to_pylist())
+    column = '"' + files.column("body_column")[0].as_py().replace('"', '""') + '"'
+    connection.register("wanted_rows", located)
+    try:
+        found = connection.sql(
+            f"select w.doc_id, coalesce(w.validated, p.{column}) as body "
+            f"from read_parquet([{names}], file_row_number = true, filename = true, union_by_name = true) p "
+            "join wanted_rows w on p.filename = w.filename and p.file_row_number = w.file_row_number"
+        ).to_arrow_table()
+    finally:
+        connection.unregister("wanted_rows")
+    return in_id_order(found, wanted, ["body"])
 
 
 def _in_place_view(files: list[tuple[Path, str]], rows_table: str) -> str:

@@ -278,7 +278,13 @@ def rows_with_ids(
         ).to_arrow_table()
     finally:
         connection.unregister("wanted_doc_ids")
-    at = pc.index_in(wanted.cast(found.schema.field(0).type), value_set=found.column(0).combine_chunks())
+    return in_id_order(found, wanted, columns)
+
+
+def in_id_order(found: pa.Table, doc_ids: pa.Array, columns: list[str]) -> pa.Table:
+    """``found`` (``doc_id`` first, then ``columns``) in the order of ``doc_ids``, an id it lacks
+    left out, with 64-bit offsets in its text and binary ``columns``."""
+    at = pc.index_in(doc_ids.cast(found.schema.field(0).type), value_set=found.column(0).combine_chunks())
     # taking joins each column's chunks into one array, whose 32-bit offsets a few GB of bodies
     # overflow (the removals check's bodies at 5M documents did): wide columns take 64-bit ones
     return _with_large_offsets(found, columns).take(pc.drop_null(at))

@@ -41,6 +41,9 @@ PIPELINE_TABLES = (
 # documents' validated rows without the bodies a view reads from the input's Parquet files
 # (``ingest.build_documents``): a table of the documents asset, not an asset of its own
 DOCUMENT_ROWS = "document_rows"
+# and the files it reads them from, each with its first row's place in document_rows, so that a
+# few bodies can be read by row number (``ingest.document_bodies``)
+IN_PLACE_FILES = "in_place_files"
 # the buckets over max_bucket_size that hot_buckets: skip left out of the self-join
 # (``lsh.hot_bucket_rows``): a table of the candidate_pairs asset, beside it in its schema
 HOT_BUCKETS = "hot_buckets"

@@ -19,7 +19,8 @@ from .jaccard import pair_jaccard
 from .step_params import SketchParams, Thresholds
 from .errors import DedupError, InconsistentTables
 from .sketch import list_matrix
-from .store import TableBuild, rows_with_ids
+from .ingest import document_bodies
+from .store import TableBuild
 from .tables import Tables, sql, sql_over
 
 REASONS = ("jaccard_and_minhash", "jaccard_match", "minhash_only_rejected", "below_jaccard_threshold")
@@ -79,7 +80,7 @@ def candidate_scores(
         select right_doc_id from {tables.candidate_pairs} where found_by = 'lsh'
         """
     ).to_arrow_table().column(0)
-    bodies = rows_with_ids(connection, tables.documents, involved, ["body"])
+    bodies = document_bodies(connection, tables.documents, involved)
     connection.register(
         "candidate_documents", pa.table({"doc_id": bodies.column("doc_id"), "position": np.arange(bodies.num_rows)})
     )
