@@ -16,11 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from dedup_assets.core import publish as publish_module
+from dedup_assets.core.parquet_files import hash_columns
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.places import place_error
 from dedup_assets.core.publish import ReleaseError, ReleaseLocked, publish, release_lock, remains
 from dedup_assets.core.readers import file_sha256
 from dedup_assets.core.release import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
+from dedup_assets.core.errors import SettingsError
 from dedup_assets.core.settings import Settings
 
 from .conftest import FIXTURE, PROJECT_ROOT, sha256_of_files
@@ -370,3 +372,37 @@ def test_the_signatures_leave_the_release_when_asked_or_above_the_document_limit
     assert verify_release(tmp_path / "out") == []
     with duckdb.connect(str(tmp_path / "db.duckdb"), read_only=True) as connection:
         assert connection.execute("select count(signature) from dedup.fingerprinted").fetchall() == [(24,)]
+
+
+def _codecs(path: Path) -> dict[str, set[str]]:
+    """Each top-level column's codecs over a Parquet file's row groups."""
+    metadata = pq.ParquetFile(path).metadata
+    codecs: dict[str, set[str]] = {}
+    for group in range(metadata.num_row_groups):
+        for index in range(metadata.num_columns):
+            chunk = metadata.row_group(group).column(index)
+            codecs.setdefault(chunk.path_in_schema.split(".")[0], set()).add(chunk.compression)
+    return codecs
+
+
+def test_release_compression_is_the_codec_of_every_parquet_file_and_changes_no_row(tmp_path):
+    released = {}
+    for compression, codec in (("snappy", "SNAPPY"), ("zstd", "ZSTD"), ("none", "UNCOMPRESSED")):
+        out = tmp_path / compression
+        run_library(str(FIXTURE), str(tmp_path / f"{compression}.duckdb"), str(out), Settings(release_compression=compression))
+        assert verify_release(out) == []
+        assert json.loads((out / MANIFEST_FILE).read_text())["settings"]["release_compression"] == compression
+        files = sorted(out.rglob("*.parquet"))
+        assert {path.name for path in files} >= {"fingerprinted.parquet", "scored_pairs.parquet", "part-00000.parquet"}
+        for path in files:
+            # the hash columns are random bits, left uncompressed whatever the setting
+            hashes = hash_columns(pq.read_schema(path))
+            expected = {name: {"UNCOMPRESSED" if name in hashes else codec} for name in pq.read_schema(path).names}
+            assert _codecs(path) == expected, path
+        released[compression] = {path.relative_to(out): pq.read_table(path) for path in files}
+    assert released["zstd"] == released["snappy"] == released["none"]
+
+
+def test_an_unknown_release_compression_is_refused_naming_the_choices():
+    with pytest.raises(SettingsError, match="release_compression must be one of snappy, zstd, none, got 'lz4'"):
+        Settings(release_compression="lz4")

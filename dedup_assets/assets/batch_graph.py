@@ -250,7 +250,7 @@ def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehous
         manifest = add_to_index(run, cursor)
         written = publish_batch_release(
             cursor, dedup.output_folder(), key, batch_release_queries(cursor, TABLES, key), manifest,
-            database=warehouse.path, log=context.log.info,
+            database=warehouse.path, log=context.log.info, compression=run.settings.release_compression,
         )
     counts, totals = written["counts"], written["totals"]
     return MaterializeResult(

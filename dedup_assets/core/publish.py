@@ -273,8 +273,10 @@ def publish_batch_release(
     *,
     database: str,
     log: Callable[[str], None],
+    compression: str = "snappy",
 ) -> dict:
-    """A batch's release files (each query binds the key as $batch_key) into ``output_root/batches/NAME``
+    """A batch's release files (each query binds the key as $batch_key, Parquet compressed with
+    ``compression``) into ``output_root/batches/NAME``
     (:func:`key_path_name`) through :func:`publish`, holding the output root's lock too: a
     one-shot release, which
     carries the batch releases over when it replaces the root, never switches meanwhile."""
@@ -284,7 +286,7 @@ def publish_batch_release(
         with release_lock(output_root, holder_for(database)):
             return publish(
                 output_root / BATCHES_FOLDER / key_path_name(key),
-                lambda folder: write_files_and_manifest(connection, queries, {"batch_key": key}, folder, manifest),
+                lambda folder: write_files_and_manifest(connection, queries, {"batch_key": key}, folder, manifest, compression),
                 database,
                 log,
             )

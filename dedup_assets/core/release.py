@@ -183,7 +183,10 @@ def write_release(
     largest_bucket = max(collisions.column("member_count").to_pylist(), default=0)
     with ThreadPoolExecutor(max_workers=2) as writers:
         files = {
-            name: writers.submit(_write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name))
+            name: writers.submit(
+                _write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name),
+                settings.release_compression,
+            )
             for name in largest_first
         }
         files[COLLISION_BUCKETS_FILE] = writers.submit(
@@ -319,20 +322,21 @@ def _write_output(
     name: str,
     arrow_inputs: dict[str, pa.Table],
     params: dict | None = None,
+    compression: str = "snappy",
 ) -> list[dict]:
     """Release file ``name`` in ``output_dir`` from ``query`` (with ``params`` bound by name) on
     ``cursor`` (which it closes): the file's name, rows and sha256, or each part's for a name
-    without a suffix, a folder of Parquet parts. Cursors are made by the calling thread: making
-    them concurrently is not safe."""
+    without a suffix, a folder of Parquet parts (Parquet compressed with ``compression``).
+    Cursors are made by the calling thread: making them concurrently is not safe."""
     path = output_dir / name
     with cursor:
         for table_name, table in arrow_inputs.items():
             cursor.register(table_name, table)
         if not path.suffix:
-            parts = write_parquet_parts(cursor.sql(query, params=params), path)
+            parts = write_parquet_parts(cursor.sql(query, params=params), path, compression=compression)
             return [{**part, "file": f"{name}/{part['file']}"} for part in parts]
         if path.suffix == ".parquet":
-            return [{"file": name, **write_parquet(cursor.sql(query, params=params), path)}]
+            return [{"file": name, **write_parquet(cursor.sql(query, params=params), path, compression)}]
         # the written rows come back from the copy itself, so the query runs once
         columns = spreadsheet_safe_columns(cursor.sql(f"select * from ({query}) limit 0", params=params))
         written = cursor.execute(
@@ -342,15 +346,20 @@ def _write_output(
 
 
 def write_files_and_manifest(
-    connection: duckdb.DuckDBPyConnection, queries: dict[str, str], params: dict, output_dir: Path, manifest: dict
+    connection: duckdb.DuckDBPyConnection,
+    queries: dict[str, str],
+    params: dict,
+    output_dir: Path,
+    manifest: dict,
+    compression: str = "snappy",
 ) -> dict:
     """Write each file of ``queries`` (every query binding ``params``) into ``output_dir`` as
-    :func:`write_release` does, then ``manifest.json``: ``manifest`` with the files' rows and
-    sha256. Returns the manifest."""
+    :func:`write_release` does (Parquet compressed with ``compression``), then ``manifest.json``:
+    ``manifest`` with the files' rows and sha256. Returns the manifest."""
     outputs = [
         output
         for name, query in queries.items()
-        for output in _write_output(connection.cursor(), query, output_dir, name, {}, params)
+        for output in _write_output(connection.cursor(), query, output_dir, name, {}, params, compression)
     ]
     written = {**manifest, "outputs": outputs}
     (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
