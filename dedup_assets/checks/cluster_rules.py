@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster import AssetCheckResult, MetadataValue
 
-from ..core.jaccard import pair_jaccard, reference_pair_jaccard
 from ..core.ingest import document_bodies
+from ..core.jaccard import pair_jaccard, reference_pair_jaccard
 from ..core.tables import Tables, sql
 from ..core.text import Shingling
 from .results import SHOWN, check_result, counted, fetch_rows, warning_result

@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
+from .ingest import document_bodies
 from .jaccard import shingle_sets
 from .probe_kernels import keyed_hash_kernel, probe_owners_kernel, probe_slots_kernel
 from .sketch import kernel_blocks
-from .ingest import document_bodies
 from .store import TableBuild, table_exists
 from .tables import Tables, beside
 from .text import Shingling, kernel_text, utf8_buffers
