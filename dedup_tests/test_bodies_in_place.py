@@ -140,7 +140,9 @@ def test_a_few_bodies_read_by_row_number_are_the_views(tmp_path, monkeypatch):
         # the plain read is not what answers
         monkeypatch.setattr(ingest, "rows_with_ids", lambda *args: pytest.fail("read the view"))
         by_row = document_bodies(connection, "dedup.documents", asked)
+        any_order = document_bodies(connection, "dedup.documents", asked, in_order=False)
     assert by_row.equals(plain)
+    assert any_order.sort_by("doc_id").equals(plain.sort_by("doc_id"))
     assert by_row.num_rows == len(doc_ids) and unicodedata.normalize("NFC", DECOMPOSED) in by_row["body"].to_pylist()
 
 

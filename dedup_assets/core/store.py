@@ -269,7 +269,7 @@ def rows_with_ids(
     wanted = doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids
     names = ", ".join('"' + name.replace('"', '""') + '"' for name in ["doc_id", *columns])
     if not len(wanted):  # nothing to scan the corpus for
-        return _with_large_offsets(connection.sql(f"select {names} from {table} limit 0").to_arrow_table(), columns)
+        return with_large_offsets(connection.sql(f"select {names} from {table} limit 0").to_arrow_table(), columns)
     connection.register("wanted_doc_ids", pa.table({"doc_id": wanted}))
     try:
         found = connection.sql(
@@ -287,10 +287,10 @@ def in_id_order(found: pa.Table, doc_ids: pa.Array, columns: list[str]) -> pa.Ta
     at = pc.index_in(doc_ids.cast(found.schema.field(0).type), value_set=found.column(0).combine_chunks())
     # taking joins each column's chunks into one array, whose 32-bit offsets a few GB of bodies
     # overflow (the removals check's bodies at 5M documents did): wide columns take 64-bit ones
-    return _with_large_offsets(found, columns).take(pc.drop_null(at))
+    return with_large_offsets(found, columns).take(pc.drop_null(at))
 
 
-def _with_large_offsets(table: pa.Table, columns: list[str]) -> pa.Table:
+def with_large_offsets(table: pa.Table, columns: list[str]) -> pa.Table:
     wider = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
     return table.cast(
         pa.schema(

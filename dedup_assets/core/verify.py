@@ -80,7 +80,7 @@ def candidate_scores(
         select right_doc_id from {tables.candidate_pairs} where found_by = 'lsh'
         """
     ).to_arrow_table().column(0)
-    bodies = document_bodies(connection, tables.documents, involved)
+    bodies = document_bodies(connection, tables.documents, involved, in_order=False)  # pairs find them by position
     connection.register(
         "candidate_documents", pa.table({"doc_id": bodies.column("doc_id"), "position": np.arange(bodies.num_rows)})
     )
