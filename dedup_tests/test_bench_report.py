@@ -8,7 +8,7 @@ from dedup_assets.launch.warm import COMPILE_LINE, step_compiled
 from dedup_bench.common import ProcessRun
 from dedup_bench.ours import dagster_times, step_kind
 from dedup_bench.report import dagster_steps_table
-from dedup_bench.targets import TARGET_ASSURANCE_SHARE, assurance_target, compile_line
+from dedup_bench.targets import TARGET_ASSURANCE_SHARE, assurance_target, compile_line, speedup_target
 
 PREFIX = "2026-12-04 19:03:57 +0000 - dagster - DEBUG - __ASSET_JOB - 8897cb4c - 2371 - "
 
@@ -68,3 +68,11 @@ def test_the_assurance_target_names_the_largest_step_against_its_share():
         assert largest["step"] == "recall_audit"
         assert largest["met"] == (1.5 / wall <= TARGET_ASSURANCE_SHARE)
         assert line.endswith("— met" if largest["met"] else "— NOT met")
+
+
+def test_the_speed_target_is_8x_on_the_plain_corpus_and_5x_on_web_length_pages():
+    ours, peers = {"wall_s": 10.0}, [{"engine": "peer", "wall_s": 60.0, "finds_pairs": True}]
+    plain, web = {}, {}
+    assert speedup_target(ours, peers, plain).endswith("6.00× faster (target ≥ 8×) — NOT met")
+    assert speedup_target(ours, peers, web, web=True).endswith("6.00× faster (target ≥ 5× on web-length pages) — met")
+    assert (plain["speedup_vs_fastest_peer"]["target"], web["speedup_vs_fastest_peer"]["target"]) == (8.0, 5.0)

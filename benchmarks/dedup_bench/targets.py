@@ -9,22 +9,25 @@ from .ours import assurance_steps
 from .stage_tables import step_memory
 
 TARGET_SPEEDUP = 8.0  # issue 19: the whole Dagster run against the fastest peer, at 1M
+TARGET_WEB_SPEEDUP = 5.0  # issue 35: the same on the web-length corpus
 TARGET_LIBRARY_DOCS_PER_S = 50_000
 TARGET_PEAK_RSS_MB = 4096
 TARGET_ASSURANCE_SHARE = 0.10  # issue 35: no assurance step over this share of the run's wall
 
 
-def speedup_target(ours: dict | None, peers: list[dict], targets: dict) -> str:
+def speedup_target(ours: dict | None, peers: list[dict], targets: dict, web: bool = False) -> str:
+    """``web``: the run was on the web-length corpus, whose target is lower."""
     # the floor (front end alone) finds no pairs, so it is no engine to beat
     engines = [peer for peer in peers if peer["finds_pairs"]]
     fastest = min(engines, key=lambda peer: peer["wall_s"]) if engines else None
     if not (ours and fastest):
         return "Dagster e2e vs fastest peer: n/a (needs the Dagster run and --peers)"
     speedup = fastest["wall_s"] / ours["wall_s"]
-    targets["speedup_vs_fastest_peer"] = {"peer": fastest["engine"], "value": speedup}
+    target = TARGET_WEB_SPEEDUP if web else TARGET_SPEEDUP
+    targets["speedup_vs_fastest_peer"] = {"peer": fastest["engine"], "value": speedup, "target": target}
     return (
         f"Dagster e2e vs fastest peer ({fastest['engine']}): {speedup:.2f}× faster "
-        f"(target ≥ {TARGET_SPEEDUP:g}×) — {verdict(speedup >= TARGET_SPEEDUP)}"
+        f"(target ≥ {target:g}×{' on web-length pages' if web else ''}) — {verdict(speedup >= target)}"
     )
 
 
@@ -169,14 +172,16 @@ def target_lines(
     peers: list[dict],
     others: list[dict] | None = None,
     library_skipped: str | None = None,
+    web: bool = False,
 ) -> tuple[list[str], dict]:
-    """The target lines of the report and the same facts as a dict for the JSON record."""
+    """The target lines of the report and the same facts as a dict for the JSON record; ``web``:
+    the runs were on the web-length corpus."""
     targets: dict = {}
     ours_runs = {run_name(run): run for run in (ours, *(others or [])) if run}
     if library:
         ours_runs["library"] = library
     lines = [
-        speedup_target(ours, peers, targets),
+        speedup_target(ours, peers, targets, web),
         library_target(library, targets, library_skipped),
         rss_target(ours_runs, targets),
         recall_target(ours_runs, peers, targets),
