@@ -4,11 +4,17 @@ makes of them: each step's kind and share, and the assurance and compile target 
 
 from __future__ import annotations
 
-from dedup_assets.launch.warm import COMPILE_LINE, step_compiled
 from dedup_bench.common import ProcessRun
 from dedup_bench.ours import dagster_times, step_kind
 from dedup_bench.report import dagster_steps_table
-from dedup_bench.targets import TARGET_ASSURANCE_SHARE, assurance_target, compile_line, speedup_target
+from dedup_bench.targets import (
+    TARGET_ASSURANCE_SHARE,
+    assurance_target,
+    compile_line,
+    speedup_target,
+)
+
+from dedup_assets.launch.warm import COMPILE_LINE, step_compiled
 
 PREFIX = "2026-12-04 19:03:57 +0000 - dagster - DEBUG - __ASSET_JOB - 8897cb4c - 2371 - "
 

@@ -21,12 +21,28 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .readers import InputError, InputFile, InputStats, bodies_in_place, describe_input, document_batches, document_rows
-from .readers.documents import KEPT, Tap
 from .input_settings import InputPolicy
-from .store import TableBuild, in_id_order, read_lineage, rows_with_ids, table_exists, with_large_offsets
+from .readers import (
+    InputError,
+    InputFile,
+    InputStats,
+    bodies_in_place,
+    describe_input,
+    document_batches,
+    document_rows,
+)
+from .readers.documents import KEPT, Tap
+from .store import (
+    TableBuild,
+    in_id_order,
+    read_lineage,
+    rows_with_ids,
+    table_exists,
+    with_large_offsets,
+)
 from .streams import Progress, prefetched
 from .tables import DOCUMENT_ROWS, IN_PLACE_FILES, READ_IN_PLACE, beside, sql_string
+
 
 def document_stream(batches: Iterator[pa.RecordBatch], stats: InputStats, log: Progress) -> Iterator[pa.RecordBatch]:
     """The validated input, logged as it streams; the next batch is read and validated while
