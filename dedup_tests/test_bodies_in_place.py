@@ -18,6 +18,7 @@ import pytest
 from dagster import Failure
 
 from dedup_assets.core import ingest
+from dedup_assets.core.errors import InconsistentTables
 from dedup_assets.core.ingest import build_documents, document_bodies
 from dedup_assets.core.input_settings import InputPolicy
 from dedup_assets.core.readers import (
@@ -154,6 +155,43 @@ def test_a_few_bodies_read_by_row_number_are_the_views(tmp_path, monkeypatch):
     assert by_row.equals(plain)
     assert any_order.sort_by("doc_id").equals(plain.sort_by("doc_id"))
     assert by_row.num_rows == len(doc_ids) and unicodedata.normalize("NFC", DECOMPOSED) in by_row["body"].to_pylist()
+
+
+def _documents_view(tmp_path, folder) -> duckdb.DuckDBPyConnection:
+    connection = duckdb.connect(str(tmp_path / "run.duckdb"))
+    connection.execute("create schema dedup")
+    build, stats = build_documents(folder, 5, InputPolicy(), lambda message: None, "dedup.document_rows")
+    write_table(connection, "dedup.documents", build, lambda: {READ_IN_PLACE: stats.read_in_place})
+    return connection
+
+
+def test_an_input_with_a_column_read_by_row_number_adds_is_read_the_plain_way(tmp_path):
+    """read_parquet(filename = true) refuses a file that has a column named filename (WARC
+    tooling's name for its file): such an input is listed in no in_place_files, and its bodies
+    are read through the view."""
+    folder = tmp_path / "input"
+    folder.mkdir()
+    _parquet(folder / "crawl.parquet", [{**row, "Filename": "CC-MAIN-1.warc.gz"} for row in _awkward_rows()])
+    with _documents_view(tmp_path, folder) as connection:
+        assert connection.execute("select count(*) from dedup.in_place_files").fetchall() == [(0,)]
+        asked = pa.array([doc_id for (doc_id,) in connection.execute("select doc_id from dedup.documents").fetchall()])
+        assert document_bodies(connection, "dedup.documents", asked).equals(
+            rows_with_ids(connection, "dedup.documents", asked, ["body"])
+        )
+
+
+def test_rows_not_where_document_rows_places_them_are_refused_naming_what_to_rebuild(tmp_path):
+    folder = tmp_path / "input"
+    folder.mkdir()
+    rows = _awkward_rows()
+    _parquet(folder / "part-1.parquet", rows[:11])
+    _parquet(folder / "part-2.parquet", rows[11:])
+    with _documents_view(tmp_path, folder) as connection:
+        asked = pa.array([doc_id for (doc_id,) in connection.execute("select doc_id from dedup.documents").fetchall()])
+        # the second file said to start a row later: its last row is past its end
+        connection.execute("update dedup.in_place_files set first_row = first_row - 1 where first_row > 0")
+        with pytest.raises(InconsistentTables, match="not where document_rows places them.*re-materialize documents"):
+            document_bodies(connection, "dedup.documents", asked)
 
 
 def test_a_file_changed_after_documents_read_it_is_refused_with_the_command(tmp_path):

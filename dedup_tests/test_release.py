@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from dedup_assets.core import publish as publish_module
-from dedup_assets.core.parquet_files import hash_columns
+from dedup_assets.core.parquet_files import hash_columns, write_parquet
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.places import place_error
 from dedup_assets.core.publish import ReleaseError, ReleaseLocked, publish, release_lock, remains
@@ -401,6 +402,23 @@ def test_release_compression_is_the_codec_of_every_parquet_file_and_changes_no_r
             assert _codecs(path) == expected, path
         released[compression] = {path.relative_to(out): pq.read_table(path) for path in files}
     assert released["zstd"] == released["snappy"] == released["none"]
+
+
+@pytest.mark.parametrize("compression, codec", [("zstd", "ZSTD"), ("none", "UNCOMPRESSED")])
+def test_nested_columns_take_the_codec_and_hash_lists_none(tmp_path, compression, codec):
+    """An input's extra column may be a list: each of its leaves takes the release's codec, and
+    only the hash columns (lists of them too) stay uncompressed."""
+    rows = pa.table(
+        {
+            "doc_id": ["a", "b"],
+            "tags": pa.array([["x", "y"], ["z"]]),
+            "lsh_bands": pa.FixedSizeListArray.from_arrays(pa.array([1, 2, 3, 4], pa.uint64()), 2),
+        }
+    )
+    with duckdb.connect() as connection:
+        write_parquet(connection.sql("select * from rows"), tmp_path / "nested.parquet", compression)
+    assert _codecs(tmp_path / "nested.parquet") == {"doc_id": {codec}, "tags": {codec}, "lsh_bands": {"UNCOMPRESSED"}}
+    assert pq.read_table(tmp_path / "nested.parquet").equals(rows)
 
 
 def test_an_unknown_release_compression_is_refused_naming_the_choices():

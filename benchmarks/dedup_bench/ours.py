@@ -96,10 +96,13 @@ def dagster_home() -> Iterator[str]:
         dagster = Path(sys.executable).parent / "dagster"
         if not dagster.exists():
             raise BenchmarkError(f"{dagster} not found: {INSTALL_HINT}")
-        made = subprocess.run(
-            [str(dagster), "instance", "migrate"], env={**os.environ, "DAGSTER_HOME": home}, capture_output=True, text=True,
-            check=False,
-        )
+        try:
+            made = subprocess.run(
+                [str(dagster), "instance", "migrate"], env={**os.environ, "DAGSTER_HOME": home}, capture_output=True,
+                text=True, check=False, timeout=300,
+            )
+        except subprocess.TimeoutExpired:
+            raise BenchmarkError(f"dagster instance migrate did not end within 300 s in {home}") from None
         if made.returncode:
             raise BenchmarkError(f"dagster instance migrate failed in {home}: {made.stderr.strip()[-2000:]}")
         yield home

@@ -29,7 +29,7 @@ from .ingest import document_bodies
 from .jaccard import shingle_sets
 from .probe_kernels import keyed_hash_kernel, probe_owners_kernel, probe_slots_kernel
 from .sketch import kernel_blocks
-from .store import TableBuild, table_exists
+from .store import TableBuild, read_lineage, table_exists
 from .tables import Tables, beside
 from .text import Shingling, kernel_text, utf8_buffers
 
@@ -193,7 +193,10 @@ def audit_probe(
     doc_ids = connection.sql(f"select doc_id from {documents}").to_arrow_table().column(0)
     sample = sample_doc_ids(doc_ids, sample_size, seed)
     stash = beside(documents, AUDIT_SAMPLE_BODIES)
-    kept = connection.sql(f"select doc_id, body from {stash}").to_arrow_table() if table_exists(connection, stash) else None
+    kept = None
+    # kept from this input (its sha256, where recorded), and exactly this sample
+    if table_exists(connection, stash) and _same_input(connection, stash, documents):
+        kept = connection.sql(f"select doc_id, body from {stash}").to_arrow_table()
     if kept is not None and kept.column("doc_id").combine_chunks().cast(pa.string()).equals(sample):
         bodies = kept.column("body").combine_chunks()
     else:
@@ -201,11 +204,15 @@ def audit_probe(
     return AuditProbe(sample, bodies, shingling, threshold)
 
 
+def _same_input(connection: duckdb.DuckDBPyConnection, table: str, documents: str) -> bool:
+    return read_lineage(connection, table).get("input_sha256") == read_lineage(connection, documents).get("input_sha256")
+
+
 # The audit's sample with its bodies, which the documents step keeps as the bodies stream past
 # (a table beside documents), so that fingerprinting does not scan every body a second time to
 # find a thousand. At most this many bytes of bodies are kept; beyond them (a sample of the
 # whole corpus, or of pages far longer than the web's) the table is left empty and the bodies
-# are read again.
+# are read again. The bytes count the rows held, doc_ids and hashes too.
 AUDIT_SAMPLE_BODIES = "audit_sample_bodies"
 SAMPLE_BODIES_SCHEMA = pa.schema([("doc_id", pa.string()), ("body", pa.large_string())])
 SAMPLE_BODIES_MAX_BYTES = 128 << 20
@@ -240,7 +247,7 @@ class SampleBodies:
         self._held = pa.concat_tables([self._held, offered])
         if self._held.num_rows >= 2 * self.size:
             self._prune()
-        if self._held.column("body").nbytes > SAMPLE_BODIES_MAX_BYTES:
+        if self._held.nbytes > SAMPLE_BODIES_MAX_BYTES:
             self.too_large = True
             self._held = self._held.slice(0, 0)
 

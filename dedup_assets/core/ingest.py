@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .errors import InconsistentTables
 from .input_settings import InputPolicy
 from .readers import (
     InputError,
@@ -90,18 +91,29 @@ def build_documents(
     return TableBuild(sql=_in_place_view(files, rows_table), view=True, prepare=prepare), stats
 
 
+# the columns read_parquet adds to find a row by its number; a file with a column of either name
+# (in any case) cannot be read so, and its bodies are read the plain way
+ROW_NUMBER_COLUMNS = frozenset({"filename", "file_row_number"})
+
+
 def _in_place_files(files: list[tuple[Path, str]]) -> TableBuild:
     """The files the view reads, in its order, each with its body column and the place of its
-    first row among all the files' rows (which is its place in the rows table)."""
-    counts = [pq.ParquetFile(path).metadata.num_rows for path, _ in files]
+    first row among all the files' rows (which is its place in the rows table); none when a
+    file has a column named like :data:`ROW_NUMBER_COLUMNS`."""
+    footers = [pq.read_metadata(path) for path, _ in files]
+    clash = any(
+        name.lower() in ROW_NUMBER_COLUMNS for footer in footers for name in footer.schema.to_arrow_schema().names
+    )
+    listed = [] if clash else files
+    counts = [footer.num_rows for footer in footers[: len(listed)]]
     table = pa.table(
         {
-            "path": [str(path) for path, _ in files],
-            "body_column": [column for _, column in files],
-            "first_row": np.cumsum([0, *counts[:-1]], dtype=np.int64),
+            "path": pa.array([str(path) for path, _ in listed], pa.string()),
+            "body_column": pa.array([column for _, column in listed], pa.string()),
+            "first_row": pa.array(np.cumsum([0, *counts[:-1]])[: len(listed)], pa.int64()),
         }
     )
-    return TableBuild(sql="select * from in_place_files", arrow_inputs={"in_place_files": table})
+    return TableBuild(sql="select * from listed_files", arrow_inputs={"listed_files": table})
 
 
 def _files_read_in_place(connection: duckdb.DuckDBPyConnection, documents: str, files_table: str) -> pa.Table | None:
@@ -158,6 +170,11 @@ def document_bodies(
         ).to_arrow_table()
     finally:
         connection.unregister("wanted_rows")
+    if found.num_rows != rows.num_rows:
+        raise InconsistentTables(
+            f"{rows.num_rows - found.num_rows} of the documents asked for are not where document_rows "
+            "places them in the input's files: re-materialize documents and everything downstream"
+        )
     return in_id_order(found, wanted, ["body"]) if in_order else with_large_offsets(found, ["body"])
 
 

@@ -64,14 +64,25 @@ def hash_columns(schema: pa.Schema) -> set[str]:
 ZSTD_LEVEL = 1
 
 
+def leaf_paths(schema: pa.Schema) -> list[str]:
+    """The Parquet column of each leaf of ``schema`` (a list column's is ``name.list.element``),
+    which the per-column codecs are keyed by: a nested column named by its top level alone would
+    be left uncompressed."""
+    empty = io.BytesIO()
+    pq.write_table(schema.empty_table(), empty)
+    written = pq.ParquetFile(io.BytesIO(empty.getvalue())).schema
+    return [written.column(index).path for index in range(len(written))]
+
+
 def _writer(sink: io.RawIOBase, schema: pa.Schema, compression: str) -> pq.ParquetWriter:
     hashes = hash_columns(schema)
-    compressed = [name for name in schema.names if name not in hashes]
+    leaves = leaf_paths(schema)
+    compressed = [leaf for leaf in leaves if leaf.split(".")[0] not in hashes]
     return pq.ParquetWriter(
         sink,
         schema,
-        compression={name: compression if name in compressed else "none" for name in schema.names},
-        compression_level={name: ZSTD_LEVEL for name in compressed} if compression == "zstd" else None,
+        compression={leaf: compression if leaf in compressed else "none" for leaf in leaves},
+        compression_level={leaf: ZSTD_LEVEL for leaf in compressed} if compression == "zstd" else None,
         write_statistics=[name for name in schema.names if name not in hashes | NO_STATISTICS_TEXT],
         use_dictionary=False,
     )

@@ -190,7 +190,8 @@ def write_release(
             for name in largest_first
         }
         files[COLLISION_BUCKETS_FILE] = writers.submit(
-            _write_output, connection.cursor(), "select * from collisions", output_dir, COLLISION_BUCKETS_FILE,
+            _write_output, connection.cursor(),
+            "select * from collisions order by member_count desc, band_index, lsh_band", output_dir, COLLISION_BUCKETS_FILE,
             {"collisions": collisions},
         )
         images = writers.submit(_write_images, connection.cursor(), output_dir, tables, settings)

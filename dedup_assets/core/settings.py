@@ -255,7 +255,7 @@ class Settings:
     release_compression: ReleaseCompression = _setting(
         "release",
         "Codec of the release's Parquet files: snappy; zstd (level 1), about a third smaller than "
-        "snappy on page text and about as fast to write; none, the fastest to write and the largest.",
+        "snappy on page text and 5-20% slower to write; none, the fastest to write and the largest.",
         "snappy",
     )
     preset: Preset | None = _setting(

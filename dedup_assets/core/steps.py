@@ -83,7 +83,7 @@ def ingest(run: StepRun, path: Path) -> Ingested:
     rows_table = beside(run.tables.documents, DOCUMENT_ROWS) if settings.bodies_read_in_place() else None
     stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
     sample = (
-        SampleBodies(settings.audit_sample_size, settings.sketch_params().minhash_seed)
+        SampleBodies(settings.audit_sample_size, settings.minhash_seed)
         if settings.audit_sample_size
         else None
     )
