@@ -175,6 +175,9 @@ def test_a_sample_whose_bodies_are_too_large_to_keep_is_left_empty(monkeypatch):
     bodies = pa.array(["x" * 100] * 500)
     assert _offered(SampleBodies(50, seed=4), ids, bodies, np.ones(500, bool), batch=100).num_rows == 50
     assert _offered(SampleBodies(200, seed=4), ids, bodies, np.ones(500, bool), batch=100).num_rows == 0
+    # a sample of the whole corpus, offered in one batch, is held to the cap too
+    assert _offered(SampleBodies(1000, seed=4), ids, bodies, np.ones(500, bool), batch=500).num_rows == 0
+    assert _offered(SampleBodies(1000, seed=4), ids[:50], bodies[:50], np.ones(50, bool), batch=500).num_rows == 50
 
 
 def test_the_probe_takes_the_kept_sample_only_when_it_is_this_sample():

@@ -212,7 +212,7 @@ def _same_input(connection: duckdb.DuckDBPyConnection, table: str, documents: st
 # (a table beside documents), so that fingerprinting does not scan every body a second time to
 # find a thousand. At most this many bytes of bodies are kept; beyond them (a sample of the
 # whole corpus, or of pages far longer than the web's) the table is left empty and the bodies
-# are read again. The bytes count the rows held, doc_ids and hashes too.
+# are read again. The bytes count the sample's doc_ids and hashes too.
 AUDIT_SAMPLE_BODIES = "audit_sample_bodies"
 SAMPLE_BODIES_SCHEMA = pa.schema([("doc_id", pa.string()), ("body", pa.large_string())])
 SAMPLE_BODIES_MAX_BYTES = 128 << 20
@@ -245,19 +245,24 @@ class SampleBodies:
         rows = pa.array(chosen)
         offered = pa.table({"hash": hashes[chosen], "doc_id": ids.take(rows), "body": bodies.take(rows).cast(pa.large_string())})
         self._held = pa.concat_tables([self._held, offered])
-        if self._held.num_rows >= 2 * self.size:
+        # pruned now and then, not at every batch, and before the rows held pass the cap
+        if self._held.num_rows >= 2 * self.size or self._held.nbytes > SAMPLE_BODIES_MAX_BYTES:
             self._prune()
+
+    def _prune(self) -> None:
+        """Keep the rows at or below the size-th smallest hash; if they pass the cap, none."""
+        held = self._held.column("hash").to_numpy()
+        if len(held) > self.size:
+            self._bound = np.partition(held, self.size - 1)[self.size - 1]
+            self._held = self._held.filter(pa.array(held <= self._bound)).combine_chunks()
         if self._held.nbytes > SAMPLE_BODIES_MAX_BYTES:
             self.too_large = True
             self._held = self._held.slice(0, 0)
 
-    def _prune(self) -> None:
-        held = self._held.column("hash").to_numpy()
-        self._bound = np.partition(held, self.size - 1)[self.size - 1]
-        self._held = self._held.filter(pa.array(held <= self._bound)).combine_chunks()
-
     def table(self) -> pa.Table:
         """The sample in :func:`sample_doc_ids`' order (empty when its bodies were too large)."""
+        if not self.too_large:
+            self._prune()
         order = pc.sort_indices(self._held, sort_keys=[("hash", "ascending"), ("doc_id", "ascending")])
         chosen = self._held.take(order[: self.size])
         return pa.table([chosen.column("doc_id").cast(pa.string()), chosen.column("body")], schema=SAMPLE_BODIES_SCHEMA)
