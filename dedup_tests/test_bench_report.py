@@ -4,13 +4,16 @@ makes of them: each step's kind and share, and the assurance and compile target 
 
 from __future__ import annotations
 
-from dedup_bench.common import ProcessRun
+import sys
+
+from dedup_bench.common import ProcessRun, run_measured
 from dedup_bench.ours import dagster_times, step_kind
 from dedup_bench.report import dagster_steps_table
 from dedup_bench.targets import (
     TARGET_ASSURANCE_SHARE,
     assurance_target,
     compile_line,
+    cpu_floor_line,
     speedup_target,
 )
 
@@ -82,3 +85,27 @@ def test_the_speed_target_is_8x_on_the_plain_corpus_and_5x_on_web_length_pages()
     assert speedup_target(ours, peers, plain).endswith("6.00× faster (target ≥ 8×) — NOT met")
     assert speedup_target(ours, peers, web, web=True).endswith("6.00× faster (target ≥ 5× on web-length pages) — met")
     assert (plain["speedup_vs_fastest_peer"]["target"], web["speedup_vs_fastest_peer"]["target"]) == (8.0, 5.0)
+
+
+def test_a_child_s_cpu_seconds_are_measured_with_its_waited_for_descendants():
+    # the child spins 0.4 s and waits for a grandchild that spins 0.4 s more
+    spin = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass"
+    child = f"import subprocess, sys\n{spin}\nsubprocess.run([sys.executable, '-c', {spin!r}], check=True)"
+    finished = run_measured([sys.executable, "-c", child])
+    assert finished.returncode == 0
+    assert 0.8 <= finished.cpu_s < finished.wall_s + 0.5
+
+
+def test_the_cpu_floor_says_whether_the_speed_target_is_within_the_machine_s_cpus():
+    peers = [{"engine": "peer", "wall_s": 160.0, "cpu_s": 300.0, "finds_pairs": True}]
+    record = {}
+    line = cpu_floor_line({"wall_s": 30.0, "cpu_s": 50.0}, peers, 2, record)
+    assert line == (
+        "CPU: our run used 50.0 CPU s (user + sys; peer used 300.0), so on 2 CPUs it cannot take less "
+        "than 25.0 s; the speed target needs 20.0 s — out of reach without less work"
+    )
+    assert record["cpu_floor_s"] == {"cpu_s": 50.0, "cpus": 2, "floor_s": 25.0, "target_wall_s": 20.0}
+    assert cpu_floor_line({"wall_s": 30.0, "cpu_s": 30.0}, peers, 2, {}).endswith("within reach by using the CPUs better")
+    # web-length pages: 5x, so 32 s
+    assert "needs 32.0 s — within reach" in cpu_floor_line({"wall_s": 30.0, "cpu_s": 50.0}, peers, 2, {}, web=True)
+    assert cpu_floor_line({"wall_s": 30.0}, peers, 2, {}) is None

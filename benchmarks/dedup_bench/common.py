@@ -71,7 +71,8 @@ def module_command(module: str, *args: str) -> list[str]:
 
 @dataclass
 class ProcessRun:
-    """One finished child process: exit code, whole-process wall time, peak RSS and output."""
+    """One finished child process: exit code, whole-process wall time, peak RSS and output, and
+    its CPU seconds (user and system, of it and the descendants it waited for)."""
 
     command: list[str]
     returncode: int
@@ -80,6 +81,7 @@ class ProcessRun:
     stdout: str
     stderr: str
     memory: dict | None = None  # with sample_memory: the tree's peaks per step (memory.py)
+    cpu_s: float | None = None
 
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
         return "\n".join(self.stderr.rstrip().splitlines()[-lines:])
@@ -136,6 +138,7 @@ def run_measured(
             stdout=out.read().decode("utf-8", errors="replace"),
             stderr=err.read().decode("utf-8", errors="replace"),
             memory=memory,
+            cpu_s=usage.ru_utime + usage.ru_stime,
         )
 
 

@@ -174,7 +174,7 @@ def measure(options: Options, argv: list[str]) -> dict:
     if truth.exists() and (our_runs or options.recall_seeds):
         spread = measure_recall(corpus, truth, our_runs, options.perm, options.recall_seeds)
     n_docs = pq.ParquetFile(corpus).metadata.num_rows
-    lines, targets = target_lines(ours, library, peers, others, library_skipped, options.web)
+    lines, targets = target_lines(ours, library, peers, others, library_skipped, options.web, os.cpu_count() or 0)
     if spread:
         lines.append(spread["comparison"])
     return {

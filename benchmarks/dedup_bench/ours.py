@@ -148,6 +148,7 @@ def dagster_times(run: ProcessRun) -> dict:
     its process tree's memory per step."""
     return {
         "wall_s": run.wall_s,
+        "cpu_s": run.cpu_s,
         "peak_rss_mb": run.peak_rss_mb,
         "steps": parse_step_seconds(run.stderr),
         "in_process_s": parse_in_process_seconds(run.stderr),
@@ -251,6 +252,7 @@ def run_library_core(corpus: Path, run_dir: Path, sketch: Sketch, head_rows: int
     core_s = sum(stages[stage] for stage in CORE_STAGES)
     return {
         "wall_s": run.wall_s,
+        "cpu_s": run.cpu_s,
         "peak_rss_mb": run.peak_rss_mb,
         "stages": stages,
         "core_s": core_s,

@@ -19,6 +19,7 @@ def table_row(engine: str, run: dict, timed_s: float, n_docs: int) -> dict:
     return {
         "engine": engine,
         "wall_s": run["wall_s"],
+        "cpu_s": run.get("cpu_s"),
         "timed_s": timed_s,
         "docs_per_s": n_docs / run["wall_s"],
         "peak_rss_mb": run["peak_rss_mb"],
@@ -69,6 +70,7 @@ def engines_table(rows: list[dict]) -> str:
     header = [
         "engine",
         "wall s (whole process)",
+        "CPU s (user + sys)",
         "timed s (in-process)",
         "docs/s",
         "peak RSS MB",
@@ -83,6 +85,7 @@ def engines_table(rows: list[dict]) -> str:
         [
             row["engine"],
             fmt_number(row["wall_s"], 2),
+            fmt_number(row.get("cpu_s"), 1),
             fmt_number(row["timed_s"], 2),
             fmt_number(row["docs_per_s"]),
             fmt_number(row["peak_rss_mb"]),

@@ -31,6 +31,25 @@ def speedup_target(ours: dict | None, peers: list[dict], targets: dict, web: boo
     )
 
 
+def cpu_floor_line(ours: dict | None, peers: list[dict], cpus: int, targets: dict, web: bool = False) -> str | None:
+    """What the run's CPU seconds allow on this machine: no run can take less wall time than its
+    CPU seconds over the CPUs, so where that floor is above the speed target's wall, the target
+    needs less work, not better use of the CPUs."""
+    engines = [peer for peer in peers if peer["finds_pairs"]]
+    if not (ours and ours.get("cpu_s") and engines and cpus):
+        return None
+    fastest = min(engines, key=lambda peer: peer["wall_s"])
+    floor = ours["cpu_s"] / cpus
+    needed = fastest["wall_s"] / (TARGET_WEB_SPEEDUP if web else TARGET_SPEEDUP)
+    targets["cpu_floor_s"] = {"cpu_s": ours["cpu_s"], "cpus": cpus, "floor_s": floor, "target_wall_s": needed}
+    theirs = f"; {fastest['engine']} used {fastest['cpu_s']:,.1f}" if fastest.get("cpu_s") else ""
+    return (
+        f"CPU: our run used {ours['cpu_s']:,.1f} CPU s (user + sys{theirs}), so on {cpus} CPUs it cannot "
+        f"take less than {floor:.1f} s; the speed target needs {needed:.1f} s — "
+        + ("within reach by using the CPUs better" if floor <= needed else "out of reach without less work")
+    )
+
+
 def library_target(library: dict | None, targets: dict, skipped: str | None = None) -> str:
     if not library:
         return f"library core: n/a ({skipped or '--skip-library'})"
@@ -173,15 +192,17 @@ def target_lines(
     others: list[dict] | None = None,
     library_skipped: str | None = None,
     web: bool = False,
+    cpus: int = 0,
 ) -> tuple[list[str], dict]:
     """The target lines of the report and the same facts as a dict for the JSON record; ``web``:
-    the runs were on the web-length corpus."""
+    the runs were on the web-length corpus; ``cpus``: the machine's."""
     targets: dict = {}
     ours_runs = {run_name(run): run for run in (ours, *(others or [])) if run}
     if library:
         ours_runs["library"] = library
     lines = [
         speedup_target(ours, peers, targets, web),
+        cpu_floor_line(ours, peers, cpus, targets, web),
         library_target(library, targets, library_skipped),
         rss_target(ours_runs, targets),
         recall_target(ours_runs, peers, targets),

@@ -40,6 +40,7 @@ def run_peer(engine: str, corpus: Path, perm: int) -> dict:
         "engine": peer_label(engine),
         "finds_pairs": ENGINES[engine].finds_pairs,
         "wall_s": run.wall_s,
+        "cpu_s": run.cpu_s,
         "peak_rss_mb": run.peak_rss_mb,
         "timed_s": report["timed_s"],
         "candidates": report["candidates"],
