@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from dedup_bench.common import Sketch, run_measured
 from dedup_bench.memory import (
     OUTSIDE_STEPS,
@@ -22,8 +21,15 @@ from dedup_bench.memory import (
     step_events,
 )
 from dedup_bench.ours import dagster_config
-from dedup_bench.stage_tables import engines_stages_table, nodes_table, roofline_table, stages_table
 from dedup_bench.roofline import measure_floors
+from dedup_bench.stage_tables import (
+    BUSY_SAMPLES,
+    busy,
+    engines_stages_table,
+    nodes_table,
+    roofline_table,
+    stages_table,
+)
 
 RUN = "2026-11-30 23:39:01 +0000 - dagster - DEBUG - __ASSET_JOB - 0f3c1d2e-aaaa - 4242"
 
@@ -110,25 +116,26 @@ def test_each_sample_counts_for_every_step_that_ran_since_the_sample_before():
     assert peaks.running == [] and "never_sampled" in peaks.order
 
 
-def moved(read_mb: float | None, written_mb: float | None) -> Sample:
+def moved(read_mb: float | None, written_mb: float | None, cpu_s: float | None = None) -> Sample:
     return Sample(
         private_mb=1, pss_mb=None, rss_mb=1, shm_mb=0, processes=1,
         read_bytes=None if read_mb is None else int(read_mb * 2**20),
         written_bytes=None if written_mb is None else int(written_mb * 2**20),
+        cpu_seconds=cpu_s,
     )
 
 
 def test_bytes_moved_count_once_for_every_step_that_ran_since_the_sample_before():
     peaks = StepPeaks()
-    peaks.poll([], moved(10, 1))  # start-up: imports
-    peaks.poll([("read", "STEP_START")], moved(110, 1))
-    peaks.poll([("read", "STEP_SUCCESS"), ("write", "STEP_START")], moved(120, 51))
-    # a process left the tree unreaped: its bytes stay counted, and are not counted again when
-    # the sum comes back
-    peaks.poll([], moved(90, 41))
-    peaks.poll([], moved(None, None))  # counters unreadable: no bytes, and no new baseline
-    peaks.poll([("write", "STEP_SUCCESS")], moved(90, 141))
-    peaks.poll([], moved(125, 141))  # teardown
+    peaks.poll([], moved(10, 1, 2.0))  # start-up: imports
+    peaks.poll([("read", "STEP_START")], moved(110, 1, 3.5))
+    peaks.poll([("read", "STEP_SUCCESS"), ("write", "STEP_START")], moved(120, 51, 4.0))
+    # a process left the tree unreaped: its bytes and seconds stay counted, and are not counted
+    # again when the sum comes back
+    peaks.poll([], moved(90, 41, 3.0))
+    peaks.poll([], moved(None, None))  # counters unreadable: nothing, and no new baseline
+    peaks.poll([("write", "STEP_SUCCESS")], moved(90, 141, 6.0))
+    peaks.poll([], moved(125, 141, 6.25))  # teardown
 
     by_step = peaks.by_step()
     # the boundary interval (10 MB read, 50 written) counts for both steps
@@ -136,23 +143,29 @@ def test_bytes_moved_count_once_for_every_step_that_ran_since_the_sample_before(
     assert (by_step["write"]["read_mb"], by_step["write"]["written_mb"]) == (10, 140)
     assert (by_step[OUTSIDE_STEPS]["read_mb"], by_step[OUTSIDE_STEPS]["written_mb"]) == (15, 1)
     assert (by_step[WHOLE_RUN]["read_mb"], by_step[WHOLE_RUN]["written_mb"]) == (125, 141)
+    cpu = {step: figures["cpu_s"] for step, figures in by_step.items()}
+    assert cpu == {"read": 2.0, "write": 2.5, OUTSIDE_STEPS: 2.25, WHOLE_RUN: 6.25}
 
 
 def test_the_roofline_sets_each_step_against_its_bytes_at_the_measured_rates():
     floors = {"read_mb_s": 1000.0, "write_mb_s": 100.0, "hash_mb_s": 500.0, "body_mb": 1000.0, "measured_mb": 64.0}
     timed = run("duckdb", {"documents": 4.0, "fingerprinted": 9.0, "checks": 0.5}, {}, 15.0)
     timed["memory"]["steps"] = {
-        "documents": {"read_mb": 1000.0, "written_mb": 100.0},  # floor 1 + 1 s
+        "documents": {"read_mb": 1000.0, "written_mb": 100.0, "cpu_s": 6.0, "samples": 20},  # floor 1 + 1 s
         "fingerprinted": {"read_mb": 500.0, "written_mb": 50.0},  # 0.5 + 0.5 + 2 s of hashing
-        WHOLE_RUN: {"read_mb": 1600.0, "written_mb": 160.0},
+        WHOLE_RUN: {"read_mb": 1600.0, "written_mb": 160.0, "cpu_s": 24.0, "samples": 75},
     }
     table = roofline_table(timed, floors).splitlines()
-    assert table[2] == "| documents | 4.00 | 1,000 | 100 | - | 2.00 | 2.0× | yes |"
-    assert table[3] == "| fingerprinted | 9.00 | 500 | 50 | 1,000 | 3.00 | 3.0× | yes |"
+    assert table[2] == "| documents | 4.00 | 6.0 | 1.50 | 1,000 | 100 | - | 2.00 | 2.0× | yes |"
+    # no CPU seconds sampled (a record from before they were)
+    assert table[3] == "| fingerprinted | 9.00 | - | - | 500 | 50 | 1,000 | 3.00 | 3.0× | yes |"
     # checks: timed, but no bytes sampled; the whole process: its own bytes, and the bodies
     # hashed once by fingerprinted (1.6 + 1.6 + 2 s)
-    assert table[4] == "| **whole process** | 15.00 | 1,600 | 160 | 1,000 | 5.20 | 2.9× | yes |"
+    assert table[4] == "| **whole process** | 15.00 | 24.0 | 1.60 | 1,600 | 160 | 1,000 | 5.20 | 2.9× | yes |"
     assert len(table) == 5
+    # a step of fewer samples is mostly boundary intervals, counted for its neighbours too
+    assert busy({"cpu_s": 0.4, "samples": BUSY_SAMPLES - 1}, 0.1) == "-"
+    assert busy({"cpu_s": 0.4, "samples": BUSY_SAMPLES}, 0.25) == "1.60"
     timed["steps"]["documents"] = 6.5
     assert roofline_table(timed, floors).splitlines()[2].endswith("| 3.2× | no |")
 
@@ -241,8 +254,11 @@ HOLDER = textwrap.dedent(
     shm = tempfile.TemporaryFile(dir="/dev/shm")
     shm.write(b"o" * (64 * 2**20))
     shm.flush()
-    # and 300 MB in a process below this one, as a worker below raylet
-    worker = "b = b'x' * (300 * 2**20); import time; time.sleep(1.2)"
+    # and 300 MB in a process below this one, as a worker below raylet, which spins 0.5 CPU s
+    worker = (
+        "import time; b = b'x' * (300 * 2**20); end = time.process_time() + 0.5\\n"
+        "while time.process_time() < end: pass\\ntime.sleep(0.7)"
+    )
     subprocess.run([sys.executable, "-c", worker], check=True)
     """
 )
@@ -289,6 +305,9 @@ def test_the_sampler_sums_the_childs_process_tree_per_step():
     # once: counted whether or not a sample saw it alive, as its parent reaps it
     assert steps["big"]["written_mb"] >= 64 and 48 <= steps["small"]["written_mb"] < 64
     assert memory["samples"] >= 5
+    # the worker's half CPU second, counted once its parent reaps it even if no sample saw it alive
+    assert steps["big"]["cpu_s"] >= 0.45 and steps["small"]["cpu_s"] < steps["big"]["cpu_s"]
+    assert steps[WHOLE_RUN]["cpu_s"] < finished.cpu_s + 0.5
 
 
 NODE = textwrap.dedent(

@@ -39,7 +39,9 @@ summed on every sample. A reaped child's counts pass to its parent, so the sum o
 process leaves the tree unreaped (its bytes stay counted; others' growth in that interval is
 missed until the sum passes its earlier high). The growth over the highest earlier sum counts
 for every step that ran since the sample before, like the memory figures: a step boundary's
-interval counts for both. Ray's nodes joined by address are outside the tree.
+interval counts for both. Ray's nodes joined by address are outside the tree. CPU seconds per
+step (user and system, ``cpu_times()``, a reaped child's passing to its parent) are counted the
+same way.
 """
 
 from __future__ import annotations
@@ -109,6 +111,8 @@ class Sample:
     # bytes the tree's read() and write() calls have moved so far; None: not readable
     read_bytes: int | None = None
     written_bytes: int | None = None
+    # the tree's CPU seconds so far, user and system (reaped children's included); None: not readable
+    cpu_seconds: float | None = None
 
 
 FIGURES = ("private_mb", "pss_mb", "rss_mb", "shm_mb", "processes")
@@ -122,16 +126,18 @@ class StepPeaks:
         self.running: list[str] = []
         self.order: list[str] = []
         self.peaks: dict[str, dict] = {}
-        self.counted = {"read_bytes": 0, "written_bytes": 0}
+        self.counted = {"read_bytes": 0, "written_bytes": 0, "cpu_seconds": 0.0}
 
-    def moved_mb(self, sample: Sample) -> dict[str, float]:
-        """MB read and written beyond the most any earlier sample had: a sum that drops (a
-        process left the tree unreaped) and comes back is not counted twice."""
+    def increments(self, sample: Sample) -> dict[str, float]:
+        """MB read and written, and CPU seconds, beyond the most any earlier sample had: a sum
+        that drops (a process left the tree unreaped) and comes back is not counted twice."""
         moved = {}
-        for name, figure in (("read_mb", "read_bytes"), ("written_mb", "written_bytes")):
+        for name, figure, unit in (
+            ("read_mb", "read_bytes", MB), ("written_mb", "written_bytes", MB), ("cpu_s", "cpu_seconds", 1)
+        ):
             now = getattr(sample, figure)
             if now is not None:
-                moved[name] = max(0, now - self.counted[figure]) / MB
+                moved[name] = max(0, now - self.counted[figure]) / unit
                 self.counted[figure] = max(self.counted[figure], now)
         return moved
 
@@ -150,12 +156,12 @@ class StepPeaks:
                 ended.append(step)
         if sample is None:
             return ended
-        moved = self.moved_mb(sample)
+        grown = self.increments(sample)
         for step in [*(active or [OUTSIDE_STEPS]), WHOLE_RUN]:
             peak = self.peaks.setdefault(step, {"samples": 0, "pss_samples": 0})
             peak["samples"] += 1
-            for name, mb in moved.items():
-                peak[name] = peak.get(name, 0.0) + mb
+            for name, amount in grown.items():
+                peak[name] = peak.get(name, 0.0) + amount
             peak["pss_samples"] += sample.pss_mb is not None
             for figure in FIGURES:
                 value = getattr(sample, figure)
@@ -329,6 +335,7 @@ class TreeSampler:
             self.pss_samples += 1
         shm = self.shm.held_bytes([process.pid for process, _ in alive])
         read, written = self.moved_bytes(process for process, _ in alive)
+        cpu_seconds = self.cpu_seconds(process for process, _ in alive)
         self.samples += 1
         self.max_processes = max(self.max_processes, len(alive))
         return Sample(
@@ -340,6 +347,7 @@ class TreeSampler:
             nodes=tuple(self.node_sample(node, roots) for node, roots in self.nodes.items()),
             read_bytes=read,
             written_bytes=written,
+            cpu_seconds=cpu_seconds,
         )
 
     def moved_bytes(self, processes: Iterable) -> tuple[int | None, int | None]:
@@ -356,6 +364,19 @@ class TreeSampler:
             written += counters.write_chars
             readable = True
         return (read, written) if readable else (None, None)
+
+    def cpu_seconds(self, processes: Iterable) -> float | None:
+        """The user and system CPU seconds of ``processes`` so far (their reaped children's
+        included); None when no process's times can be read."""
+        total, readable = 0.0, False
+        for process in processes:
+            try:
+                times = process.cpu_times()
+            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
+                continue
+            total += times.user + times.system + times.children_user + times.children_system
+            readable = True
+        return total if readable else None
 
     def node_sample(self, node: str, roots: list[int]) -> tuple[str, float, int]:
         """One Ray node of a cluster the run joined: the anonymous memory of the processes Ray

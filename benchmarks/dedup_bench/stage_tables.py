@@ -90,8 +90,21 @@ def nodes_table(run: dict) -> str:
     return markdown_table(["step", "seconds", *(f"{node}: peak MB (processes)" for node in nodes)], rows)
 
 
+# a step shorter than this many samples is mostly its boundary intervals, which count for the
+# steps on both sides: its CPU seconds over its own seconds would mislead
+BUSY_SAMPLES = 5
+
+
+def busy(figures: dict, seconds: float) -> str:
+    """The CPUs a step kept busy: its CPU seconds over its seconds, for a step sampled often enough."""
+    if figures.get("cpu_s") is None or not seconds or figures.get("samples", 0) < BUSY_SAMPLES:
+        return "-"
+    return f"{figures['cpu_s'] / seconds:.2f}"
+
+
 def roofline_table(run: dict, floors: dict) -> str:
-    """Per step: seconds, the bytes its process tree read and wrote, the body bytes it hashes,
+    """Per step: seconds, its process tree's CPU seconds and how many CPUs that kept busy (for a
+    step of :data:`BUSY_SAMPLES` samples or more), the bytes it read and wrote, the body bytes it hashes,
     its floor at this invocation's measured rates (``roofline.py``) and its time over that
     floor; the whole process's row is its own bytes (start-up and teardown included) and the
     bodies hashed by all its steps."""
@@ -110,6 +123,8 @@ def roofline_table(run: dict, floors: dict) -> str:
             [
                 label,
                 fmt_number(seconds, 2),
+                fmt_number(moved.get("cpu_s"), 1),
+                busy(moved, seconds),
                 fmt_number(moved["read_mb"]),
                 fmt_number(moved["written_mb"]),
                 fmt_number(hashed) if hashed else "-",
@@ -118,7 +133,7 @@ def roofline_table(run: dict, floors: dict) -> str:
                 "-" if over is None else "yes" if over <= AT_LIMIT else "no",
             ]
         )
-    header = ["step", "seconds", "MB read", "MB written", "MB hashed", "floor s", "× floor", f"within {AT_LIMIT:g}×"]
+    header = ["step", "seconds", "CPU s", "CPUs busy", "MB read", "MB written", "MB hashed", "floor s", "× floor", f"within {AT_LIMIT:g}×"]
     return markdown_table(header, rows)
 
 
@@ -130,7 +145,8 @@ def floors_line(floors: dict) -> str:
         f"corpus's bodies are {floors['body_mb']:,.0f} MB. A step's floor is its bytes read and written at those "
         f"rates, plus one hashing pass over the bodies for {', '.join(HASHING_STEPS)}. Bytes are the read() and "
         "write() calls of the run's process tree on any descriptor (files, pipes, the log) while the step ran, "
-        "page cache hits included; an interval at a step boundary counts for both steps."
+        "page cache hits included; CPU seconds (user + sys) are the tree's too. An interval at a step boundary counts for "
+        f"both steps, so CPUs busy (CPU s over seconds) is given for steps of {BUSY_SAMPLES} samples or more."
     )
 
 
