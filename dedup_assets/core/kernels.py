@@ -8,6 +8,10 @@ code point through a table built from the reference ``normalize_text`` (``text.p
 exact for the Basic Multilingual Plane except capital sigma, whose lowercase depends on its
 neighbours; documents with those are normalized by the reference itself (``text.kernel_text``).
 
+The tokenizer, the sketch and the shingle-set kernels stay in this one module although it is
+long: numba's on-disk cache notices a change only to the file that defines a cached kernel, so a
+kernel split from the functions it inlines would keep running stale code after they change.
+
 Shingles are hashed from their tokens' 64-bit hashes, in order, so a shingle's hash identifies the
 string ``" ".join(tokens)`` up to 64-bit collisions. Sketches use Fast Similarity Sketching
 (Dahlgaard, Knudsen, Thorup, FOCS'17): k bins filled round by round, O(n + k log k) per document.
