@@ -36,6 +36,14 @@ ENGINES: tuple[str, ...] = get_args(Engine)
 PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
 HOT_BUCKETS: tuple[str, ...] = get_args(HotBuckets)
 RELEASE_COMPRESSIONS: tuple[str, ...] = get_args(ReleaseCompression)
+# the settings that take one of a few words, and those words
+CHOICES = {
+    "cluster_mode": CLUSTER_MODES,
+    "parquet_bodies": PARQUET_BODIES,
+    "engine": ENGINES,
+    "hot_buckets": HOT_BUCKETS,
+    "release_compression": RELEASE_COMPRESSIONS,
+}
 
 # auto_bands weighs every (bands, rows) pair that fits; past this the choice alone takes seconds
 MAX_AUTO_BANDS_PERM = 1 << 10
@@ -286,32 +294,22 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < minimum:
                 raise SettingsError(f"{name} must be at least {minimum}, got {value}")
-        if not 0.0 <= self.false_negative_weight <= 1.0:
-            raise SettingsError(f"false_negative_weight must be between 0 and 1, got {self.false_negative_weight}")
-        if not 0.0 <= self.min_recall <= 1.0:
-            raise SettingsError(f"min_recall must be between 0 and 1, got {self.min_recall}")
+        for name in ("false_negative_weight", "min_recall"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise SettingsError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         try:  # stored as the keep rule compares them, so lineage and the index see one value per rule
             object.__setattr__(self, "prefer_domains", checked_domains(self.prefer_domains))
         except ValueError as error:
             raise SettingsError(str(error)) from None
-        if self.cluster_mode not in CLUSTER_MODES:
-            raise SettingsError(
-                f"cluster_mode must be one of {', '.join(CLUSTER_MODES)}, got {self.cluster_mode!r}"
-            )
-        if self.parquet_bodies not in PARQUET_BODIES:
-            raise SettingsError(
-                f"parquet_bodies must be one of {', '.join(PARQUET_BODIES)}, got {self.parquet_bodies!r}"
-            )
-        if self.engine not in ENGINES:
-            raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise SettingsError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if not CAPABILITIES[self.engine].star_clusters and self.cluster_mode != "components":
             raise SettingsError(
                 "cluster_mode star runs on engine duckdb only: its rounds compare whole components "
                 "on one node. Use cluster_mode components with engine ray (the chained members are "
                 "still flagged), or engine duckdb."
             )
-        if self.hot_buckets not in HOT_BUCKETS:
-            raise SettingsError(f"hot_buckets must be one of {', '.join(HOT_BUCKETS)}, got {self.hot_buckets!r}")
         if not CAPABILITIES[self.engine].skip_hot_buckets and self.hot_buckets == "skip":
             raise SettingsError(
                 "hot_buckets skip runs on engine duckdb only. Use engine duckdb, or hot_buckets "
@@ -319,10 +317,6 @@ class Settings:
             )
         if self.batch_size > MAX_BATCH_SIZE:
             raise SettingsError(f"batch_size must be at most {MAX_BATCH_SIZE:,}, got {self.batch_size:,}")
-        if self.release_compression not in RELEASE_COMPRESSIONS:
-            raise SettingsError(
-                f"release_compression must be one of {', '.join(RELEASE_COMPRESSIONS)}, got {self.release_compression!r}"
-            )
 
     def sketch_params(self) -> SketchParams:
         if self.auto_bands:
