@@ -70,7 +70,8 @@ def sample_doc_ids(doc_ids: pa.Array | pa.ChunkedArray, size: int, seed: int) ->
 class AuditProbe:
     """The true pairs of a sample of documents (``sample_ids``, whose bodies are
     ``sample_bodies``) at Jaccard ``threshold``, found as every document's body is fed through
-    :meth:`feed`, once each, in any order; :meth:`true_pairs` gives them."""
+    :meth:`feed`, once each, in any order and from several threads at once; :meth:`true_pairs`
+    gives them."""
 
     def __init__(self, sample_ids: pa.Array, sample_bodies: pa.Array, shingling: Shingling, threshold: float):
         self.sample_ids, self.shingling, self.threshold = sample_ids.cast(pa.string()), shingling, threshold

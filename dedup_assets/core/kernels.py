@@ -35,6 +35,14 @@ from numba.extending import intrinsic
 # parallel kernel (not at import); a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+
+
+def use_threads(count: int) -> None:
+    """The kernels' threads, for parallel kernels this thread launches from now on (numba keeps
+    the count per thread), within what numba started with."""
+    nb.set_num_threads(max(1, min(int(count), nb.config.NUMBA_NUM_THREADS)))
+
+
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ROUND_SHIFT = 54  # sketch value = round << 54 | hash >> 10: earlier rounds win, then smaller hash
 # the fast sketch's 2 * num_perm rounds must fit in the 10 round bits

@@ -22,7 +22,7 @@ from .errors import InconsistentTables
 from .minhash import blake2b_columns
 from .step_params import SketchParams
 from .store import TableBuild
-from .streams import Progress, ThroughputLog, prefetched
+from .streams import Progress, ThroughputLog, mapped_in_order, prefetched
 from .tables import Tables
 from .text import kernel_text
 
@@ -47,6 +47,18 @@ def kernel_blocks() -> int:
     """How many blocks a parallel kernel splits its documents into: a few per core, so that
     uneven document lengths even out."""
     return 4 * max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
+# batches fingerprinted at once; each runs its kernels on its share of the cores, which keeps
+# them busier than every batch split over all of them while DuckDB reads and writes beside
+STREAM_WORKERS = 4
+
+
+def stream_workers() -> tuple[int, int]:
+    """How many batches are fingerprinted at once, and the kernel threads of each."""
+    cores = max(1, len(os.sched_getaffinity(0)))
+    workers = min(cores, STREAM_WORKERS)
+    return workers, max(1, cores // workers)
 
 
 def _fss_columns(bodies: pa.Array, params: SketchParams, probe: AuditProbe | None):
@@ -110,13 +122,17 @@ def fingerprint_stream(
     ``connection``: a cursor of its own, since the caller writes while this stream reads. Each
     batch is also fed to the recall audit's ``probe``, if given.
 
-    Three threads: one reads batches from DuckDB, one fingerprints them, and the caller stores
-    the previous one."""
+    One thread reads batches from DuckDB, :func:`stream_workers` fingerprint them, and the
+    caller stores them in order."""
     total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
     progress = ThroughputLog(log, "fingerprinted", total)
     reader = connection.sql(f"select doc_id, body from {tables.documents}").to_arrow_reader(batch_size)
-    for fingerprints in prefetched(
-        fingerprint_batch(batch.column(0), batch.column(1), params, probe) for batch in prefetched(reader)
+    workers, threads = stream_workers()
+    for fingerprints in mapped_in_order(
+        lambda batch: fingerprint_batch(batch.column(0), batch.column(1), params, probe),
+        prefetched(reader),
+        workers,
+        lambda: kernels.use_threads(threads),
     ):
         yield fingerprints
         progress.advance(fingerprints.num_rows)

@@ -1,11 +1,13 @@
-"""Helpers for batch streams: read ahead in a worker thread, log throughput as they pass, and
-tell the threads producing them that the run is stopping."""
+"""Helpers for batch streams: read ahead in a worker thread, work on several batches at once in
+order, log throughput as they pass, and tell the threads producing them that the run is
+stopping."""
 
 from __future__ import annotations
 
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -13,6 +15,7 @@ from typing import TypeVar
 
 Progress = Callable[[str], None]
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def prefetched(items: Iterator[T]) -> Iterator[T]:
@@ -25,6 +28,23 @@ def prefetched(items: Iterator[T]) -> Iterator[T]:
         while (item := pending.result()) is not end:
             pending = worker.submit(next, items, end)
             yield item
+
+
+def mapped_in_order(
+    work: Callable[[T], R], items: Iterator[T], workers: int, initializer: Callable[[], None] | None = None
+) -> Iterator[R]:
+    """``work(item)`` for each of ``items``, on ``workers`` threads at once (each started with
+    ``initializer``), yielded in the items' order; at most ``workers`` more items are taken than
+    have been yielded. For work that releases the GIL, where a batch per thread keeps the cores
+    busier than one batch split over them all."""
+    with ThreadPoolExecutor(max_workers=workers, initializer=initializer) as pool:
+        pending: deque = deque()
+        for item in items:
+            pending.append(pool.submit(work, item))
+            if len(pending) > workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 class ThroughputLog:

@@ -119,10 +119,9 @@ def arrow_map(dataset: ray.data.Dataset, fn: Callable[[pa.Table], pa.Table], **o
 
 def use_task_cpus() -> None:
     """Kernel threads to the CPUs Ray gave this task, not every core of the node."""
-    import numba
+    from ..kernels import use_threads
 
-    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1)
-    numba.set_num_threads(max(1, min(int(cpus), numba.config.NUMBA_NUM_THREADS)))
+    use_threads(ray.get_runtime_context().get_assigned_resources().get("CPU", 1))
 
 
 def column_or_nulls(batch: pa.Table, name: str, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:
