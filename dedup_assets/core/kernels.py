@@ -28,7 +28,6 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-
 # numba's parallel kernels run on OpenMP threads, which by default spin for a while after each
 # kernel waiting for the next one. Kernels run once per batch while DuckDB works on the same two
 # cores, so the spinning would take CPU from it. OpenMP reads this when it starts, at the first
@@ -36,11 +35,18 @@ from numba.extending import intrinsic
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-
 def use_threads(count: int) -> None:
     """The kernels' threads, for parallel kernels this thread launches from now on (numba keeps
     the count per thread), within what numba started with."""
     nb.set_num_threads(max(1, min(int(count), nb.config.NUMBA_NUM_THREADS)))
+
+
+def threads_may_share_kernels() -> bool:
+    """Whether several threads may run parallel kernels at the same time. OpenMP and TBB allow
+    it; numba's own workqueue, which it falls back to where neither loads (no libgomp, or
+    ``NUMBA_THREADING_LAYER=workqueue``), ends the process instead."""
+    nb.get_num_threads()  # starts the threading layer, so that it has a name
+    return nb.threading_layer() != "workqueue"
 
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)

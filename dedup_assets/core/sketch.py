@@ -49,16 +49,21 @@ def kernel_blocks() -> int:
     return 4 * max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
-# batches fingerprinted at once; each runs its kernels on its share of the cores, which keeps
-# them busier than every batch split over all of them while DuckDB reads and writes beside
+# at most this many batches fingerprinted at once; each runs its kernels on its share of the
+# cores, which keeps them busier than every batch split over all of them while DuckDB reads and
+# writes beside. Each holds a batch, so up to this many more are in memory than with one.
 STREAM_WORKERS = 4
 
 
 def stream_workers() -> tuple[int, int]:
-    """How many batches are fingerprinted at once, and the kernel threads of each."""
+    """How many batches are fingerprinted at once, and the kernel threads of each: as many as
+    divide the cores evenly (up to :data:`STREAM_WORKERS`), so that no core idles and none
+    has two threads; one batch on every core where the kernels' threads cannot be shared."""
     cores = max(1, len(os.sched_getaffinity(0)))
-    workers = min(cores, STREAM_WORKERS)
-    return workers, max(1, cores // workers)
+    if not kernels.threads_may_share_kernels():
+        return 1, cores
+    workers = max(count for count in range(1, min(cores, STREAM_WORKERS) + 1) if cores % count == 0)
+    return workers, cores // workers
 
 
 def _fss_columns(bodies: pa.Array, params: SketchParams, probe: AuditProbe | None):
