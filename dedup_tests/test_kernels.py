@@ -11,7 +11,7 @@ import pytest
 from dedup_assets.core import bucket_kernels, kernels
 from dedup_assets.core.audit_probe import _probe_filter
 from dedup_assets.core.jaccard import shingle_sets
-from dedup_assets.core.probe_kernels import probe_owners_kernel, probe_slots_kernel
+from dedup_assets.core.kernels import probe_owners_kernel, probe_slots_kernel
 from dedup_assets.core.text import Shingling, kernel_text
 
 MASK = (1 << 64) - 1

@@ -27,7 +27,6 @@ import pyarrow.compute as pc
 from . import kernels
 from .ingest import document_bodies
 from .jaccard import shingle_sets
-from .probe_kernels import keyed_hash_kernel, probe_owners_kernel, probe_slots_kernel
 from .sketch import kernel_blocks
 from .store import TableBuild, read_lineage, table_exists
 from .tables import Tables, beside
@@ -57,7 +56,7 @@ def sample_doc_ids(doc_ids: pa.Array | pa.ChunkedArray, size: int, seed: int) ->
     """The ``size`` doc_ids with the smallest hash keyed by ``seed`` (ties, which 64 bits make
     rare, by doc_id), in that order; every doc_id when ``size`` is 0 or at least their count."""
     ids = (doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids).cast(pa.large_string())
-    hashes = keyed_hash_kernel(*utf8_buffers(ids), np.uint64(seed))
+    hashes = kernels.keyed_hash_kernel(*utf8_buffers(ids), np.uint64(seed))
     if 0 < size < len(ids):
         # only the doc_ids up to the size-th smallest hash are sorted
         chosen = np.flatnonzero(hashes <= np.partition(hashes, size - 1)[size - 1])
@@ -79,7 +78,7 @@ class AuditProbe:
         probes, self._owner_offsets, self._owners = _probes(self._values, self._offsets, threshold)
         self.filter_bits = _probe_filter(probes)
         # what the kernels look shingles up in: the probes' table, or none
-        self.probes, self._places = probe_slots_kernel(probes) if len(probes) else (kernels.NO_PROBES, None)
+        self.probes, self._places = kernels.probe_slots_kernel(probes) if len(probes) else (kernels.NO_PROBES, None)
         self._found: list[pa.RecordBatch] = []
 
     def feed(self, doc_ids: pa.Array, bodies: pa.Array, hits: np.ndarray | None = None) -> None:
@@ -94,7 +93,7 @@ class AuditProbe:
         # a sampled document's owners stop below its own place in the sample
         places = pc.index_in(doc_ids, value_set=self.sample_ids)
         limits = pc.fill_null(places, len(self.sample_ids)).to_numpy(zero_copy_only=False).astype(np.int64)
-        offsets, owners = probe_owners_kernel(
+        offsets, owners = kernels.probe_owners_kernel(
             kernel_text(bodies, self.shingling.unit), self.shingling.size, self.probes, self._places,
             self.filter_bits, self._owner_offsets, self._owners, limits, len(self.sample_ids), kernel_blocks(),
         )
@@ -238,7 +237,7 @@ class SampleBodies:
         if self.too_large or not len(doc_ids):
             return
         ids = doc_ids.cast(pa.large_string())
-        hashes = keyed_hash_kernel(*utf8_buffers(ids), self.seed)
+        hashes = kernels.keyed_hash_kernel(*utf8_buffers(ids), self.seed)
         wanted = documents if self._bound is None else documents & (hashes <= self._bound)
         chosen = np.flatnonzero(wanted)
         if not len(chosen):

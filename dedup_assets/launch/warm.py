@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from ..core import bucket_kernels, kernels, probe_kernels
+from ..core import bucket_kernels, kernels
 from ..core.pipeline import run_library
 from ..core.readers import csv_scan, doc_ids
 
@@ -25,10 +25,10 @@ CACHED_KERNELS = (
     kernels.all_ascii_kernel,
     kernels.needs_reference_kernel,
     kernels.shingle_sets_kernel,
-    probe_kernels.probe_owners_kernel,
-    probe_kernels._marked_owners,
-    probe_kernels.keyed_hash_kernel,
-    probe_kernels.probe_slots_kernel,
+    kernels.probe_owners_kernel,
+    kernels._marked_owners,
+    kernels.keyed_hash_kernel,
+    kernels.probe_slots_kernel,
     kernels.pair_jaccard_kernel,
     bucket_kernels.bucket_pressure_kernel,
     bucket_kernels.bucket_pairs_kernel,
