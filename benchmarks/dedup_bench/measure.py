@@ -23,8 +23,8 @@ from dedup_assets.core.settings import ENGINES
 from .common import (
     REPO_ROOT,
     BenchmarkError,
-    child_env,
     Sketch,
+    child_env,
     module_command,
     progress,
     require_success,
@@ -174,7 +174,8 @@ def measure(options: Options, argv: list[str]) -> dict:
     if truth.exists() and (our_runs or options.recall_seeds):
         spread = measure_recall(corpus, truth, our_runs, options.perm, options.recall_seeds)
     n_docs = pq.ParquetFile(corpus).metadata.num_rows
-    lines, targets = target_lines(ours, library, peers, others, library_skipped, options.web, os.cpu_count() or 0)
+    cpus = len(os.sched_getaffinity(0))  # the CPUs this run may use, as the pipeline counts them
+    lines, targets = target_lines(ours, library, peers, others, library_skipped, options.web, cpus)
     if spread:
         lines.append(spread["comparison"])
     return {
@@ -215,7 +216,7 @@ def run_record(started, argv: list[str], corpus: Path, documents: int, options, 
         **dict(zip(("bands", "rows_per_band"), options.sketch().bands())),
         "auto_bands_false_negative_weight": options.false_negative_weight,
         "hash_scheme": options.scheme,
-        "cpus": os.cpu_count(),
+        "cpus": len(os.sched_getaffinity(0)),
         "loadavg_start": load_start,
         "loadavg_end": os.getloadavg(),
         "kernel_warmup_s": warmup_s,

@@ -36,7 +36,8 @@ ENGINES: tuple[str, ...] = get_args(Engine)
 PARQUET_BODIES: tuple[str, ...] = get_args(ParquetBodies)
 HOT_BUCKETS: tuple[str, ...] = get_args(HotBuckets)
 RELEASE_COMPRESSIONS: tuple[str, ...] = get_args(ReleaseCompression)
-# the settings that take one of a few words, and those words
+# the settings of Settings that take one of a few words, checked here (the sketch's and the
+# input's words are checked with their steps, in step_params.py and input_settings.py)
 CHOICES = {
     "cluster_mode": CLUSTER_MODES,
     "parquet_bodies": PARQUET_BODIES,
