@@ -307,7 +307,7 @@ def test_the_sampler_sums_the_childs_process_tree_per_step():
     assert memory["samples"] >= 5
     # the worker's half CPU second, counted once its parent reaps it even if no sample saw it alive
     assert steps["big"]["cpu_s"] >= 0.45 and steps["small"]["cpu_s"] < steps["big"]["cpu_s"]
-    # sampled from /proc in clock ticks, so within a tick per process of the exact figure
+    # sampled from /proc in whole clock ticks, so at most the exact figure (and rounding)
     assert steps[WHOLE_RUN]["cpu_s"] <= finished.cpu_s + 0.1
 
 

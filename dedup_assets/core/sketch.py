@@ -51,7 +51,7 @@ def kernel_blocks() -> int:
 
 # at most this many batches fingerprinted at once; each runs its kernels on its share of the
 # cores, which keeps them busier than every batch split over all of them while DuckDB reads and
-# writes beside. Each holds a batch, so up to this many more are in memory than with one.
+# writes beside. Each holds a batch: up to 3 more in memory than fingerprinting one at a time.
 STREAM_WORKERS = 4
 
 
