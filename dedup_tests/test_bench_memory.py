@@ -11,15 +11,7 @@ from pathlib import Path
 
 import pytest
 from dedup_bench.common import Sketch, run_measured
-from dedup_bench.memory import (
-    OUTSIDE_STEPS,
-    WHOLE_RUN,
-    LineBuffer,
-    Sample,
-    ShmFiles,
-    StepPeaks,
-    step_events,
-)
+from dedup_bench.memory import OUTSIDE_STEPS, WHOLE_RUN, Sample, ShmFiles, StepPeaks
 from dedup_bench.ours import dagster_config
 from dedup_bench.roofline import measure_floors
 from dedup_bench.stage_tables import (
@@ -30,6 +22,7 @@ from dedup_bench.stage_tables import (
     roofline_table,
     stages_table,
 )
+from dedup_bench.step_log import LineBuffer, step_events
 
 RUN = "2026-11-30 23:39:01 +0000 - dagster - DEBUG - __ASSET_JOB - 0f3c1d2e-aaaa - 4242"
 

@@ -47,7 +47,6 @@ same way.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 import time
@@ -57,45 +56,14 @@ from stat import S_ISREG
 
 import psutil
 
+from .step_log import STARTS, FileTail, LineBuffer, step_events
+
 SAMPLE_INTERVAL_S = 0.2
 PSS_CPU_SHARE = 0.03  # of one CPU, averaged over the run, for reading PSS
 OUTSIDE_STEPS = "(outside steps)"
 WHOLE_RUN = "(whole run)"
 SHM = "/dev/shm"
 MB = 1024 * 1024
-
-# "... - <pid> - <step key> - STEP_START - Started execution of step "<step key>"."
-STEP_EVENT = re.compile(
-    r" - (?P<step>[^ ]+) - "
-    r"(?P<event>STEP_START|STEP_RESTARTED|STEP_SUCCESS|STEP_FAILURE|STEP_SKIPPED|STEP_UP_FOR_RETRY)"
-    r" - "
-)
-STARTS = frozenset({"STEP_START", "STEP_RESTARTED"})
-
-
-def step_events(lines: Iterable[str]) -> list[tuple[str, str]]:
-    """(step, event) of every step start or end in Dagster log lines, in order."""
-    return [
-        (found.group("step"), found.group("event"))
-        for line in lines
-        if (found := STEP_EVENT.search(line))
-    ]
-
-
-class LineBuffer:
-    """Complete lines out of a log read in arbitrary chunks."""
-
-    def __init__(self) -> None:
-        self._rest = b""
-
-    def feed(self, chunk: bytes) -> list[str]:
-        *lines, self._rest = (self._rest + chunk).split(b"\n")
-        return [line.decode("utf-8", errors="replace") for line in lines]
-
-    def flush(self) -> list[str]:
-        rest, self._rest = self._rest, b""
-        return [rest.decode("utf-8", errors="replace")] if rest else []
-
 
 @dataclass(frozen=True)
 class Sample:
@@ -214,22 +182,6 @@ class ShmFiles:
                     continue
                 held[stat.st_ino] = stat.st_blocks * 512
         return sum(held.values())
-
-
-class FileTail:
-    """What a file (the child's stderr) has grown by since the last read. ``os.pread`` leaves
-    the file offset, which the child shares, alone."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.offset = 0
-
-    def read(self) -> bytes:
-        chunks = []
-        while chunk := os.pread(self.fd, 1 << 20, self.offset):
-            self.offset += len(chunk)
-            chunks.append(chunk)
-        return b"".join(chunks)
 
 
 class TreeSampler:
