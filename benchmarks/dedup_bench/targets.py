@@ -15,15 +15,25 @@ TARGET_PEAK_RSS_MB = 4096
 TARGET_ASSURANCE_SHARE = 0.10  # issue 35: no assurance step over this share of the run's wall
 
 
+def fastest_peer(peers: list[dict]) -> dict | None:
+    """The fastest peer that finds pairs: the floor (front end alone) finds none, so it is no
+    engine to beat."""
+    engines = [peer for peer in peers if peer["finds_pairs"]]
+    return min(engines, key=lambda peer: peer["wall_s"]) if engines else None
+
+
+def speed_target(web: bool) -> float:
+    """How many times the fastest peer's wall ours must beat; ``web``: on the web-length corpus."""
+    return TARGET_WEB_SPEEDUP if web else TARGET_SPEEDUP
+
+
 def speedup_target(ours: dict | None, peers: list[dict], targets: dict, web: bool = False) -> str:
     """``web``: the run was on the web-length corpus, whose target is lower."""
-    # the floor (front end alone) finds no pairs, so it is no engine to beat
-    engines = [peer for peer in peers if peer["finds_pairs"]]
-    fastest = min(engines, key=lambda peer: peer["wall_s"]) if engines else None
+    fastest = fastest_peer(peers)
     if not (ours and fastest):
         return "Dagster e2e vs fastest peer: n/a (needs the Dagster run and --peers)"
     speedup = fastest["wall_s"] / ours["wall_s"]
-    target = TARGET_WEB_SPEEDUP if web else TARGET_SPEEDUP
+    target = speed_target(web)
     targets["speedup_vs_fastest_peer"] = {"peer": fastest["engine"], "value": speedup, "target": target}
     return (
         f"Dagster e2e vs fastest peer ({fastest['engine']}): {speedup:.2f}× faster "
@@ -35,12 +45,11 @@ def cpu_floor_line(ours: dict | None, peers: list[dict], cpus: int, targets: dic
     """What the run's CPU seconds allow on this machine: no run can take less wall time than its
     CPU seconds over the CPUs, so where that floor is above the speed target's wall, the target
     needs less work, not better use of the CPUs."""
-    engines = [peer for peer in peers if peer["finds_pairs"]]
-    if not (ours and ours.get("cpu_s") and engines and cpus):
+    fastest = fastest_peer(peers)
+    if not (ours and ours.get("cpu_s") and fastest and cpus):
         return None
-    fastest = min(engines, key=lambda peer: peer["wall_s"])
     floor = ours["cpu_s"] / cpus
-    needed = fastest["wall_s"] / (TARGET_WEB_SPEEDUP if web else TARGET_SPEEDUP)
+    needed = fastest["wall_s"] / speed_target(web)
     targets["cpu_floor_s"] = {"cpu_s": ours["cpu_s"], "cpus": cpus, "floor_s": floor, "target_wall_s": needed}
     theirs = f"; {fastest['engine']} used {fastest['cpu_s']:,.1f}" if fastest.get("cpu_s") else ""
     return (
