@@ -153,16 +153,17 @@ class _DedupResource(ConfigurableResource):
             self.sweep_sample_size,
         )
 
+    # a path from the settings file or the launchpad may start with ~, as a shell would expand it
     def input_file(self) -> Path:
-        return Path(self.input_path) if self.input_path else INPUT.path()
+        return Path(self.input_path).expanduser() if self.input_path else INPUT.path()
 
     def labels(self) -> Path | None:
         if self.labels_path:
-            return Path(self.labels_path)
+            return Path(self.labels_path).expanduser()
         return LABELS.path() if LABELS.value() else None
 
     def output_folder(self) -> Path:
-        return Path(self.output_dir) if self.output_dir else OUTPUT_DIR.path()
+        return Path(self.output_dir).expanduser() if self.output_dir else OUTPUT_DIR.path()
 
     def run_command(self, changes: dict) -> str:
         """The ``dedup run`` command that runs the graph again on this input with this run's

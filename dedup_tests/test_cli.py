@@ -259,9 +259,9 @@ def test_the_quiet_run_says_a_user_error_once_without_a_trace(cli_env, tmp_path)
     missing = _quiet_run({**cli_env, "DEDUP_INPUT": str(tmp_path / "nowhere.csv")})
     assert missing.returncode == 1
     output = missing.stdout + missing.stderr
-    assert output.count("no such file. Set DEDUP_INPUT") == 1
+    assert output.count("no such file. Set input_path") == 1
     assert "Traceback" not in output and "Stack Trace" not in output
-    assert output.splitlines()[-2] == f"Error: {tmp_path / 'nowhere.csv'}: no such file. Set DEDUP_INPUT to an input file, folder or glob."
+    assert output.splitlines()[-2] == f"Error: {tmp_path / 'nowhere.csv'}: no such file. Set input_path (in dedup.yaml or the launchpad), dedup run --input, or DEDUP_INPUT to an input file, folder or glob."
     bad = _quiet_run(cli_env, "--config-json", '{"resources": {"dedup": {"config": {"num_perm": 60}}}}')
     assert bad.returncode == 1
     assert "Error: num_perm (60) must be a positive multiple of rows_per_band (8)" in bad.stderr

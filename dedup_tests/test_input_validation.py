@@ -234,7 +234,7 @@ def test_parquet_nanosecond_timestamps_are_cut_to_microseconds(tmp_path):
 def test_a_missing_folder_says_it_does_not_exist(tmp_path):
     for missing in (tmp_path / "nowhere" / "dir", tmp_path / "export"):
         message = _error_for(missing)
-        assert message == f"{missing}: no such file or folder. Set DEDUP_INPUT to an input file, folder or glob."
+        assert message == f"{missing}: no such file or folder. Set input_path (in dedup.yaml or the launchpad), dedup run --input, or DEDUP_INPUT to an input file, folder or glob."
 
 
 @pytest.mark.parametrize(
@@ -265,7 +265,7 @@ def test_the_unreadable_message_names_the_path_and_what_to_do(tmp_path):
     assert message == (
         f"{tmp_path / 'my input.csv'}: permission denied: cannot be opened for reading. Give the user "
         "that runs the pipeline read access to it and the folders it is in, e.g. chmod -R a+rX "
-        f"'{tmp_path / 'my input.csv'}', or leave it out of DEDUP_INPUT."
+        f"'{tmp_path / 'my input.csv'}', or leave it out of the input."
     )
 
 

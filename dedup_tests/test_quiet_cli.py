@@ -33,7 +33,7 @@ def test_input_sets_the_input_over_dedup_input(cli_env, tmp_path):
     result = run_command([DEDUP, "run", "--input", str(tmp_path / "nowhere.csv")], cli_env)
     assert result.returncode == 1
     assert result.stderr.splitlines()[-2] == (
-        f"Error: {tmp_path / 'nowhere.csv'}: no such file. Set DEDUP_INPUT to an input file, folder or glob."
+        f"Error: {tmp_path / 'nowhere.csv'}: no such file. Set input_path (in dedup.yaml or the launchpad), dedup run --input, or DEDUP_INPUT to an input file, folder or glob."
     )
 
 

@@ -27,7 +27,7 @@ from ..tables import duckdb_file
 from .columns import extra_columns, mapped_schema
 from .doc_ids import CONTROL_CHARACTERS, FirstSeen, escaped
 from .files import check_file, input_files
-from .protocol import InputError
+from .protocol import INPUT_SETTING, InputError
 from .registry import reader_for
 from .standardize import standardize
 
@@ -176,7 +176,7 @@ def _validated(
         raise InputError(
             f"{source}: all {stats.rows:,} records were rejected ({reasons}), so nothing is left to "
             f"deduplicate. The first: {first['source_file']} record {first['input_row']}: "
-            f"{first['reason']}: {first['detail']}. Fix the input, or point DEDUP_INPUT at another one."
+            f"{first['reason']}: {first['detail']}. Fix the input, or point {INPUT_SETTING} at another one."
         )
 
 

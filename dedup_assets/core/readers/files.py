@@ -15,7 +15,7 @@ from pathlib import Path
 from ..tables import GLOB_MARK
 from .encoding import refuse_wide_encoding
 from .input_contract import REQUIRED_COLUMNS
-from .protocol import InputError
+from .protocol import INPUT_SETTING, InputError
 from .registry import SUPPORTED_NAMES, format_stem, matching_reader, reader_for
 
 _TEXT_FORMATS = ("csv", "jsonl")
@@ -69,7 +69,7 @@ def input_files(source: Path, source_format: str | None = None, left_out: list[P
         if not files:
             raise InputError(
                 f"{source}: no such file or folder, and as a pattern it matches no file. Check "
-                "DEDUP_INPUT (in a pattern, [*], [?] and [[] match the mark itself)."
+                f"{INPUT_SETTING} (in a pattern, [*], [?] and [[] match the mark itself)."
             )
         return files
     try:
@@ -84,7 +84,7 @@ def input_files(source: Path, source_format: str | None = None, left_out: list[P
         left_out += [path for path in written if path.is_dir() or matching_reader(path, source_format)]
         files = _not_databases(files, left_out)
         if not files:
-            raise InputError(f"{source}: the folder has no {SUPPORTED_NAMES} file. Check DEDUP_INPUT.")
+            raise InputError(f"{source}: the folder has no {SUPPORTED_NAMES} file. Check {INPUT_SETTING}.")
         return files
     return [source]
 
@@ -116,7 +116,7 @@ def _walk(root: Path, left_out: list[Path], pattern: tuple[str, ...] | None = No
         except OSError as error:
             raise InputError(
                 f"{folder}: cannot be listed ({error.strerror}), so its files cannot be read. Check "
-                "the disk or mount, or leave the folder out of DEDUP_INPUT."
+                "the disk or mount, or leave the folder out of the input."
             ) from None
         subfolders = []
         names = {entry.name for entry in entries}
@@ -223,7 +223,7 @@ def unreadable(path: Path) -> InputError:
     return InputError(
         f"{path}: permission denied: cannot be opened for reading. Give the user that runs the "
         "pipeline read access to it and the folders it is in, e.g. chmod -R a+rX "
-        f"{shlex.quote(str(path))}, or leave it out of DEDUP_INPUT."
+        f"{shlex.quote(str(path))}, or leave it out of the input."
     )
 
 
@@ -236,9 +236,9 @@ def check_file(path: Path, source_format: str | None = None) -> None:
     if not exists:
         # said before the file type: a missing folder has no file type to name
         what = "file" if matching_reader(path, source_format) else "file or folder"
-        raise InputError(f"{path}: no such {what}. Set DEDUP_INPUT to an input file, folder or glob.")
+        raise InputError(f"{path}: no such {what}. Set {INPUT_SETTING} to an input file, folder or glob.")
     if not path.is_file():
-        raise InputError(f"{path}: not a file. Set DEDUP_INPUT to an input file, folder or glob.")
+        raise InputError(f"{path}: not a file. Set {INPUT_SETTING} to an input file, folder or glob.")
     reader = reader_for(path, source_format)  # raises for a format or file name no reader reads
     if path.stat().st_size == 0:
         expected = (

@@ -32,6 +32,11 @@ class InputError(DedupError, ValueError):
     """The input cannot be used as it is; the message says where and what to fix."""
 
 
+# where a user names the input, on every entry point: a message names them all, since the
+# library cannot tell which one this run's input came from
+INPUT_SETTING = "input_path (in dedup.yaml or the launchpad), dedup run --input, or DEDUP_INPUT"
+
+
 @runtime_checkable
 class Reader(Protocol):
     """One input format. An input record is one CSV data row, JSONL line, WARC record or

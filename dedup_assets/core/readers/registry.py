@@ -8,7 +8,7 @@ from pathlib import Path
 from ..input_settings import SOURCE_FORMATS
 from . import csv, jsonl, parquet, warc, warc_ranges
 from .input_contract import REQUIRED_COLUMNS
-from .protocol import InputError, Reader
+from .protocol import INPUT_SETTING, InputError, Reader
 
 # Format name -> reader, in the order of SOURCE_FORMATS.
 READERS: dict[str, Reader] = {
@@ -51,6 +51,6 @@ def reader_for(path: Path, source_format: str | None = None, fields: dict | None
         raise InputError(
             f"{path}: unsupported file type '{path.suffix or '(none)'}'. Give a .csv or .parquet "
             "file with at least the columns " + ", ".join(REQUIRED_COLUMNS) + f", or any {SUPPORTED_NAMES} "
-            "file, folder or glob (set DEDUP_INPUT), or set source_format."
+            f"file, folder or glob (set {INPUT_SETTING}), or set source_format."
         )
     return reader
