@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -318,19 +317,12 @@ data.chmod(0o755)
 """
 
 
-def test_chmod_000_file_and_folder_say_permission_denied():
-    """Run as a user whom permissions bind: root reads everything, so as root the scenario runs
-    as nobody (setpriv), in a folder nobody can reach (pytest's are root's only), with a numba
-    cache nobody can write."""
-    with tempfile.TemporaryDirectory() as folder:
-        base = Path(folder)
-        base.chmod(0o777)
-        (base / "data").mkdir()
-        path = write_csv(base / "data" / "in.csv", [document("a", "x")])
-        if os.geteuid() == 0:  # the scenario's user changes their modes
-            for owned in (base / "data", path):
-                os.chown(owned, 65534, 65534)
-        result = _permission_scenario(base)
+def test_chmod_000_file_and_folder_say_permission_denied(tmp_path):
+    """Run where permissions bind: root reads past file modes, so as root the scenario runs
+    without the capabilities that let it (see _permission_scenario)."""
+    (tmp_path / "data").mkdir()
+    path = write_csv(tmp_path / "data" / "in.csv", [document("a", "x")])
+    result = _permission_scenario(tmp_path / "data")
     assert result.returncode == 0, result.stderr
     file_denied, folder_file_denied, folder_denied, under_folder_denied = result.stdout.splitlines()
     assert file_denied.startswith(f"{path}: permission denied")
@@ -339,10 +331,15 @@ def test_chmod_000_file_and_folder_say_permission_denied():
     assert under_folder_denied.startswith(f"{path}: permission denied")
 
 
-def _permission_scenario(base: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-c", _PERMISSION_SCENARIO, str(base / "data")]
+def _permission_scenario(data: Path) -> subprocess.CompletedProcess:
+    """As root, without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: taken from the inheritable and
+    bounding sets, which an exec'ed root process gets its capabilities from. It stays the user
+    that owns the checkout and pytest's folders, so it imports the code wherever the checkout
+    lives (another user, such as nobody, cannot reach one under a 0700 folder), and a mode of 000
+    denies it as it denies any user."""
+    command = [sys.executable, "-c", _PERMISSION_SCENARIO, str(data)]
     if os.geteuid() == 0:
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(base / "numba_cache")}
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, cwd=base)
+        dropped = "-dac_override,-dac_read_search"
+        command = ["setpriv", f"--inh-caps={dropped}", f"--bounding-set={dropped}", *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=data.parent)
 
