@@ -135,7 +135,10 @@ def test_recall_reaches_min_recall_speaks_only_below_it_measured(tmp_path):
     summary = {"true_pairs": 6, "found_pairs": 6, "recall": 1.0, "ci_low": 0.6097, "ci_high": 1.0}
     passed = rules.recall_reaches_min_recall(summary, dedup.settings(), dedup.run_command)
     assert passed.passed
-    assert passed.description == "recall 1.0 (6 of 6 true pairs; 95% interval 0.6097–1.0) reaches min_recall=0.9"
+    assert passed.description == (
+        "recall 1.0 (6 of 6 true pairs; 95% interval 0.6097–1.0) reaches min_recall=0.9, over the near copies "
+        "and in every Jaccard band too"
+    )
     summary = {"true_pairs": 100, "found_pairs": 74, "recall": 0.74, "ci_low": 0.6474, "ci_high": 0.8159}
     warned = rules.recall_reaches_min_recall(summary, dedup.settings(), dedup.run_command)
     assert not warned.passed and warned.severity.value == "WARN"
@@ -149,3 +152,29 @@ def test_recall_reaches_min_recall_speaks_only_below_it_measured(tmp_path):
     config = json.loads(command[-1])["resources"]["dedup"]["config"]
     assert config == {"fields": {"doc_id": "id"}, "preset": "web", "output_dir": str(tmp_path / "out")}
     assert warned.metadata["candidate_chance_at_threshold"].value == 0.3781
+    assert warned.metadata["more_recall"].value == {"preset": "web"}
+
+
+def test_recall_reaches_min_recall_names_a_band_and_the_near_copies_a_healthy_total_hides(tmp_path):
+    """Exact copies, always found, lift the total over min_recall; the near copies and the band of
+    light edits fall short, and the warning names each with its figure."""
+    dedup = DedupSettings(input_path=str(tmp_path / "pages.csv"), output_dir=str(tmp_path / "out"))
+
+    def figures(found: int, true: int) -> dict:
+        return {"true_pairs": true, "found_pairs": found, "recall": round(found / true, 4), "ci_low": 0.5, "ci_high": 1.0}
+
+    summary = {
+        **figures(95, 98),
+        "near_copies": figures(15, 18),
+        "by_jaccard_band": {"[0.7, 0.8)": figures(2, 5), "[0.9, 1.0)": figures(13, 13), "1.0": figures(80, 80)},
+    }
+    warned = rules.recall_reaches_min_recall(summary, dedup.settings(), dedup.run_command)
+    assert not warned.passed
+    assert warned.description.startswith(
+        "near-copy recall 0.8333 (15 of 18 true pairs; 95% interval 0.5–1.0); recall in Jaccard band [0.7, 0.8) "
+        "0.4 (2 of 5 true pairs; 95% interval 0.5–1.0) are below min_recall=0.9: "
+    )
+    assert warned.metadata["below_min_recall"].value == {"near-copy recall": 0.8333, "recall in Jaccard band [0.7, 0.8)": 0.4}
+    # at a min_recall the band reaches, nothing falls short
+    lenient = DedupSettings(input_path=str(tmp_path / "pages.csv"), min_recall=0.4)
+    assert rules.recall_reaches_min_recall(summary, lenient.settings(), lenient.run_command).passed

@@ -39,3 +39,17 @@ def more_recall(settings, max_perm: int) -> tuple[dict, object] | None:
         if changed.lsh_recall() > settings.lsh_recall() + 1e-9:
             return changes, changed
     return None
+
+
+def recall_shortfalls(audit: dict, min_recall: float) -> list[tuple[str, dict]]:
+    """The audit's figures (``core.audit.audit_summary``) below ``min_recall``, each named: every
+    true pair, the near copies, then each Jaccard band (all at or above the threshold), since a
+    healthy total can hide the band of light edits that the bands in use mostly miss."""
+    near = audit.get("near_copies") or {}
+    named = [
+        ("recall", audit),
+        # with no exact copies among the true pairs, the near copies are every pair: named once
+        ("near-copy recall", near if near.get("true_pairs") != audit.get("true_pairs") else {}),
+        *((f"recall in Jaccard band {band}", figures) for band, figures in (audit.get("by_jaccard_band") or {}).items()),
+    ]
+    return [(name, figures) for name, figures in named if figures.get("true_pairs") and figures["recall"] < min_recall]
