@@ -3,14 +3,17 @@
 import json
 import os
 import subprocess
+from io import BytesIO
 
 import duckdb
 import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from dedup_assets.core.readers import InputPolicy, InputStats, count_input_records, document_batches
 
 from .test_cli import DAGSTER, MODULE, PROJECT_ROOT
-from .warc_fixtures import write_crawl, write_edge_records, write_pages
+from .warc_fixtures import ARTICLE, page, write_crawl, write_edge_records, write_pages
 
 
 def test_records_become_documents_or_rejects_with_reasons(tmp_path):
@@ -95,3 +98,24 @@ def test_an_unreadable_record_in_an_uncompressed_warc_is_one_reject_and_reading_
         "fix or drop it"
     )
     assert stats.rows == 4 == count_input_records(path)
+
+
+def test_a_response_under_a_uri_that_is_not_http_is_rejected_naming_the_uri_not_its_digest(tmp_path):
+    """warcio reads no HTTP headers under urn:, dns: or a bare word, so the payload digest fails
+    against the whole block: the reject says what the record is, and the http page beside it is read."""
+    path = tmp_path / "other-schemes.warc.gz"
+    with path.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=True)
+        for uri in ("urn:x-page:routing", "dns:example.com", "routing", "https://docs.example.com/routing"):
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(
+                uri, "response", payload=BytesIO(page("Routing", ARTICLE)), http_headers=headers,
+                warc_headers_dict={"WARC-Date": "2026-03-01T00:00:00Z"},
+            ))
+    stats = InputStats()
+    rows = [r for b in document_batches(path, stats, 10, InputPolicy()) for r in b.to_pylist()]
+    assert [r["warc_target_uri"] for r in rows] == ["https://docs.example.com/routing"]
+    assert [(r["input_row"], r["reason"], r["detail"]) for r in stats.rejected] == [
+        (row, "not_http", f"WARC-Target-URI {uri} is not an http(s) URL, so the record holds no HTTP response")
+        for row, uri in ((1, "urn:x-page:routing"), (2, "dns:example.com"), (3, "routing"))
+    ]

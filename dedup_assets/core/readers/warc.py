@@ -47,6 +47,7 @@ WARC_SCHEMA = pa.schema(
     ]
 )
 _LINE = 1 << 16  # longest header line the record walk reads at once
+_HTTP_SCHEMES = ("http:", "https:")
 _HELD = 100  # records of a gzip member held in memory until its check passes
 _CUT = sys.maxsize  # the end of a record whose header block the file ends inside: past any file
 # What reading a record gives: its document row, or the (doc_id, reason, detail) of its reject.
@@ -123,8 +124,13 @@ def _damaged(record) -> str | None:
 def _problem(record, max_body_bytes: int, payload: bytes) -> tuple[str, str] | None:
     if record.rec_type != "response":
         return "not_response", f"WARC-Type {record.rec_type}"
-    if not record.rec_headers.get_header("WARC-Target-URI"):
+    uri = record.rec_headers.get_header("WARC-Target-URI")
+    if not uri:
         return "missing_field", "no WARC-Target-URI"
+    # warcio reads HTTP headers only under an http(s) URI, so any other record's payload digest
+    # is checked against its whole block and fails: said before that check, with the true cause
+    if not uri.lower().startswith(_HTTP_SCHEMES):
+        return "not_http", f"WARC-Target-URI {uri} is not an http(s) URL, so the record holds no HTTP response"
     damage = _damaged(record)
     if damage:
         return "decode_error", damage
