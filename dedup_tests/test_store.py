@@ -4,6 +4,7 @@ documents' rows by id."""
 import os
 import subprocess
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -137,3 +138,25 @@ def test_rows_with_ids_gives_bodies_of_more_than_2_gib_together(tmp_path):
         found = rows_with_ids(connection, "documents", wanted, ["body"])
     assert found.column("doc_id").to_pylist() == wanted.to_pylist()
     assert pc.sum(pc.binary_length(found.column("body"))).as_py() == 1_120 * len(body)
+
+
+@pytest.mark.parametrize("damage", ["text", "cut short"])
+def test_a_file_that_is_no_database_is_named_so_at_once_and_left_as_it_is(tmp_path, damage):
+    """Not blamed on a process holding it (no lock is waited for): a text file at the path, or a
+    database cut in half; the bytes are untouched."""
+    database = tmp_path / "pipeline.duckdb"
+    if damage == "text":
+        database.write_text("doc_id,body\n1,a page\n")
+    else:
+        with duckdb.connect(str(database)) as connection:
+            connection.execute("create table t as select range as i from range(200000)")
+        database.write_bytes(database.read_bytes()[: database.stat().st_size // 2])
+    before = database.read_bytes()
+    with pytest.raises(DuckDBUnavailable) as raised:
+        open_database(str(database), "256MB", "dedup")
+    message = str(raised.value)
+    what = "is not a DuckDB database" if damage == "text" else "is a damaged DuckDB database"
+    assert message.startswith(f"{database} {what} (")
+    assert "it was left as it is" in message and "set DEDUP_DATABASE to another file" in message
+    assert "Another process" not in message
+    assert database.read_bytes() == before

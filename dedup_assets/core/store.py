@@ -67,7 +67,7 @@ def open_database(
         try:
             connection = connect(database, memory_limit, config)
         except duckdb.IOException as error:
-            problem = place_error(error, database, DATABASE)
+            problem = _not_a_database(error, database) or place_error(error, database, DATABASE)
             if problem is not None:
                 if not existed:
                     _remove_if_empty(Path(database))
@@ -81,6 +81,8 @@ def open_database(
             time.sleep(delay)
             continue
         except duckdb.Error as error:
+            if problem := _not_a_database(error, database):
+                raise DuckDBUnavailable(problem) from None
             raise DuckDBUnavailable(
                 f"Cannot open {database} (memory limit {memory_limit!r}): {error}. Check that "
                 "DEDUP_DATABASE names a DuckDB file and DEDUP_DUCKDB_MEMORY a size such as 2GB."
@@ -89,6 +91,25 @@ def open_database(
             connection.execute(f"create schema if not exists {schema}")
         return connection
     raise AssertionError("unreachable")
+
+
+# DuckDB's words for a file it cannot take as a database: another kind of file, or one damaged
+# (cut short, or a block whose checksum fails); a lock is said otherwise
+_NOT_A_DATABASE = ("not a valid DuckDB database file", "Could not read enough bytes", "Corrupt database file")
+
+
+def _not_a_database(error: duckdb.Error, database: str) -> str | None:
+    """What to do with a file at the database path that DuckDB cannot read as a database, which
+    is no lock to wait for and must never be overwritten; None for any other error."""
+    text = " ".join(str(error).split())
+    if not any(words in text for words in _NOT_A_DATABASE):
+        return None
+    what = "is not a DuckDB database" if _NOT_A_DATABASE[0] in text else "is a damaged DuckDB database"
+    return (
+        f"{database} {what} ({text.removeprefix('IO Error: ')}), so its tables cannot be read; it was left as it "
+        "is. Move it away (restore it from a copy if it held tables you need) or set DEDUP_DATABASE to "
+        "another file, then run again: the pipeline builds a new database."
+    )
 
 
 def _remove_if_empty(path: Path) -> None:
