@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from dedup_bench.common import Sketch, run_measured
-from dedup_bench.memory import OUTSIDE_STEPS, WHOLE_RUN, Sample, ShmFiles, StepPeaks
+from dedup_bench.memory import OUTSIDE_STEPS, WHOLE_RUN, Sample, ShmFiles, StepPeaks, TreeSampler
 from dedup_bench.ours import dagster_config
 from dedup_bench.roofline import measure_floors
 from dedup_bench.stage_tables import (
@@ -240,60 +240,109 @@ def test_a_descriptor_number_reused_between_samples_is_looked_at_again(tmp_path)
         assert shm.held_bytes(pid) == before
 
 
-HOLDER = textwrap.dedent(
-    """
-    import os, subprocess, sys, tempfile, time
-    # 64 MB in an unlinked /dev/shm file held open, as raylet holds Ray's object store
-    shm = tempfile.TemporaryFile(dir="/dev/shm")
-    shm.write(b"o" * (64 * 2**20))
-    shm.flush()
-    # and 300 MB in a process below this one, as a worker below raylet, which spins 0.5 CPU s
-    worker = (
-        "import time; b = b'x' * (300 * 2**20); end = time.process_time() + 0.5\\n"
-        "while time.process_time() < end: pass\\ntime.sleep(0.7)"
-    )
-    subprocess.run([sys.executable, "-c", worker], check=True)
+BLOCK_MB = 200  # a worker's anonymous memory: far above what a bare interpreter holds
+
+# The module the measured tree's processes wait with: ``sampled(n)`` returns once the sampler has
+# taken n samples wholly after the call (the first sample to end after it may have begun before
+# it; each later one began after the one before ended).
+SAMPLED = """
+import os, time
+
+def sampled(samples=1):
+    seen, deadline = os.path.getsize({counter!r}), time.monotonic() + 120  # only against a hang
+    while os.path.getsize({counter!r}) < seen + samples + 1:
+        assert time.monotonic() < deadline, "the sampler took no samples"
+        time.sleep(0.01)
+"""
+
+
+@pytest.fixture
+def waits_for_samples(tmp_path, monkeypatch) -> dict[str, str]:
+    """The environment in which the measured tree can ``from sampled import sampled``. The tree
+    waits for samples where it would sleep, so which processes and steps each sample sees does
+    not depend on how busy the machine is."""
+    counter = tmp_path / "samples"
+    counter.touch()
+    take = TreeSampler.sample
+
+    def counted(sampler):
+        taken = take(sampler)
+        with counter.open("a") as dots:
+            dots.write(".")
+        return taken
+
+    monkeypatch.setattr(TreeSampler, "sample", counted)
+    (tmp_path / "sampled.py").write_text(SAMPLED.format(counter=str(counter)))
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+# a Ray worker stand-in: its memory, half a CPU second of spinning, and held until sampled
+WORKER = textwrap.dedent(
+    f"""
+    import time
+    from sampled import sampled
+    block = b"x" * ({BLOCK_MB} * 2**20)
+    end = time.process_time() + 0.5
+    while time.process_time() < end:
+        pass
+    sampled()
     """
 )
 
+HOLDER = textwrap.dedent(
+    """
+    import subprocess, sys, tempfile
+    # 64 MB in an unlinked /dev/shm file held open, as raylet holds Ray's object store, and a
+    # worker (argv[1]) below this process, as a worker below raylet
+    shm = tempfile.TemporaryFile(dir="/dev/shm")
+    shm.write(b"o" * (64 * 2**20))
+    shm.flush()
+    subprocess.run([sys.executable, "-c", sys.argv[1]], check=True)
+    """
+)
+
+# a Dagster run stand-in: its step lines on stderr, step small, whose child writes 48 MB and
+# exits at once, a sample outside steps, then step big, with argv[2:] run below it
 CHILD = textwrap.dedent(
     """
-    import subprocess, sys, time
+    import subprocess, sys
+    from sampled import sampled
     def log(step, event, message):
         print(f"{sys.argv[1]} - {step} - {event} - {message}", file=sys.stderr, flush=True)
     log("small", "STEP_START", 'Started execution of step "small".')
+    sampled()  # small's start is read before its child runs
     writer = "import os; os.write(os.open(os.devnull, os.O_WRONLY), b'w' * (48 * 2**20))"
     subprocess.run([sys.executable, "-c", writer], check=True)
-    time.sleep(0.6)
     log("small", "STEP_SUCCESS", 'Finished execution of step "small" in 0.6s.')
-    time.sleep(1.0)  # a few intervals: no sample counts for both steps
+    sampled(2)  # small's end is read, then a sample counts for no step
     log("big", "STEP_START", 'Started execution of step "big".')
-    subprocess.run([sys.executable, "-c", sys.argv[2]], check=True)
+    sampled()
+    subprocess.run([sys.executable, "-c", *sys.argv[2:]], check=True)
     log("big", "STEP_SUCCESS", 'Finished execution of step "big" in 1.2s.')
-    time.sleep(0.4)
+    sampled()  # big's end is read while the child runs, so its peaks are printed as it ends
     """
 )
 
 
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
-def test_the_sampler_sums_the_childs_process_tree_per_step():
-    finished = run_measured([sys.executable, "-c", CHILD, RUN, HOLDER], sample_memory=True)
+def test_the_sampler_sums_the_childs_process_tree_per_step(waits_for_samples):
+    finished = run_measured([sys.executable, "-c", CHILD, RUN, HOLDER, WORKER], waits_for_samples, sample_memory=True)
     assert finished.returncode == 0, finished.stderr
     memory = finished.memory
     assert memory["error"] is None
     steps = memory["steps"]
     assert list(steps) == ["small", "big", OUTSIDE_STEPS, WHOLE_RUN]
-    # small's writer may or may not be alive at a sample (a loaded machine keeps it longer), but
-    # small never sees big's holder and worker
-    assert steps["big"]["processes"] == 3 and steps["small"]["processes"] in (1, 2)
-    # 300 MB private below the child's child, and the 64 MB /dev/shm file once
-    assert steps["big"]["private_mb"] > steps["small"]["private_mb"] + 300 + 50
-    # PSS, read on every sample of a small tree, has the 300 MB; not the file, written, not mapped
-    assert steps["big"]["pss_mb"] > steps["small"]["pss_mb"] + 290
-    assert steps["big"]["pss_samples"] == steps["big"]["samples"]
-    assert steps["big"]["rss_mb"] >= steps["big"]["pss_mb"]
-    assert steps[WHOLE_RUN]["private_mb"] == steps["big"]["private_mb"]
+    # small's writer may or may not be alive at a sample, but small never sees big's holder and
+    # worker, and big sees the child, the holder and the worker
+    assert steps["small"]["processes"] in (1, 2) and steps["big"]["processes"] == 3
+    # the /dev/shm file the holder keeps open, once, and the worker's memory below the child's child
     assert 64 <= steps["big"]["shm_mb"] < 70 and steps["small"]["shm_mb"] == 0
+    assert steps["big"]["private_mb"] >= BLOCK_MB + steps["big"]["shm_mb"]
+    assert steps[WHOLE_RUN]["private_mb"] == steps["big"]["private_mb"]
+    # PSS, read on every sample of a small tree, has the worker's memory; not the file, written,
+    # not mapped
+    assert steps["big"]["pss_samples"] == steps["big"]["samples"]
+    assert steps["big"]["rss_mb"] >= steps["big"]["pss_mb"] >= BLOCK_MB
     # the holder's 64 MB write(), and in small the 48 MB of a child that writes and exits at
     # once: counted whether or not a sample saw it alive, as its parent reaps it
     assert steps["big"]["written_mb"] >= 64 and 48 <= steps["small"]["written_mb"] < 64
@@ -305,22 +354,25 @@ def test_the_sampler_sums_the_childs_process_tree_per_step():
 
 
 NODE = textwrap.dedent(
-    """
+    f"""
     import subprocess, sys
-    # a Ray node stand-in outside the measured child's tree: 200 MB in a worker below it
-    worker = "b = b'x' * (200 * 2**20); print('ready', flush=True); import sys; sys.stdin.read()"
+    # a Ray node stand-in outside the measured child's tree, with a worker below it
+    worker = "b = b'x' * ({BLOCK_MB} * 2**20); print('ready', flush=True); import sys; sys.stdin.read()"
     subprocess.run([sys.executable, "-c", worker], check=True)
     """
 )
 
 
-def test_the_nodes_of_a_joined_cluster_are_measured_apart_from_the_child(capfd):
+def test_the_nodes_of_a_joined_cluster_are_measured_apart_from_the_child(capfd, waits_for_samples):
     import subprocess
 
     node = subprocess.Popen([sys.executable, "-c", NODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert node.stdout.readline().strip() == "ready"
-        finished = run_measured([sys.executable, "-c", CHILD, RUN, "pass"], sample_memory=True, nodes={"node 0 (head)": [node.pid]})
+        finished = run_measured(
+            [sys.executable, "-c", CHILD, RUN, "pass"], waits_for_samples, sample_memory=True,
+            nodes={"node 0 (head)": [node.pid]},
+        )
     finally:
         node.stdin.close()
         node.wait(timeout=30)
@@ -328,8 +380,8 @@ def test_the_nodes_of_a_joined_cluster_are_measured_apart_from_the_child(capfd):
     steps = finished.memory["steps"]
     for step in ("small", "big", WHOLE_RUN):
         peak = steps[step]["nodes"]["node 0 (head)"]
-        assert peak["processes"] == 2 and peak["private_mb"] > 200
-        assert steps[step]["private_mb"] < 200  # the child's own tree does not have the node's
+        assert peak["processes"] == 2 and peak["private_mb"] >= BLOCK_MB
+        assert steps[step]["private_mb"] < BLOCK_MB  # the child's own tree does not have the node's
     run = {
         "steps": {"small": 0.6, "big": 1.2},
         "wall_s": 3.0,
