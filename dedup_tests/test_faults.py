@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 from dedup_assets.core.publish import remains
 from dedup_assets.core.release import MANIFEST_FILE, verify_release
 from dedup_bench.corpus import generate
+
+from .conftest import FIXTURE, PROJECT_ROOT
 
 pytestmark = pytest.mark.faults
 
@@ -137,10 +140,42 @@ def test_a_sigterm_ends_the_run_as_failed_with_one_sentence(tmp_path, corpora, w
     process.send_signal(signal.SIGTERM)
     stderr = process.stderr.read()
     assert process.wait(timeout=120) == 1
-    assert stderr.strip().splitlines()[-2] == (
+    assert stderr.strip().splitlines()[-1] == (
         "Error: the run was stopped (SIGTERM or Ctrl-C). The steps that finished are kept in the database "
         "and the release folder holds the last whole release; run again to finish."
     )
     with DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
         assert instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.STARTED])) == []
     assert remains(tmp_path / "out") == []
+
+
+def test_a_read_only_checkout_with_a_read_only_home_runs_and_caches_its_kernels_once(tmp_path):
+    """A container image: the code and the home cannot be written (as root, without the
+    capabilities that write past file modes), so numba can cache the kernels neither beside the
+    code nor in ~/.cache; the run caches them in the temporary folder, says so once, and the next
+    run loads them from there."""
+    code, home, temporary = tmp_path / "code", tmp_path / "home", tmp_path / "tmp"
+    shutil.copytree(PROJECT_ROOT / "dedup_assets", code / "dedup_assets", ignore=shutil.ignore_patterns("__pycache__"))
+    home.mkdir()
+    temporary.mkdir()
+    for folder in (code, home):
+        for path in (folder, *folder.rglob("*")):
+            path.chmod(path.stat().st_mode & ~0o222)
+    command = [sys.executable, "-c", "import sys; from dedup_assets.cli import main; sys.exit(main(['run']))"]
+    if os.geteuid() == 0:
+        dropped = "-dac_override,-dac_read_search"
+        command = ["setpriv", f"--inh-caps={dropped}", f"--bounding-set={dropped}", *command]
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith(("DEDUP_", "NUMBA_", "XDG_"))},
+        "PYTHONPATH": str(code), "HOME": str(home), "TMPDIR": str(temporary), "DEDUP_SETTINGS": os.devnull,
+        "DEDUP_INPUT": str(FIXTURE), "DEDUP_DATABASE": str(tmp_path / "run" / "db.duckdb"),
+        "DEDUP_OUTPUT_DIR": str(tmp_path / "run" / "out"), "DAGSTER_HOME": "",
+    }
+    (tmp_path / "run").mkdir()
+    first = subprocess.run(command, cwd=tmp_path / "run", env=env, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0, first.stderr[-3000:]
+    cached_in = temporary / f"dedup-assets-numba-{os.getuid()}"
+    assert first.stderr.count(f"so they are cached in {cached_in} (set NUMBA_CACHE_DIR") == 1, first.stderr[-3000:]
+    assert any(cached_in.rglob("*.nbi"))
+    again = subprocess.run(command, cwd=tmp_path / "run", env=env, capture_output=True, text=True, timeout=1200)
+    assert again.returncode == 0 and "Compiling" not in again.stderr, again.stderr[-3000:]

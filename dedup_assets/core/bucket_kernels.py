@@ -12,6 +12,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .kernel_cache import writable_cache
+
+writable_cache(__file__)
+
 # top-bits buckets per key, on average: few enough that most fit an insertion sort's range
 _KEYS_PER_DIGIT = 8
 # a top-bits bucket above this many keys is sorted by comparisons instead

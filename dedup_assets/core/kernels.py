@@ -31,6 +31,10 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from .kernel_cache import writable_cache
+
+writable_cache(__file__)
+
 # numba's parallel kernels run on OpenMP threads, which by default spin for a while after each
 # kernel waiting for the next one. Kernels run once per batch while DuckDB works on the same two
 # cores, so the spinning would take CPU from it. OpenMP reads this when it starts, at the first

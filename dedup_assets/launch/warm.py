@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from ..core import bucket_kernels, kernels
+from ..core import bucket_kernels, kernel_cache, kernels
 from ..core.pipeline import run_library
 from ..core.readers import csv_scan, doc_ids
 
@@ -87,7 +87,11 @@ def warm_if_needed(say: Callable[[str], None]) -> None:
     """Compile and cache the kernels unless they are cached, saying so first and after."""
     if kernels_cached():
         return
-    say(COMPILE_LINE)
+    folder = kernel_cache.fallback_folder
+    say(COMPILE_LINE + (
+        f" The code's folder and ~/.cache cannot be written, so they are cached in {folder} (set "
+        "NUMBA_CACHE_DIR to keep them elsewhere)." if folder else ""
+    ))
     compiled, seconds = warm()
     say(compiled_line(compiled, seconds))
 

@@ -25,8 +25,11 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
+from ..kernel_cache import writable_cache
 from .encoding import reencode_hint, refuse_wide_encoding
 from .protocol import InputError
+
+writable_cache(__file__)
 
 _QUOTE, _COMMA, _LF, _CR = 34, 44, 10, 13
 _ONES, _HIGHS = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)

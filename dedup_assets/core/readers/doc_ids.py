@@ -13,8 +13,11 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
+from ..kernel_cache import writable_cache
 from ..kernels import mix64
 from ..text import utf8_buffers
+
+writable_cache(__file__)
 
 _FREE_SLOT = -1  # a table slot without an id
 NOT_SEEN = -1  # a row whose id no earlier row had
