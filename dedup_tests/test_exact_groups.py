@@ -8,10 +8,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.settings import Settings
 from dedup_assets.core.tables import SCHEMA, Tables
 from dedup_assets.core.verify import verification_memory_estimate
 
-COPIES = 20_000
+# more copies than max_bucket_size (1,000 distinct texts): one bucket of them all would be refused
+COPIES = 1_500
+# the defaults but for batches small enough that the copies span several
+SETTINGS = Settings(batch_size=400)
 WORDS = [f"word{index}" for index in range(400)]
 
 
@@ -49,12 +53,16 @@ def _corpus(path) -> None:
     )
 
 
+# one worker runs them all, so the run below is made once
+pytestmark = pytest.mark.xdist_group("exact_groups")
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("exact")
     _corpus(folder / "copies.parquet")
     database = folder / "run.duckdb"
-    result = run_library(str(folder / "copies.parquet"), str(database), None)  # default settings
+    result = run_library(str(folder / "copies.parquet"), str(database), None, SETTINGS)
     with duckdb.connect(str(database), read_only=True) as connection:
         yield result, connection, folder
 
@@ -76,13 +84,13 @@ def test_copies_take_no_slots_and_rows_in_proportion_to_their_number(run):
 
 def test_every_copy_is_paired_with_its_first_copy_and_the_variant(run):
     _, connection, _ = run
-    # the copies are read from copy-19999 down: the first copy is the first read, not the
+    # the copies are read from the last down: the first copy is the first read, not the
     # smallest doc_id, so that a later batch never changes an earlier group's first copy
     assert connection.execute(
         "select left_doc_id, right_doc_id, found_by, is_exact, jaccard from dedup.scored_pairs "
         "where 'copy-00017' in (left_doc_id, right_doc_id)"
     ).fetchall() == [
-        ("copy-00017", "copy-19999", "content_hash", True, 1.0),
+        ("copy-00017", f"copy-{COPIES - 1:05d}", "content_hash", True, 1.0),
         ("copy-00017", "variant", "lsh_via_copy", False, pytest.approx(111 / 121)),  # 5 of 116 shingles changed
     ]
     lsh, via_copy = connection.execute(
@@ -106,7 +114,7 @@ def test_clusters_are_the_connected_components_of_all_pairs(run):
 def test_identical_input_gives_identical_tables(run):
     _, connection, folder = run
     database = folder / "again.duckdb"
-    run_library(str(folder / "copies.parquet"), str(database), None)
+    run_library(str(folder / "copies.parquet"), str(database), None, SETTINGS)
     with duckdb.connect(str(database), read_only=True) as again:
         for table in ("candidate_pairs", "scored_pairs", "duplicate_pairs", "clusters"):
             query = f"select * from dedup.{table}"

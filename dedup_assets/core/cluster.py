@@ -30,6 +30,7 @@ from .step_params import ClusterParams
 from .sketch import kernel_blocks
 from .ingest import document_bodies
 from .store import TableBuild
+from .streams import Progress, ThroughputLog
 from .text import Shingling
 from .jaccard import shingle_sets
 from .verify import ensure_memory, first_copies
@@ -158,6 +159,7 @@ def star_members(
     tables: Tables,
     roots: pa.Table,
     params: ClusterParams,
+    log: Progress | None = None,
 ) -> pa.Table:
     """Each member of a duplicate component (``roots``, from :func:`component_roots`), its
     cluster's representative, its rank in its cluster by the keep rule (``keep_rule.py``, with
@@ -175,7 +177,7 @@ def star_members(
     ``blake2b`` differs only where two shingles collide). Most members are scored with their
     representative, so only the components the first round does not settle are read and
     shingled: those with a pair left to measure, or (star) a member left over, whose later rounds
-    pair it with other members."""
+    pair it with other members. The shingling's progress goes to ``log``."""
     connection.register("component_roots", roots)
     try:
         members = connection.sql(sql("component_members", tables)).to_arrow_table()
@@ -220,7 +222,7 @@ def star_members(
                 unsettled |= ~same & (round_scores < params.threshold)
             _shingle_components(
                 connection, tables, scores, texts.column("text_doc_id"), sizes,
-                text[np.isin(component, component[left[unsettled]])], params.shingling, params.memory_budget_mb,
+                text[np.isin(component, component[left[unsettled]])], params.shingling, params.memory_budget_mb, log,
             )
             first_round = False
         if len(measure):
@@ -262,26 +264,30 @@ def _shingle_components(
     texts: np.ndarray,
     shingling: Shingling,
     memory_budget_mb: int,
+    log: Progress | None,
 ) -> None:
-    """Read and shingle the bodies of ``texts`` (text indexes, repeats allowed) for ``scores``."""
+    """Read and shingle the bodies of ``texts`` (text indexes, repeats allowed) for ``scores``,
+    the progress to ``log``."""
     texts = np.unique(texts)
     if not len(texts):
         return
     bodies = document_bodies(connection, tables.documents, text_doc_ids.take(pa.array(texts)))
     counts = sizes[texts]
     ensure_memory(bodies.nbytes + int(counts.sum()) * 8, memory_budget_mb, "Clustering the duplicate components")
-    scores.shingle(texts, *shingle_sets(bodies.column("body"), shingling, counts))
+    shingled = log and ThroughputLog(log, "clusters", len(texts), "component texts shingled").advance
+    scores.shingle(texts, *shingle_sets(bodies.column("body"), shingling, counts, shingled))
 
 
 def build_clusters(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
     params: ClusterParams,
+    log: Progress | None = None,
 ) -> TableBuild:
     """One row per document: its cluster, the cluster's size and representative (the keep rule's
     first), its exact Jaccard with the representative and whether it is below the threshold
-    (chained), its decision."""
-    members = star_members(connection, tables, component_roots(connection, tables), params)
+    (chained), its decision. Progress goes to ``log``."""
+    members = star_members(connection, tables, component_roots(connection, tables), params, log)
     decided = member_decision_sql("(" + sql("clusters", tables) + ")")
     return TableBuild(
         sql=f"select * exclude (document_position) from ({decided}) order by document_position",

@@ -58,8 +58,10 @@ class Engine(Protocol):
         params: SketchParams,
         thresholds: Thresholds,
         memory_budget_mb: int,
+        log: Log,
     ) -> tuple[TableBuild, int]:
-        """The scored pairs and how many candidate documents were shingled again."""
+        """The scored pairs and how many candidate documents were shingled again; progress to
+        ``log`` where the engine can tell it."""
 
     def duplicate_pairs(self, tables: Tables) -> TableBuild: ...
 
@@ -86,14 +88,14 @@ class DuckDBEngine:
     def candidate_pairs(self, connection, tables, limits):
         return build_candidate_pairs(connection, tables, limits)
 
-    def scored_pairs(self, connection, tables, params, thresholds, memory_budget_mb):
-        return build_scored_pairs(connection, tables, params, thresholds, memory_budget_mb)
+    def scored_pairs(self, connection, tables, params, thresholds, memory_budget_mb, log):
+        return build_scored_pairs(connection, tables, params, thresholds, memory_budget_mb, log)
 
     def duplicate_pairs(self, tables):
         return build_duplicate_pairs(tables)
 
     def clusters(self, connection, tables, params, log):
-        return build_clusters(connection, tables, params)
+        return build_clusters(connection, tables, params, log)
 
     def deduped_documents(self, tables):
         return build_deduped_documents(tables)

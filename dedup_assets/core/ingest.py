@@ -9,7 +9,6 @@ files must then stay as they were: their size and modification time are recorded
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
@@ -31,6 +30,8 @@ from .readers import (
     describe_input,
     document_batches,
     document_rows,
+    footer_records,
+    skipped_files_line,
 )
 from .readers.documents import KEPT, Tap
 from .store import (
@@ -41,24 +42,29 @@ from .store import (
     table_exists,
     with_large_offsets,
 )
-from .streams import Progress, prefetched
+from .streams import Progress, ThroughputLog, prefetched
 from .tables import DOCUMENT_ROWS, IN_PLACE_FILES, READ_IN_PLACE, beside, sql_string
 
 
-def document_stream(batches: Iterator[pa.RecordBatch], stats: InputStats, log: Progress) -> Iterator[pa.RecordBatch]:
-    """The validated input, logged as it streams; the next batch is read and validated while
-    the caller stores the previous one. What the pipeline wrote inside the input folder, and
-    so left out of it, is said once the files are listed."""
-    last = time.monotonic()
+def document_stream(
+    batches: Iterator[pa.RecordBatch], stats: InputStats, log: Progress, records: int | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The validated input, its progress logged in input records (of ``records``, where known)
+    as it streams; the next batch is read and validated while the caller stores the previous
+    one. What the pipeline wrote inside the input folder, and so left out of it, and the
+    folder's files that no reader reads, are said once the files are listed."""
+    progress = ThroughputLog(log, "documents", records, "input records read")
+    read = 0
     for number, batch in enumerate(prefetched(batches)):
         if number == 0 and stats.left_out:
             log(
                 "documents: not read, as the pipeline wrote them (an output folder, a release or a "
                 f"database inside the input folder): {', '.join(map(str, stats.left_out))}"
             )
-        if time.monotonic() - last >= 5.0:
-            last = time.monotonic()
-            log(f"documents: {stats.rows:,} rows read")
+        if number == 0 and stats.skipped:
+            log(f"documents: {skipped_files_line(stats.skipped)}")
+        progress.advance(stats.rows - read)
+        read = stats.rows
         yield batch
 
 
@@ -80,13 +86,16 @@ def build_documents(
     sees every batch of records as it is read (:data:`.readers.documents.Tap`)."""
     stats = InputStats()
     left_out: list[Path] = []  # the copying stream lists the files again, and says so itself
-    files = bodies_in_place(path, policy, left_out) if rows_table else None
+    skipped: list[Path] = []
+    files = bodies_in_place(path, policy, left_out, skipped) if rows_table else None
+    records = footer_records(path, policy)
     if not files:
-        return TableBuild(batches=document_stream(document_batches(path, stats, batch_size, policy, tap), stats, log)), stats
-    stats.left_out = left_out
+        batches = document_batches(path, stats, batch_size, policy, tap)
+        return TableBuild(batches=document_stream(batches, stats, log, records)), stats
+    stats.left_out, stats.skipped = left_out, skipped
     paths = [file for file, _ in files]
     stats.read_in_place = file_identities(paths)
-    rows = TableBuild(batches=document_stream(document_rows(path, paths, stats, batch_size, policy, tap), stats, log))
+    rows = TableBuild(batches=document_stream(document_rows(path, paths, stats, batch_size, policy, tap), stats, log, records))
     prepare = ((rows_table, rows), (beside(rows_table, IN_PLACE_FILES), _in_place_files(files)))
     return TableBuild(sql=_in_place_view(files, rows_table), view=True, prepare=prepare), stats
 

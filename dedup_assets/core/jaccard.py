@@ -4,6 +4,7 @@ clusters, the recall audit, evaluation and the checks all measure through here).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 import numpy as np
@@ -28,14 +29,24 @@ def shingle_set_jaccard(left: set, right: set) -> float:
     return len(left & right) / union if union else 0.0
 
 
+# bodies shingled per kernel call: enough to keep every core busy, few enough that a long step
+# can say how far it has come between calls
+SHINGLED_AT_ONCE = 32_768
+
+
 def shingle_sets(
-    bodies: pa.Array | pa.ChunkedArray, shingling: Shingling, shingle_counts: np.ndarray | None = None
+    bodies: pa.Array | pa.ChunkedArray,
+    shingling: Shingling,
+    shingle_counts: np.ndarray | None = None,
+    shingled: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct 64-bit shingle hashes of every body as CSR (values, row offsets), on all cores.
     Without ``shingle_counts`` the bodies are shingled twice: once to count, once to fill. Chunks
-    are read where they are (joining them would copy every candidate body)."""
+    are read where they are (joining them would copy every candidate body), at most
+    :data:`SHINGLED_AT_ONCE` at a time; ``shingled`` is told how many bodies each time."""
     chunks = bodies.chunks if isinstance(bodies, pa.ChunkedArray) else [bodies]
-    texts = [kernel_text(chunk, shingling.unit) for chunk in chunks]
+    parts = [chunk.slice(start, SHINGLED_AT_ONCE) for chunk in chunks for start in range(0, len(chunk), SHINGLED_AT_ONCE)]
+    texts = [kernel_text(part, shingling.unit) for part in parts]
     blocks = kernel_blocks()
     if shingle_counts is None:
         counted = [
@@ -57,6 +68,8 @@ def shingle_sets(
                 "after fingerprinting; re-materialize fingerprinted and everything downstream"
             )
         first += documents
+        if shingled is not None:
+            shingled(documents)
     return values, row_offsets
 
 
@@ -67,16 +80,18 @@ def pair_jaccard(
     shingling: Shingling,
     hash_scheme: str,
     shingle_counts: np.ndarray | None = None,
+    shingled: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Exact shingle Jaccard for each (left_rows[i], right_rows[i]) pair of rows of ``bodies``.
 
     ``blake2b`` compares shingle strings; ``fss`` compares 64-bit shingle hashes, which equals the
     string Jaccard unless two different shingles of one pair collide in 64 bits. ``shingle_counts``
-    (each body's distinct shingle count, as fingerprinted) saves a counting pass.
+    (each body's distinct shingle count, as fingerprinted) saves a counting pass; ``shingled`` is
+    told, as :func:`shingle_sets` goes, how many bodies it has shingled (``fss`` only).
     """
     if hash_scheme == "blake2b":
         return reference_pair_jaccard(bodies, left_rows, right_rows, shingling)
-    values, row_offsets = shingle_sets(bodies, shingling, shingle_counts)
+    values, row_offsets = shingle_sets(bodies, shingling, shingle_counts, shingled)
     return kernels.pair_jaccard_kernel(
         values, row_offsets, np.asarray(left_rows, np.int64), np.asarray(right_rows, np.int64), kernel_blocks()
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +44,8 @@ LAYOUT = Layout()
 # parts encoded at once: pyarrow's encoder releases the GIL
 PART_WRITERS = 2
 PART_NAME = "part-{:05d}.parquet"
+# told the rows of each row group once it is written (from the writing thread)
+Written = Callable[[int], None]
 # page text, whose min/max statistics prune nothing, and cost a comparison of every body
 NO_STATISTICS_TEXT = frozenset({"body"})
 
@@ -104,10 +106,12 @@ def row_groups(reader: pa.RecordBatchReader, layout: Layout) -> Iterator[pa.Tabl
         yield pa.Table.from_batches(group, reader.schema)
 
 
-def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path, compression: str = "snappy") -> dict:
+def write_parquet(
+    relation: duckdb.DuckDBPyRelation, path: Path, compression: str = "snappy", written: Written | None = None
+) -> dict:
     """Stream a query into one Parquet file, its columns compressed with ``compression`` (but the
     hash columns); its rows and sha256. A worker thread reads the next row group while this one
-    is encoded."""
+    is encoded; ``written`` is told the rows of each row group once it is."""
     reader = relation.to_arrow_reader(LAYOUT.batch_rows)
     sink = BackgroundFile(path)
     rows = 0
@@ -116,6 +120,8 @@ def write_parquet(relation: duckdb.DuckDBPyRelation, path: Path, compression: st
             for group in prefetched(row_groups(reader, LAYOUT)):
                 writer.write_table(group, row_group_size=group.num_rows)
                 rows += group.num_rows
+                if written is not None:
+                    written(group.num_rows)
     finally:
         sha256 = sink.finish()
     return {"rows": rows, "sha256": sha256}
@@ -127,13 +133,14 @@ def write_parquet_parts(
     layout: Layout | None = None,
     writers: int = PART_WRITERS,
     compression: str = "snappy",
+    written: Written | None = None,
 ) -> list[dict]:
     """Stream a query into ``folder`` (created) as ``part-00000.parquet``, ``part-00001.parquet``
     …, which read in name order give the query's rows in its order; each part's name inside the
     folder, rows and sha256, in that order. There is always a first part, with no rows if the
     query has none. This thread reads the row groups; ``writers`` threads encode the parts, each
     its own part's row groups in order, and at most two row groups per writer wait. ``layout``:
-    :data:`LAYOUT` when None; ``compression`` as :func:`write_parquet`'s."""
+    :data:`LAYOUT` when None; ``compression`` and ``written`` as :func:`write_parquet`'s."""
     layout = layout or LAYOUT
     folder.mkdir()
     reader = relation.to_arrow_reader(layout.batch_rows)
@@ -150,7 +157,7 @@ def write_parquet_parts(
                         groups.put(None)
                     groups, size = queue.Queue(), 0
                     path = folder / PART_NAME.format(len(parts))
-                    parts.append(pool.submit(_write_part, path, reader.schema, compression, groups, waiting, failed))
+                    parts.append(pool.submit(_write_part, path, reader.schema, compression, groups, waiting, failed, written))
                 waiting.acquire()
                 if failed.is_set():  # a writer's error is raised below
                     waiting.release()
@@ -160,7 +167,7 @@ def write_parquet_parts(
             if not parts:
                 groups = queue.Queue()
                 parts.append(pool.submit(
-                    _write_part, folder / PART_NAME.format(0), reader.schema, compression, groups, waiting, failed
+                    _write_part, folder / PART_NAME.format(0), reader.schema, compression, groups, waiting, failed, written
                 ))
         finally:
             if groups is not None:
@@ -175,10 +182,11 @@ def _write_part(
     groups: queue.Queue,
     waiting: threading.Semaphore,
     failed: threading.Event,
+    written: Written | None,
 ) -> dict:
-    """Encode the row groups ``groups`` hands over, up to None, into ``path``; its rows and
-    sha256. After an error it still takes each row group up to None, so the reader never waits
-    on it."""
+    """Encode the row groups ``groups`` hands over, up to None, into ``path`` (telling
+    ``written`` each one's rows); its rows and sha256. After an error it still takes each row
+    group up to None, so the reader never waits on it."""
     sink = BackgroundFile(path)
     rows = 0
     taken_all = False
@@ -190,6 +198,8 @@ def _write_part(
                     rows += group.num_rows
                 finally:
                     waiting.release()
+                if written is not None:
+                    written(group.num_rows)
             taken_all = True  # closing the writer (its footer) may still fail
     except BaseException:
         failed.set()

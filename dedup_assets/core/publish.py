@@ -258,7 +258,9 @@ def publish_release(
     with confirmed_input(input_file, settings.source_format, input_read_in_place) as confirm:
         return publish(
             output_dir,
-            lambda folder: confirm(write_release(connection, tables, folder, settings, input_file, pressure, settings_sources)),
+            lambda folder: confirm(
+                write_release(connection, tables, folder, settings, input_file, pressure, settings_sources, log)
+            ),
             database,
             log,
         )

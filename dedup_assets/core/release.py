@@ -21,9 +21,10 @@ from .lsh import BucketPressure
 from .plots import CLUSTER_SIZES_FILE, JACCARD_FILE, SCURVE_FILE, cluster_sizes_png, jaccard_histogram_png, scurve_png
 from .scurve import lsh_probability
 from .readers import InputFile, file_sha256
-from .parquet_files import write_parquet, write_parquet_parts
+from .parquet_files import Written, write_parquet, write_parquet_parts
 from .setting_lineage import RUN_PATHS
 from .settings import Settings
+from .streams import Progress, ThroughputLog
 from .summary import reason_counts, rejected_by_reason, run_counts
 from .tables import HOT_BUCKETS, Tables, beside, sql
 
@@ -156,6 +157,7 @@ def write_release(
     input_file: InputFile,
     pressure: BucketPressure,
     settings_sources: dict,
+    log: Progress,
 ) -> dict:
     """Write every release file into ``output_dir`` (an empty folder: the staging folder that
     ``publish`` switches in), then ``manifest.json`` listing them with rows and sha256.
@@ -164,9 +166,12 @@ def write_release(
     The manifest's entries are computed while the files are written. Files are written two at a
     time, each on its own cursor, largest first; the deduped documents' parts are encoded by
     threads of their own (:func:`.parquet_files.write_parquet_parts`), and the pictures are
-    drawn meanwhile."""
+    drawn meanwhile. Progress goes to ``log``, in the rows of the two files a row per document
+    (:data:`LARGE_FILES`), which take most of the time."""
     with connection.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
+        kept = cursor.execute(f"select count(*) from {tables.clusters} where representative_rank = 1").fetchall()[0][0]
+    progress = ThroughputLog(log, "manifest", documents + kept, f"rows of {' and '.join(LARGE_FILES)} written")
     signatures = settings.signatures_released(documents)
     queries = release_queries(tables, signatures)
     if settings.hot_buckets == "skip":  # the buckets left out of the join, each with examples
@@ -185,7 +190,7 @@ def write_release(
         files = {
             name: writers.submit(
                 _write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name),
-                settings.release_compression,
+                settings.release_compression, progress.advance if name in LARGE_FILES else None,
             )
             for name in largest_first
         }
@@ -324,20 +329,22 @@ def _write_output(
     arrow_inputs: dict[str, pa.Table],
     params: dict | None = None,
     compression: str = "snappy",
+    written: Written | None = None,
 ) -> list[dict]:
     """Release file ``name`` in ``output_dir`` from ``query`` (with ``params`` bound by name) on
     ``cursor`` (which it closes): the file's name, rows and sha256, or each part's for a name
-    without a suffix, a folder of Parquet parts (Parquet compressed with ``compression``).
-    Cursors are made by the calling thread: making them concurrently is not safe."""
+    without a suffix, a folder of Parquet parts (Parquet compressed with ``compression``;
+    ``written`` told each row group's rows). Cursors are made by the calling thread: making them
+    concurrently is not safe."""
     path = output_dir / name
     with cursor:
         for table_name, table in arrow_inputs.items():
             cursor.register(table_name, table)
         if not path.suffix:
-            parts = write_parquet_parts(cursor.sql(query, params=params), path, compression=compression)
+            parts = write_parquet_parts(cursor.sql(query, params=params), path, compression=compression, written=written)
             return [{**part, "file": f"{name}/{part['file']}"} for part in parts]
         if path.suffix == ".parquet":
-            return [{"file": name, **write_parquet(cursor.sql(query, params=params), path, compression)}]
+            return [{"file": name, **write_parquet(cursor.sql(query, params=params), path, compression, written)}]
         # the written rows come back from the copy itself, so the query runs once
         columns = spreadsheet_safe_columns(cursor.sql(f"select * from ({query}) limit 0", params=params))
         written = cursor.execute(

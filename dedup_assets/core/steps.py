@@ -159,7 +159,7 @@ def score(run: StepRun) -> tuple[int, int]:
     settings = run.settings
     with run.cursor() as cursor:
         build, reshingled = run.engine.scored_pairs(
-            cursor, run.tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb
+            cursor, run.tables, settings.sketch_params(), settings.thresholds(), settings.memory_budget_mb, run.log
         )
     return run.write("scored_pairs", build, {}), reshingled
 

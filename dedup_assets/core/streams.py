@@ -1,6 +1,6 @@
 """Helpers for batch streams: read ahead in a worker thread, work on several batches at once in
-order, log throughput as they pass, and tell the threads producing them that the run is
-stopping."""
+order, log a step's progress as they pass (every long step logs through :class:`ThroughputLog`),
+and tell the threads producing them that the run is stopping."""
 
 from __future__ import annotations
 
@@ -47,25 +47,41 @@ def mapped_in_order(
             yield pending.popleft().result()
 
 
-class ThroughputLog:
-    """Logs documents done, documents per second and time to go, at most every ``interval`` s."""
+# at most one progress line per this many seconds, and none before it: a step that ends sooner
+# says nothing. Read when a log is made, so a test can set it to 0 to see every line.
+PROGRESS_SECONDS = 5.0
 
-    def __init__(self, log: Progress, label: str, total: int, interval: float = 5.0):
-        self.log, self.label, self.total, self.interval = log, label, total, interval
-        self.started = self.last = time.monotonic()
+
+class ThroughputLog:
+    """A long step's progress: done of ``total`` (in ``unit``), the rate and the time to go, at
+    most every :data:`PROGRESS_SECONDS` and never within the first. ``total`` None: not known
+    before the end (an input read record by record), and the line says done and rate. Safe to
+    advance from several threads (the release's files are written two at a time)."""
+
+    def __init__(
+        self, log: Progress, label: str, total: int | None, unit: str = "documents",
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.log, self.label, self.total, self.unit, self.clock = log, label, total, unit, clock
+        self.interval = PROGRESS_SECONDS
+        self.started = self.last = clock()
         self.done = 0
+        self._lock = threading.Lock()
 
     def advance(self, count: int) -> None:
-        self.done += count
-        now = time.monotonic()
-        if now - self.last >= self.interval or self.done >= self.total:
+        with self._lock:
+            self.done += count
+            now = self.clock()
+            if now - self.last < self.interval:
+                return
             self.last = now
-            rate = self.done / max(now - self.started, 1e-9)
-            remaining = (self.total - self.done) / rate if rate else float("inf")
-            self.log(
-                f"{self.label}: {self.done:,}/{self.total:,} documents, {rate:,.0f} docs/s, "
-                f"about {remaining:,.0f} s to go"
-            )
+            rate = self.done / (now - self.started) if now > self.started else 0.0
+            pace = f"{rate:,.0f}" if rate >= 10 else f"{rate:,.1f}"
+            if self.total is None:
+                self.log(f"{self.label}: {self.done:,} {self.unit}, {pace} a second")
+                return
+            remaining = f"about {(self.total - self.done) / rate:,.0f} s to go" if rate else "time to go not known yet"
+            self.log(f"{self.label}: {self.done:,}/{self.total:,} {self.unit}, {pace} a second, {remaining}")
 
 
 class RunStopped(KeyboardInterrupt):

@@ -21,6 +21,7 @@ from .errors import DedupError, InconsistentTables
 from .sketch import list_matrix
 from .ingest import document_bodies
 from .store import TableBuild
+from .streams import Progress, ThroughputLog
 from .tables import Tables, sql, sql_over
 
 REASONS = ("jaccard_and_minhash", "jaccard_match", "minhash_only_rejected", "below_jaccard_threshold")
@@ -68,11 +69,11 @@ def ensure_memory(estimate_bytes: int, budget_mb: int, what: str) -> None:
 
 
 def candidate_scores(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams
+    connection: duckdb.DuckDBPyConnection, tables: Tables, params: SketchParams, log: Progress | None = None
 ) -> pa.Table:
     """Per pair LSH found: exact shingle Jaccard (shingling each involved document once), the
     share of equal signature coordinates, and whether the content hashes (of the normalized
-    token sequences) are equal."""
+    token sequences) are equal. The shingling's progress goes to ``log``."""
     involved = connection.sql(
         f"""
         select left_doc_id as doc_id from {tables.candidate_pairs} where found_by = 'lsh'
@@ -123,6 +124,7 @@ def candidate_scores(
                 params.shingling,
                 params.hash_scheme,
                 fingerprints.column("shingle_count").to_numpy(),
+                log and ThroughputLog(log, "scored_pairs", bodies.num_rows, "candidate documents shingled").advance,
             ),
             "signature_overlap": signature_overlap(fingerprints.column("signature"), left, right),
             "is_exact": content_hashes[left] == content_hashes[right],
@@ -136,16 +138,18 @@ def build_scored_pairs(
     params: SketchParams,
     thresholds: Thresholds,
     memory_budget_mb: int,
+    log: Progress | None = None,
 ) -> tuple[TableBuild, int]:
     """The ``scored_pairs`` table and how many candidate documents were shingled again; refuses,
-    before shingling, a verification whose estimate exceeds ``memory_budget_mb``."""
+    before shingling, a verification whose estimate exceeds ``memory_budget_mb``. Progress goes
+    to ``log``."""
     documents, estimate = verification_memory_estimate(connection, tables, params.num_perm)
     ensure_memory(estimate, memory_budget_mb, f"Shingling the {documents:,} candidate documents again")
     build = TableBuild(
         sql=f"{decision_sql('(' + sql('scored_pairs', tables) + ')')} order by left_doc_id, right_doc_id",
         params=[thresholds.jaccard, thresholds.signature_overlap],
         arrow_inputs={
-            "pair_scores": candidate_scores(connection, tables, params),
+            "pair_scores": candidate_scores(connection, tables, params, log),
             "first_copies": first_copies(connection, tables),
         },
     )

@@ -42,7 +42,7 @@ class RayStepsEngine:
         build, pressure = candidate_pairs(self.tables, limits)
         return build, pressure, HOT_BUCKET_ROWS_SCHEMA.empty_table()
 
-    def scored_pairs(self, connection, tables, params, thresholds, memory_budget_mb):
+    def scored_pairs(self, connection, tables, params, thresholds, memory_budget_mb, log):
         build = scored_pairs(self.tables, params, thresholds)
         reshingled, _ = verification_memory_estimate(connection, tables, params.num_perm)
         return build, reshingled

@@ -5,8 +5,10 @@ files of an input (one file, a folder or a glob) are read in turn, and their bat
 into documents with the six base columns; every input record ends as a document or a reject."""
 
 from ..input_settings import InputPolicy
-from .documents import InputStats, bodies_in_place, count_input_records, document_batches, document_rows, read_documents
-from .files import InputFile, describe_input, file_sha256
+from .documents import (
+    InputStats, bodies_in_place, count_input_records, document_batches, document_rows, footer_records, read_documents,
+)
+from .files import InputFile, describe_input, file_sha256, skipped_files_line
 from .protocol import InputError, Reader
 from .registry import READERS, reader_for
 
@@ -23,6 +25,8 @@ __all__ = [
     "document_batches",
     "document_rows",
     "file_sha256",
+    "footer_records",
     "read_documents",
     "reader_for",
+    "skipped_files_line",
 ]

@@ -66,6 +66,8 @@ class InputStats:
     replaced: dict[str, list[int]] = field(default_factory=dict)
     # what the pipeline wrote inside the input folder, not read (input_files)
     left_out: list[Path] = field(default_factory=list)
+    # the files of an input folder that no reader reads, not read either (input_files)
+    skipped: list[Path] = field(default_factory=list)
 
     def reject_document(self, source_file: str, row: int, doc_id: str, reason: str, detail: str) -> None:
         """Turn a record read as a document into a rejected one (a check that needs more than
@@ -119,18 +121,20 @@ def document_rows(
 
 
 def bodies_in_place(
-    source: Path, policy: InputPolicy | None = None, left_out: list[Path] | None = None
+    source: Path, policy: InputPolicy | None = None, left_out: list[Path] | None = None,
+    skipped: list[Path] | None = None,
 ) -> list[tuple[Path, str]] | None:
     """Each input file (as an absolute path) and its body column, when every file is Parquet
     with a text body, which can be read again from the file instead of being copied; None
     otherwise, and for a file whose path DuckDB would read as a pattern (:func:`duckdb_file`)
     or that has a column named like ``KEPT``. Reads names and footers only. What the pipeline
-    wrote inside the input folder is added to ``left_out``."""
+    wrote inside the input folder is added to ``left_out``, the files no reader reads to
+    ``skipped``."""
     policy = policy or InputPolicy()
     column = policy.fields.get("body", "body")
     found = []
     try:
-        for path in input_files(source, policy.source_format, left_out):
+        for path in input_files(source, policy.source_format, left_out, skipped):
             reader = reader_for(path, policy.source_format, policy.fields)
             resolved = path.resolve()
             # the view would name it escaped, and DuckDB then lists the file's folder on every
@@ -148,6 +152,23 @@ def bodies_in_place(
     return found
 
 
+def footer_records(source: Path, policy: InputPolicy) -> int | None:
+    """The input's records where every file's footer counts them (Parquet), which costs no read
+    of the rows; None for other formats, whose records are known only once read, and for an
+    input the validating stream will refuse (it says why)."""
+    try:
+        files = input_files(source, policy.source_format)
+        readers = [(file, reader_for(file, policy.source_format, policy.fields)) for file in files]
+    except InputError:
+        return None
+    if any(reader.name != "parquet" for _, reader in readers):
+        return None
+    try:
+        return sum(reader.count(file) for file, reader in readers)
+    except (OSError, pa.ArrowException):  # unreadable: the validating stream says so, with what to do
+        return None
+
+
 def _validated(
     source: Path,
     stats: InputStats,
@@ -157,7 +178,7 @@ def _validated(
     paths: list[Path] | None = None,
     tap: Tap | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    paths = input_files(source, policy.source_format, stats.left_out) if paths is None else paths
+    paths = input_files(source, policy.source_format, stats.left_out, stats.skipped) if paths is None else paths
     for path in paths:
         check_file(path, policy.source_format)
     extra = extra_columns(paths, policy)

@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from .protocol import INPUT_SETTING, InputError
 from .registry import SUPPORTED_NAMES, format_stem, matching_reader, reader_for
 
 _TEXT_FORMATS = ("csv", "jsonl")
+_FORMAT_NAMES = "CSV, Parquet, JSONL or WARC"
+_SKIPPED_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ class InputFile:
     path: str
     byte_size: int
     sha256: str
+    # the files of an input folder that no reader reads, left out (relative to the folder)
+    skipped: tuple[str, ...] = ()
 
 
 def file_sha256(path: Path) -> str:
@@ -36,7 +41,8 @@ def file_sha256(path: Path) -> str:
 def describe_input(source: Path, source_format: str | None = None) -> InputFile:
     """Size and sha256 of the input; for a folder or glob, a sha256 over each file's name and
     sha256, so any change to any file changes it. Checks every file first."""
-    paths = input_files(source, source_format)
+    skipped: list[Path] = []
+    paths = input_files(source, source_format, skipped=skipped)
     for path in paths:
         check_file(path, source_format)
     if paths == [source]:
@@ -44,13 +50,33 @@ def describe_input(source: Path, source_format: str | None = None) -> InputFile:
     digest = hashlib.sha256()
     for path in paths:
         digest.update(f"{path}\0{file_sha256(path)}\n".encode("utf-8"))
-    return InputFile(str(source), sum(path.stat().st_size for path in paths), digest.hexdigest())
+    names = tuple(str(path.relative_to(source)) for path in skipped)
+    return InputFile(str(source), sum(path.stat().st_size for path in paths), digest.hexdigest(), names)
 
 
-def input_files(source: Path, source_format: str | None = None, left_out: list[Path] | None = None) -> list[Path]:
+def skipped_files_line(skipped: list[Path]) -> str:
+    """One line on the files of an input folder that were not read: how many, of which kinds,
+    and the first few names."""
+    kinds = Counter(path.suffix.lower() or "(no extension)" for path in skipped)
+    shown = ", ".join(path.name for path in skipped[:_SKIPPED_SHOWN]) + (", …" if len(skipped) > _SKIPPED_SHOWN else "")
+    return (
+        f"skipped {len(skipped):,} file{'s' if len(skipped) > 1 else ''} that "
+        f"{'are' if len(skipped) > 1 else 'is'} not {_FORMAT_NAMES}: "
+        + ", ".join(f"{count:,} {kind}" for kind, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
+        + f" ({shown})"
+    )
+
+
+def input_files(
+    source: Path,
+    source_format: str | None = None,
+    left_out: list[Path] | None = None,
+    skipped: list[Path] | None = None,
+) -> list[Path]:
     """The files of an input: one file, every file a reader reads under a folder (every file,
-    when ``source_format`` is set), or a glob's matches, in sorted order. A file reached by
-    more than one path (through symlinks or hard links) is one file, named by its first path.
+    when ``source_format`` is set; the others are added to ``skipped``), or a glob's matches,
+    in sorted order. A file reached by more than one path (through symlinks or hard links) is
+    one file, named by its first path.
 
     ``source`` is a glob only when it has ``*``, ``?`` or ``[`` and names no file or folder as
     it is; a file or folder is then read under its own name, whatever it holds. What the
@@ -78,9 +104,10 @@ def input_files(source: Path, source_format: str | None = None, left_out: list[P
         raise unreadable(source) from None
     if is_folder:
         written: list[Path] = []
-        files = _each_once(
-            path for path in _walk(source, written) if path.is_file() and matching_reader(path, source_format)
-        )
+        found = [(path, matching_reader(path, source_format)) for path in _walk(source, written) if path.is_file()]
+        files = _each_once(path for path, reader in found if reader)
+        if skipped is not None:  # the pipeline's own databases aside, as it never reads them
+            skipped += _not_databases([path for path, reader in found if reader is None], [])
         left_out += [path for path in written if path.is_dir() or matching_reader(path, source_format)]
         files = _not_databases(files, left_out)
         if not files:
