@@ -2,6 +2,7 @@
 independent count agrees with documents + rejects however the file is broken; a row of any size
 is read; a UTF-16 file, a repeated column or a broken header fails with what to do."""
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -247,3 +248,25 @@ def test_a_header_whose_quote_never_closes_fails_with_its_line(tmp_path):
     for read in (READER.schema, READER.count):
         with pytest.raises(InputError, match=r"in\.csv: line 2: the header has a quoted column name that is"):
             read(path)
+
+
+@pytest.mark.parametrize("separator, name", [(";", "semicolon"), ("\t", "tab"), ("|", "pipe")])
+def test_a_file_separated_by_another_mark_says_which_and_its_conversion_command_runs(tmp_path, separator, name):
+    """Not 'missing required columns', which no fields mapping could fix: the separator it saw,
+    and a command that writes the comma-separated file, which then reads whole."""
+    path = tmp_path / "pages.csv"
+    path.write_text(f"doc_id{separator}body\na{separator}first page\nb{separator}\"second; page\"\n", encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        READER.schema(path)
+    message = str(raised.value)
+    assert message.startswith(
+        f"{path}: the header is one column, {'doc_id' + separator + 'body'!r}, which a {name} splits: the file is "
+        f"{name}-separated, and CSV input must be comma-separated. Convert it, e.g. "
+    )
+    command = message.split("Convert it, e.g. ", 1)[1].rsplit(", then give ", 1)[0]
+    converted = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert converted.returncode == 0, converted.stderr
+    target = tmp_path / "pages.comma.csv"
+    assert message.endswith(f", then give {target} as the input.")
+    assert READER.schema(target).names[:2] == ["doc_id", "body"]
+    assert target.read_text(encoding="utf-8").splitlines() == ["doc_id,body", "a,first page", 'b,second; page']

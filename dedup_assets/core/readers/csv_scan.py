@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import numba as nb
 import numpy as np
 
 from ..kernel_cache import writable_cache
+from ..shell import python_command, sql_literal
 from .encoding import reencode_hint, refuse_wide_encoding
 from .protocol import InputError
 
@@ -282,11 +284,39 @@ def header(path: Path, data: np.ndarray) -> tuple[list[str], int]:
         )
     text = bytes(data[start:end]).decode("utf-8", errors="replace")
     names = next(csv.reader(io.StringIO(text, newline="")))
+    if len(names) == 1:
+        _refuse_other_delimiter(path, names[0])
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         shown = ", ".join(name or "(empty)" for name in repeated)
         raise InputError(f"{path}: the header repeats column {shown}; rename one.")
     return names, end
+
+
+# separators other than the comma that files named .csv often have, by the name a user knows
+_OTHER_DELIMITERS = {";": "semicolon", "\t": "tab", "|": "pipe"}
+
+
+def _refuse_other_delimiter(path: Path, header: str) -> None:
+    """A header read as one column that another separator splits: the file is not comma-separated,
+    which the scan requires, so say which separator it has and how to convert it (DuckDB's CSV
+    reader takes any), rather than that its columns are missing."""
+    found = max(_OTHER_DELIMITERS, key=header.count)
+    if not header.count(found):
+        return
+    target = path.with_name(f"{path.stem}.comma.csv")
+    delimiter = "\\t" if found == "\t" else found  # \t in the message, a tab to Python
+    sql = (
+        f"copy (select * from read_csv({sql_literal(str(path))}, delim='{delimiter}', header=true, all_varchar=true)) "
+        f"to {sql_literal(str(target))} (header)"
+    )
+    name = _OTHER_DELIMITERS[found]
+    raise InputError(
+        f"{path}: the header is one column, {header!r}, which a {name} splits: the file is {name}-separated, "
+        f"and CSV input must be comma-separated. Convert it, e.g. "
+        f"{python_command(f'import duckdb; duckdb.sql({chr(34)}{sql}{chr(34)})')}, then give "
+        f"{shlex.quote(str(target))} as the input."
+    )
 
 
 def scan(path: Path, data: np.ndarray, max_row_bytes: int | None = None) -> CsvScan:
