@@ -6,7 +6,7 @@ from ..core.readers import InputFile
 from ..core.publish import publish_release
 from ..launch.user_messages import user_errors
 from ..core.store import TableBuild
-from ..core.tables import PIPELINE_TABLES, READ_IN_PLACE
+from ..core.tables import INPUT_SKIPPED_FILES, PIPELINE_TABLES, READ_IN_PLACE
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .asset_common import GROUP, KINDS, checked_lineage
@@ -25,7 +25,10 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
-    input_file = InputFile(lineage["input_path"], lineage["input_byte_size"], lineage["input_sha256"])
+    input_file = InputFile(
+        lineage["input_path"], lineage["input_byte_size"], lineage["input_sha256"],
+        tuple(lineage.get(INPUT_SKIPPED_FILES, ())),
+    )
     output_dir = dedup.output_folder()
     with user_errors(), warehouse.cursor() as cursor:
         pressure = BucketPressure.from_lineage(lineage) or bucket_pressure(cursor, tables)

@@ -137,6 +137,8 @@ def manifest_entries(
             "rows": counts["input_record_rows"],
             "byte_size": input_file.byte_size,
             "sha256": input_file.sha256,
+            # an input folder's files that no reader reads, not read
+            "skipped_files": list(input_file.skipped),
         },
         "versions": library_versions(),
         "counts": counts,

@@ -35,7 +35,7 @@ from .readers import InputFile, InputStats
 from .settings import Settings
 from .store import TableBuild, read_lineage, write_table
 from .streams import stop_on_signals
-from .tables import DOCUMENT_ROWS, HOT_BUCKETS, READ_IN_PLACE, Tables, beside
+from .tables import DOCUMENT_ROWS, HOT_BUCKETS, INPUT_SKIPPED_FILES, READ_IN_PLACE, Tables, beside
 
 Lineage = Mapping | Callable[[], Mapping]
 # (table name in the run's schema, its build, the step's own lineage) -> rows written
@@ -98,7 +98,8 @@ def ingest(run: StepRun, path: Path) -> Ingested:
             # the input's identity is known once the stream is read; it is written with the rows
             found = identity.result()
             in_place = {READ_IN_PLACE: stats.read_in_place} if stats.read_in_place else {}
-            return {"input_sha256": found.sha256, "input_byte_size": found.byte_size, **in_place}
+            skipped = {INPUT_SKIPPED_FILES: list(found.skipped)} if found.skipped else {}
+            return {"input_sha256": found.sha256, "input_byte_size": found.byte_size, **in_place, **skipped}
 
         documents = run.write("documents", run.engine.documents(build), input_lineage)
         rejected = run.write("rejected_documents", build_rejected_documents(stats), input_lineage)

@@ -53,9 +53,7 @@ def run_counts(
         "near_duplicate_pair_rows": duplicates - counts["exact_duplicate_pair_rows"],
         "same_domain_duplicate_pair_rows": counts["same_domain_duplicate_pair_rows"],
         "cross_domain_duplicate_pair_rows": duplicates - counts["same_domain_duplicate_pair_rows"],
-        # WARC file: warc_filename where the input has it, else the input file (run_counts.sql)
-        "within_warc_duplicate_pair_rows": counts["within_warc_duplicate_pair_rows"],
-        "cross_warc_duplicate_pair_rows": duplicates - counts["within_warc_duplicate_pair_rows"],
+        **warc_counts(connection, tables, duplicates),
         "cluster_count": counts["cluster_count"],
         "duplicate_cluster_rows": counts["duplicate_cluster_rows"],
         "singleton_cluster_rows": counts["singleton_cluster_rows"],
@@ -66,6 +64,17 @@ def run_counts(
         "removed_document_rows": documents - counts["representative_rows"],
         "retained_ratio": round(counts["representative_rows"] / documents, 4) if documents else 0.0,
     }
+
+
+def warc_counts(connection: duckdb.DuckDBPyConnection, tables: Tables, duplicates: int) -> dict:
+    """The accepted edges within one WARC file and across two, where documents names each
+    document's WARC file (``warc_filename``: WARC input, or a table made from WARC files); none
+    for other input, where a WARC file means nothing."""
+    columns = connection.sql(f"select * from {tables.documents} limit 0").columns
+    if "warc_filename" not in (column.lower() for column in columns):
+        return {}
+    within = connection.execute(sql("within_warc_pairs", tables)).fetchall()[0][0]
+    return {"within_warc_duplicate_pair_rows": within, "cross_warc_duplicate_pair_rows": duplicates - within}
 
 
 def reason_counts(connection: duckdb.DuckDBPyConnection, scored_pairs: str) -> dict[str, int]:

@@ -49,6 +49,8 @@ IN_PLACE_FILES = "in_place_files"
 HOT_BUCKETS = "hot_buckets"
 # the documents lineage entry naming those files: [path, bytes, mtime_ns] each
 READ_IN_PLACE = "input_read_in_place"
+# the documents lineage entry naming the files of an input folder that no reader reads
+INPUT_SKIPPED_FILES = "input_skipped_files"
 
 
 @dataclass(frozen=True)

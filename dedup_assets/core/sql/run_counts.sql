@@ -1,12 +1,5 @@
 -- The figures of a run, as one row. No parameters.
-with document_files as (
-  -- The WARC file each document came from: warc_filename, which WARC input carries (and a table
-  -- made from WARC files may), else the input file itself (source_file). documents has
-  -- warc_filename only when such input was read; the union with an empty row that has it gives
-  -- the column either way, and reads no other column of documents.
-  select doc_id, coalesce(nullif(warc_filename::varchar, ''), source_file) as warc_file
-  from (select null::varchar as warc_filename where false union all by name select * from {documents})
-), replaced as (
+with replaced as (
   -- replaced_characters, which the CSV, JSONL and WARC readers add (a Parquet input has none)
   select replaced_characters
   from (select null::bigint as replaced_characters where false union all by name select * from {documents})
@@ -23,13 +16,6 @@ select
   (select count(*) filter (where is_exact) from {duplicate_pairs}) as exact_duplicate_pair_rows,
   (select count(*) filter (where left_domain = right_domain) from {duplicate_pairs})
     as same_domain_duplicate_pair_rows,
-  (
-    select count(*)
-    from {duplicate_pairs} p
-    join document_files l on l.doc_id = p.left_doc_id
-    join document_files r on r.doc_id = p.right_doc_id
-    where l.warc_file = r.warc_file
-  ) as within_warc_duplicate_pair_rows,
   (select count(distinct cluster_id) from {clusters}) as cluster_count,
   (select count(distinct cluster_id) filter (where cluster_size > 1) from {clusters})
     as duplicate_cluster_rows,
