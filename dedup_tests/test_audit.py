@@ -1,7 +1,8 @@
 """The audit's true pairs: the probe that rides on fingerprinting must find exactly the pairs a
-plain all-pairs computation finds, exact copies included, whichever pass feeds it; its sample
-depends on the doc_ids alone; and a sampled audit's interval holds the recall an exhaustive one
-measures."""
+plain all-pairs computation finds, exact copies included, whichever pass feeds it; the audit
+counts them per pair of texts as the all-pairs computation does one by one, a giant copy group
+included; its sample depends on the doc_ids alone; and a sampled audit's interval holds the
+recall an exhaustive one measures."""
 
 import json
 import random
@@ -14,11 +15,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from dedup_assets.core.audit import clustered_interval, jaccard_band, wilson_interval
 from dedup_assets.core import audit_probe as audit_probe_module
-from dedup_assets.core.audit_probe import AuditProbe, SampleBodies, audit_probe, probe_pass, sample_doc_ids
+from dedup_assets.core.audit_probe import AuditProbe, SampleBodies, audit_probe, probe_pass, sample_doc_ids, sampled_pairs
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.release import verify_release
@@ -72,25 +74,46 @@ def _ids(count: int) -> pa.Array:
 
 def _probe_pairs(bodies: list[str], size: int, threshold: float, batch: int, feed: str) -> dict[tuple[int, int], float]:
     """The probe's pairs as row pairs, fed by the fingerprinting kernel (fss), by the published
-    hashes' fingerprinting (blake2b, which leaves the test to the probe) or by a pass of its own."""
+    hashes' fingerprinting (blake2b, which leaves the test to the probe) or by a pass of its own.
+    Fingerprinting names each document's text by its copy key, so the probe keeps one document
+    per text it is not sampled in: here each stands for every document of its text again."""
     ids, column = _ids(len(bodies)), pa.array(bodies, pa.large_string())
     sample = sample_doc_ids(ids, size, seed=1)
     rows = {doc_id: row for row, doc_id in enumerate(ids.to_pylist())}
     wanted = pa.array([rows[doc_id] for doc_id in sample.to_pylist()])
     probe = AuditProbe(sample, column.take(wanted), SHINGLING, threshold)
     batches = [(ids.slice(start, batch), column.slice(start, batch)) for start in range(0, len(bodies), batch)]
+    texts = {doc_id: (doc_id,) for doc_id in ids.to_pylist()}
     if feed == "own pass":
         probe_pass(probe, (pa.RecordBatch.from_arrays(list(pair), ["doc_id", "body"]) for pair in batches))
     else:
         params = SketchParams(feed, SHINGLING.size, 16, 4, 1)
         for doc_ids, bodies_batch in batches:
-            fingerprint_batch(doc_ids, bodies_batch, params, probe)
-    pairs = probe.true_pairs()
-    left, right = pairs.column("left_doc_id").to_pylist(), pairs.column("right_doc_id").to_pylist()
-    assert all(a < b for a, b in zip(left, right))
-    found = {tuple(sorted((rows[a], rows[b]))): j for a, b, j in zip(left, right, pairs.column("jaccard").to_pylist())}
-    assert len(found) == pairs.num_rows, "each pair once"
-    return found
+            made = fingerprint_batch(doc_ids, bodies_batch, params, probe).to_pydict()
+            keys = zip(made["content_hash"], (bands[0] for bands in made["lsh_bands"]))
+            texts.update(zip(made["doc_id"], keys))
+    places = {doc_id: place for place, doc_id in enumerate(sample.to_pylist())}
+    found = probe.found().to_pylist()
+    assert all((row["sample_place"] is None) != (row["doc_id"] in places) for row in found)
+    by_text: dict[tuple, list[str]] = {}
+    for doc_id, text in texts.items():
+        if doc_id not in places:
+            by_text.setdefault(text, []).append(doc_id)
+    listed = []
+    for owner in {row["sampled_doc_id"] for row in found}:
+        rows_of_owner = [row for row in found if row["sampled_doc_id"] == owner]
+        own = [row["doc_id"] for row in rows_of_owner if row["doc_id"] in places and row["jaccard"] == 1.0]
+        assert owner == min(own, key=places.get), "the owner is its set's first sampled document"
+        for row in rows_of_owner:
+            members = [row["doc_id"]] if row["doc_id"] in places else by_text[texts[row["doc_id"]]]
+            assert row["doc_id"] == min(members)
+            for x in own:
+                for y in members:
+                    if y != x and not (y in places and places[y] < places[x]):
+                        listed.append((tuple(sorted((rows[x], rows[y]))), row["jaccard"]))
+    pairs = dict(listed)
+    assert len(pairs) == len(listed), "each pair once"
+    return pairs
 
 
 def _bodies(path) -> list[str]:
@@ -123,16 +146,42 @@ def test_a_sampled_probe_finds_the_true_pairs_of_its_sampled_documents_only(feed
     assert touching and found.keys() == touching
 
 
-def test_a_sampled_document_is_not_its_own_candidate():
-    # one long page, sampled, alone: it holds every probe it has, and is paired with nothing
+def test_a_sampled_document_is_found_by_its_own_set_and_pairs_with_nothing_else():
+    # one long page, sampled, alone: it holds every probe it has, and finds itself only
     page = " ".join(f"w{index}" for index in range(200_000))
     ids = pa.array(["long", "other"])
     probe = AuditProbe(ids.slice(0, 1), pa.array([page]), SHINGLING, 0.7)
     probe.feed(ids, pa.array([page, "a page of other words entirely"]))
-    assert probe.true_pairs().num_rows == 0
+    itself = {"sampled_doc_id": "long", "doc_id": "long", "jaccard": 1.0, "sample_place": 0}
+    assert probe.found().to_pylist() == [itself] and sampled_pairs(probe.found()).num_rows == 0
     probe.feed(pa.array(["copy"]), pa.array([page]))  # its copy is found
-    assert probe.true_pairs().to_pylist() == [
-        {"left_doc_id": "copy", "right_doc_id": "long", "jaccard": 1.0, "sampled_doc_id": "long"}
+    assert probe.found().to_pylist() == [
+        {"sampled_doc_id": "long", "doc_id": "copy", "jaccard": 1.0, "sample_place": None}, itself
+    ]
+
+
+def test_sampled_copies_are_one_owner_and_a_texts_copies_one_row():
+    page = " ".join(f"w{index}" for index in range(60))
+    near = page.replace("w30", "x30")
+    ids = pa.array([f"copy-{index:03d}" for index in range(200)])
+    probe = AuditProbe(ids.slice(0, 50), pa.array([page] * 50), SHINGLING, 0.7)
+    assert probe.owner_ids.to_pylist() == ["copy-000"]
+    # fed in two batches, as fingerprinting feeds it: each document with its copy key
+    keys = np.array([[7, 8]] * 150 + [[9, 10]] * 50, np.uint64)
+    bodies = pa.array([page] * 150 + [near] * 50)
+    probe.feed(ids.slice(0, 120), bodies.slice(0, 120), None, keys[:120])
+    probe.feed(ids.slice(120), bodies.slice(120), None, keys[120:])
+    found = probe.found()
+    assert found.num_rows == 50 + 2  # the sampled copies, one copy not sampled, one near copy
+    others = found.filter(pc.is_null(found.column("sample_place"))).to_pylist()
+    assert [(row["doc_id"], row["jaccard"] < 1) for row in others] == [("copy-050", False), ("copy-150", True)]
+    # a probe of every document lists every pair of two, the copies' among them
+    every = AuditProbe(ids.slice(0, 4), pa.array([page, page, near, page]), SHINGLING, 0.7)
+    probe_pass(every, [pa.RecordBatch.from_arrays([ids.slice(0, 4), pa.array([page, page, near, page])], ["doc_id", "body"])])
+    pairs = sampled_pairs(every.found()).to_pylist()
+    assert [(row["left_doc_id"], row["right_doc_id"], row["jaccard"] == 1) for row in pairs] == [
+        ("copy-000", "copy-001", True), ("copy-000", "copy-002", False), ("copy-000", "copy-003", True),
+        ("copy-001", "copy-002", False), ("copy-001", "copy-003", True), ("copy-002", "copy-003", False),
     ]
 
 
@@ -212,11 +261,42 @@ def _corpus(path: Path, pages: list[str]) -> Path:
     return write_csv(path, [{"doc_id": f"doc-{index:05d}", "body": body} for index, body in enumerate(pages)])
 
 
-def _recall_audit(folder: Path, corpus: Path, settings: Settings) -> tuple[dict, pd.DataFrame]:
+def _recall_audit(folder: Path, corpus: Path, settings: Settings) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """A library run's recall_audit.json, its recall_audit table and its fingerprinted table."""
     run_library(str(corpus), str(folder / "run.duckdb"), str(folder / "out"), settings)
     with duckdb.connect(str(folder / "run.duckdb"), read_only=True) as connection:
         audit = connection.execute("select * from dedup.recall_audit").fetchdf()
-    return json.loads((folder / "out" / "recall_audit.json").read_text()), audit
+        fingerprinted = connection.execute("select doc_id, content_hash from dedup.fingerprinted").fetchdf()
+    return json.loads((folder / "out" / "recall_audit.json").read_text()), audit, fingerprinted
+
+
+def _expected_counts(
+    doc_ids: list[str], expected: dict[tuple[int, int], float], sample: list[str], first: dict[str, str]
+) -> dict[tuple[str, str, str], int]:
+    """The brute force's true pairs with a sampled document, one by one, counted as the audit
+    counts them: per pair of texts (their first copies) and sampled text (the first copy of the
+    pair's earlier sampled document)."""
+    place = {doc_id: index for index, doc_id in enumerate(sample)}
+    counts: dict[tuple[str, str, str], int] = {}
+    for left, right in expected:
+        ends = (doc_ids[left], doc_ids[right])
+        sampled = [doc_id for doc_id in ends if doc_id in place]
+        if sampled:
+            texts = sorted(first[doc_id] for doc_id in ends)
+            key = (*texts, first[min(sampled, key=place.get)])
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _audit_counts(audit: pd.DataFrame) -> dict[tuple[str, str, str], int]:
+    return {
+        (left, right, text): int(pairs)
+        for left, right, text, pairs in audit[["left_doc_id", "right_doc_id", "sampled_text", "pairs"]].values.tolist()
+    }
+
+
+def _first_of(fingerprinted: pd.DataFrame) -> dict[str, str]:
+    return dict(_first_copies(fingerprinted))
 
 
 def test_the_sampled_interval_holds_the_recall_the_exhaustive_audit_measures(tmp_path):
@@ -226,15 +306,17 @@ def test_the_sampled_interval_holds_the_recall_the_exhaustive_audit_measures(tmp
     lossy = Settings(num_perm=32, rows_per_band=8)
     (tmp_path / "all").mkdir()
     (tmp_path / "sampled").mkdir()
-    every, audit = _recall_audit(tmp_path / "all", corpus, replace(lossy, audit_sample_size=0))
-    # the exhaustive audit's pairs are the brute force's, copies included
+    every, audit, fingerprinted = _recall_audit(tmp_path / "all", corpus, replace(lossy, audit_sample_size=0))
+    # the exhaustive audit's pairs are the brute force's, copies included, counted per text
     expected = _all_pairs(pages, 0.7)
-    assert {(int(a[4:]), int(b[4:])) for a, b in zip(audit["left_doc_id"], audit["right_doc_id"])} == set(expected)
+    doc_ids = _ids(len(pages)).to_pylist()
+    sample = sample_doc_ids(_ids(len(pages)), 0, lossy.minhash_seed).to_pylist()
+    assert _audit_counts(audit) == _expected_counts(doc_ids, expected, sample, _first_of(fingerprinted))
     assert every["sampled_documents"] == len(pages) and every["true_pairs"] == len(expected)
     assert 0.2 < every["recall"] < 0.95, "LSH must miss some pairs for the interval to mean anything"
     near = {pair for pair, value in expected.items() if value < 1}
     assert every["near_copies"]["true_pairs"] == len(near) < len(expected)
-    sampled, _ = _recall_audit(tmp_path / "sampled", corpus, replace(lossy, audit_sample_size=300))
+    sampled, _, _ = _recall_audit(tmp_path / "sampled", corpus, replace(lossy, audit_sample_size=300))
     assert sampled["sampled_documents"] == 300 and 0 < sampled["true_pairs"] < every["true_pairs"]
     assert sampled["ci_low"] <= every["found_pairs"] / every["true_pairs"] <= sampled["ci_high"]
     near_copies = sampled["near_copies"]
@@ -252,38 +334,33 @@ def test_the_exhaustive_audit_asset_counts_the_all_pairs_true_pairs_and_what_lsh
     documents = read_documents(HARD_FIXTURE)
     doc_ids, bodies = documents.column("doc_id").to_pylist(), documents.column("body").to_pylist()
     expected = _all_pairs(bodies, 0.7)
-    assert {tuple(pair) for pair in audit[["left_doc_id", "right_doc_id"]].values.tolist()} == {
-        tuple(sorted((doc_ids[left], doc_ids[right]))) for left, right in expected
-    }
+    first = _first_of(runner.table("fingerprinted"))
+    sample = sample_doc_ids(pa.array(doc_ids), 0, Settings().minhash_seed).to_pylist()
+    assert _audit_counts(audit) == _expected_counts(doc_ids, expected, sample, first)
     # the hard fixture has exact copies, counted here: in the headline, not in the near copies
     identical = sum(value == 1.0 for value in expected.values())
     assert identical > 0
     # found: one text, or an accepted edge between the two texts' first copies
-    first = {doc_id: doc_id for doc_id in doc_ids}
-    first.update(dict(runner.table("fingerprinted").pipe(_first_copies)))
     edges = {tuple(pair) for pair in runner.table("duplicate_pairs")[["left_doc_id", "right_doc_id"]].values.tolist()}
-    should_be_found = {
-        tuple(sorted((doc_ids[left], doc_ids[right])))
-        for left, right in expected
-        if first[doc_ids[left]] == first[doc_ids[right]]
-        or tuple(sorted((first[doc_ids[left]], first[doc_ids[right]]))) in edges
-    }
-    found = {tuple(pair) for pair in audit[audit["found"]][["left_doc_id", "right_doc_id"]].values.tolist()}
-    assert found == should_be_found
+    should_be_found = audit[
+        [left == right or (left, right) in edges for left, right in audit[["left_doc_id", "right_doc_id"]].values.tolist()]
+    ]
+    assert audit[audit["found"]].equals(should_be_found)
+    found = int(audit[audit["found"]]["pairs"].sum())
     metadata = result.asset_materializations_for_node("recall_audit")[-1].metadata
-    assert (metadata["true_pairs"].value, metadata["found_pairs"].value) == (len(audit), len(found))
+    assert (metadata["true_pairs"].value, metadata["found_pairs"].value) == (len(expected), found)
     near = audit[audit["jaccard"] < 1]
     assert (metadata["near_copy_true_pairs"].value, metadata["near_copy_found_pairs"].value) == (
-        len(near), int(near["found"].sum())
-    ) and len(near) == len(expected) - identical
+        int(near["pairs"].sum()), int(near[near["found"]]["pairs"].sum())
+    ) and int(near["pairs"].sum()) == len(expected) - identical
     fingerprinted = result.asset_materializations_for_node("fingerprinted")[-1].metadata
     assert fingerprinted["audit_sampled_documents"].value == documents.num_rows
     check = _check(result, "recall_reaches_min_recall")
-    assert check.passed and check.description.startswith(f"recall 1.0 ({len(found)} of {len(audit)} true pairs")
+    assert check.passed and check.description.startswith(f"recall 1.0 ({found} of {len(expected)} true pairs")
 
 
 def _first_copies(fingerprinted: pd.DataFrame) -> list[tuple[str, str]]:
-    """(doc_id, the first document in input order with its content hash) of each copy."""
+    """(doc_id, the first document in input order with its content hash) of every document."""
     first = fingerprinted.groupby("content_hash", sort=False)["doc_id"].transform("first")
     return list(zip(fingerprinted["doc_id"], first))
 
@@ -297,18 +374,18 @@ def test_a_changed_sample_size_rebuilds_from_fingerprinted_and_a_lower_threshold
     assert "audit_sample_size=1000, this run uses audit_sample_size=5" in message
     assert "Re-materialize fingerprinted and everything downstream of it" in message
     assert runner.run(FIXTURE, selection="fingerprinted*", audit_sample_size=5).success
-    assert runner.table("recall_audit").empty or len(set(runner.table("recall_audit")["left_doc_id"])) <= 5
+    assert runner.table("recall_audit").empty or len(set(runner.table("recall_audit")["sampled_text"])) <= 5
     # rescored at a higher threshold, the audit keeps the pairs at or above it; at a lower one
     # the pairs between were never looked for, so the same probe reads the bodies again
     assert runner.run(FIXTURE, selection="fingerprinted*", audit_sample_size=0).success
-    every = runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard"]]
+    every = runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard", "sampled_text", "pairs"]]
     assert runner.run(FIXTURE, selection="scored_pairs*", audit_sample_size=0, jaccard_threshold=0.99).success
-    assert runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard"]].equals(
+    assert runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard", "sampled_text", "pairs"]].equals(
         every[every["jaccard"] >= 0.99].reset_index(drop=True)
     )
     assert runner.run(FIXTURE, selection="fingerprinted*", audit_sample_size=0, jaccard_threshold=0.99).success
     assert runner.run(FIXTURE, selection="scored_pairs*", audit_sample_size=0, jaccard_threshold=0.7).success
-    again = runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard"]]
+    again = runner.table("recall_audit")[["left_doc_id", "right_doc_id", "jaccard", "sampled_text", "pairs"]]
     assert again.equals(every) and (every["jaccard"] < 0.99).any()
 
 
@@ -323,7 +400,7 @@ def test_the_recall_check_warns_naming_the_settings_when_lsh_misses_pairs(runner
     # missed_pairs.csv lists the pairs not found
     manifest = runner.manifest()
     assert json.loads((runner.output_dir / "recall_audit.json").read_text()) == manifest["recall_audit"]
-    assert manifest["recall_audit"]["found_pairs"] == int(audit["found"].sum())
+    assert manifest["recall_audit"]["found_pairs"] == int(audit[audit["found"]]["pairs"].sum())
     missed_file = pd.read_csv(runner.output_dir / "missed_pairs.csv")
     assert sorted(missed_file["left_doc_id"] + "~" + missed_file["right_doc_id"]) == sorted(
         missed["left_doc_id"] + "~" + missed["right_doc_id"]
@@ -331,7 +408,7 @@ def test_the_recall_check_warns_naming_the_settings_when_lsh_misses_pairs(runner
     assert verify_release(runner.output_dir) == []
     check = _check(result, "recall_reaches_min_recall")
     assert not check.passed and check.severity.value == "WARN"
-    assert "is below min_recall=0.9: LSH's 2 bands of 32 rows make 0% of the pairs at J = 0.7 candidates." in check.description
+    assert "are below min_recall=0.9: LSH's 2 bands of 32 rows make 0% of the pairs at J = 0.7 candidates." in check.description
     # one line, whose command carries this run's input and settings (num_perm 64 is the default) and the preset
     assert "\n" not in check.description
     command = shlex.split(check.description.split("With preset: \"web\" (20 bands of 6 rows: 92%) it finds more: ")[1])
@@ -377,3 +454,37 @@ def test_the_interval_widens_when_each_text_brings_pairs_found_or_missed_togethe
     assert low < plain[0] - 0.1 and high > plain[1] + 0.1
     assert clustered_interval(np.array([5, 5]), np.array([5, 5])) == wilson_interval(10, 10)
     assert clustered_interval(np.zeros(0, np.int64), np.zeros(0, np.int64)) == (0.0, 1.0)
+
+
+def test_a_giant_copy_group_is_counted_from_its_size_not_listed(tmp_path):
+    # 400 copies of one page spread among 300 generated pages and a few near copies of it: every
+    # pair the brute force lists one by one, the audit counts per text, sampled or exhaustive
+    rng = random.Random(6)
+    page = " ".join(f"w{rng.randrange(300)}" for _ in range(80))
+    near = [page.replace(page.split()[index], "other", 1) for index in (10, 40)]
+    pages = _generated(300, seed=3) + [page] * 400 + near
+    rng.shuffle(pages)
+    corpus = _corpus(tmp_path / "pages.csv", pages)
+    doc_ids = _ids(len(pages)).to_pylist()
+    expected = _all_pairs(pages, 0.7)
+    copies = pages.count(page)
+    for size in (0, 60):
+        (tmp_path / str(size)).mkdir()
+        summary, audit, fingerprinted = _recall_audit(tmp_path / str(size), corpus, Settings(audit_sample_size=size))
+        sample = sample_doc_ids(pa.array(doc_ids), size, Settings().minhash_seed).to_pylist()
+        first = _first_of(fingerprinted)
+        counts = _expected_counts(doc_ids, expected, sample, first)
+        assert _audit_counts(audit) == counts
+        assert summary["true_pairs"] == sum(counts.values())
+        # the group's pairs among its copies: n(n - 1)/2 less those of its copies not sampled
+        text = first[doc_ids[pages.index(page)]]
+        sampled = sum(pages[doc_ids.index(doc_id)] == page for doc_id in sample)
+        assert sampled > 1
+        among = audit[(audit["left_doc_id"] == text) & (audit["right_doc_id"] == text)]
+        assert among["pairs"].tolist() == [copies * (copies - 1) // 2 - (copies - sampled) * (copies - sampled - 1) // 2]
+        assert among["found"].all()  # each copy is paired with the first copy through its content hash
+        with duckdb.connect(str(tmp_path / str(size) / "run.duckdb"), read_only=True) as connection:
+            stored = connection.execute("select doc_id from dedup.audit_true_pairs").fetchdf()["doc_id"]
+        # kept by each owner that finds the group (its own set, and the near copies' where
+        # sampled): its sampled copies, and the others as one row, never each copy
+        assert sum(pages[doc_ids.index(doc_id)] == page for doc_id in stored) <= (1 + len(near)) * (sampled + 1)

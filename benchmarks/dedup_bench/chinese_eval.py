@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dedup_assets.core.audit_probe import AuditProbe, probe_pass
+from dedup_assets.core.audit_probe import AuditProbe, probe_pass, sampled_pairs
 from dedup_assets.core.jaccard import shingle_set_jaccard
 from dedup_assets.core.presets import PRESETS
 from dedup_assets.core.settings import Settings, SettingsError
@@ -72,7 +72,7 @@ def true_pairs(corpus: Path, bodies: CorpusBodies) -> PlantedPairs:
     table = pq.read_table(corpus, columns=["doc_id", "body"])
     doc_ids, texts = table["doc_id"].cast(pa.string()).combine_chunks(), table["body"].combine_chunks()
     probe = AuditProbe(doc_ids, texts, TRUTH_SHINGLING, THRESHOLD)
-    found = probe_pass(probe, [pa.RecordBatch.from_arrays([doc_ids, texts], ["doc_id", "body"])]).true_pairs()
+    found = sampled_pairs(probe_pass(probe, [pa.RecordBatch.from_arrays([doc_ids, texts], ["doc_id", "body"])]).found())
     ends = [pc.cast(found[side], pa.int64()).to_numpy() for side in ("left_doc_id", "right_doc_id")]
     left, right = np.minimum(*ends), np.maximum(*ends)  # the probe orders ids as text
     return PlantedPairs(left, right, bodies.pair_keys(left, right), found["jaccard"].to_numpy())

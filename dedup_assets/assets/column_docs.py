@@ -61,6 +61,8 @@ COLUMNS: dict[str, str] = {
     "found": "Whether the pipeline made the true pair an edge",
     "sampled_text": "The first copy of the sampled document the pair was found for: the audit's interval "
     "counts one text's pairs as one unit, since LSH finds or misses them together",
+    "pairs": "How many document pairs the row counts: the two texts' copies, counted from their copy groups' sizes "
+    "(left_doc_id = right_doc_id: the pairs among one text's copies)",
     "labels": "Which labels the error comes from: pair (a labelled pair) or cluster (two labelled documents)",
     "error": "false_positive (clustered together against the labels) or false_negative (apart against them)",
     "left_cluster_id": "The left document's cluster",

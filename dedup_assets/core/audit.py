@@ -1,6 +1,8 @@
 """Recall you can measure: the true pairs of a seeded sample of documents (every pair with a
 sampled document on one side and exact shingle Jaccard at least the threshold, found without LSH
-while fingerprinting: ``audit_probe.py``), each with whether the pipeline found it.
+while fingerprinting: ``audit_probe.py``), counted per pair of texts with whether the pipeline
+found them (``sql/recall_audit.sql``). A group of n copies counts its n·(n − 1)/2 pairs from its
+size, so the audit's cost grows with the distinct texts near the sample, not with their copies.
 
 The headline recall counts every true pair, exact copies included, so an exhaustive audit
 (``audit_sample_size`` 0) counts what an all-pairs comparison counts. Beside it, the near-copy
@@ -59,7 +61,7 @@ def stored_true_pairs(connection: duckdb.DuckDBPyConnection, tables: Tables, thr
     rescore may have raised it), and how many documents were sampled."""
     pairs = audit_pairs_table(tables)
     found = connection.sql(
-        f"select * from {pairs} where jaccard >= ? order by left_doc_id, right_doc_id", params=[threshold]
+        f"select * from {pairs} where jaccard >= ? order by sampled_doc_id, doc_id", params=[threshold]
     ).to_arrow_table()
     return found, read_lineage(connection, pairs)[AUDIT_SAMPLED]
 
@@ -71,16 +73,22 @@ def build_recall_audit(
     found: pa.Table,
     copies: pa.Table | None = None,
 ) -> TableBuild:
-    """The ``recall_audit`` table: the true pairs ``found`` (``audit_probe.AUDIT_PAIRS_SCHEMA``)
-    with their Jaccard band, how many LSH bands the two documents share, and whether the
-    pipeline found them (``sql/recall_audit.sql``: a pair of one text's copies always, another
-    through the copies' first copies). ``copies`` (doc_id, first_copy_doc_id) names the copies
-    where the engine keeps them; unset: from the DuckDB tables."""
-    bands = [jaccard_band(value, threshold) for value in found.column("jaccard").to_pylist()]
-    true_pairs = found.append_column("jaccard_band", pa.array(bands, pa.string()))
+    """The ``recall_audit`` table of the documents the probe ``found``
+    (``audit_probe.AUDIT_PAIRS_SCHEMA``): :func:`counted_pairs`. ``copies`` (doc_id,
+    first_copy_doc_id) names the copies where the engine keeps them; unset: from the DuckDB
+    tables."""
     # a content_hash pair has Jaccard 1, so every one is an edge: the edges name the first copies
     edge_tables = replace(tables, candidate_pairs=tables.duplicate_pairs)
     copies = first_copies(connection, edge_tables) if copies is None else copies
+    return counted_pairs(tables, threshold, found, copies)
+
+
+def counted_pairs(tables: Tables, threshold: float, found: pa.Table, copies: pa.Table) -> TableBuild:
+    """The true pairs of ``found``, counted per pair of texts through ``copies`` (doc_id,
+    first_copy_doc_id), with their Jaccard band, how many LSH bands the two texts share, and
+    whether the pipeline found them (``sql/recall_audit.sql``)."""
+    bands = [jaccard_band(value, threshold) for value in found.column("jaccard").to_pylist()]
+    true_pairs = found.append_column("jaccard_band", pa.array(bands, pa.string()))
     return TableBuild(sql=sql("recall_audit", tables), arrow_inputs={"true_pairs": true_pairs, "first_copies": copies})
 
 
@@ -111,8 +119,8 @@ def audit_summary(connection: duckdb.DuckDBPyConnection, table: str, sampled: in
     interval (:func:`clustered_interval`) over every true pair, exact copies included, the same
     per Jaccard band, and for the near copies alone (Jaccard < 1)."""
     counts = connection.execute(
-        f"select jaccard_band, sampled_text, count(*) as true_pairs, count(*) filter (where found) as found_pairs "
-        f"from {table} group by all"
+        f"select jaccard_band, sampled_text, sum(pairs)::bigint as true_pairs, "
+        f"coalesce(sum(pairs) filter (where found), 0)::bigint as found_pairs from {table} group by all"
     ).fetchdf()
 
     def figures(rows) -> dict:

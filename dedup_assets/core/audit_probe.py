@@ -1,18 +1,25 @@
-"""The recall audit's ground truth, found while the documents are fingerprinted: every pair with a
-sampled document on one side whose exact shingle Jaccard is at least the threshold, without LSH.
+"""The recall audit's ground truth, found while the documents are fingerprinted: every document
+whose exact shingle Jaccard with a sampled document is at least the threshold, without LSH.
 
 The sample is fixed before any body is read: the ``audit_sample_size`` doc_ids with the smallest
 hash keyed by ``minhash_seed`` (every document at 0), so it depends on the doc_ids alone, not on
-row order or engine. Exact copies are documents like any other.
+row order or engine.
 
 A pair with Jaccard ``J(x, y) >= t`` shares at least ``t·|x|`` of x's shingles, so y holds at
 least one of any ``floor((1 - t)·|x|) + 1`` shingles of x (the *probes* of x: its rarest in
-the sample; prefix filtering). :class:`AuditProbe` holds the sample's shingle sets and
-probes and is fed the bodies batch by batch: the fingerprinting kernel marks the documents that
-hold a probe (or the probe finds them itself), a kernel lists whose probes each holds, and each
-such pair is verified with exact Jaccard. So the pairs found are exactly the true pairs of the
-sampled documents, each once, whatever feeds it: the fingerprinting pass, or a pass of its own
-(:func:`probe_pass`, for the Ray engine and the sweep).
+the sample; prefix filtering). :class:`AuditProbe` holds the sample's distinct shingle sets (the
+*owners*: sampled copies of one text are one owner, so a copy group sampled many times costs as
+much as one sampled document) and their probes, and is fed the bodies batch by batch: the
+fingerprinting kernel marks the documents that hold a probe (or the probe finds them itself), a
+kernel lists whose probes each holds, and each such pair is verified with exact Jaccard. The
+documents found are exactly those at Jaccard ``>= t`` with an owner, the sampled ones among them,
+whatever feeds it: the fingerprinting pass, or a pass of its own (:func:`probe_pass`, for the Ray
+engine and the sweep).
+
+What it keeps grows with the distinct texts found, not with their copies: a sampled document is
+kept as one row per owner that finds it, and the other documents an owner finds, when the feed
+names their text (the pipeline's copy key: content hash and first band key), as one row per
+text. ``sql/recall_audit.sql`` counts the document pairs from the copy groups' sizes.
 """
 
 from __future__ import annotations
@@ -38,13 +45,16 @@ AUDIT_PAIRS = "audit_true_pairs"
 # at a higher one filters them; a lower one needs them found again) and the sample's size
 AUDIT_THRESHOLD = "audit_jaccard_threshold"
 AUDIT_SAMPLED = "audit_sampled_documents"
-# sampled_doc_id: the one of the two the pair was found for (the earlier in the sample when both are)
+# One row per document an owner found: sampled_doc_id names the owner (its first sampled document
+# in the sample's order), doc_id the document found, with their Jaccard, and sample_place its place
+# in the sample, null when it is not sampled. A document not sampled stands for every document of
+# its text that the owner found where the feed named the texts (the smallest doc_id of them).
 AUDIT_PAIRS_SCHEMA = pa.schema(
     [
-        ("left_doc_id", pa.string()),
-        ("right_doc_id", pa.string()),
-        ("jaccard", pa.float64()),
         ("sampled_doc_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("jaccard", pa.float64()),
+        ("sample_place", pa.int32()),
     ]
 )
 # bits of the probe filter per probe: few enough to stay in cache, enough that an unrelated
@@ -67,42 +77,50 @@ def sample_doc_ids(doc_ids: pa.Array | pa.ChunkedArray, size: int, seed: int) ->
 
 
 class AuditProbe:
-    """The true pairs of a sample of documents (``sample_ids``, whose bodies are
-    ``sample_bodies``) at Jaccard ``threshold``, found as every document's body is fed through
-    :meth:`feed`, once each, in any order and from several threads at once; :meth:`true_pairs`
+    """The documents at Jaccard ``threshold`` or above with a sample of documents
+    (``sample_ids``, whose bodies are ``sample_bodies``), found as every document's body is fed
+    through :meth:`feed`, once each, in any order and from several threads at once; :meth:`found`
     gives them."""
 
     def __init__(self, sample_ids: pa.Array, sample_bodies: pa.Array, shingling: Shingling, threshold: float):
         self.sample_ids, self.shingling, self.threshold = sample_ids.cast(pa.string()), shingling, threshold
-        self._values, self._offsets = shingle_sets(sample_bodies, shingling)
+        values, offsets = shingle_sets(sample_bodies, shingling)
+        # the owners: the sample's distinct shingle sets, in the order of their first sampled document
+        firsts = _first_of_each_set(values, offsets)
+        self.owner_ids = self.sample_ids.take(pa.array(firsts))
+        self._values, self._offsets = _rows(values, offsets, firsts)
         probes, self._owner_offsets, self._owners = _probes(self._values, self._offsets, threshold)
         self.filter_bits = _probe_filter(probes)
         # what the kernels look shingles up in: the probes' table, or none
         self.probes, self._places = kernels.probe_slots_kernel(probes) if len(probes) else (kernels.NO_PROBES, None)
         self._found: list[pa.RecordBatch] = []
 
-    def feed(self, doc_ids: pa.Array, bodies: pa.Array, hits: np.ndarray | None = None) -> None:
+    def feed(
+        self, doc_ids: pa.Array, bodies: pa.Array, hits: np.ndarray | None = None, texts: np.ndarray | None = None
+    ) -> None:
         """Verify one batch's documents against the sample. ``hits`` marks those holding a probe
-        where the fingerprinting kernel tested them; unset, every document is tested here."""
+        where the fingerprinting kernel tested them; unset, every document is tested here.
+        ``texts`` (a row of uint64 per document: the copy key) names each document's text, so
+        that an owner keeps one row per text it finds; unset, one per document."""
         if hits is not None:
-            held = pa.array(np.flatnonzero(hits))
-            doc_ids, bodies = doc_ids.take(held), bodies.take(held)
+            held = np.flatnonzero(hits)
+            doc_ids, bodies = doc_ids.take(pa.array(held)), bodies.take(pa.array(held))
+            texts = None if texts is None else texts[held]
         if not len(doc_ids) or not len(self.probes):
             return
         doc_ids = doc_ids.cast(pa.string())
-        # a sampled document's owners stop below its own place in the sample
-        places = pc.index_in(doc_ids, value_set=self.sample_ids)
-        limits = pc.fill_null(places, len(self.sample_ids)).to_numpy(zero_copy_only=False).astype(np.int64)
+        owner_count = len(self.owner_ids)
         offsets, owners = kernels.probe_owners_kernel(
             kernel_text(bodies, self.shingling.unit), self.shingling.size, self.probes, self._places,
-            self.filter_bits, self._owner_offsets, self._owners, limits, len(self.sample_ids), kernel_blocks(),
+            self.filter_bits, self._owner_offsets, self._owners, np.full(len(doc_ids), owner_count, np.int64),
+            owner_count, kernel_blocks(),
         )
         counts = np.diff(offsets)
         candidates = np.flatnonzero(counts)
         if not len(candidates):
             return
         values, candidate_offsets = shingle_sets(bodies.take(pa.array(candidates)), self.shingling)
-        # one set table: the sample's sets, then the candidates'
+        # one set table: the owners' sets, then the candidates'
         table = np.concatenate([self._values, values])
         table_offsets = np.concatenate([self._offsets[:-1], candidate_offsets + self._offsets[-1]])
         rows = np.repeat(np.arange(len(candidates), dtype=np.int64), counts[candidates])
@@ -110,33 +128,75 @@ class AuditProbe:
         left_sizes, right_sizes = np.diff(self._offsets)[owners], np.diff(candidate_offsets)[rows]
         sized = np.minimum(left_sizes, right_sizes) >= self.threshold * np.maximum(left_sizes, right_sizes) - 1e-9
         owners, rows = owners[sized], rows[sized]
-        jaccard = kernels.pair_jaccard_kernel(
-            table, table_offsets, owners, rows + len(self.sample_ids), kernel_blocks()
-        )
+        jaccard = kernels.pair_jaccard_kernel(table, table_offsets, owners, rows + owner_count, kernel_blocks())
         keep = np.flatnonzero(jaccard >= self.threshold)
-        if len(keep):
-            left = self.sample_ids.take(pa.array(owners[keep]))
-            right = doc_ids.take(pa.array(candidates[rows[keep]]))
-            swap = pc.greater(left, right)
-            self._found.append(
-                pa.RecordBatch.from_arrays(
-                    [pc.if_else(swap, right, left), pc.if_else(swap, left, right), pa.array(jaccard[keep]), left],
-                    schema=AUDIT_PAIRS_SCHEMA,
-                )
+        if not len(keep):
+            return
+        documents = candidates[rows[keep]]
+        found_ids = doc_ids.take(pa.array(documents))
+        found = pa.table(
+            {
+                "owner": owners[keep],
+                "doc_id": found_ids,
+                "jaccard": jaccard[keep],
+                "sample_place": pc.cast(pc.index_in(found_ids, value_set=self.sample_ids), pa.int32()),
+            }
+        )
+        if texts is not None:
+            found = _one_per_text(
+                found.append_column("text_a", pa.array(texts[documents, 0])).append_column("text_b", pa.array(texts[documents, 1]))
             )
+        self._found.extend(found.to_batches())
 
-    def true_pairs(self) -> pa.Table:
-        """Every pair found (``left_doc_id < right_doc_id``, ``jaccard``, ``sampled_doc_id``), ordered
-        by doc_ids."""
-        found = pa.Table.from_batches(self._found, AUDIT_PAIRS_SCHEMA)
-        return found.sort_by([("left_doc_id", "ascending"), ("right_doc_id", "ascending")])
+    def found(self) -> pa.Table:
+        """Every document found (:data:`AUDIT_PAIRS_SCHEMA`), ordered by owner and doc_id."""
+        found = pa.Table.from_batches(self._found) if self._found else None
+        if found is None:
+            return AUDIT_PAIRS_SCHEMA.empty_table()
+        if "text_a" in found.column_names:  # a text found in several batches: one row still
+            found = _one_per_text(found)
+        table = pa.table(
+            [self.owner_ids.take(found.column("owner")), found.column("doc_id"), found.column("jaccard"),
+             found.column("sample_place")],
+            schema=AUDIT_PAIRS_SCHEMA,
+        )
+        return table.sort_by([("sampled_doc_id", "ascending"), ("doc_id", "ascending")])
 
     def build(self) -> TableBuild:
-        return TableBuild(batches=self.true_pairs().to_batches(), schema=AUDIT_PAIRS_SCHEMA)
+        return TableBuild(batches=self.found().to_batches(), schema=AUDIT_PAIRS_SCHEMA)
 
     def lineage(self) -> dict:
         """What the audit_true_pairs table records beside fingerprinted's lineage."""
         return {AUDIT_THRESHOLD: self.threshold, AUDIT_SAMPLED: len(self.sample_ids)}
+
+
+def _first_of_each_set(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The row of the first of each distinct set of the CSR (values, offsets), ascending."""
+    firsts: dict[bytes, int] = {}
+    for row in range(len(offsets) - 1):
+        firsts.setdefault(np.sort(values[offsets[row] : offsets[row + 1]]).tobytes(), row)
+    return np.array(sorted(firsts.values()), dtype=np.int64)
+
+
+def _rows(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR of the chosen ``rows`` of (values, offsets)."""
+    sizes = np.diff(offsets)[rows]
+    taken = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=taken[1:])
+    picked = [values[offsets[row] : offsets[row + 1]] for row in rows]
+    return (np.concatenate(picked) if picked else np.zeros(0, np.uint64)), taken
+
+
+def _one_per_text(found: pa.Table) -> pa.Table:
+    """``found`` with its documents not sampled kept once per owner and text (the copy key in
+    ``text_a``, ``text_b``): the smallest doc_id. A text's documents have one shingle set, so one
+    Jaccard with the owner. The key stays, so that the rows of several batches merge again."""
+    sampled = pc.is_valid(found.column("sample_place"))
+    keys = ["owner", "text_a", "text_b"]
+    others = found.filter(pc.invert(sampled)).group_by(keys, use_threads=False).aggregate(
+        [("doc_id", "min"), ("jaccard", "min"), ("sample_place", "min")]
+    ).rename_columns([*keys, "doc_id", "jaccard", "sample_place"])
+    return pa.concat_tables([found.filter(sampled), others.select(found.column_names)])
 
 
 def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -273,6 +333,24 @@ class SampleBodies:
 
 def no_sample_bodies() -> TableBuild:
     return TableBuild(batches=[], schema=SAMPLE_BODIES_SCHEMA)
+
+
+def sampled_pairs(found: pa.Table) -> pa.Table:
+    """Every pair of two sampled documents among ``found`` (:data:`AUDIT_PAIRS_SCHEMA`), as
+    (``left_doc_id < right_doc_id``, ``jaccard``), ordered: for a probe of every document, all its
+    true pairs. A sampled document is listed by the owner of its set with Jaccard 1, and a pair is
+    taken from the owner of the earlier of the two in the sample."""
+    with duckdb.connect() as connection:
+        connection.register("found", found)
+        return connection.sql(
+            """
+            select least(x.doc_id, y.doc_id) as left_doc_id, greatest(x.doc_id, y.doc_id) as right_doc_id, y.jaccard
+            from found x
+            join found y on y.sampled_doc_id = x.sampled_doc_id and y.sample_place > x.sample_place
+            where x.jaccard = 1
+            order by left_doc_id, right_doc_id
+            """
+        ).to_arrow_table()
 
 
 def probe_pass(probe: AuditProbe, batches: Iterable[pa.RecordBatch]) -> AuditProbe:

@@ -75,8 +75,8 @@ def release_queries(tables: Tables, signatures: bool = True) -> dict[str, str]:
         DEDUPED_DOCUMENTS: f"select * from {tables.deduped_documents}",
         "rejected_documents.csv": f"select * from {tables.rejected_documents}",
         "missed_pairs.csv": (
-            f"select left_doc_id, right_doc_id, jaccard, jaccard_band, shared_bands from {tables.recall_audit} "
-            "where not found order by jaccard desc, left_doc_id, right_doc_id"
+            f"select left_doc_id, right_doc_id, jaccard, jaccard_band, shared_bands, sampled_text, pairs "
+            f"from {tables.recall_audit} where not found order by jaccard desc, left_doc_id, right_doc_id, sampled_text"
         ),
         "evaluation_errors.csv": f"select * from {tables.evaluation}",
         **diagnostic_queries(tables),

@@ -88,8 +88,8 @@ def fingerprint_batch(
         token_counts, shingle_counts, content, signatures, bands, hits = _fss_columns(bodies, params, probe)
     else:  # the published hashes are not the probe's: it tests the batch itself
         (token_counts, shingle_counts, content, signatures, bands), hits = blake2b_columns(bodies, params), None
-    if probe is not None:
-        probe.feed(doc_ids, bodies, hits)
+    if probe is not None:  # named by the copy key (copy_groups.sql), the probe keeps a text's copies once
+        probe.feed(doc_ids, bodies, hits, np.column_stack([content, bands[:, 0]]))
     bands = np.ascontiguousarray(bands[:, : params.bands])  # chosen bands may use fewer values than num_perm
     return pa.RecordBatch.from_arrays(
         [

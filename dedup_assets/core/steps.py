@@ -199,7 +199,7 @@ def recall_audit(run: StepRun) -> tuple[int, int]:
                 cursor, tables.documents, params.shingling, threshold, settings.audit_sample_size, params.minhash_seed
             )
             probe = documents_pass(cursor, tables.documents, probe, settings.batch_size)
-            found, sampled = probe.true_pairs(), len(probe.sample_ids)
+            found, sampled = probe.found(), len(probe.sample_ids)
         build = build_recall_audit(cursor, tables, threshold, found, copies=run.engine.first_copies(cursor, tables))
     return run.write("recall_audit", build, {AUDIT_SAMPLED: sampled}), sampled
 

@@ -25,7 +25,7 @@ import matplotlib.ticker
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .audit import jaccard_band
+from .audit import counted_pairs
 from .audit_probe import AuditProbe, probe_pass, sample_doc_ids
 from .lsh import PairBudgetExceeded
 from .pipeline import run_core_steps
@@ -35,7 +35,7 @@ from .settings import Settings
 from .sweep_settings import SweepSettings
 from .store import TableBuild, open_database, rows_with_ids, write_table
 from .streams import Progress
-from .tables import Tables, sql
+from .tables import Tables
 from .text import Shingling
 from .verify import MemoryBudgetExceeded, first_copies
 
@@ -137,8 +137,8 @@ def _sampled_documents(
 
 
 def _text_pairs(connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings) -> pa.Table:
-    """Every true pair of two distinct texts of the documents, each text through its first copy,
-    with its Jaccard band: the probe of every first copy, fed every first copy."""
+    """What the probe of every first copy, fed every first copy, finds: every true pair of two
+    distinct texts of the documents, each text through its first copy."""
     connection.register("copies", first_copies(connection, tables))
     try:
         texts = connection.sql(
@@ -149,9 +149,7 @@ def _text_pairs(connection: duckdb.DuckDBPyConnection, tables: Tables, settings:
     shingling, threshold = settings.shingling(), settings.jaccard_threshold
     doc_ids, bodies = (texts.column(name).combine_chunks() for name in ("doc_id", "body"))
     probe = AuditProbe(doc_ids, bodies, shingling, threshold)
-    pairs = probe_pass(probe, texts.to_batches(settings.batch_size)).true_pairs()
-    bands = [jaccard_band(value, threshold) for value in pairs.column("jaccard").to_pylist()]
-    return pairs.append_column("jaccard_band", pa.array(bands, pa.string()))
+    return probe_pass(probe, texts.to_batches(settings.batch_size)).found()
 
 
 def _label(settings: Settings, varied: bool) -> str:
@@ -199,16 +197,12 @@ def _measure(
     key = (settings.jaccard_threshold, settings.shingling())
     if key not in truths:  # every text of the sample audited: its true pairs are all there are
         truths[key] = _text_pairs(connection, tables, settings)
-    write_table(
-        connection,
-        tables.recall_audit,
-        TableBuild(
-            sql=sql("recall_audit", tables),
-            arrow_inputs={"true_pairs": truths[key], "first_copies": first_copies(connection, tables)},
-        ),
-    )
+    # every document is its own text here (no copies named): the pairs are text pairs, each once
+    no_copies = pa.table({"doc_id": pa.array([], pa.string()), "first_copy_doc_id": pa.array([], pa.string())})
+    write_table(connection, tables.recall_audit, counted_pairs(tables, settings.jaccard_threshold, truths[key], no_copies))
     true, found = connection.execute(
-        f"select count(*), count(*) filter (where found) from {tables.recall_audit}"
+        f"select coalesce(sum(pairs), 0)::bigint, coalesce(sum(pairs) filter (where found), 0)::bigint "
+        f"from {tables.recall_audit}"
     ).fetchall()[0]
     # true pairs leave copies out, so a found one is an edge between two distinct texts: LSH's
     lsh_edges = connection.execute(

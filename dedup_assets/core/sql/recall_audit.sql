@@ -1,33 +1,72 @@
--- The audit's true pairs (true_pairs: left_doc_id < right_doc_id, jaccard, jaccard_band, and
--- sampled_doc_id; exact copies among them), each with how many LSH bands its two documents share,
--- whether the pipeline found it (the two are one text, or the pair of their first copies, from
--- first_copies, is an accepted edge, which is how the pipeline finds every pair of two copy
--- groups), and sampled_text, the first copy of its sampled document: the interval's unit. No
--- parameters.
-with first as (
-  select
-    p.*,
-    coalesce(l.first_copy_doc_id, p.left_doc_id) as left_first,
-    coalesce(r.first_copy_doc_id, p.right_doc_id) as right_first,
-    coalesce(s.first_copy_doc_id, p.sampled_doc_id) as sampled_text
+-- The audit's true pairs, counted by text, never listed one by one: one row per sampled text
+-- (sampled_text, the first copy of a sampled document: the interval's unit) and text it pairs
+-- with (left_doc_id, right_doc_id: the two first copies; equal for the pairs among one text's
+-- copies), with their jaccard, jaccard_band, how many LSH bands they share, whether the pipeline
+-- found their pairs (one text: always, as every copy is paired with its first copy through its
+-- content hash; two texts: the pair of their first copies is an accepted edge, which is how the
+-- pipeline finds every pair of two copy groups) and pairs, how many document pairs the row
+-- counts. A pair of two sampled documents is counted once, for the earlier in the sample.
+-- true_pairs: the probe's rows (audit_probe.AUDIT_PAIRS_SCHEMA: each owner, a sampled shingle
+-- set, and the documents it found, one per text where it is not sampled) with jaccard_band;
+-- first_copies: each copy and its first copy. A text of n documents, k of them sampled, counts
+-- k·(n − 1) − k·(k − 1)/2 pairs among its copies, and k·m with another text of m documents, less
+-- the pairs whose other document is sampled earlier. No parameters.
+with found as (
+  select p.sampled_doc_id as owner, p.jaccard, p.jaccard_band, p.sample_place,
+    coalesce(c.first_copy_doc_id, p.doc_id) as text
   from true_pairs p
-  left join first_copies l on l.doc_id = p.left_doc_id
-  left join first_copies r on r.doc_id = p.right_doc_id
-  left join first_copies s on s.doc_id = p.sampled_doc_id
+  left join first_copies c on c.doc_id = p.doc_id
+),
+sizes as (
+  select first_copy_doc_id as text, count(*) + 1 as documents from first_copies group by all
+),
+-- the sampled documents of each owner's set (Jaccard 1 with it), by text
+own as (
+  select owner, text, count(*) as sampled from found where sample_place is not null and jaccard = 1 group by all
+),
+partners as (
+  select owner, text, min(jaccard) as jaccard, min(jaccard_band) as jaccard_band from found group by all
+),
+-- pairs of a sampled document and a sampled document of another text that is earlier in the
+-- sample: that one's
+earlier as (
+  select x.owner, x.text as sampled_text, y.text, count(*) as pairs
+  from found x
+  join found y on y.owner = x.owner and y.text <> x.text and y.sample_place < x.sample_place
+  where x.sample_place is not null and x.jaccard = 1
+  group by all
+),
+counted as (
+  select
+    o.text as sampled_text,
+    p.text as partner,
+    p.jaccard,
+    p.jaccard_band,
+    if(
+      p.text = o.text,
+      o.sampled * (coalesce(s.documents, 1) - 1) - o.sampled * (o.sampled - 1) // 2,
+      o.sampled * coalesce(s.documents, 1) - coalesce(e.pairs, 0)
+    )::bigint as pairs
+  from own o
+  join partners p on p.owner = o.owner
+  left join sizes s on s.text = p.text
+  left join earlier e on e.owner = o.owner and e.sampled_text = o.text and e.text = p.text
 )
 select
-  t.left_doc_id,
-  t.right_doc_id,
+  least(t.sampled_text, t.partner) as left_doc_id,
+  greatest(t.sampled_text, t.partner) as right_doc_id,
   t.jaccard,
   t.jaccard_band,
   (select count(*)::integer from range(len(lf.lsh_bands)) b(i) where lf.lsh_bands[i + 1] = rf.lsh_bands[i + 1])
     as shared_bands,
-  t.left_first = t.right_first or e.left_doc_id is not null as found,
-  t.sampled_text
-from first t
-join {fingerprinted} lf on lf.doc_id = t.left_doc_id
-join {fingerprinted} rf on rf.doc_id = t.right_doc_id
+  t.sampled_text = t.partner or e.left_doc_id is not null as found,
+  t.sampled_text,
+  t.pairs
+from counted t
+join {fingerprinted} lf on lf.doc_id = least(t.sampled_text, t.partner)
+join {fingerprinted} rf on rf.doc_id = greatest(t.sampled_text, t.partner)
 left join {duplicate_pairs} e
-  on e.left_doc_id = least(t.left_first, t.right_first)
- and e.right_doc_id = greatest(t.left_first, t.right_first)
-order by t.left_doc_id, t.right_doc_id
+  on e.left_doc_id = least(t.sampled_text, t.partner)
+ and e.right_doc_id = greatest(t.sampled_text, t.partner)
+where t.pairs > 0
+order by left_doc_id, right_doc_id, t.sampled_text
