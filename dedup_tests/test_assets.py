@@ -164,8 +164,10 @@ def test_threshold_change_rematerializes_downstream_without_fingerprinting(runne
     counts = runner.manifest()["counts"]
     assert counts["duplicate_pair_rows"] == 6  # only the byte-identical mirrors reach 0.95
     assert runner.manifest()["settings"]["jaccard_threshold"] == 0.95
-    # compared with nothing (the contract is for 0.7), so no result rather than a pass
-    assert "fixture_contract" not in _check_results(result)
+    # compared with nothing (the contract is for 0.7): it passes, saying so
+    contract = _check_results(result)["fixture_contract"]
+    assert contract.description.startswith("not compared: contract ") and "jaccard_threshold=0.95" in contract.description
+    assert contract.metadata["compared"].value is False
 
 
 def test_stale_upstream_settings_are_refused_with_the_fix(runner):

@@ -109,8 +109,9 @@ def test_the_asset_graph_keeps_the_original_records_prefer_domains_and_refuses_c
 def test_on_the_fixture_prefer_domains_keeps_its_mirrors_and_its_contract_is_not_evaluated(runner):
     # each topic's mirror is on a subdomain of example.net (mirror., kb., cdn., ...)
     result = runner.run(FIXTURE, prefer_domains=["example.net"], audit_sample_size=0)
-    checks = {evaluation.check_name for evaluation in result.get_asset_check_evaluations()}
-    assert "fixture_contract" not in checks  # its representatives are the default rule's
+    checks = {evaluation.check_name: evaluation for evaluation in result.get_asset_check_evaluations()}
+    # its representatives are the default rule's: compared with nothing
+    assert checks["fixture_contract"].metadata["compared"].value is False
     clusters = runner.table("clusters")
     kept = set(clusters.loc[clusters["decision"] == "kept_representative", "doc_id"])
     mirrors = {doc_id for doc_id in clusters.doc_id if doc_id.endswith("-mirror")}

@@ -17,8 +17,10 @@ from ..batch_runs.batch_partitions import folder_batches
 from ..core.audit import stored_audit_summary
 from ..core.capabilities import CAPABILITIES
 from ..core.consistency import engine_differences
+from ..core.contract import contract_path_for
 from ..core.incremental.batch_order import index_settings, settings_problems
 from ..core.incremental.index_tables import IndexTables, indexed_batches
+from ..core.settings import Settings
 from ..core.store import read_lineage
 from ..core.text import Shingling
 from ..core.readers import count_input_records
@@ -162,85 +164,82 @@ def removals_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
         )
 
 
-@multi_asset_check(
-    specs=[
-        AssetCheckSpec(
-            "fixture_contract",
-            asset="manifest",
-            blocking=True,
-            description="When the input ships <name>.expected.json written for the run's settings, "
-            "the run's counts, pair reasons and duplicate clusters match it. Otherwise it is not "
-            "evaluated (shown as skipped, not passed), and the run's log says why.",
-            additional_deps=["scored_pairs", "clusters"],
-        )
-    ],
-    can_subset=True,  # a run with nothing to compare records no result rather than a pass
+def not_compared(why: str) -> AssetCheckResult:
+    """The result of a comparison with nothing to compare with: it passes, as what it states
+    holds for no input it applies to, and says why nothing was compared (``compared`` false)."""
+    return AssetCheckResult(passed=True, description=f"not compared: {why}", metadata={"compared": False})
+
+
+@asset_check(
+    asset="manifest",
+    blocking=True,
+    description="When the input ships <name>.expected.json written for the run's settings, the "
+    "run's counts, pair reasons and duplicate clusters match it. Otherwise nothing is compared: "
+    "it passes, saying why (compared: false in its metadata).",
+    additional_deps=["scored_pairs", "clusters"],
 )
-def fixture_contract(context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
+def fixture_contract(
+    context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+) -> AssetCheckResult:
     with user_errors():
         settings = dedup.settings()
     contract, contract_file = rules.comparable_contract(dedup.input_file(), settings.as_dict())
     if contract is None:
-        context.log.info(f"fixture_contract not evaluated: {contract_file}")
-        return
+        if contract_path_for(dedup.input_file()).is_file():  # one the run's settings do not fit: worth a line
+            context.log.info(f"fixture_contract not compared: {contract_file}")
+        return not_compared(contract_file)
     tables = warehouse.tables
     with warehouse.cursor() as cursor:
-        yield rules.fixture_contract(
+        return rules.fixture_contract(
             cursor, contract, contract_file, warehouse.qualified("manifest"), tables.scored_pairs, tables.clusters
         )
 
 
-@multi_asset_check(
-    specs=[
-        AssetCheckSpec(
-            "same_as_incremental",
-            asset="clusters",
-            description="When the incremental index holds exactly this run's documents (the batches "
-            "of DEDUP_BATCHES, run one-shot over that folder) with the same settings, its edges "
-            "and clusters are this run's. Otherwise it is not evaluated (shown as skipped), and "
-            "the run's log says why.",
-            additional_deps=["fingerprinted", "duplicate_pairs"],
+def _index_not_comparable(settings: Settings, indexed: list) -> str | None:
+    """Why this run cannot be compared with the incremental index's batches, if it cannot."""
+    if not indexed:
+        return "the incremental index holds no batch"
+    if settings.cluster_mode != "components":
+        return f"this run's clusters are {settings.cluster_mode} clusters, the incremental index's are connected components"
+    if settings.hot_buckets != "refuse":
+        return "this run left hot buckets out of its join (hot_buckets skip); the incremental index refuses them"
+    # the index is always the DuckDB engine's; a ray run's tables are compared with it the same
+    changed = settings_problems(indexed, index_settings(replace(settings, engine="duckdb")))
+    if changed:
+        return (
+            "the index was built with other settings ("
+            + ", ".join(f"{name}={built!r}" for name, built, _ in changed) + ")"
         )
-    ],
-    can_subset=True,  # nothing to compare: no result rather than a pass
+    return None
+
+
+@asset_check(
+    asset="clusters",
+    description="When the incremental index holds exactly this run's documents (the batches of "
+    "DEDUP_BATCHES, run one-shot over that folder) with the same settings, its edges and clusters "
+    "are this run's. Otherwise nothing is compared: it passes, saying why (compared: false in its "
+    "metadata), and where the index holds batches the run's log says why too.",
+    additional_deps=["fingerprinted", "duplicate_pairs"],
 )
-def same_as_incremental(context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
+def same_as_incremental(
+    context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+) -> AssetCheckResult:
     with user_errors():
         settings = dedup.settings()
-    if settings.cluster_mode != "components":
-        context.log.info(
-            f"same_as_incremental not evaluated: this run's clusters are {settings.cluster_mode} "
-            "clusters, the incremental index's are connected components"
-        )
-        return
-    if settings.hot_buckets != "refuse":
-        context.log.info(
-            "same_as_incremental not evaluated: this run left hot buckets out of its join "
-            "(hot_buckets skip); the incremental index refuses them"
-        )
-        return
-    # the index is always the DuckDB engine's; a ray run's tables are compared with it the same
-    current = index_settings(replace(settings, engine="duckdb"))
     with warehouse.cursor() as cursor:
         indexed = indexed_batches(cursor, INDEX_TABLES)
-        if not indexed:  # the usual case, which dedup run need not remark on
-            context.log.debug("same_as_incremental not evaluated: the incremental index holds no batch")
-            return
-        changed = settings_problems(indexed, current)
-        if changed:
-            context.log.info(
-                "same_as_incremental not evaluated: the index was built with other settings ("
-                + ", ".join(f"{name}={built!r}" for name, built, _ in changed) + ")"
-            )
-            return
-        result = rules.same_as_incremental(cursor, warehouse.tables, INDEX_TABLES)
-    if result is None:
-        context.log.info(
-            "same_as_incremental not evaluated: this run's documents are not the incremental "
-            "index's (run the one-shot graph with DEDUP_INPUT set to the batch folder to compare)"
+        why = _index_not_comparable(settings, indexed)
+        result = None if why else rules.same_as_incremental(cursor, warehouse.tables, INDEX_TABLES)
+    if why is None and result is None:
+        why = (
+            "this run's documents are not the incremental index's (run the one-shot graph with "
+            "DEDUP_INPUT set to the batch folder to compare)"
         )
-        return
-    yield result
+    if why is None:
+        return result
+    if indexed:  # the usual case, an empty index, is no news
+        context.log.info(f"same_as_incremental not compared: {why}")
+    return not_compared(why)
 
 
 @asset_check(
