@@ -22,11 +22,12 @@ from typing import Literal, Union, get_args, get_origin, get_type_hints
 from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr, ValidationError, create_model, model_validator
 
-from .cli import dedup_program
+from .core.publish import check_output_folder
 from .core.settings import Settings
 from .core.setting_lineage import changed_settings, value_sources
 from .core.sweep_settings import SweepCombination, SweepSettings
 from .core.tables import TABLE_LAYOUT
+from .launch.entry_point import dedup_program
 from .launch.environment import CACHE, INPUT, LABELS, OUTPUT_DIR
 from .launch.settings_file import SettingsFile, read_settings_file
 
@@ -102,7 +103,9 @@ class _DedupResource(ConfigurableResource):
         given = (((run.run_config if run else None) or {}).get("resources") or {}).get(RESOURCE_KEY) or {}
         in_environment = {name for name, variable in FIELD_VARIABLES.items() if os.environ.get(variable.name)}
         file = read_settings_file(type(self).model_fields)
-        return self.with_settings_file(set(given.get("config") or {}), file, in_environment)
+        resolved = self.with_settings_file(set(given.get("config") or {}), file, in_environment)
+        check_output_folder(resolved.output_folder())  # before any step, not after all of them
+        return resolved
 
     def with_settings_file(
         self, in_run_config: set[str], file: SettingsFile | None, in_environment: set[str] = frozenset()

@@ -27,6 +27,7 @@ from dedup_assets.core.errors import SettingsError
 from dedup_assets.core.settings import Settings
 
 from .conftest import FIXTURE, PROJECT_ROOT, sha256_of_files
+from .test_cli import run_command
 
 
 def _fake_release(folder: Path, files: dict[str, str]) -> None:
@@ -424,3 +425,28 @@ def test_nested_columns_take_the_codec_and_hash_lists_none(tmp_path, compression
 def test_an_unknown_release_compression_is_refused_naming_the_choices():
     with pytest.raises(SettingsError, match="release_compression must be one of snappy, zstd, none, got 'lz4'"):
         Settings(release_compression="lz4")
+
+
+def test_an_output_folder_a_release_cannot_replace_is_refused_when_the_run_starts(tmp_path):
+    """The root, a system folder, the home folder, a file, or a folder of other files: said before
+    any step runs (no database is made), not after every step has."""
+    other = tmp_path / "thesis"
+    other.mkdir()
+    (other / "thesis.tex").write_text("years of work")
+    (tmp_path / "notes.txt").write_text("notes")
+    home = Path.home().resolve()
+    cases = {
+        "/": f"/ is the root folder, and a release replaces its whole folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder of the release's own, e.g. {home / 'dedup-release'}.",
+        "/usr": f"/usr is a system folder, and a release replaces its whole folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder of the release's own, e.g. {home / 'dedup-release'}.",
+        str(home): f"{home} is your home folder, and a release replaces its whole folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder of the release's own, e.g. {home / 'dedup-release'}.",
+        str(tmp_path / "notes.txt"): f"{tmp_path / 'notes.txt'} is a file, not a folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder.",
+        str(other): f"{other} exists and is not a dedup-assets release",
+    }
+    for output, message in cases.items():
+        database = tmp_path / "never.duckdb"
+        env = {**os.environ, "DAGSTER_HOME": "", "DEDUP_INPUT": str(FIXTURE), "DEDUP_DATABASE": str(database), "DEDUP_OUTPUT_DIR": output}
+        result = run_command([str(Path(sys.executable).with_name("dedup")), "run"], env)
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert result.stderr.splitlines()[-1].startswith(f"Error: {message}"), result.stderr[-2000:]
+        assert "documents (" not in result.stderr and not database.exists()
+    assert (other / "thesis.tex").read_text() == "years of work"

@@ -132,6 +132,42 @@ def publish(
             return result
 
 
+# folders a release, which replaces its whole folder, must never be: the root, the system's own,
+# and where every user's files live
+_SYSTEM_FOLDERS = frozenset(
+    Path(name) for name in (
+        "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/media", "/mnt", "/opt", "/proc",
+        "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var",
+    )
+)
+
+
+def check_output_folder(output_dir: Path) -> None:
+    """Refuse, when a run starts and before any step, an output folder the release could not
+    replace: the root or a system folder, the home folder, a file, a folder of other files, a
+    mount point, or one under a folder that cannot be written. (The manifest step finds the
+    same, but only after every other step has run.)"""
+    folder = output_dir.expanduser().resolve()
+    home = Path.home().resolve()
+    if folder in _SYSTEM_FOLDERS or folder == home:
+        what = "the root folder" if folder == Path("/") else "your home folder" if folder == home else "a system folder"
+        raise ReleaseError(
+            f"{output_dir} is {what}, and a release replaces its whole folder. Set DEDUP_OUTPUT_DIR "
+            f"(output_dir) to a folder of the release's own, e.g. {home / 'dedup-release'}."
+        )
+    with said_of_the_place(folder, OUTPUT_DIR, ReleaseError):
+        _refuse_unreplaceable(folder)
+    # the release is written beside the folder (its staging folder and lock), which the run
+    # creates below the nearest folder that exists
+    beside = next(parent for parent in folder.parents if parent.exists())
+    if not os.access(beside, os.W_OK | os.X_OK):
+        raise ReleaseError(
+            f"{output_dir}: {beside} cannot be written by this user, and the release is written there "
+            "and then switched in. Fix the folder's permissions, or set DEDUP_OUTPUT_DIR (output_dir) to "
+            "a folder you can write."
+        )
+
+
 def _refuse_unreplaceable(output_dir: Path) -> None:
     """Refuse an output path that a release must not, or cannot, replace."""
     if not output_dir.exists():
