@@ -99,17 +99,37 @@ def _rows(env: dict, table: str) -> int:
         return connection.execute(f"select count(*) from dedup.{table}").fetchone()[0]
 
 
+def _refusal_without_traceback(result: subprocess.CompletedProcess, message: str) -> None:
+    """A refused run of the Dagster CLI: ``message`` said by the step's failure and again by the
+    run's, last before the CLI's own line, and no stack trace."""
+    assert result.returncode != 0
+    lines = result.stderr.splitlines()
+    said = [at for at, line in enumerate(lines) if message in line]
+    assert len(said) == 2, result.stderr[-3000:]
+    assert lines[-1] == "Error: Materialization failed." and " - RUN_FAILURE - " in lines[said[-1] - 2]
+    assert "Stack Trace" not in result.stderr and "Traceback" not in result.stderr
+
+
+THRESHOLD_09 = '{"resources": {"dedup": {"config": {"jaccard_threshold": 0.9}}}}'
+
+
 def test_fresh_database_single_asset_says_how_to_build_upstream_and_that_command_runs(cli_env):
     result = materialize(cli_env, *MODULE, "--select", "deduped_documents")
-    assert result.returncode != 0
-    assert "has not been materialized into this database" in result.stderr
-    assert "--select '*deduped_documents'" in result.stderr
+    _refusal_without_traceback(result, "has not been materialized into this database")
+    assert "\nRun: dagster asset materialize -m dedup_assets.definitions --select '*deduped_documents'\n" in result.stderr
     # the command as printed, run as a user would paste it (it selects documents but not
     # rejected_documents, so the documents step runs as a subset of its multi-asset)
-    printed = re.search(r"dagster asset materialize [^\n]*?--select '[^']*'", result.stderr).group(0)
+    printed = re.search(r"^Run: (dagster asset materialize .*)$", result.stderr, flags=re.M).group(1)
     built = run_command([DAGSTER, *shlex.split(printed)[1:]], cli_env)
     assert built.returncode == 0, built.stderr[-3000:]
     assert (_rows(cli_env, "documents"), _rows(cli_env, "deduped_documents")) == (24, 12)
+    # other settings than the stored tables': refused the same way, with the rebuild that carries them
+    stale = materialize(cli_env, *MODULE, "--select", "deduped_documents", "--config-json", THRESHOLD_09)
+    _refusal_without_traceback(stale, "Cannot build deduped_documents from tables made with other settings")
+    assert (
+        "\nRun: dagster asset materialize -m dedup_assets.definitions --select 'scored_pairs*' --config-json "
+        f"'{THRESHOLD_09}'\n"
+    ) in stale.stderr
 
 
 def test_documents_alone_writes_and_records_rejected_documents_too(cli_env):
@@ -261,7 +281,7 @@ def test_the_quiet_run_says_a_user_error_once_without_a_trace(cli_env, tmp_path)
     output = missing.stdout + missing.stderr
     assert output.count("no such file. Set input_path") == 1
     assert "Traceback" not in output and "Stack Trace" not in output
-    assert output.splitlines()[-2] == f"Error: {tmp_path / 'nowhere.csv'}: no such file. Set input_path (in dedup.yaml or the launchpad), dedup run --input, or DEDUP_INPUT to an input file, folder or glob."
+    assert output.splitlines()[-1] == f"Error: {tmp_path / 'nowhere.csv'}: no such file. Set input_path (in dedup.yaml or the launchpad), dedup run --input, or DEDUP_INPUT to an input file, folder or glob."
     bad = _quiet_run(cli_env, "--config-json", '{"resources": {"dedup": {"config": {"num_perm": 60}}}}')
     assert bad.returncode == 1
     assert "Error: num_perm (60) must be a positive multiple of rows_per_band (8)" in bad.stderr
@@ -273,5 +293,6 @@ def test_the_quiet_run_ends_on_a_failed_check_in_its_own_words(cli_env, tmp_path
     result = _quiet_run({**cli_env, "DEDUP_INPUT": str(fixture_with_a_wrong_contract(tmp_path))})
     assert result.returncode == 1
     lines = result.stderr.splitlines()
-    assert lines[-2] == "Error: check fixture_contract on manifest failed: cluster_count: expected 13, got 12"
+    assert lines[-1] == "Error: check fixture_contract on manifest failed: cluster_count: expected 13, got 12"
     assert "Stack Trace" not in result.stderr
+

@@ -1,7 +1,12 @@
-"""Every problem a user can fix is a DedupError, and reaches them as its message alone."""
+"""Every problem a user can fix is a DedupError, and reaches them as its message alone, with its
+fix written for the command the user ran."""
+
+import json
+import shlex
 
 import pyarrow as pa
 import pytest
+import yaml
 from dagster import Failure
 
 from dedup_assets.core.batches import BatchError
@@ -15,7 +20,8 @@ from dedup_assets.core.settings import SettingsError
 from dedup_assets.core.sketch import list_matrix
 from dedup_assets.core.store import DuckDBUnavailable
 from dedup_assets.core.verify import MemoryBudgetExceeded
-from dedup_assets.launch.user_messages import user_errors
+from dedup_assets.launch.entry_point import ENTRY, entry_point, how_to_fix
+from dedup_assets.launch.user_messages import refusal_text, user_errors
 from dedup_assets.stored_tables.lineage import StaleUpstream
 
 # each with the builtin base it had before DedupError, which callers may still catch
@@ -52,3 +58,95 @@ def test_tables_that_disagree_say_what_to_materialize_again():
     ragged = pa.chunked_array([pa.array([[1, 2], [3]], type=pa.list_(pa.uint64()))])
     with pytest.raises(Failure, match="fingerprint lists of different lengths: re-materialize fingerprinted"), user_errors():
         list_matrix(ragged)
+
+
+# the fix for an input whose columns are id and text, written for each entry point
+FIELDS = {"fields": {"doc_id": "id", "body": "text"}}
+YAML_LINES = "  fields:\n    doc_id: id\n    body: text"
+LASTING = f"To keep it for every run, add to dedup.yaml in the folder you run from:\n{YAML_LINES}"
+
+
+def _config(command: str) -> dict:
+    arguments = shlex.split(command)
+    return json.loads(arguments[arguments.index("--config-json") + 1])
+
+
+@pytest.mark.parametrize(
+    "argv, entry",
+    [
+        (["/p/.venv/bin/dagster", "asset", "materialize", "--select", "x"], "dagster"),
+        (["/p/.venv/bin/dagster", "job", "execute", "-j", "dedup_all"], "dagster"),
+        (["/p/.venv/bin/dg", "launch", "--assets", "x"], "dg"),
+        # a run of the UI: the code server's process, started as python -m dagster api grpc
+        (["/p/.venv/lib/python3.11/site-packages/dagster/__main__.py", "api", "grpc"], "ui"),
+        (["/p/.venv/bin/dagster", "dev"], "ui"),
+        (["/p/.venv/bin/pytest"], "python"),
+    ],
+)
+def test_the_entry_point_is_told_by_the_command_line(argv, entry, monkeypatch):
+    monkeypatch.delenv(ENTRY, raising=False)
+    assert entry_point(argv) == entry
+    monkeypatch.setenv(ENTRY, "make")  # make run says so, whatever the process's arguments
+    assert entry_point(argv) == "make"
+
+
+def test_a_settings_fix_under_make_is_the_dedup_yaml_lines_alone():
+    text = how_to_fix(FIELDS, entry="make", argv=["dedup", "run"])
+    assert text == f"Add to dedup.yaml beside the Makefile, then run the same make command again:\n{YAML_LINES}"
+    assert "--config-json" not in text  # make run takes no options
+    assert yaml.safe_load(text.split(":\n", 1)[1]) == FIELDS
+
+
+def test_a_settings_fix_under_dedup_run_keeps_the_users_command_and_config():
+    given = {"resources": {"dedup": {"config": {"cluster_mode": "star"}}}}
+    argv = ["/p/.venv/bin/dedup", "run", "--input", "my pages.csv", "--config-json", json.dumps(given)]
+    once, *lasting = how_to_fix(FIELDS, entry="dedup", argv=argv).split("\n")
+    command = once.removeprefix("For this run only: ")
+    assert shlex.split(command)[1:4] == ["run", "--input", "my pages.csv"]
+    assert _config(command) == {"resources": {"dedup": {"config": {"cluster_mode": "star", **FIELDS}}}}
+    assert "\n".join(lasting) == LASTING
+    assert yaml.safe_load("\n".join(lasting[1:])) == FIELDS
+
+
+def test_a_settings_fix_under_the_dagster_cli_and_dg_is_their_own_command():
+    argv = ["/p/.venv/bin/dagster", "asset", "materialize", "-m", "dedup_assets.definitions", "--select", "documents"]
+    assert how_to_fix(FIELDS, entry="dagster", argv=argv) == (
+        "For this run only: dagster asset materialize -m dedup_assets.definitions --select documents --config-json "
+        """'{"resources": {"dedup": {"config": {"fields": {"doc_id": "id", "body": "text"}}}}}'\n""" + LASTING
+    )
+    launched = how_to_fix(FIELDS, entry="dg", argv=["/p/.venv/bin/dg", "launch", "--job", "dedup_all"])
+    assert launched.startswith("For this run only: dg launch --job dedup_all --config-json '")
+
+
+def test_a_settings_fix_in_the_ui_is_the_launchpads_yaml():
+    text = how_to_fix(FIELDS, entry="ui", argv=[])
+    once, lasting = text.split("\nTo keep it", 1)
+    assert once.startswith("In the launchpad, add to the run config (it lasts that run):\n")
+    assert yaml.safe_load(once.split(":\n", 1)[1]) == {"resources": {"dedup": {"config": FIELDS}}}
+    assert "To keep it" + lasting == LASTING
+
+
+def test_a_rebuild_selects_the_assets_for_each_entry_point_with_the_runs_config():
+    run = {"input_path": "/in.csv"}
+    dagster = ["/p/.venv/bin/dagster", "asset", "materialize", "--select", "clusters", "--config-json", '{"a": 1}']
+    assert how_to_fix(run, "scored_pairs*", entry="dagster", argv=dagster) == (
+        "Run: dagster asset materialize -m dedup_assets.definitions --select 'scored_pairs*' --config-json "
+        """'{"a": 1, "resources": {"dedup": {"config": {"input_path": "/in.csv"}}}}'"""
+    )
+    dg = how_to_fix({}, "scored_pairs*", entry="dg", argv=["/p/.venv/bin/dg", "launch", "--job", "rescore"])
+    assert dg == "Run: dg launch --assets 'scored_pairs*'"
+    dedup = how_to_fix({}, "scored_pairs*", entry="dedup", argv=["/p/.venv/bin/dedup", "run", "--job", "rescore"])
+    assert dedup.startswith("Run: ") and dedup.endswith(" run")  # the whole graph: every asset again
+    assert how_to_fix(run, "scored_pairs*", entry="make") == "Run the same make command again: make run materializes every asset."
+    assert how_to_fix(run, "scored_pairs*", entry="ui") == "Materialize scored_pairs* with the same launchpad config."
+
+
+def test_a_refusal_without_a_fix_is_its_message_and_one_with_a_fix_adds_it(monkeypatch):
+    monkeypatch.setenv(ENTRY, "make")
+    assert refusal_text(DedupError("Do this.")) == "Do this."
+    assert refusal_text(InputError("Map them.", fix=FIELDS)) == (
+        f"Map them.\nAdd to dedup.yaml beside the Makefile, then run the same make command again:\n{YAML_LINES}"
+    )
+    with pytest.raises(Failure) as raised, user_errors():
+        raise InputError("Map them.", fix=FIELDS)
+    assert raised.value.description == refusal_text(InputError("Map them.", fix=FIELDS))

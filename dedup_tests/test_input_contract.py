@@ -64,8 +64,13 @@ def test_a_file_without_doc_id_or_body_is_refused_naming_only_those(tmp_path, na
         _read(path)
     message = str(raised.value)
     assert f"{path}: missing required column(s) doc_id, body. Found: key, text, title. Every input needs doc_id and body" in message
-    with pytest.raises(InputError, match=r"missing required column\(s\) body\."):
-        _read(path, fields={"doc_id": "key"})
+    # the fix maps the columns such a dump's usually are, and reads the file
+    assert raised.value.fix == {"fields": {"doc_id": "key", "body": "text"}}
+    table, _ = _read(path, **raised.value.fix)
+    assert table.column("doc_id").to_pylist() == ["a"] and table.column("body").to_pylist() == ["x"]
+    with pytest.raises(InputError, match=r"missing required column\(s\) body\.") as again:
+        _read(path, fields={"doc_id": "key", "body": "content"})
+    assert again.value.fix == {"fields": {"doc_id": "key", "body": "text"}}  # the given mapping, completed
 
 
 def test_a_jsonl_of_only_ids_and_texts_is_every_line_a_document_or_a_reject_with_a_reason(tmp_path):

@@ -109,10 +109,10 @@ def test_input_columns_named_like_the_pipelines_are_refused_before_reading(tmp_p
         next(document_batches(path, stats, 100, InputPolicy()))
     message = str(raised.value)
     assert message.startswith(f"{path}: the input has column(s) source_file, cluster_id, cluster_size, ")
-    assert '"fields": {"input_source_file": "source_file", "input_cluster_id": "cluster_id", ' in message
-    assert stats.rows == 0
-    # renamed as the message says, they are kept as the input's own, beside ours
     fields = {"input_source_file": "source_file", "input_cluster_id": "cluster_id", "input_cluster_size": "cluster_size"}
+    assert raised.value.fix == {"fields": fields}
+    assert stats.rows == 0
+    # renamed as the fix says, they are kept as the input's own, beside ours
     table = read_documents(path, policy=InputPolicy(fields=fields))
     assert table.column("input_cluster_id").to_pylist() == ["c-9"]
     assert table.column("input_source_file").to_pylist() == ["theirs.csv"]
@@ -124,9 +124,10 @@ def test_the_pipelines_own_release_fed_back_is_refused_with_the_mapping_to_use(t
     release = tmp_path / "deduped_documents.parquet"
     added = dict(replaced_characters=0, source_file="in.csv", input_row=42, cluster_id="cluster-a", cluster_size=3)
     _write(release, [document("a", "x", **added)])
-    message = _error_for(release)
-    assert "has column(s) replaced_characters, source_file, input_row, cluster_id, cluster_size" in message
-    suggested = json.loads(message.split("--config-json '")[1].split("'")[0])["resources"]["dedup"]["config"]["fields"]
+    with pytest.raises(InputError) as raised:
+        read_documents(release, policy=InputPolicy())
+    assert "has column(s) replaced_characters, source_file, input_row, cluster_id, cluster_size" in str(raised.value)
+    suggested = raised.value.fix["fields"]
     assert suggested == {
         "input_replaced_characters": "replaced_characters",
         "input_source_file": "source_file",

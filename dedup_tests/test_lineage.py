@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from dedup_assets.core.tables import TABLE_LAYOUT
+from dedup_assets.launch.entry_point import how_to_fix
 from dedup_assets.launch.environment import INPUT
 from dedup_assets.stored_tables.lineage import StaleUpstream, combined_lineage
 
@@ -34,17 +35,23 @@ def test_lineage_accumulates_stage_settings():
     }
 
 
+def _rebuild(error: StaleUpstream) -> str:
+    """The command a refusal under `dagster asset materialize --select clusters` gives."""
+    argv = ["dagster", "asset", "materialize", "-m", "dedup_assets.definitions", "--select", "clusters"]
+    return how_to_fix(error.fix, error.select, entry="dagster", argv=argv)
+
+
 def test_changed_threshold_names_the_asset_to_rebuild_from():
     clusters = {**LAYOUT, "input_path": "/in.csv", "jaccard_threshold": 0.7}
     with pytest.raises(StaleUpstream) as raised:
         combined_lineage("deduped_documents", {**CURRENT, "jaccard_threshold": 0.8}, {"clusters": clusters})
     message = str(raised.value)
     assert "clusters was built with jaccard_threshold=0.7, this run uses jaccard_threshold=0.8" in message
-    assert "--select 'scored_pairs*'" in message
-    # copying the command rebuilds with this run's input and settings, not the fixture and defaults
-    assert message.endswith(
-        """--select 'scored_pairs*' --config-json '{"resources": {"dedup": {"config": {"input_path": "/in.csv", """
-        """"jaccard_threshold": 0.8}}}}'"""
+    assert message.endswith("Re-materialize scored_pairs and everything downstream of it.")
+    # the command rebuilds with this run's input and settings, not the fixture and defaults
+    assert _rebuild(raised.value) == (
+        "Run: dagster asset materialize -m dedup_assets.definitions --select 'scored_pairs*' --config-json "
+        """'{"resources": {"dedup": {"config": {"input_path": "/in.csv", "jaccard_threshold": 0.8}}}}'"""
     )
 
 
@@ -55,8 +62,7 @@ def test_the_commands_config_is_quoted_for_the_shell():
             {**CURRENT, "fields": {"title": "author's title"}},
             {"documents": {**LAYOUT, "input_path": "/in.csv", "fields": {}}},
         )
-    command = str(raised.value).split(": ", 2)[-1]  # the message's last words, pasted as they are
-    assert shlex.split(command)[-1] == (
+    assert shlex.split(_rebuild(raised.value))[-1] == (
         '{"resources": {"dedup": {"config": {"input_path": "/in.csv", "fields": {"title": "author\'s title"}}}}}'
     )
 
@@ -65,11 +71,12 @@ def test_a_run_at_the_defaults_gets_a_command_without_config():
     at_defaults = {**CURRENT, "input_path": str(Path(INPUT.default).resolve())}
     with pytest.raises(StaleUpstream) as raised:
         combined_lineage("fingerprinted", at_defaults, {"documents": {**LAYOUT, "input_path": "/elsewhere.csv"}})
-    assert str(raised.value).endswith("--select 'documents*'")
+    assert raised.value.select == "documents*" and raised.value.fix == {}
+    assert _rebuild(raised.value).endswith("--select 'documents*'")
 
 
 def test_upstreams_from_different_inputs_are_not_mixed():
-    with pytest.raises(StaleUpstream, match="has input_sha256='new' but documents has input_sha256='old'.*'documents\\*'"):
+    with pytest.raises(StaleUpstream, match="has input_sha256='new' but documents has input_sha256='old'.*Re-materialize documents "):
         combined_lineage(
             "clusters",
             CURRENT,
@@ -78,7 +85,7 @@ def test_upstreams_from_different_inputs_are_not_mixed():
 
 
 def test_earliest_changed_stage_wins():
-    with pytest.raises(StaleUpstream, match="'fingerprinted\\*'"):
+    with pytest.raises(StaleUpstream, match="Re-materialize fingerprinted "):
         combined_lineage(
             "clusters",
             {**CURRENT, "num_perm": 128, "jaccard_threshold": 0.9},
@@ -94,7 +101,6 @@ def test_a_table_an_older_version_built_is_rebuilt_not_misread():
     assert str(raised.value) == (
         "Cannot build scored_pairs from tables made with other settings: candidate_pairs was built by "
         f"another version of dedup-assets (table layout 1; this version writes layout {TABLE_LAYOUT}). "
-        "Re-materialize documents and everything downstream of it: dagster asset materialize -m "
-        "dedup_assets.definitions --select 'documents*' --config-json "
-        "'{\"resources\": {\"dedup\": {\"config\": {\"input_path\": \"/in.csv\"}}}}'"
+        "Re-materialize documents and everything downstream of it."
     )
+    assert (raised.value.select, raised.value.fix) == ("documents*", {"input_path": "/in.csv"})

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from dagster import Executor, executor, in_process_executor
 
+from .user_messages import hide_refusal_tracebacks
 from .warm import CompileWatch, step_compiled, warm_if_needed
 
 
@@ -26,6 +27,7 @@ class WarmingExecutor(Executor):
         return self.inner.step_dependency_config
 
     def execute(self, plan_context, execution_plan) -> Iterator:
+        hide_refusal_tracebacks(plan_context.log)  # the run's failure repeats a step's refusal
         warm_if_needed(plan_context.log.info)
         watch = CompileWatch()
         for event in self.inner.execute(plan_context, execution_plan):

@@ -28,7 +28,8 @@ from dotenv import load_dotenv  # noqa: E402
 from ..assets.metadata import percent_fewer  # noqa: E402
 from ..core.release import MANIFEST_FILE  # noqa: E402
 from ..definitions import defs  # noqa: E402
-from .user_messages import last_sentence, user_message  # noqa: E402
+from .entry_point import DEDUP, ENTRY  # noqa: E402
+from .user_messages import last_sentence, refused, user_message  # noqa: E402
 from .jobs import PIPELINE_JOBS  # noqa: E402
 from .run_health import fail_dead_runs, new_run  # noqa: E402
 from .warm import CompileWatch, step_compiled, warm_if_needed  # noqa: E402
@@ -58,6 +59,7 @@ class _Console(logging.Handler):
         super().__init__(logging.DEBUG)
         self.assets, self.started = assets, set()
         self.errors: list[str] = []
+        self.bugs: list = []  # errors that are not refusals: their stack trace is worth keeping
         self.checks_passed = 0
         self.said: set[str] = set()  # steps' messages, so that a check saying the same is not repeated
         self.compiles = CompileWatch()
@@ -91,6 +93,8 @@ class _Console(logging.Handler):
                 self.errors.append(STOPPED)
             elif data.error.cls_name != "DagsterAssetCheckFailedError":
                 self.errors.append(user_message(data.error))
+                if not refused(data.error):
+                    self.bugs.append(data.error)
         elif kind is None and record.levelno >= logging.INFO and step in self.started:
             message = meta.get("orig_message", record.getMessage())
             # a check with nothing to measure (the recall check without a true pair) records no
@@ -207,6 +211,7 @@ def main(argv: list[str]) -> int:
         '{"config": {...}}}} (docs/settings.md)',
     )
     args = parser.parse_args(argv)
+    os.environ.setdefault(ENTRY, DEDUP)  # a fix is written for dedup run, unless make ran it
     if args.input:  # read where DEDUP_INPUT is, by the resource, in this process
         os.environ["DEDUP_INPUT"] = args.input
     try:
@@ -256,13 +261,12 @@ def main(argv: list[str]) -> int:
     if not result.success:
         # a stop can also fail a step that was still writing in another thread, in its own words
         message = STOPPED if STOPPED in console.errors else (console.errors[0] if console.errors else "the run failed")
-        where = (
-            f"Run {result.run_id}: its full log, with any stack trace, is in the UI's run history: make dev."
-            if kept
-            else f"Run {result.run_id} was kept in memory only: set DAGSTER_HOME, as make and env.sh do, to "
-            "keep its full log for the UI's run history."
-        )
-        print(f"\nError: {message}\n({where})", file=sys.stderr)
+        print(f"\nError: {message}", file=sys.stderr)
+        # a refusal says all there is to say; a bug's stack trace is kept in the run history, or
+        # printed when there is none (no DAGSTER_HOME)
+        if console.bugs and message != STOPPED:
+            where = f"Run {result.run_id}: its full log is in the UI's run history: make dev."
+            print(f"({where})" if kept else console.bugs[0].to_string(), file=sys.stderr)
         return 1
     output_dir = result.asset_materializations_for_node("manifest")[-1].metadata["output_dir"].value
     with open(Path(output_dir) / MANIFEST_FILE, encoding="utf-8") as handle:

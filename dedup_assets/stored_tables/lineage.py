@@ -17,9 +17,6 @@ from ..core.ingest import changed_in_place_files
 from ..core.setting_lineage import STAGE_SETTINGS, changed_settings
 from ..core.tables import READ_IN_PLACE
 from ..launch.environment import INPUT
-from ..settings_resource import dedup_config_json
-
-MATERIALIZE_COMMAND = "dagster asset materialize -m dedup_assets.definitions --select"
 
 
 class StaleUpstream(DedupError, RuntimeError):
@@ -33,19 +30,20 @@ def first_affected_asset(setting: str) -> str:
     return "documents"  # the input identity, or anything unknown: rebuild from the start
 
 
-def _rebuild_hint(settings: list[str], current: Mapping[str, object]) -> str:
-    # Rebuild from the earliest affected stage; dict order of STAGE_SETTINGS is pipeline order.
-    # The command carries this run's input and non-default settings, so copying it rebuilds with
-    # them rather than with the bundled fixture and the defaults.
-    order = list(STAGE_SETTINGS)
-    start = min((first_affected_asset(name) for name in settings), key=order.index)
+def _run_settings(current: Mapping[str, object]) -> dict:
+    """This run's settings that are not at their defaults, and its input unless it is the default:
+    the rebuild runs with them, not with the bundled fixture and the defaults."""
     changed = changed_settings(current)
     if Path(str(current["input_path"])) != Path(INPUT.default).resolve():
         changed = {"input_path": str(current["input_path"]), **changed}
-    return (
-        f"Re-materialize {start} and everything downstream of it: {MATERIALIZE_COMMAND} '{start}*'"
-        + (f" --config-json {dedup_config_json(changed)}" if changed else "")
-    )
+    return changed
+
+
+def _rebuild_start(settings: list[str]) -> str:
+    """The earliest stage the changed ``settings`` affect (dict order of STAGE_SETTINGS is pipeline
+    order): it and everything downstream of it are built again."""
+    order = list(STAGE_SETTINGS)
+    return min((first_affected_asset(name) for name in settings), key=order.index)
 
 
 def combined_lineage(
@@ -84,11 +82,13 @@ def combined_lineage(
                 merged.setdefault(key, value)
                 seen_from.setdefault(key, upstream_name)
     if problems:
+        start = _rebuild_start(changed)
         raise StaleUpstream(
             f"Cannot build {asset_name} from tables made with other settings: "
             + "; ".join(problems)
-            + ". "
-            + _rebuild_hint(changed, current)
+            + f". Re-materialize {start} and everything downstream of it.",
+            fix=_run_settings(current),
+            select=f"{start}*",
         )
     merged.update({name: current[name] for name in STAGE_SETTINGS.get(asset_name, ())})
     return dict(sorted(merged.items()))
@@ -102,6 +102,8 @@ def refuse_changed_input(lineage: Mapping[str, object], current: Mapping[str, ob
         raise StaleUpstream(
             f"The input has changed since documents read it: {'; '.join(changed)}. documents reads "
             "a Parquet input's bodies from its files (parquet_bodies: in_place), so the tables built "
-            "on it no longer match them. Restore the file, or read it again: "
-            + _rebuild_hint(["input_path"], current)
+            "on it no longer match them. Restore the file, or read it again: re-materialize documents "
+            "and everything downstream of it.",
+            fix=_run_settings(current),
+            select="documents*",
         )

@@ -24,13 +24,13 @@ from dagster import Failure, InitResourceContext
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
+from ..core.errors import DedupError
 from ..core.places import DATABASE, SPACE, said_of_the_place
 from ..core.store import TableBuild, open_database, read_lineage, table_exists, write_table
 from ..core.tables import SCHEMA, Tables
 from ..launch.environment import DATABASE as DATABASE_FILE
 from ..launch.environment import DUCKDB_MEMORY
 from ..launch.user_messages import user_errors
-from .lineage import MATERIALIZE_COMMAND
 
 
 class DuckDBWarehouse(DuckDBResource):
@@ -99,11 +99,13 @@ class DuckDBWarehouse(DuckDBResource):
         table = self.qualified(name)
         with self.cursor() as cursor:
             if not table_exists(cursor, table):
-                raise Failure(
-                    description=f"Table {table} does not exist in {self.path}: asset '{name}' has "
-                    f"not been materialized into this database. Build '{downstream}' together with "
-                    f"its upstream assets: {MATERIALIZE_COMMAND} '*{downstream}'"
-                )
+                with user_errors():
+                    raise DedupError(
+                        f"Table {table} does not exist in {self.path}: asset '{name}' has not been "
+                        f"materialized into this database. Build '{downstream}' together with its "
+                        "upstream assets.",
+                        select=f"*{downstream}",
+                    )
             return read_lineage(cursor, table)
 
     def write(self, name: str, build: TableBuild, lineage: Mapping | Callable[[], Mapping]) -> int:

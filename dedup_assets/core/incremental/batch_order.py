@@ -6,8 +6,8 @@ together, apart from the steps that stage and add a batch."""
 
 from __future__ import annotations
 
-import json
 import shlex
+from dataclasses import fields
 
 from ..capabilities import CAPABILITIES
 from ..errors import DedupError
@@ -100,13 +100,14 @@ def refuse_other_settings(indexed: list[IndexedBatch], current: dict, key: str) 
     if not problems:
         return
     changed = "; ".join(f"the index has {name}={built!r}, this run {name}={now!r}" for name, built, now in problems)
-    config = json.dumps({"resources": {"dedup": {"config": {name: built for name, built, _ in problems}}}})
+    # the settings themselves: a derived figure (bands, rows_in_use) differs because one of them does
+    settable = {setting.name for setting in fields(Settings)}
     raise BatchOrderError(
         f"Cannot add batch {key} with other settings than the batches already in the index ({changed}): "
         "every batch of an index is deduplicated with one set of settings, as one run over all of them "
-        f"would be. Run it with the index's settings (--config-json '{config}'), or start a new index: "
-        f"`{forget_command(indexed[0].key)}` takes every batch out (or set DEDUP_DATABASE "
-        "to a new file)."
+        f"would be. Start a new index (`{forget_command(indexed[0].key)}` takes every batch out, or set "
+        "DEDUP_DATABASE to a new file), or run it with the index's settings.",
+        fix={name: built for name, built, _ in problems if name in settable},
     )
 
 

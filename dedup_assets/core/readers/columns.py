@@ -3,8 +3,6 @@ names the pipeline adds and against each other, and typed as the documents need 
 
 from __future__ import annotations
 
-import json
-import shlex
 from pathlib import Path
 
 import pyarrow as pa
@@ -58,12 +56,12 @@ def _refuse_clashing_names(
     taken = [name for name in names if name.lower() in _RESERVED]
     if taken:
         renamed = {**fields, **{f"input_{name}": name for name in taken}}
-        config = {"resources": {"dedup": {"config": {"fields": renamed}}}}
         raise InputError(
             f"{path}: the input has column(s) {', '.join(taken)}, named like the columns the pipeline "
             f"adds to every document ({', '.join(RESERVED_COLUMNS)}): the input's would be taken for "
             "the pipeline's, or hide them. Drop them from the input, or rename them with the fields "
-            f"setting (our name -> the input's), e.g. --config-json {shlex.quote(json.dumps(config))}"
+            "setting (our name -> the input's).",
+            fix={"fields": renamed},
         )
     lowered = [name.lower() for name in names]
     repeated = sorted({name for name in names if lowered.count(name.lower()) > 1})
@@ -117,6 +115,20 @@ def _refuse_non_text(path: Path, schema: pa.Schema, names: list[str]) -> None:
         )
 
 
+# the names a dump's own columns often have, for a required column it lacks
+_LIKELY = {"doc_id": ("id", "docid", "key", "uuid", "url"), "body": ("text", "content", "raw_content", "html")}
+
+
+def _likely_columns(missing: list[str], found: list[str]) -> dict[str, str]:
+    """Ours -> the file's column for each ``missing`` column: the first of ``found`` named as such
+    a column often is, else the most common such name (the message lists the file's columns)."""
+    lowered = {name.lower(): name for name in found}
+    return {
+        ours: next((lowered[name] for name in _LIKELY[ours] if name in lowered), _LIKELY[ours][0])
+        for ours in missing
+    }
+
+
 def extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataType]:
     """Columns beyond the six, across all files; a column typed differently by two files is text.
     A file without a required column is refused (:mod:`.input_contract`)."""
@@ -131,9 +143,9 @@ def extra_columns(paths: list[Path], policy: InputPolicy) -> dict[str, pa.DataTy
                 f"{path}: missing required column(s) {', '.join(missing)}. Found: "
                 f"{', '.join(found) or '(none)'}. Every input needs "
                 + " and ".join(REQUIRED_COLUMNS)
-                + " (source, domain, crawled_at, title and url are optional)"
-                + """; map yours with the fields setting, e.g. --config-json '{"resources": """
-                + """{"dedup": {"config": {"fields": {"doc_id": "id", "body": "text"}}}}}'"""
+                + " (source, domain, crawled_at, title and url are optional); map yours with the fields "
+                "setting (our name -> the input's).",
+                fix={"fields": {**policy.fields, **_likely_columns(missing, found)}},
             )
         for field_ in schema:
             if field_.name in BASE_COLUMNS or field_.name == "input_row":

@@ -73,10 +73,7 @@ class _Outside(Exception):
     """A request (a redirect's) the client was about to send outside the base: its URL."""
 
 
-_ACKNOWLEDGE = (
-    "set acknowledge_common_crawl_terms to true (--config-json '{\"resources\": {\"dedup\": {\"config\": "
-    "{\"acknowledge_common_crawl_terms\": true}}}}'), or set warc_base_url to a mirror or a local folder"
-)
+_ACKNOWLEDGE = "set warc_base_url to a mirror or a local folder, or acknowledge_common_crawl_terms to true"
 
 
 def is_common_crawl(url: str) -> bool:
@@ -96,7 +93,8 @@ def refuse_unacknowledged_terms(url: str, acknowledged: bool, what: str = "warc_
     if not acknowledged and is_common_crawl(url):
         raise InputError(
             f"{what} is Common Crawl's own endpoint ({url}), whose data may be used only under its "
-            f"terms of use: {COMMON_CRAWL_TERMS}. Read them, then {how}. Nothing was fetched."
+            f"terms of use: {COMMON_CRAWL_TERMS}. Read them, then {how}. Nothing was fetched.",
+            fix={"acknowledge_common_crawl_terms": True},  # written for the run's command by the launch layer
         )
 
 
