@@ -1,32 +1,39 @@
-"""``dedup``: the project's command line.
-
-- ``dedup run [--input PATH] [--job NAME] [--config-json JSON]``: the quiet one-shot run (``make run``).
-- ``dedup verify-release DIR``: checks a release folder against its ``manifest.json``.
-- ``dedup register-batches``: adds the batch folder's files as partitions of the Dagster instance.
-- ``dedup forget-batches KEY``: takes batch KEY and every later batch out of the incremental index.
-- ``dedup cdx-targets --crawl ID PATTERN... --out FILE``: a targets file of a crawl's HTML
-  captures of URL patterns, from a CDX API (Common Crawl's index by default).
-"""
+"""The ``dedup`` command line: parses the subcommand and runs it; the quiet run is ``launch.run``."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
+# where launch.run imports it from; it lives in entry_point, below every layer that uses it
+from .launch.entry_point import dedup_program  # noqa: F401
 
-def dedup_program() -> str:
-    """This ``dedup`` as a shell can call it from the working directory: the script beside this
-    Python (relative when it is below the working directory), else the module run by this Python."""
-    script = Path(sys.executable).with_name("dedup")
-    if not script.is_file():
-        return f"{shlex.quote(sys.executable)} -m dedup_assets.cli"
-    try:
-        return shlex.quote(str(script.relative_to(Path.cwd())))
-    except ValueError:
-        return shlex.quote(str(script))
+DISTRIBUTION = "dedup-assets"  # pyproject.toml's project name
+COMMANDS = {
+    "run": "run the deduplication graph quietly, with a summary at the end (what make run runs)",
+    "verify-release": "check a release folder against its manifest.json",
+    "register-batches": "add the batch folder's files as partitions of the Dagster instance",
+    "forget-batches": "take a batch and every later one out of the incremental index",
+    "cdx-targets": "write a targets file of a crawl's HTML captures of URL patterns, from a CDX API",
+}
+USAGE = "usage: dedup [--help] [--version] {" + ",".join(COMMANDS) + "} ..."
+HELP = "\n".join([
+    USAGE,
+    "",
+    "Near-duplicate removal for web text, on Dagster and DuckDB.",
+    "",
+    "commands:",
+    *(f"  {name:<17} {text}" for name, text in COMMANDS.items()),
+    "",
+    "options:",
+    "  -h, --help        show this help and exit",
+    "  --version         show the version and exit",
+    "",
+    "Each command has its own help: dedup COMMAND --help.",
+])
 
 
 def verify_release_command(argv: list[str]) -> int:
@@ -172,10 +179,16 @@ def cdx_targets_command(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    commands = ("run", "verify-release", "register-batches", "forget-batches", "cdx-targets")
-    if not argv or argv[0] not in commands:
-        print(f"usage: dedup {{{','.join(commands)}}} ...\n\n{__doc__}", file=sys.stderr)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    if argv[:1] in (["-h"], ["--help"]):
+        print(HELP)
+        return 0
+    if argv[:1] == ["--version"]:
+        print(f"dedup {version(DISTRIBUTION)}")
+        return 0
+    if not argv or argv[0] not in COMMANDS:
+        problem = f"unknown command {argv[0]!r}" if argv else "a command is needed"
+        print(f"{USAGE}\ndedup: error: {problem}; dedup --help lists them.", file=sys.stderr)
+        return 2
     if argv[0] == "verify-release":
         return verify_release_command(argv[1:])
     if argv[0] == "register-batches":

@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import duckdb
@@ -18,6 +19,7 @@ from .conftest import FIXTURE, PROJECT_ROOT, document, write_csv, fixture_with_a
 
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 DG = str(Path(sys.executable).parent / "dg")
+DEDUP = str(Path(sys.executable).parent / "dedup")
 MODULE = ["-m", "dedup_assets.definitions"]
 
 
@@ -296,3 +298,16 @@ def test_the_quiet_run_ends_on_a_failed_check_in_its_own_words(cli_env, tmp_path
     assert lines[-1] == "Error: check fixture_contract on manifest failed: cluster_count: expected 13, got 12"
     assert "Stack Trace" not in result.stderr
 
+
+def test_dedup_help_is_plain_text_on_stdout_and_version_prints_the_version():
+    helped = run_command([DEDUP, "--help"], {})
+    assert helped.returncode == 0 and helped.stderr == ""
+    assert helped.stdout.startswith("usage: dedup [--help] [--version] {run,verify-release,")
+    assert "\n  run               run the deduplication graph quietly" in helped.stdout and "``" not in helped.stdout
+    for command in ("run", "verify-release", "register-batches", "forget-batches", "cdx-targets"):
+        sub = run_command([DEDUP, command, "--help"], {})
+        assert sub.returncode == 0 and sub.stdout.startswith(f"usage: dedup {command}") and "``" not in sub.stdout
+    shown = run_command([DEDUP, "--version"], {})
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, f"dedup {version('dedup-assets')}\n", "")
+    bare = run_command([DEDUP], {})
+    assert bare.returncode == 2 and bare.stdout == "" and bare.stderr.startswith("usage: dedup ")
