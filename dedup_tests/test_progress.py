@@ -48,6 +48,19 @@ def test_without_a_total_the_line_says_what_is_done_and_the_rate(monkeypatch):
     clock.now += 8.0
     progress.advance(12)
     assert lines == ["documents: 12 input records read, 1.5 a second"]
+    clock.now += 2.0
+    progress.finish("storing them")  # the step goes on: the last line says what it does now
+    assert lines[-1] == "documents: 12 input records read in 10 s; storing them"
+
+
+def test_a_step_that_said_nothing_says_nothing_when_it_finishes(monkeypatch):
+    monkeypatch.setattr(streams, "PROGRESS_SECONDS", 5.0)
+    clock, lines = FakeClock(), []
+    progress = ThroughputLog(lines.append, "documents", None, "input records read", clock)
+    clock.now += 1.0
+    progress.advance(12)
+    progress.finish("storing them")
+    assert lines == []
 
 
 def test_every_long_step_reports_progress_and_the_release_is_the_same(tmp_path, monkeypatch):

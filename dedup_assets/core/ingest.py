@@ -66,6 +66,7 @@ def document_stream(
         progress.advance(stats.rows - read)
         read = stats.rows
         yield batch
+    progress.finish("storing them (documents, rejected_documents)")
 
 
 def build_documents(

@@ -66,6 +66,7 @@ class ThroughputLog:
         self.interval = PROGRESS_SECONDS
         self.started = self.last = clock()
         self.done = 0
+        self.said = False
         self._lock = threading.Lock()
 
     def advance(self, count: int) -> None:
@@ -74,7 +75,7 @@ class ThroughputLog:
             now = self.clock()
             if now - self.last < self.interval:
                 return
-            self.last = now
+            self.last, self.said = now, True
             rate = self.done / (now - self.started) if now > self.started else 0.0
             pace = f"{rate:,.0f}" if rate >= 10 else f"{rate:,.1f}"
             if self.total is None:
@@ -82,6 +83,14 @@ class ThroughputLog:
                 return
             remaining = f"about {(self.total - self.done) / rate:,.0f} s to go" if rate else "time to go not known yet"
             self.log(f"{self.label}: {self.done:,}/{self.total:,} {self.unit}, {pace} a second, {remaining}")
+
+    def finish(self, then: str) -> None:
+        """Where a line was said, one more: all is done, and ``then``, what the step does next,
+        so that a step that goes on after its count (storing what it read) is not left at a
+        line that was not its last."""
+        with self._lock:
+            if self.said:
+                self.log(f"{self.label}: {self.done:,} {self.unit} in {self.clock() - self.started:,.0f} s; {then}")
 
 
 class RunStopped(KeyboardInterrupt):
