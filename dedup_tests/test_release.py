@@ -450,3 +450,21 @@ def test_an_output_folder_a_release_cannot_replace_is_refused_when_the_run_start
         assert result.stderr.splitlines()[-1].startswith(f"Error: {message}"), result.stderr[-2000:]
         assert "documents (" not in result.stderr and not database.exists()
     assert (other / "thesis.tex").read_text() == "years of work"
+
+
+def test_a_csv_edited_after_documents_read_it_stops_the_release_and_a_touch_does_not(runner, tmp_path):
+    """The input's stamps (size, times, inode) are taken as it is read; at release a file whose
+    stamp differs is hashed again: touched only, the release is published; edited, nothing is."""
+    path = tmp_path / "in.csv"
+    path.write_bytes(FIXTURE.read_bytes())
+    assert runner.run(path).success
+    published = sha256_of_files(runner.output_dir)
+    os.utime(path)  # a new modification time, the same bytes
+    assert runner.run(path, selection="manifest").success
+    path.write_bytes(FIXTURE.read_bytes().replace(b"billing", b"invoices"))
+    result = runner.run(path, selection="manifest", raise_on_error=False)
+    assert not result.success
+    message = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"{path}: changed since documents read it (its size, modification time or inode differ, and the input's sha256 is now " in message
+    assert "The release was not written: the release folder holds the last whole one." in message
+    assert sha256_of_files(runner.output_dir) == published

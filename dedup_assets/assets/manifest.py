@@ -6,7 +6,7 @@ from ..core.readers import InputFile
 from ..core.publish import publish_release
 from ..launch.user_messages import user_errors
 from ..core.store import TableBuild
-from ..core.tables import INPUT_SKIPPED_FILES, PIPELINE_TABLES, READ_IN_PLACE
+from ..core.tables import INPUT_SKIPPED_FILES, INPUT_STAMPS, PIPELINE_TABLES
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .asset_common import GROUP, KINDS, checked_lineage
@@ -27,14 +27,14 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
     tables = warehouse.tables
     input_file = InputFile(
         lineage["input_path"], lineage["input_byte_size"], lineage["input_sha256"],
-        tuple(lineage.get(INPUT_SKIPPED_FILES, ())),
+        tuple(lineage.get(INPUT_SKIPPED_FILES, ())), tuple(tuple(stamp) for stamp in lineage.get(INPUT_STAMPS, ())),
     )
     output_dir = dedup.output_folder()
     with user_errors(), warehouse.cursor() as cursor:
         pressure = BucketPressure.from_lineage(lineage) or bucket_pressure(cursor, tables)
         written = publish_release(
             cursor, tables, output_dir, settings, input_file, pressure,
-            database=warehouse.path, log=context.log.info, input_read_in_place=bool(lineage.get(READ_IN_PLACE)),
+            database=warehouse.path, log=context.log.info,
             settings_sources=dedup.settings_sources(),
         )
     counts = written["counts"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,6 +27,7 @@ from .readers import (
     InputFile,
     InputStats,
     bodies_in_place,
+    changed_files,
     describe_input,
     document_batches,
     document_rows,
@@ -241,22 +242,24 @@ def input_identity(path: Path, source_format: str | None) -> Iterator[Future[Inp
 Written = TypeVar("Written")
 
 
-@contextmanager
-def confirmed_input(input_file: InputFile, source_format: str | None, rehash: bool) -> Iterator[Callable[[Written], Written]]:
-    """A function to pass a finished release through. With ``rehash`` (documents read the
-    input's bodies in place), the input is hashed again in a second thread meanwhile, and the
-    function raises :class:`InputError` if it is no longer the input documents read, so that
-    the release is not switched in; otherwise it returns the release as given."""
-    with input_identity(Path(input_file.path), source_format) if rehash else nullcontext() as again:
-
-        def confirm(written: Written) -> Written:
-            if again is not None and again.result().sha256 != input_file.sha256:
-                raise InputError(
-                    f"{input_file.path}: its sha256 is now {again.result().sha256}, not the "
-                    f"{input_file.sha256} documents read, and documents reads its bodies from it "
-                    "(parquet_bodies: in_place). The release was not written. Restore the file, or "
-                    "re-materialize documents and everything downstream of it."
-                )
-            return written
-
-        yield confirm
+def confirmed_input(input_file: InputFile, source_format: str | None, written: Written) -> Written:
+    """``written``, a finished release not yet switched in, if the input is still what documents
+    read: each file's stamp (size, modification and change time, inode) is as it was, or, where
+    one differs, the input hashes as it did. Else :class:`InputError` naming the file, so that
+    nothing is published. Hashing again only where a stamp differs spares a second read of the
+    input on every run."""
+    changed = changed_files(input_file)
+    if not changed:
+        return written
+    try:
+        now = describe_input(Path(input_file.path), source_format).sha256
+    except InputError:  # a file gone, or no longer readable
+        now = "(unreadable)"
+    if now != input_file.sha256:
+        raise InputError(
+            f"{changed[0]}: changed since documents read it (its size, modification time or inode "
+            f"differ, and the input's sha256 is now {now}, not the {input_file.sha256} documents read). "
+            "The release was not written: the release folder holds the last whole one. Restore the "
+            "file, or run documents and everything after it again to read it as it is now."
+        )
+    return written

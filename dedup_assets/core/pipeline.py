@@ -118,7 +118,6 @@ def run_library(
                 written = publish_release(
                     connection, tables, Path(output_dir), settings, ingested.input_file, pressure,
                     database=database_path, log=log, settings_sources=sources,
-                    input_read_in_place=bool(ingested.stats.read_in_place),
                 )
             counts = written["counts"]
     return {

@@ -286,20 +286,19 @@ def publish_release(
     database: str,
     log: Callable[[str], None],
     settings_sources: dict,
-    input_read_in_place: bool = False,
 ) -> dict:
-    """:func:`write_release` through :func:`publish`: the manifest of the release switched in.
-    With ``input_read_in_place``, a release whose input has changed is refused before the switch
+    """:func:`write_release` through :func:`publish`: the manifest of the release switched in. A
+    release whose input has changed since documents read it is refused before the switch
     (:func:`ingest.confirmed_input`)."""
-    with confirmed_input(input_file, settings.source_format, input_read_in_place) as confirm:
-        return publish(
-            output_dir,
-            lambda folder: confirm(
-                write_release(connection, tables, folder, settings, input_file, pressure, settings_sources, log)
-            ),
-            database,
-            log,
-        )
+    return publish(
+        output_dir,
+        lambda folder: confirmed_input(
+            input_file, settings.source_format,
+            write_release(connection, tables, folder, settings, input_file, pressure, settings_sources, log),
+        ),
+        database,
+        log,
+    )
 
 
 def publish_batch_release(

@@ -35,7 +35,7 @@ from .readers import InputFile, InputStats
 from .settings import Settings
 from .store import TableBuild, read_lineage, write_table
 from .streams import stop_on_signals
-from .tables import DOCUMENT_ROWS, HOT_BUCKETS, INPUT_SKIPPED_FILES, READ_IN_PLACE, Tables, beside
+from .tables import DOCUMENT_ROWS, HOT_BUCKETS, INPUT_SKIPPED_FILES, INPUT_STAMPS, READ_IN_PLACE, Tables, beside
 
 Lineage = Mapping | Callable[[], Mapping]
 # (table name in the run's schema, its build, the step's own lineage) -> rows written
@@ -99,7 +99,10 @@ def ingest(run: StepRun, path: Path) -> Ingested:
             found = identity.result()
             in_place = {READ_IN_PLACE: stats.read_in_place} if stats.read_in_place else {}
             skipped = {INPUT_SKIPPED_FILES: list(found.skipped)} if found.skipped else {}
-            return {"input_sha256": found.sha256, "input_byte_size": found.byte_size, **in_place, **skipped}
+            return {
+                "input_sha256": found.sha256, "input_byte_size": found.byte_size, INPUT_STAMPS: [list(s) for s in found.stamps],
+                **in_place, **skipped,
+            }
 
         documents = run.write("documents", run.engine.documents(build), input_lineage)
         rejected = run.write("rejected_documents", build_rejected_documents(stats), input_lineage)

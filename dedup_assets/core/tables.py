@@ -51,6 +51,8 @@ HOT_BUCKETS = "hot_buckets"
 READ_IN_PLACE = "input_read_in_place"
 # the documents lineage entry naming the files of an input folder that no reader reads
 INPUT_SKIPPED_FILES = "input_skipped_files"
+# the documents lineage entry with each input file's stamp before it was hashed (InputFile.stamps)
+INPUT_STAMPS = "input_stamps"
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,29 @@ class InputFile:
     sha256: str
     # the files of an input folder that no reader reads, left out (relative to the folder)
     skipped: tuple[str, ...] = ()
+    # each file's (path, bytes, mtime_ns, inode, ctime_ns), taken before it was hashed: a file
+    # whose stamp differs later may have changed since, and is hashed again (changed_files)
+    stamps: tuple[tuple[str, int, int, int, int], ...] = ()
+
+
+def file_stamp(path: Path) -> tuple[str, int, int, int, int]:
+    found = path.stat()
+    return str(path), found.st_size, found.st_mtime_ns, found.st_ino, found.st_ctime_ns
+
+
+def changed_files(input_file: InputFile) -> list[str]:
+    """The input's files whose size, modification or change time or inode differ from their
+    stamps, or that are gone. Every file when there are no stamps (tables of an older version)."""
+    if not input_file.stamps:
+        return [input_file.path]
+    changed = []
+    for stamp in input_file.stamps:
+        try:
+            if file_stamp(Path(stamp[0])) != tuple(stamp):
+                changed.append(stamp[0])
+        except OSError:
+            changed.append(stamp[0])
+    return changed
 
 
 def file_sha256(path: Path) -> str:
@@ -45,13 +68,14 @@ def describe_input(source: Path, source_format: str | None = None) -> InputFile:
     paths = input_files(source, source_format, skipped=skipped)
     for path in paths:
         check_file(path, source_format)
+    stamps = tuple(file_stamp(path) for path in paths)
     if paths == [source]:
-        return InputFile(str(source), source.stat().st_size, file_sha256(source))
+        return InputFile(str(source), stamps[0][1], file_sha256(source), stamps=stamps)
     digest = hashlib.sha256()
     for path in paths:
         digest.update(f"{path}\0{file_sha256(path)}\n".encode("utf-8"))
     names = tuple(str(path.relative_to(source)) for path in skipped)
-    return InputFile(str(source), sum(path.stat().st_size for path in paths), digest.hexdigest(), names)
+    return InputFile(str(source), sum(stamp[1] for stamp in stamps), digest.hexdigest(), names, stamps)
 
 
 def skipped_files_line(skipped: list[Path]) -> str:
