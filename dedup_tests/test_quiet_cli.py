@@ -136,3 +136,46 @@ def test_a_run_in_a_project_folder_writes_only_ignored_files_and_says_no_warning
     output = result.stdout + result.stderr
     for noise in ("Warning", "warning:", "did not yield", "Not executing", "Traceback"):
         assert noise not in output, noise
+
+
+def test_the_summary_ends_with_the_release_and_commands_that_open_and_check_it(cli_env, tmp_path):
+    """Where the release went and how to open it, as the summary's last lines; each command runs
+    as pasted, from where the run was started, into a release folder whose name has a space."""
+    env = {**cli_env, "DEDUP_OUTPUT_DIR": str(tmp_path / "my release")}
+    result = run_command([DEDUP, "run"], env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    release, opens, why = result.stdout.splitlines()[-3:]
+    # below the working directory, the release is named as the user would type it
+    assert release.startswith("Release files in my release/ (manifest.json lists them; ")
+    check = release.split("lists them; ", 1)[1].removesuffix(" checks them).")
+    checked = subprocess.run(["bash", "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0 and "every file matches manifest.json" in checked.stdout, checked.stderr
+    assert opens.startswith("  kept documents: my release/deduped_documents/, e.g. ")
+    shown = subprocess.run(
+        ["bash", "-c", opens.split(", e.g. ", 1)[1]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "billing-canonical" in shown.stdout and "cluster_size" in shown.stdout
+    assert why == "  why each page was kept or removed: my release/clusters.csv"
+
+
+@pytest.mark.slow
+def test_the_recall_hint_names_what_falls_short_and_its_dedup_yaml_line_raises_it(cli_env, tmp_path):
+    """Light edits: the summary's recall hint names the figures below min_recall and the setting
+    that finds more, as a dedup.yaml line; written there, the next plain run finds more."""
+    pages = light_edit_pages(tmp_path / "pages.csv")
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {key: value for key, value in cli_env.items() if key != "DEDUP_SETTINGS"}  # dedup.yaml of the cwd
+    first = run_command([DEDUP, "run", "--input", str(pages)], env, cwd=project)
+    assert first.returncode == 0, first.stderr[-3000:]
+    hint = next(line for line in first.stdout.splitlines() if line.startswith("  recall hint"))
+    # every true pair is a near copy here, so the near-copy figure is the total's, named once
+    assert hint.startswith("  recall hint            recall 0.") and "near-copy" not in hint, hint
+    assert "recall in Jaccard band [0.7, 0.8) 0." in hint and "below min_recall 0.9" in hint, hint
+    line = hint.split("add to dedup.yaml to find more: ", 1)[1]
+    assert line == 'preset: "web"'
+    (project / "dedup.yaml").write_text(line + "\n")
+    again = run_command([DEDUP, "run", "--input", str(pages)], env, cwd=project)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _audited_recall(env) > 0.95 and "recall hint" not in again.stdout, again.stdout

@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -27,8 +28,9 @@ from dotenv import load_dotenv  # noqa: E402
 
 from ..assets.metadata import percent_fewer  # noqa: E402
 from ..core.release import MANIFEST_FILE  # noqa: E402
+from ..core.shell import python_command, sql_literal  # noqa: E402
 from ..definitions import defs  # noqa: E402
-from .entry_point import DEDUP, ENTRY  # noqa: E402
+from .entry_point import DEDUP, ENTRY, dedup_program  # noqa: E402
 from .user_messages import last_sentence, refused, user_message  # noqa: E402
 from .jobs import PIPELINE_JOBS  # noqa: E402
 from .run_health import fail_dead_runs, new_run  # noqa: E402
@@ -49,6 +51,7 @@ STOPPED = (
 
 # checks that compare the run with something else, and pass only when they could compare
 COMPARISONS = ("fixture_contract", "same_as_incremental")
+RECALL_CHECK = "recall_reaches_min_recall"
 
 
 class _Console(logging.Handler):
@@ -61,6 +64,7 @@ class _Console(logging.Handler):
         self.errors: list[str] = []
         self.bugs: list = []  # errors that are not refusals: their stack trace is worth keeping
         self.checks_passed = 0
+        self.more_recall: dict | None = None  # the recall check's shortfalls and fix, for the summary
         self.said: set[str] = set()  # steps' messages, so that a check saying the same is not repeated
         self.compiles = CompileWatch()
 
@@ -82,6 +86,8 @@ class _Console(logging.Handler):
                 if data.check_name in COMPARISONS:  # what it compared with is news to the user
                     _say(f"{data.check_name}: {data.description}")
             elif data.severity == AssetCheckSeverity.WARN:  # a warning, said now; the run goes on
+                if data.check_name == RECALL_CHECK:
+                    self.more_recall = {name: entry.value for name, entry in data.metadata.items()}
                 said = " (said above)" if data.description in self.said else f": {data.description}"
                 _say(f"warning: check {data.check_name} on {data.asset_key.path[-1]}{said}")
             else:
@@ -130,7 +136,7 @@ def _say(line: str) -> None:
     print(f"  {line}", file=sys.stderr, flush=True)
 
 
-def _summary(manifest: dict, output_dir: str) -> str:
+def _summary(manifest: dict, output_dir: str, more_recall: dict | None = None) -> str:
     counts, rejected = manifest["counts"], manifest["rejected_by_reason"]
     audit, evaluation = manifest["recall_audit"], manifest["evaluation"]
     rows = [
@@ -167,12 +173,46 @@ def _summary(manifest: dict, output_dir: str) -> str:
             f"{near['recall']} ({near['found_pairs']:,} of {near['true_pairs']:,} {near['counts']}; "
             f"95% interval {near['ci_low']}–{near['ci_high']})",
         ))
+    if more_recall and more_recall["below_min_recall"]:
+        below = ", ".join(f"{name} {value}" for name, value in more_recall["below_min_recall"].items())
+        fix = more_recall["more_recall"]
+        rows.append((
+            "recall hint",
+            f"{below} below min_recall {manifest['settings']['min_recall']}"
+            + (
+                "; add to dedup.yaml to find more: " + ", ".join(f"{name}: {json.dumps(value)}" for name, value in fix.items())
+                if fix
+                else "; no other bands find more (recall_audit lists the missed pairs)"
+            ),
+        ))
     if evaluation["evaluated"]:
         figures = {name: evaluation[name] for name in ("precision", "recall", "f1", "adjusted_rand_index")}
         rows.append(("against your labels", ", ".join(f"{k} {v}" for k, v in figures.items() if v is not None)))
     width = max(len(name) for name, _ in rows)
     lines = [f"  {name.ljust(width)}  {value}" for name, value in rows]
-    return "\n".join(["", *lines, "", f"Release files in {output_dir}/ (manifest.json lists them)."])
+    return "\n".join(["", *lines, "", *_where(Path(output_dir))])
+
+
+def _where(release: Path) -> list[str]:
+    """Where the release is and a command that opens it, as the summary's last lines."""
+    release = _below_here(release)
+    kept = release / "deduped_documents"
+    query = f"select doc_id, cluster_size from read_parquet({sql_literal(f'{kept}/*.parquet')}) limit 10"
+    python = shlex.quote(str(_below_here(Path(sys.executable))))
+    return [
+        f"Release files in {release}/ (manifest.json lists them; {dedup_program()} verify-release "
+        f"{shlex.quote(str(release))} checks them).",
+        f"  kept documents: {kept}/, e.g. {python_command(f'import duckdb; duckdb.sql({chr(34)}{query}{chr(34)}).show()', python)}",
+        f"  why each page was kept or removed: {release / 'clusters.csv'}",
+    ]
+
+
+def _below_here(path: Path) -> Path:
+    """``path`` relative to the working directory when it is below it, as a user would type it."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _instance() -> DagsterInstance:
@@ -272,5 +312,5 @@ def main(argv: list[str]) -> int:
     with open(Path(output_dir) / MANIFEST_FILE, encoding="utf-8") as handle:
         manifest = json.load(handle)
     _say(f"checks passed: {console.checks_passed}")
-    print(_summary(manifest, output_dir))
+    print(_summary(manifest, output_dir, console.more_recall))
     return 0
