@@ -16,7 +16,7 @@ from dedup_assets.core.readers import (
     read_documents,
 )
 
-from .conftest import THEIR_NAMES, FIXTURE, document, write_csv
+from .conftest import THEIR_NAMES, FIXTURE, GraphRunner, document, write_csv
 
 
 def test_fixture_reads_in_file_order_with_utc_timestamps_and_row_numbers():
@@ -175,3 +175,20 @@ def test_bytes_that_are_not_utf8_are_replaced_and_counted(tmp_path):
 def test_input_records_are_counted_independently(tmp_path):
     path = write_csv(tmp_path / "in.csv", [document(f"d{i}", 'multi\nline "quoted"') for i in range(7)])
     assert count_input_records(path) == 7
+
+
+def test_a_release_folder_as_input_reads_its_kept_documents_with_their_clusters_as_input_columns(tmp_path):
+    """docs/input-formats.md: an old release, named as the input, is read again: its kept
+    documents only (not its other tables and reports), their cluster_id and cluster_size kept as
+    the input's own input_cluster_id and input_cluster_size."""
+    first = GraphRunner(tmp_path / "first")
+    assert first.run(FIXTURE).success
+    again = GraphRunner(tmp_path / "again")
+    assert again.run(first.output_dir).success
+    documents = again.table("documents")
+    kept = first.table("deduped_documents")
+    assert documents["doc_id"].tolist() == kept["doc_id"].tolist()
+    assert documents["input_cluster_id"].tolist() == kept["cluster_id"].tolist()
+    assert set(documents["source_file"].map(lambda name: Path(name).parent.name)) == {"deduped_documents"}
+    # the kept documents are distinct: nothing more to remove
+    assert again.manifest()["counts"]["removed_document_rows"] == 0

@@ -10,6 +10,7 @@ import pyarrow as pa
 from ..input_settings import InputPolicy
 from .input_contract import BASE_COLUMNS, REQUIRED_COLUMNS, TEXT_COLUMNS
 from .protocol import RESERVED_COLUMNS, InputError, Reader
+from .files import is_release_part
 from .registry import reader_for
 
 # DuckDB, which stores the documents, tells column names apart without case
@@ -82,6 +83,8 @@ def mapped_schema(path: Path, reader: Reader, fields: dict[str, str]) -> tuple[p
     if not reader.columns_from_file:
         return schema, schema.names
     own = own_columns(reader, schema.names)
+    if is_release_part(path):  # a release read again: its clusters become the input's own columns
+        fields = {**{f"input_{name}": name for name in own if name.lower() in _RESERVED}, **fields}
     renames = _renamed(path, own, fields)
     mapped = [renames.get(name, name) for name in own]
     _refuse_clashing_names(path, mapped, renames, fields)

@@ -56,6 +56,23 @@ def changed_files(input_file: InputFile) -> list[str]:
     return changed
 
 
+# A release folder (core/release.py writes it) given as input is read as its kept documents:
+# the Parquet parts of this folder beside its manifest, not its other tables and reports
+RELEASE_MANIFEST, RELEASE_KEPT = "manifest.json", "deduped_documents"
+
+
+def release_parts(folder: Path) -> list[Path]:
+    """The kept documents' parts of a release folder, in order; empty for any other folder."""
+    kept = folder / RELEASE_KEPT
+    if not (folder / RELEASE_MANIFEST).is_file() or not kept.is_dir():
+        return []
+    return sorted(kept.glob("part-*.parquet"))
+
+
+def is_release_part(path: Path) -> bool:
+    return path.parent.name == RELEASE_KEPT and (path.parent.parent / RELEASE_MANIFEST).is_file()
+
+
 def file_sha256(path: Path) -> str:
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
@@ -126,6 +143,8 @@ def input_files(
         is_folder = source.is_dir()
     except PermissionError:  # a folder above it cannot be entered
         raise unreadable(source) from None
+    if is_folder and release_parts(source):
+        return release_parts(source)
     if is_folder:
         written: list[Path] = []
         found = [(path, matching_reader(path, source_format)) for path in _walk(source, written) if path.is_file()]
@@ -186,8 +205,9 @@ def _walk(root: Path, left_out: list[Path], pattern: tuple[str, ...] | None = No
         pending.extend(reversed(subfolders))
 
 
-# beside a release folder ``out``: its lock (kept), and what a killed switch leaves
-_RELEASE_SIBLING = re.compile(r"\.(.+)\.(lock|staging-\d+|previous-\d+)")
+# beside a release folder ``out`` (a link to its current release): its lock (kept), its
+# releases, and what a killed switch leaves (publish.py)
+_RELEASE_SIBLING = re.compile(r"\.(.+)\.(lock|releases|staging-\d+|previous-\d+|pointer-\d+)")
 _DUCKDB_MAGIC = b"DUCK"  # at byte 8 of a DuckDB database file
 
 
