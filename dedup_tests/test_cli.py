@@ -115,23 +115,30 @@ def _refusal_without_traceback(result: subprocess.CompletedProcess, message: str
 THRESHOLD_09 = '{"resources": {"dedup": {"config": {"jaccard_threshold": 0.9}}}}'
 
 
+def _printed_run(result: subprocess.CompletedProcess) -> list[str]:
+    """The command a refusal gives (``Run: …``), as the shell splits it."""
+    return shlex.split(re.search(r"^Run: (dagster .*)$", result.stderr, flags=re.M).group(1))
+
+
 def test_fresh_database_single_asset_says_how_to_build_upstream_and_that_command_runs(cli_env):
     result = materialize(cli_env, *MODULE, "--select", "deduped_documents")
     _refusal_without_traceback(result, "has not been materialized into this database")
-    assert "\nRun: dagster asset materialize -m dedup_assets.definitions --select '*deduped_documents'\n" in result.stderr
     # the command as printed, run as a user would paste it (it selects documents but not
-    # rejected_documents, so the documents step runs as a subset of its multi-asset)
-    printed = re.search(r"^Run: (dagster asset materialize .*)$", result.stderr, flags=re.M).group(1)
-    built = run_command([DAGSTER, *shlex.split(printed)[1:]], cli_env)
+    # rejected_documents, so the documents step runs as a subset of its multi-asset); the input,
+    # named by DEDUP_INPUT, goes with it
+    printed = _printed_run(result)
+    assert printed[:7] == ["dagster", "asset", "materialize", "-m", "dedup_assets.definitions", "--select", "*deduped_documents"]
+    assert json.loads(printed[-1]) == {"resources": {"dedup": {"config": {"input_path": cli_env["DEDUP_INPUT"]}}}}
+    built = run_command([DAGSTER, *printed[1:]], cli_env)
     assert built.returncode == 0, built.stderr[-3000:]
     assert (_rows(cli_env, "documents"), _rows(cli_env, "deduped_documents")) == (24, 12)
     # other settings than the stored tables': refused the same way, with the rebuild that carries them
     stale = materialize(cli_env, *MODULE, "--select", "deduped_documents", "--config-json", THRESHOLD_09)
     _refusal_without_traceback(stale, "Cannot build deduped_documents from tables made with other settings")
-    assert (
-        "\nRun: dagster asset materialize -m dedup_assets.definitions --select 'scored_pairs*' --config-json "
-        f"'{THRESHOLD_09}'\n"
-    ) in stale.stderr
+    rebuild = _printed_run(stale)
+    assert rebuild[5:7] == ["--select", "scored_pairs*"]
+    config = {"input_path": cli_env["DEDUP_INPUT"], "jaccard_threshold": 0.9}
+    assert json.loads(rebuild[-1]) == {"resources": {"dedup": {"config": config}}}
 
 
 def test_documents_alone_writes_and_records_rejected_documents_too(cli_env):

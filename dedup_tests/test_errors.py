@@ -7,7 +7,7 @@ import shlex
 import pyarrow as pa
 import pytest
 import yaml
-from dagster import Failure
+from dagster import DagsterEventType, DagsterInstance, Failure, asset, materialize
 
 from dedup_assets.core.batches import BatchError
 from dedup_assets.core.errors import DedupError, InconsistentTables
@@ -60,6 +60,13 @@ def test_tables_that_disagree_say_what_to_materialize_again():
         list_matrix(ragged)
 
 
+@pytest.fixture(autouse=True)
+def _a_shell_without_our_variables(monkeypatch):
+    # what a fix prints depends on them, and a developer's shell may set them
+    monkeypatch.delenv(ENTRY, raising=False)
+    monkeypatch.delenv("DEDUP_INPUT", raising=False)
+
+
 # the fix for an input whose columns are id and text, written for each entry point
 FIELDS = {"fields": {"doc_id": "id", "body": "text"}}
 YAML_LINES = "  fields:\n    doc_id: id\n    body: text"
@@ -84,7 +91,6 @@ def _config(command: str) -> dict:
     ],
 )
 def test_the_entry_point_is_told_by_the_command_line(argv, entry, monkeypatch):
-    monkeypatch.delenv(ENTRY, raising=False)
     assert entry_point(argv) == entry
     monkeypatch.setenv(ENTRY, "make")  # make run says so, whatever the process's arguments
     assert entry_point(argv) == "make"
@@ -150,3 +156,38 @@ def test_a_refusal_without_a_fix_is_its_message_and_one_with_a_fix_adds_it(monke
     with pytest.raises(Failure) as raised, user_errors():
         raise InputError("Map them.", fix=FIELDS)
     assert raised.value.description == refusal_text(InputError("Map them.", fix=FIELDS))
+
+
+def test_an_input_named_by_a_variable_goes_with_the_one_run_command(monkeypatch):
+    """`DEDUP_INPUT=pages.csv dagster asset materialize …` lasts one command: the command a fix
+    prints names the input itself, unless the command or its config already does."""
+    monkeypatch.setenv("DEDUP_INPUT", "pages.csv")
+    dagster = ["/p/.venv/bin/dagster", "asset", "materialize", "--select", "documents"]
+    once = how_to_fix(FIELDS, entry="dagster", argv=dagster).split("\n")[0]
+    assert _config(once)["resources"]["dedup"]["config"] == {"input_path": "pages.csv", **FIELDS}
+    dedup = ["/p/.venv/bin/dedup", "run", "--input", "pages.csv"]
+    assert _config(how_to_fix(FIELDS, entry="dedup", argv=dedup).split("\n")[0]) == {"resources": {"dedup": {"config": FIELDS}}}
+    assert "input_path" not in how_to_fix(FIELDS, entry="make")  # the same make command names it again
+
+
+def test_a_refusal_is_recorded_without_a_stack_trace_and_a_bug_with_one():
+    @asset
+    def refused() -> None:
+        with user_errors():
+            raise InputError("Map them.", fix=FIELDS)
+
+    @asset
+    def buggy() -> None:
+        with user_errors():
+            raise KeyError("a bug")
+
+    errors = {}
+    with DagsterInstance.ephemeral() as instance:
+        for step in (refused, buggy):
+            result = materialize([step], instance=instance, raise_on_error=False)
+            # as the run's log has it: what the console prints and the UI shows
+            [entry] = instance.all_logs(result.run_id, of_type=DagsterEventType.STEP_FAILURE)
+            errors[step.key.path[-1]] = entry.dagster_event.step_failure_data.error
+    assert errors["refused"].cls_name == "Failure" and errors["refused"].stack == []
+    assert errors["refused"].message.startswith("dagster._core.definitions.events.Failure: Map them.\nAdd to the run config")
+    assert errors["buggy"].stack  # a bug keeps the trace that finds it

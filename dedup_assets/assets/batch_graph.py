@@ -4,7 +4,7 @@ of the ``incremental`` schema; ``batch_release`` adds it to the index in one tra
 writes its release, so a batch that fails half way leaves the index as it was."""
 
 
-from dagster import AssetExecutionContext, AssetSpec, Failure, MaterializeResult, MetadataValue, asset, multi_asset
+from dagster import AssetExecutionContext, AssetSpec, MaterializeResult, MetadataValue, asset, multi_asset
 
 from ..batch_runs.batch_partitions import BATCHES, folder_batches
 from ..core.batches import Batch, key_path_name
@@ -18,7 +18,7 @@ from ..core.lsh import FOUND_BY
 from ..core.publish import publish_batch_release
 from ..core.store import read_lineage, table_exists
 from ..core.summary import reason_counts
-from ..launch.user_messages import user_errors
+from ..launch.user_messages import refusal, user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .metadata import markdown_table, preview, scalar, table_metadata
@@ -51,16 +51,16 @@ def _staged_lineage(context: AssetExecutionContext, dedup: DedupSettings, wareho
     rebuild = batch_command(key)
     if lineage.get("batch_key") != key:
         held = f"batch {lineage['batch_key']}" if "batch_key" in lineage else "no batch"
-        raise Failure(
-            description=f"{table} holds {held}, not batch {key}: stage batch {key} from its first "
+        raise refusal(
+            f"{table} holds {held}, not batch {key}: stage batch {key} from its first "
             f"step: {rebuild}"
         )
     with user_errors():
         current = index_settings(dedup.settings())
     changed = [name for name in current if lineage.get(name) != current[name]]
     if changed:
-        raise Failure(
-            description=f"{table} was staged with other settings than this run's ({', '.join(changed)}): "
+        raise refusal(
+            f"{table} was staged with other settings than this run's ({', '.join(changed)}): "
             f"stage batch {key} again from its first step with this run's settings: {rebuild}"
         )
     return lineage

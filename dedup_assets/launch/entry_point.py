@@ -1,7 +1,7 @@
 """The command a run was started with (its entry point), and a fix written for it: a change of
 settings as the command that makes it once, and as the ``dedup.yaml`` lines that keep it; or the
-assets to materialize again, as that entry point selects them. It imports nothing of ours, so the
-CLI, the settings resource and the Dagster layer all can.
+assets to materialize again, as that entry point selects them. It imports nothing of ours but the
+names of the variables, so the CLI, the settings resource and the Dagster layer all can.
 
 The library raises a :class:`~dedup_assets.core.errors.DedupError` whose message names no command;
 ``user_messages.user_errors`` adds :func:`how_to_fix` of its ``fix`` and ``select``."""
@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
+
+from .environment import INPUT
 
 # set by the Makefile's run target ("make"), and by dedup run itself when make did not
 ENTRY = "DEDUP_ENTRY"
@@ -107,6 +109,11 @@ def _command(entry: str, argv: Sequence[str], settings: Mapping[str, object], se
     """The command of ``entry`` that runs again as ``argv`` did, with ``settings`` added to its run
     config, and, given ``select``, those assets instead of the ones it ran."""
     config, arguments = _given_config(list(argv[1:]))
+    given = ((config.get("resources") or {}).get(RESOURCE_KEY) or {}).get("config") or {}
+    named = any(argument == "--input" or argument.startswith("--input=") for argument in arguments)
+    if os.environ.get(INPUT.name) and not named and "input_path" not in given:
+        # an input named by a variable (DEDUP_INPUT=… before the command) goes with the command
+        settings = {"input_path": os.environ[INPUT.name], **settings}
     if entry == DEDUP:
         program = dedup_program()
         if select:  # dedup run runs the whole graph, which rebuilds every asset

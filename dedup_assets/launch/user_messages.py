@@ -21,11 +21,17 @@ def user_errors():
     try:
         yield
     except DedupError as error:
-        try:  # the step's log, which records the failure this raises
-            hide_refusal_tracebacks(OpExecutionContext.get().log)
-        except DagsterInvariantViolationError:  # not in a step: a test calling an asset's code
-            pass
-        raise Failure(description=refusal_text(error)) from None
+        raise refusal(refusal_text(error)) from None
+
+
+def refusal(description: str) -> Failure:
+    """A Failure for a problem the user can fix (``description`` says what to do), which the
+    step's log (it records the failure) keeps without a stack trace."""
+    try:
+        hide_refusal_tracebacks(OpExecutionContext.get().log)
+    except DagsterInvariantViolationError:  # not in an asset's code: a test calling it, or an IO manager's
+        pass
+    return Failure(description=description)
 
 
 def refusal_text(error: DedupError) -> str:
@@ -64,8 +70,8 @@ def user_message(error) -> str:
 
 def hide_refusal_tracebacks(log: logging.Logger) -> None:
     """Record and print ``log``'s refusals without a stack trace (:class:`RefusalsWithoutTraceback`):
-    a step's log (``user_errors``), where its failure is logged, and the run's (the definitions'
-    executor), where the run's failure repeats it."""
+    a step's log, where its failure is logged (``refusal``; an IO manager's context's), and the
+    run's (the definitions' executor), where the run's failure repeats it."""
     if not any(isinstance(existing, RefusalsWithoutTraceback) for existing in log.filters):
         log.addFilter(RefusalsWithoutTraceback())
 

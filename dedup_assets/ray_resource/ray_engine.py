@@ -12,11 +12,12 @@ import os
 from contextlib import ExitStack
 from pathlib import Path
 
-from dagster import ConfigurableResource, Failure, InitResourceContext
+from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
 from ..core.distributed.plan import PARTITION_BYTES, Shuffle, shuffle_plan
 from ..core.engines import DuckDBEngine
+from ..launch.user_messages import refusal
 
 RAY_EXTRA = "make setup-ray in the project folder, or pip install -e '.[ray]' there"
 
@@ -77,8 +78,8 @@ class RayEngine(ConfigurableResource):
         try:
             from ..core.distributed import engine
         except ImportError as error:
-            raise Failure(
-                description=f"engine ray needs Ray, which is not installed ({error}). Install the "
+            raise refusal(
+                f"engine ray needs Ray, which is not installed ({error}). Install the "
                 f"ray extra ({RAY_EXTRA}), or set engine: duckdb."
             ) from None
         return engine
@@ -103,7 +104,7 @@ class RayEngine(ConfigurableResource):
             try:
                 session.enter_context(ray_session(self.address or os.environ.get("DEDUP_RAY_ADDRESS") or None))
             except RayUnavailable as error:
-                raise Failure(description=str(error)) from None
+                raise refusal(str(error)) from None
             self._session = session
         root = self.dataset_root or os.environ.get("DEDUP_DATASETS") or f"{Path(database).expanduser()}.datasets"
         root = Path(root).expanduser().resolve()

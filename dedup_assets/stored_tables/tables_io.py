@@ -16,6 +16,7 @@ store.
 import pyarrow as pa
 from dagster import ConfigurableIOManager, Failure, InputContext, OutputContext
 
+from ..launch.user_messages import hide_refusal_tracebacks
 from .warehouse import DuckDBWarehouse
 
 WAREHOUSE_TABLES = "warehouse_tables"
@@ -28,6 +29,7 @@ class WarehouseTables(ConfigurableIOManager):
     warehouse: DuckDBWarehouse
 
     def handle_output(self, context: OutputContext, obj: object) -> None:
+        hide_refusal_tracebacks(context.log)
         raise Failure(
             description=f"Asset {context.asset_key.to_user_string()} returned a value to the {WAREHOUSE_TABLES} IO "
             "manager, which only loads the pipeline's tables (their assets write them). Give the asset "
@@ -36,6 +38,7 @@ class WarehouseTables(ConfigurableIOManager):
 
     def load_input(self, context: InputContext) -> pa.Table:
         name = context.asset_key.path[-1]
+        hide_refusal_tracebacks(context.log)  # before the step's code runs, which refusal() finds
         # a table not built into this database fails here with the command that builds it
         self.warehouse.upstream_lineage(name, context.op_def.name)
         with self.warehouse.cursor() as cursor:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import duckdb
-from dagster import Failure, InitResourceContext
+from dagster import InitResourceContext
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
@@ -30,7 +30,7 @@ from ..core.store import TableBuild, open_database, read_lineage, table_exists, 
 from ..core.tables import SCHEMA, Tables
 from ..launch.environment import DATABASE as DATABASE_FILE
 from ..launch.environment import DUCKDB_MEMORY
-from ..launch.user_messages import user_errors
+from ..launch.user_messages import refusal, user_errors
 
 
 class DuckDBWarehouse(DuckDBResource):
@@ -84,7 +84,7 @@ class DuckDBWarehouse(DuckDBResource):
         wherever the query was."""
         self.open()
         with (
-            said_of_the_place(self.path, DATABASE, Failure, codes=SPACE),
+            said_of_the_place(self.path, DATABASE, refusal, codes=SPACE),
             self._connection.cursor() as cursor,
         ):
             yield cursor
