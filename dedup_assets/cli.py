@@ -8,9 +8,6 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-# where launch.run imports it from; it lives in entry_point, below every layer that uses it
-from .launch.entry_point import dedup_program  # noqa: F401
-
 DISTRIBUTION = "dedup-assets"  # pyproject.toml's project name
 COMMANDS = {
     "run": "run the deduplication graph quietly, with a summary at the end (what make run runs)",
