@@ -417,7 +417,7 @@ def test_the_recall_check_warns_naming_the_settings_when_lsh_misses_pairs(runner
     assert config == {"rows_per_band": 32, "audit_sample_size": 0, "preset": "web", "output_dir": str(runner.output_dir)}
 
 
-def test_a_sample_without_a_true_pair_records_no_recall_result(runner, tmp_path):
+def test_a_sample_without_a_true_pair_passes_the_recall_check_saying_nothing_was_measured(runner, tmp_path):
     pages = tmp_path / "pages.csv"
     rows = read_documents(FIXTURE).to_pandas().head(3)
     rows["body"] = ["one page about apples and pears in autumn", "a second page on trains and timetables",
@@ -425,7 +425,9 @@ def test_a_sample_without_a_true_pair_records_no_recall_result(runner, tmp_path)
     rows[["doc_id", "source", "domain", "crawled_at", "title", "body"]].to_csv(pages, index=False)
     result = runner.run(pages, audit_sample_size=0)
     assert result.success and runner.table("recall_audit").empty
-    assert _check(result, "recall_reaches_min_recall") is None
+    check = _check(result, "recall_reaches_min_recall")
+    assert check.passed and check.metadata["compared"].value is False
+    assert check.description == "not compared: the 3 sampled documents have no true pair to measure recall on"
 
 
 def test_jaccard_bands_and_the_wilson_interval():

@@ -79,8 +79,8 @@ class _Console(logging.Handler):
         elif kind == "STEP_SUCCESS" and step in self.assets:
             _say(f"{step} ({data.duration_ms / 1000:.1f} s)")
         elif kind == "ASSET_CHECK_EVALUATION":
-            if data.check_name in COMPARISONS and not _compared(data):
-                pass  # nothing to compare with: no news, and no check that passed
+            if not _compared(data):
+                pass  # nothing to compare with or measure: no news, and no check that passed
             elif data.passed:
                 self.checks_passed += 1
                 if data.check_name in COMPARISONS:  # what it compared with is news to the user
@@ -103,17 +103,14 @@ class _Console(logging.Handler):
                     self.bugs.append(data.error)
         elif kind is None and record.levelno >= logging.INFO and step in self.started:
             message = meta.get("orig_message", record.getMessage())
-            # a check with nothing to measure (the recall check without a true pair) records no
-            # result, which Dagster remarks on
-            if "did not yield or return expected outputs" not in message:
-                self.said.add(message)
-                _say(message)
+            self.said.add(message)
+            _say(message)
         if kind in ("STEP_SUCCESS", "STEP_FAILURE") and (compiled := self.compiles.new()):
             _say(f"warning: {step_compiled(step, compiled)}")
 
 
 def _compared(evaluation) -> bool:
-    """Whether a comparison check compared anything (``compared`` false in its metadata: not)."""
+    """Whether a check compared or measured anything (``compared`` false in its metadata: not)."""
     compared = evaluation.metadata.get("compared")
     return compared is None or bool(compared.value)
 
