@@ -10,6 +10,7 @@
         [--perm 128|64] [--scheme fss|blake2b] [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --warc-fetch N [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --boilerplate N [--workdir DIR] [--json-out FILE]
+    python benchmarks/benchmark.py --docs N --copies-of-one C [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --scripts N [--perm 128|64] [--json-out FILE]
 
 The work is done by the ``dedup_bench`` package beside this script: ``corpus`` generates the
@@ -18,7 +19,8 @@ sites' boilerplate), ``ours`` runs the Dagster CLI and the library core, ``peers
 in its own process, and ``report`` prints the tables. ``--incremental K`` runs ``incremental``
 instead: the one-shot Dagster run, the same documents as K batches, and one small batch after
 them. ``--boilerplate N`` runs ``boilerplate``: N pages, a fifth of them with one shared footer,
-through the library with ``hot_buckets`` refuse and skip. ``--scripts N`` runs ``scripts``: the
+through the library with ``hot_buckets`` refuse and skip. ``--docs N --copies-of-one C`` runs ``giant_group``: N documents of which C are copies of one
+page, through ``dedup run``, with each step's peak memory and wall time. ``--scripts N`` runs ``scripts``: the
 fingerprinting of N documents in each of English, Chinese, Japanese and Thai, in bytes per second. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
 server. The machine is shared and noisy, so compare the runs of one invocation as ratios.
 
@@ -39,6 +41,7 @@ from pathlib import Path
 from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
 from dedup_bench.incremental_runs import measure_incremental
 from dedup_bench.boilerplate import measure_boilerplate, print_boilerplate_report
+from dedup_bench.giant_group import measure_copies_of_one, print_copies_report
 from dedup_bench.scripts import measure_scripts, report_lines as scripts_report
 from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
@@ -94,6 +97,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"CI smoke run: --docs {SMOKE_DOCS}, both of our runs, no peers, recall over "
         f"{SMOKE_RECALL_SEEDS} seeds (with --incremental: that benchmark on {SMOKE_DOCS} docs; with "
         f"--web: {SMOKE_WEB_DOCS:,} web-length pages, the Dagster run only)",
+    )
+    parser.add_argument(
+        "--copies-of-one",
+        type=int,
+        metavar="C",
+        help="the giant copy group benchmark instead, with --docs N: the generated corpus of N - C "
+        "documents and C copies of one page, through dedup run at the defaults, with each step's "
+        "peak memory and wall time, and the copies' cluster",
     )
     parser.add_argument(
         "--web",
@@ -211,6 +222,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if args.boilerplate < 2 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
             parser.error("--boilerplate N takes N ≥ 2 pages and none of --peers, --incremental, --recall-seeds, --auto-bands")
         return args
+    if args.copies_of_one is not None:
+        if args.docs is None or not 1 <= args.copies_of_one <= args.docs or args.web or args.peers or args.incremental or args.recall_seeds:
+            parser.error("--copies-of-one C takes --docs N with 1 ≤ C ≤ N, and none of --web, --peers, --incremental, --recall-seeds")
+        return args
     if args.scripts is not None:
         if args.scripts < 1 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
             parser.error("--scripts N takes N ≥ 1 documents and none of --peers, --incremental, --recall-seeds, --auto-bands")
@@ -298,6 +313,15 @@ def main(argv: list[str]) -> int:
         print_boilerplate_report(record)
         append_json(args.json_out, {"mode": "boilerplate", "argv": argv, **record})
         return 0 if record["every_document_accounted_for"] else 1
+    if args.copies_of_one:
+        try:
+            record = measure_copies_of_one(args.workdir.resolve(), args.docs, args.copies_of_one)
+        except BenchmarkError as error:
+            print(f"benchmark failed: {error}", file=sys.stderr)
+            return 1
+        print_copies_report(record)
+        append_json(args.json_out, {"mode": "copies_of_one", "argv": argv, **record})
+        return 0 if (record["copies_cluster_size"], record["copies_kept"]) == (args.copies_of_one, 1) else 1
     if args.scripts:
         record = measure_scripts(args.scripts, args.perm)
         print("\n".join(["## dedup-assets benchmark: fingerprinting by script", "", *scripts_report(record)]))
