@@ -10,6 +10,7 @@ cannot rot.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import re
@@ -58,6 +59,7 @@ EXCEPTIONS = {
 COMMAND_SECONDS = 900
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
 DEDUP = str(Path(sys.executable).with_name("dedup"))
+DG = str(Path(sys.executable).with_name("dg"))
 MODULE = "-m dedup_assets.definitions"
 
 
@@ -196,6 +198,24 @@ def _printed(result: subprocess.CompletedProcess, pattern: str) -> str:
     return found.group(1)
 
 
+# how a fix's command and its dedup.yaml lines are introduced (launch/entry_point.py)
+ONCE = r"^For this run only: (.+)$"
+LASTING = "To keep it for every run, add to dedup.yaml in the folder you run from:"
+BY_MAKE = "Add to dedup.yaml beside the Makefile, then run the same make command again:"
+SETTINGS = "dedup.yaml"
+
+
+def _settings_lines(result: subprocess.CompletedProcess, heading: str) -> str:
+    """The dedup.yaml lines a message gives after ``heading``: the indented lines that follow it,
+    as a user pastes them into the file."""
+    lines = (result.stdout + result.stderr).splitlines()
+    at = next((number for number, line in enumerate(lines) if line.endswith(heading)), None)
+    assert at is not None, f"no {heading!r} in:\n{(result.stdout + result.stderr)[-4000:]}"
+    block = list(itertools.takewhile(lambda line: line.startswith("  "), lines[at + 1:]))
+    assert block, f"no lines after {heading!r}"
+    return "\n".join(block) + "\n"
+
+
 def _legacy_encodings(folder: Path) -> None:
     """A CSV and a gzipped JSONL file in Windows-1252, every row with an accent (files that are
     mostly not UTF-8), and a UTF-16 CSV: the readers refuse each, naming how to convert it."""
@@ -209,7 +229,9 @@ def _legacy_encodings(folder: Path) -> None:
 @pytest.mark.slow
 def test_every_command_a_refusal_or_error_prints_runs(tmp_path):
     """Each message that gives a command is triggered with the real CLI, and the command it
-    printed is run as pasted; where it is a fix, the refused command then runs. (The bands
+    printed is run as pasted; where it is a fix, the refused command then runs. A fix of the
+    settings is run through the entry point that gave it: its command for this run, then its
+    dedup.yaml lines, pasted into dedup.yaml, with the refused command again. (The bands
     warning's `dedup run` command is run by test_quiet_cli.py's light-edits test.)"""
     home = tmp_path / "home"
     home.mkdir()
@@ -226,26 +248,56 @@ def test_every_command_a_refusal_or_error_prints_runs(tmp_path):
     def runs(command: str, why: str) -> None:
         _assert_ran(_run(command, why, project, env), why, command)
 
+    def keeps(lines: str, command: str, why: str) -> None:
+        """The dedup.yaml lines a fix gives, pasted into dedup.yaml: ``command`` then runs."""
+        (project / SETTINGS).write_text(lines)
+        try:
+            runs(command, why)
+        finally:
+            (project / SETTINGS).unlink()
+
     # a fresh database: one asset names the command that builds it with its upstream
     single = f"{DAGSTER} asset materialize {MODULE} --select clusters"
-    runs(_printed(fails(single), r"together with its upstream assets: (.+)$"), "missing upstream table")
+    refused = fails(single)
+    assert "Stack Trace" not in refused.stderr and "Traceback" not in refused.stderr
+    runs(_printed(refused, r"^Run: (dagster .+)$"), "missing upstream table")
     runs(single, "the refused command, after the fix")
 
     # another threshold than the stored tables': the rebuild command, carrying the run's settings
     stale = single + """ --config-json '{"resources": {"dedup": {"config": {"jaccard_threshold": 0.9}}}}'"""
-    runs(_printed(fails(stale), r"and everything downstream of it: (dagster .+)$"), "stale upstream settings")
+    refused = fails(stale)
+    assert "Stack Trace" not in refused.stderr and "Traceback" not in refused.stderr
+    runs(_printed(refused, r"^Run: (dagster .+)$"), "stale upstream settings")
     runs(stale, "the refused command, after the rebuild")
 
-    # a file with its own column names: the fields setting the message gives, added to the command
+    # a file with its own column names, on each entry point: the command that runs once with the
+    # fields mapping, then the dedup.yaml lines that keep it, with the refused command again
     fixture_as_a_dump(project / "pages.csv")
     own_names = f"{DEDUP} run --input pages.csv"
-    fields = _printed(fails(own_names), r"map yours with the fields setting, e\.g\. (--config-json .+)$")
-    runs(f"{own_names} {fields}", "missing required columns: the fields mapping")
-    # a release fed back in: its cluster_id and cluster_size are renamed by the fields it prints
+    refused = fails(own_names)
+    runs(_printed(refused, ONCE), "missing required columns under dedup run: once")
+    keeps(_settings_lines(refused, LASTING), own_names, "missing required columns under dedup run: dedup.yaml")
+    by_make = "DEDUP_INPUT=pages.csv make run"
+    refused = fails(by_make)
+    assert "--config-json" not in refused.stdout + refused.stderr  # make run takes no options
+    keeps(_settings_lines(refused, BY_MAKE), by_make, "missing required columns under make run: dedup.yaml")
+    for command in (
+        f"DEDUP_INPUT=pages.csv {DAGSTER} asset materialize {MODULE} --select documents",
+        f"DEDUP_INPUT=pages.csv {DG} launch --assets documents",
+    ):
+        refused = fails(command)
+        assert "Stack Trace" not in refused.stderr and "Traceback" not in refused.stderr
+        once = _printed(refused, ONCE)
+        assert once.startswith(command.split()[1].rsplit("/", 1)[1] + " ")  # dagster's or dg's own command
+        runs(once, f"missing required columns under {once.split()[0]}: once")
+        keeps(_settings_lines(refused, LASTING), command, f"missing required columns under {once.split()[0]}: dedup.yaml")
+    # a release (make run's, above) fed back in: its cluster_id and cluster_size are renamed by
+    # the fields it gives
     shutil.copy(project / "output" / "deduped_documents" / "part-00000.parquet", project / "kept.parquet")
     fed_back = f"{DEDUP} run --input kept.parquet"
-    renamed = _printed(fails(fed_back), r"the input's\), e\.g\. (--config-json .+)$")
-    runs(f"{fed_back} {renamed}", "reserved column names")
+    refused = fails(fed_back)
+    runs(_printed(refused, ONCE), "reserved column names: once")
+    keeps(_settings_lines(refused, LASTING), fed_back, "reserved column names: dedup.yaml")
 
     # Windows-1252 files, plain and gzipped, and UTF-16: the iconv command, then a run on what it wrote
     _legacy_encodings(project)
