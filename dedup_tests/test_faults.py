@@ -1,24 +1,30 @@
 """Faults injected into real runs of the CLI: a kill -9 while the release is written, two runs
-writing the same output folder, a held lock. The release folder must always hold one whole
+writing the same output folder, a held lock, a reader reading while runs replace the release. The release folder must always hold one whole
 release, and the run history must not keep a dead run as started."""
 
 from __future__ import annotations
 
+import csv
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
+from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.publish import remains
 from dedup_assets.core.release import MANIFEST_FILE, verify_release
+from dedup_assets.core.release_pointer import release_ids
+from dedup_assets.core.settings import Settings
 from dedup_bench.corpus import generate
 
 from .conftest import FIXTURE, PROJECT_ROOT
@@ -92,7 +98,7 @@ def test_a_kill_while_the_release_is_written_leaves_the_old_release_whole(tmp_pa
     assert "removed what a killed run left beside" in again.stderr
     assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["input"]["path"] == str(second)
     assert verify_release(tmp_path / "out") == []
-    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".out")) == [".out.lock"]
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".out")) == [".out.lock", ".out.releases"]
     with DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
         failed = instance.get_run_by_id(started[0].dagster_run.run_id)
     assert failed.status == DagsterRunStatus.FAILURE
@@ -179,3 +185,81 @@ def test_a_read_only_checkout_with_a_read_only_home_runs_and_caches_its_kernels_
     assert any(cached_in.rglob("*.nbi"))
     again = subprocess.run(command, cwd=tmp_path / "run", env=env, capture_output=True, text=True, timeout=1200)
     assert again.returncode == 0 and "Compiling" not in again.stderr, again.stderr[-3000:]
+
+
+def _without_row(folder: Path, index: int) -> Path:
+    """The fixture without its document ``index``: every run's release differs in its files."""
+    with FIXTURE.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    path = folder / f"without-{index}.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([rows[0], *rows[1:index], *rows[index + 1:]])
+    return path
+
+
+class _Readers:
+    """Two readers of a release folder, each in a loop until stopped: one resolves the link
+    each time and checks the release it names against its manifest (by path); the other opens
+    the current release's folder once and reads its manifest and every file it lists through
+    that open folder. Whatever they find amiss is in ``problems``."""
+
+    def __init__(self, out: Path):
+        self.out, self.stop, self.problems = out, threading.Event(), []
+        self.seen: set[str] = set()  # the releases read by path
+        self.reads = {"path": 0, "open folder": 0}
+
+    def by_path(self) -> None:
+        while not self.stop.is_set():
+            release = Path(os.path.realpath(self.out))
+            try:
+                self.problems += [f"{release.name}: {problem}" for problem in verify_release(release)]
+            except OSError as error:
+                self.problems.append(f"{release.name}: {error}")
+            self.seen.add(release.name)
+            self.reads["path"] += 1
+
+    def by_open_folder(self) -> None:
+        folder = os.open(self.out, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            while not self.stop.is_set():
+                try:
+                    manifest = json.loads(_read_at(folder, MANIFEST_FILE))
+                    for output in manifest["outputs"]:
+                        if hashlib.sha256(_read_at(folder, output["file"])).hexdigest() != output["sha256"]:
+                            self.problems.append(f"open folder: {output['file']} is not the file its manifest lists")
+                except OSError as error:
+                    self.problems.append(f"open folder: {error}")
+                self.reads["open folder"] += 1
+        finally:
+            os.close(folder)
+
+
+def _read_at(folder: int, name: str) -> bytes:
+    with open(os.open(name, os.O_RDONLY, dir_fd=folder), "rb") as handle:
+        return handle.read()
+
+
+def test_a_reader_never_sees_files_of_two_releases_while_six_runs_replace_it(tmp_path):
+    """The release is read in a loop, by path and through a folder opened once, while six real
+    runs, each on another input, replace it."""
+    out, database = tmp_path / "out", str(tmp_path / "db.duckdb")
+    settings = Settings(releases_kept=7)  # the folder opened first is kept through all six
+    run_library(str(_without_row(tmp_path, 0)), database, str(out), settings)
+    readers = _Readers(out)
+    threads = [threading.Thread(target=readers.by_path), threading.Thread(target=readers.by_open_folder)]
+    for thread in threads:
+        thread.start()
+    try:
+        for index in range(1, 7):
+            run_library(str(_without_row(tmp_path, index)), database, str(out), settings)
+    finally:
+        readers.stop.set()
+        for thread in threads:
+            thread.join()
+    assert readers.problems == []
+    assert len(release_ids(out)) == 7 and verify_release(out) == []
+    # the readers read meanwhile, by path more than one release
+    assert readers.reads["open folder"] > 0 and len(readers.seen) > 1, (readers.reads, readers.seen)
+    # the default keeps three, and the next run removes the rest, under the lock
+    run_library(str(_without_row(tmp_path, 7)), database, str(out))
+    assert len(release_ids(out)) == 3 and remains(out) == []

@@ -110,7 +110,7 @@ def _releases(output_dir: Path) -> dict[str, dict[str, str]]:
     return {
         release.name: sha256_of_files(release)
         for release in (output_dir / "batches").iterdir()
-        if release.is_dir()  # not the releases' lock files beside them
+        if not release.name.startswith(".")  # not the lock files and folders of releases beside them
     }
 
 

@@ -324,7 +324,8 @@ def test_the_sensor_adds_new_files_as_partitions_and_runs_one_batch_at_a_time_in
     assert done.skip_reason.skip_message == f"every batch of {folder} is in the index"
 
     # the latest batch is in the index but its release is not (its run failed after adding it)
-    shutil.rmtree(runner.output_dir / "batches" / KEYS[-1])
+    (runner.output_dir / "batches" / KEYS[-1]).unlink()  # the link to it, and its releases
+    shutil.rmtree(runner.output_dir / "batches" / f".{KEYS[-1]}.releases")
     assert [request.partition_key for request in sense().run_requests] == [KEYS[-1]]
     assert runner.run(KEYS[-1]).success
 

@@ -1,5 +1,6 @@
-"""The release folder: switched in whole under a lock, checked against its manifest, safe to
-open in a spreadsheet, and errors about the place written to that name it."""
+"""The release folder: a link to the current release, switched in whole under a lock, checked
+against its manifest, safe to open in a spreadsheet, and errors about the place written to that
+name it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import duckdb
@@ -16,12 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core import publish as publish_module
+from dedup_assets.core import release_pointer
 from dedup_assets.core.parquet_files import hash_columns, write_parquet
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.places import place_error
 from dedup_assets.core.publish import ReleaseError, ReleaseLocked, publish, release_lock, remains
 from dedup_assets.core.readers import file_sha256
+from dedup_assets.core.release_pointer import release_ids
 from dedup_assets.core.release import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
 from dedup_assets.core.errors import SettingsError
 from dedup_assets.core.settings import Settings
@@ -35,7 +39,7 @@ def _fake_release(folder: Path, files: dict[str, str]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (folder / name).write_text(text)
-    outputs = [{"file": name, "rows": 0, "sha256": ""} for name in files]
+    outputs = [{"file": name, "rows": 0, "sha256": file_sha256(folder / name)} for name in files]
     (folder / MANIFEST_FILE).write_text(json.dumps({"product": "dedup-assets", "outputs": outputs}))
 
 
@@ -47,14 +51,23 @@ def _writer(files: dict[str, str]):
     return write
 
 
+def _releases(out: Path) -> list[str]:
+    return sorted(path.name for path in out.with_name(f".{out.name}.releases").iterdir())
+
+
 def test_publish_switches_a_new_release_in_whole_and_leaves_nothing_beside_it(tmp_path):
     out = tmp_path / "out"
-    _fake_release(out, {"old.csv": "old"})
+    publish(out, _writer({"old.csv": "old"}), "db.duckdb", print)
+    old = Path(os.path.realpath(out))
     messages = []
     assert publish(out, _writer({"new.csv": "new"}), "db.duckdb", messages.append) == "written"
     assert sorted(path.name for path in out.iterdir()) == [MANIFEST_FILE, "new.csv"]
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".out.lock", "out"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".out.lock", ".out.releases", "out"]
     assert messages == []
+    # out is a link to the new release's own folder; the old release is kept, unchanged
+    new = os.readlink(out)
+    assert new.startswith(".out.releases/") and _releases(out) == sorted([old.name, Path(new).name])
+    assert (old / "old.csv").read_text() == "old" and verify_release(old) == [] and not (old / "new.csv").exists()
 
 
 def test_a_failed_write_leaves_the_old_release_as_it_was(tmp_path):
@@ -74,7 +87,7 @@ def test_a_failed_write_leaves_the_old_release_as_it_was(tmp_path):
 
 def test_the_remains_of_a_killed_run_are_removed_and_reported(tmp_path):
     out = tmp_path / "out"
-    _fake_release(out, {"old.csv": "old"})
+    publish(out, _writer({"old.csv": "old"}), "db.duckdb", print)
     (tmp_path / ".out.staging-4242").mkdir()
     (tmp_path / ".out.staging-4242" / "deduped_documents.parquet").write_text("partial")
     (tmp_path / ".out.previous-4243").mkdir()
@@ -105,14 +118,14 @@ def test_a_kept_folder_inside_a_release_survives_its_replacement_and_a_failed_sw
     _fake_release(out / kept / "2026-11-01", {"clusters.csv": "batch"})
     publish(out, _writer({"new.csv": "new"}), "db.duckdb", print)
     assert (out / "new.csv").exists() and (out / kept / "2026-11-01" / "clusters.csv").read_text() == "batch"
-    assert is_release(out)  # the kept folder is not part of the one-shot release
+    assert is_release(out) and verify_release(out) == []  # the kept folder is not part of the one-shot release
 
-    def failed_exchange(first: Path, second: Path) -> bool:
-        # the kept folder is in the staging folder at this point; the switch fails
-        assert (first / kept).is_dir()
-        raise OSError(errno.EIO, os.strerror(errno.EIO), str(second))
+    def failed_link(output_dir: Path, release_id: str) -> None:
+        # the new release is in the releases folder, linked to the kept folder; linking it fails
+        assert (output_dir.with_name(".out.releases") / release_id / kept / "2026-11-01").is_dir()
+        raise OSError(errno.EIO, os.strerror(errno.EIO), str(output_dir))
 
-    monkeypatch.setattr(publish_module, "_exchange", failed_exchange)
+    monkeypatch.setattr(release_pointer, "point", failed_link)
     with pytest.raises(OSError):
         publish(out, _writer({"newer.csv": "newer"}), "db.duckdb", print)
     assert (out / "new.csv").exists() and not (out / "newer.csv").exists()
@@ -217,7 +230,7 @@ def test_verify_release_passes_a_whole_release_and_names_every_difference(releas
     passed = _cli("verify-release", str(release))
     assert (passed.returncode, passed.stdout) == (0, f"{release}: every file matches manifest.json.\n")
     damaged = tmp_path / "damaged"
-    subprocess.run(["cp", "-r", str(release), str(damaged)], check=True)
+    subprocess.run(["cp", "-r", os.path.realpath(release), str(damaged)], check=True)  # the release, not the link
     manifest = json.loads((damaged / MANIFEST_FILE).read_text())
     clusters = next(o for o in manifest["outputs"] if o["file"] == "clusters.csv")
     with open(damaged / "clusters.csv", "a") as handle:
@@ -468,3 +481,113 @@ def test_a_csv_edited_after_documents_read_it_stops_the_release_and_a_touch_does
     assert f"{path}: changed since documents read it (its size, modification time or inode differ, and the input's sha256 is now " in message
     assert "The release was not written: the release folder holds the last whole one." in message
     assert sha256_of_files(runner.output_dir) == published
+
+
+def test_the_newest_releases_are_kept_and_older_ones_removed_as_the_setting_says(tmp_path):
+    out = tmp_path / "out"
+    published = []
+    for index in range(5):
+        publish(out, _writer({f"{index}.csv": str(index)}), "db.duckdb", print)
+        published.append(Path(os.readlink(out)).name)
+    # by default the newest three, the current one among them; IDs sort in the order published
+    assert sorted(published) == published and release_ids(out) == published[-3:]
+    assert all(verify_release(tmp_path / ".out.releases" / name) == [] for name in published[-3:])
+    publish(out, _writer({"5.csv": "5"}), "db.duckdb", print, keep=5)
+    assert len(release_ids(out)) == 4 and remains(out) == []
+    # the setting, through a real run: only the release it links to is left
+    run_library(str(FIXTURE), str(tmp_path / "db.duckdb"), str(out), Settings(releases_kept=1))
+    assert release_ids(out) == [Path(os.readlink(out)).name] and verify_release(out) == []
+    assert Settings().releases_kept == 3
+    with pytest.raises(SettingsError, match="releases_kept must be at least 1, got 0"):
+        Settings(releases_kept=0)
+
+
+def test_what_a_killed_run_left_among_the_releases_is_removed_and_reported(tmp_path):
+    out = tmp_path / "out"
+    publish(out, _writer({"old.csv": "old"}), "db.duckdb", print)
+    current = os.readlink(out)
+    releases = tmp_path / ".out.releases"
+    _fake_release(releases / "000009-20261206T000000Z", {"never.csv": "linked"})  # written, never linked
+    _fake_release(releases / ".removing-000000-20261205T000000Z", {"half.csv": "removed"})
+    (releases / "000005-20261206T000000Z").symlink_to("elsewhere")  # a conversion's link, never exchanged
+    (tmp_path / ".out.pointer-4242").symlink_to(current)  # a new link, never renamed into place
+    (tmp_path / ".out.staging-4243").mkdir()
+    messages = []
+    publish(out, _writer({"new.csv": "new"}), "db.duckdb", messages.append)
+    assert messages == [
+        f"removed what a killed run left beside {out}: .out.pointer-4242, "
+        ".out.releases/.removing-000000-20261205T000000Z, .out.releases/000005-20261206T000000Z, "
+        ".out.releases/000009-20261206T000000Z, .out.staging-4243"
+    ]
+    assert remains(out) == [] and release_ids(out) == [Path(current).name, Path(os.readlink(out)).name]
+    assert verify_release(out) == [] and (out / "new.csv").exists()
+
+
+def test_a_release_left_without_its_link_is_linked_again_first(tmp_path):
+    """Where the file system cannot exchange, a conversion is two renames; a kill between them
+    leaves the release in the releases folder and no link."""
+    out = tmp_path / "out"
+    publish(out, _writer({"old.csv": "old"}), "db.duckdb", print)
+    current = os.readlink(out)
+    out.unlink()
+    messages = []
+
+    def looks(folder: Path) -> str:
+        return (out / "old.csv").read_text()  # the release is linked again while the new one is written
+
+    assert publish(out, looks, "db.duckdb", messages.append) == "old"
+    assert messages == [f"linked {out} to the newest release, {current}, as a killed run had left no link"]
+
+
+def test_an_older_versions_release_folder_becomes_the_first_release_with_no_reader_missing_it(tmp_path):
+    """A folder holding the release, its batches and its sweep, as an older version left it, is
+    moved into the releases folder by one exchange with the link, and its kept folders become
+    the shared ones the same way: a reader of out and of out/batches finds them throughout."""
+    stop, problems, reads = threading.Event(), [], []
+
+    def read(out: Path) -> None:
+        while not stop.is_set():
+            try:
+                problems.extend(verify_release(out))
+                if (out / "batches" / "k" / "clusters.csv").read_text() != "batch":
+                    problems.append("another batch")
+                reads.append(out)
+            except OSError as error:
+                problems.append(str(error))
+
+    def _writer_of_link(out: Path):
+        def write(folder: Path) -> str:
+            # a read of the old folder by its path, begun before it became a link, ends first: it
+            # could not have resolved the release it reads
+            done = len(reads)
+            while len(reads) < done + 2:
+                time.sleep(0)
+            _fake_release(folder, {"new.csv": "new"})
+            return os.readlink(out)  # the link the older version's folder became
+
+        return write
+
+    for attempt in range(5):
+        out = tmp_path / str(attempt) / "out"
+        _fake_release(out, {"old.csv": "old"})
+        _fake_release(out / "batches" / "k", {"clusters.csv": "batch"})
+        _fake_release(out / "tuning", {"sweep.csv": "a,b"})
+        stop.clear()
+        reader = threading.Thread(target=read, args=(out,))
+        reader.start()
+        messages = []
+        try:
+            while not reads or reads[-1] != out:  # the reader is reading this folder
+                pass
+            first = publish(out, _writer_of_link(out), "db.duckdb", messages.append)
+        finally:
+            stop.set()
+            reader.join()
+        assert problems == []
+        releases = out.with_name(".out.releases")
+        assert messages == [f"moved the release in {out} to {first}, which out now links to: each release has a folder of its own there"]
+        assert (releases / Path(first).name / "old.csv").read_text() == "old"  # the old release, kept
+        assert os.readlink(releases / Path(first).name / "batches") == "../batches"
+        assert (out / "batches" / "k" / "clusters.csv").read_text() == "batch" and (out / "tuning" / "sweep.csv").is_file()
+        assert sorted(path.name for path in releases.iterdir()) == sorted(["batches", "tuning", *release_ids(out)])
+        assert verify_release(out) == [] and remains(out) == []

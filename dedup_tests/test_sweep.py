@@ -23,7 +23,7 @@ from dedup_assets.assets.tuning import parameter_sweep
 from dedup_assets.core import sweep as sweep_module
 from dedup_assets.core.audit_probe import sample_doc_ids
 from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.publish import publish, publish_tuning_files
+from dedup_assets.core.publish import publish
 from dedup_assets.core.release import verify_release
 from dedup_assets.core.scurve import choose_bands
 from dedup_assets.core.settings import Settings, SettingsError
@@ -230,12 +230,13 @@ def test_the_asset_writes_its_files_to_tuning_which_a_release_keeps(runner):
 
 
 def test_kept_folders_a_killed_switch_moved_into_its_staging_folder_are_put_back(tmp_path):
+    """An older version kept them inside the release folder and moved them into the new one."""
     out = tmp_path / "out"
-    publish_tuning_files(out, {"sweep.csv": lambda path: path.write_text("a,b\n")}, database="db", log=print)
+    out.mkdir()
     # a kill after the switch moved the kept folders into the staging folder, before the exchange
     staging = tmp_path / ".out.staging-4242"
-    staging.mkdir()
-    (out / "tuning").rename(staging / "tuning")
+    (staging / "tuning").mkdir(parents=True)
+    (staging / "tuning" / "sweep.csv").write_text("a,b\n")
     (staging / "batches" / "2026-11-01").mkdir(parents=True)
     messages = []
     publish(out, lambda folder: (folder / "manifest.json").write_text("{}"), "db", messages.append)

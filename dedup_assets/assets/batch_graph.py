@@ -251,6 +251,7 @@ def batch_release(context: AssetExecutionContext, dedup: DedupSettings, warehous
         written = publish_batch_release(
             cursor, dedup.output_folder(), key, batch_release_queries(cursor, TABLES, key), manifest,
             database=warehouse.path, log=context.log.info, compression=run.settings.release_compression,
+            keep=run.settings.releases_kept,
         )
     counts, totals = written["counts"], written["totals"]
     return MaterializeResult(

@@ -166,5 +166,6 @@ def run_batch(
                 manifest = publish_batch_release(
                     connection, Path(output_dir), key, batch_release_queries(connection, tables, key),
                     manifest, database=database_path, log=log, compression=settings.release_compression,
+                    keep=settings.releases_kept,
                 )
     return {"stages": stages, "counts": manifest["counts"], "totals": manifest["totals"]}

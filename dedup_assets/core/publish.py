@@ -1,22 +1,23 @@
 """How a release reaches its folder: written whole in a staging folder beside it, flushed to
-disk, then switched in at once, under a lock, so that a reader of the output folder always finds
-one complete release (old or new) and never a mix.
+disk, moved into the folder of releases and then linked as the output folder in one atomic
+rename, under a lock, so that a reader who resolves the output folder once reads one whole
+release (``release_pointer.py`` says where each part lives).
 
 Beside an output folder ``out`` live, hidden:
 
 - ``.out.lock``, locked by the one run writing a release (it names that run);
 - ``.out.staging-<pid>``, the release being written;
-- ``.out.previous-<pid>``, the release just replaced, until it is deleted.
+- ``.out.releases/``, the releases, the one ``out`` links to and those before it.
 
-A killed run can leave the last two behind; the next run, once it holds the lock, deletes them and
-says so. The switch is one atomic exchange of the two folders (Linux ``renameat2``); where the
-file system cannot exchange, two renames, and a kill between them is repaired by the next run.
+A killed run can leave a staging folder behind, or a link not yet renamed into place
+(``.out.pointer-<pid>``), or a release not yet linked or half removed; the next run, once it holds
+the lock, deletes them and says so. It also takes over what an older version left: a release
+folder in place of the link (moved into ``.out.releases``), and its ``.out.previous-<pid>`` (a
+release moved aside by a killed switch: put back first).
 """
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import fcntl
 import json
 import os
@@ -39,13 +40,14 @@ from .errors import DedupError
 from .release import (
     BATCHES_FOLDER, KEPT_FOLDERS, MANIFEST_FILE, TUNING_FOLDER, is_release, write_files_and_manifest, write_release,
 )
+from .release_pointer import (
+    adopt, current_id, leftovers, pointer_path, prune, releases_folder, remove, restore, share_kept, switch_in, sync,
+)
 from .batches import key_path_name
-from .settings import Settings
+from .settings import RELEASES_KEPT, Settings
 from .tables import Tables
 
 Result = TypeVar("Result")
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
 
 
 class ReleaseError(DedupError, RuntimeError):
@@ -61,11 +63,13 @@ def _sibling(output_dir: Path, kind: str) -> Path:
 
 
 def remains(output_dir: Path) -> list[Path]:
-    """What a killed run left beside the output folder (and nothing of another folder's)."""
-    left = re.compile(rf"\.{re.escape(output_dir.name)}\.(staging|previous)-\d+")
+    """What a killed run left beside the output folder and in its releases folder (and nothing
+    of another folder's)."""
+    left = re.compile(rf"\.{re.escape(output_dir.name)}\.(staging|previous|pointer)-\d+")
     if not output_dir.parent.is_dir():
         return []
-    return sorted(path for path in output_dir.parent.iterdir() if left.fullmatch(path.name))
+    beside = [path for path in output_dir.parent.iterdir() if left.fullmatch(path.name)]
+    return sorted(beside + leftovers(output_dir))
 
 
 @contextmanager
@@ -106,30 +110,58 @@ def holder_for(database: str) -> dict:
 
 
 def publish(
-    output_dir: Path, write: Callable[[Path], Result], database: str, log: Callable[[str], None]
+    output_dir: Path, write: Callable[[Path], Result], database: str, log: Callable[[str], None],
+    keep: int = RELEASES_KEPT,
 ) -> Result:
-    """Run ``write(folder)`` on an empty staging folder and switch the result in as
-    ``output_dir``; returns what ``write`` returned. Refuses an existing folder that is not a
-    release, so that a mistyped output path never replaces unrelated files."""
-    # a link's target is the folder swapped, so the link keeps pointing at the release, and two
-    # spellings of one folder share one lock
-    output_dir = output_dir.expanduser().resolve()
+    """Run ``write(folder)`` on an empty staging folder and make the result the release
+    ``output_dir`` links to, keeping the newest ``keep`` releases; returns what ``write``
+    returned. Refuses an existing folder that is not a release, so that a mistyped output path
+    never takes unrelated files away."""
+    output_dir = pointer_path(output_dir)
     with said_of_the_place(output_dir, OUTPUT_DIR, ReleaseError):
         output_dir.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_dir, holder_for(database)):
-            _clean_remains(output_dir, log)
-            _refuse_unreplaceable(output_dir)
-            staging = _sibling(output_dir, f"staging-{os.getpid()}")
-            staging.mkdir()
-            try:
-                result = write(staging)
-                _sync_tree(staging)
-                _switch(staging, output_dir)
-            except BaseException:
-                _put_back_kept(staging, output_dir)
-                shutil.rmtree(staging, ignore_errors=True)  # a kill skips this; the next run cleans up
-                raise
-            return result
+            _ready(output_dir, log)
+            return _switched_in(output_dir, write, keep)
+
+
+def _switched_in(output_dir: Path, write: Callable[[Path], Result], keep: int) -> Result:
+    """Under the lock: ``write`` on an empty staging folder, made the current release; the
+    newest ``keep`` releases kept."""
+    staging = _sibling(output_dir, f"staging-{os.getpid()}")
+    staging.mkdir()
+    try:
+        result = write(staging)
+        switch_in(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # a kill skips this; the next run cleans up
+        raise
+    prune(output_dir, keep)
+    return result
+
+
+def _ready(output_dir: Path, log: Callable[[str], None]) -> None:
+    """Under the lock: clean what a killed run left, refuse a folder a release must not replace,
+    and make an older version's release folder the first of the releases."""
+    _clean_remains(output_dir, log)
+    _refuse_unreplaceable(output_dir)
+    if _older_versions(output_dir):
+        release = adopt(output_dir)
+        log(
+            f"moved the release in {output_dir} to {releases_folder(output_dir).name}/{release}, which "
+            f"{output_dir.name} now links to: each release has a folder of its own there"
+        )
+
+
+def _ready_root(output_dir: Path, name: str, log: Callable[[str], None]) -> Path:
+    """:func:`_ready`, then the kept folder ``name`` shared and linked from the current release
+    (an empty release when there is none yet, for a folder of batch releases only). Returns the
+    shared folder."""
+    _ready(output_dir, log)
+    if not output_dir.exists():  # no release at all (one left without a link is linked by now)
+        _switched_in(output_dir, lambda folder: None, RELEASES_KEPT)
+    share_kept(releases_folder(output_dir) / current_id(output_dir), name)
+    return releases_folder(output_dir) / name
 
 
 # folders a release, which replaces its whole folder, must never be: the root, the system's own,
@@ -147,7 +179,7 @@ def check_output_folder(output_dir: Path) -> None:
     replace: the root or a system folder, the home folder, a file, a folder of other files, a
     mount point, or one under a folder that cannot be written. (The manifest step finds the
     same, but only after every other step has run.)"""
-    folder = output_dir.expanduser().resolve()
+    folder = pointer_path(output_dir)
     home = Path.home().resolve()
     if folder in _SYSTEM_FOLDERS or folder == home:
         what = "the root folder" if folder == Path("/") else "your home folder" if folder == home else "a system folder"
@@ -157,8 +189,8 @@ def check_output_folder(output_dir: Path) -> None:
         )
     with said_of_the_place(folder, OUTPUT_DIR, ReleaseError):
         _refuse_unreplaceable(folder)
-    # the release is written beside the folder (its staging folder and lock), which the run
-    # creates below the nearest folder that exists
+    # the release is written beside the folder (its staging folder, releases and lock), which
+    # the run creates below the nearest folder that exists
     beside = next(parent for parent in folder.parents if parent.exists())
     if not os.access(beside, os.W_OK | os.X_OK):
         raise ReleaseError(
@@ -190,89 +222,55 @@ def _refuse_unreplaceable(output_dir: Path) -> None:
 
 
 def _clean_remains(output_dir: Path, log: Callable[[str], None]) -> None:
-    """Delete what a killed run left; a release that was moved aside but never replaced (a kill
-    between the two renames) is put back first."""
-    left = remains(output_dir)
-    previous = [path for path in left if ".previous-" in path.name]
-    if previous and not output_dir.exists():
+    """Put back what a killed run had moved, link the newest release where a kill left no link,
+    then delete what it left."""
+    releases = releases_folder(output_dir)
+    previous = [path for path in remains(output_dir) if ".previous-" in path.name]
+    # an older version's switch by two renames, killed between them
+    if previous and not os.path.lexists(output_dir) and not releases.exists():
         previous[0].rename(output_dir)
         log(f"put back the release {previous[0].name} that a killed run had moved aside")
-        left.remove(previous[0])
-    for path in left:  # a kill after the kept folders were moved into the new release
-        moved = _put_back_kept(path, output_dir)
+    linked = restore(output_dir)
+    if linked:
+        log(f"linked {output_dir} to the newest release, {releases.name}/{linked}, as a killed run had left no link")
+    left = remains(output_dir)
+    for path in left:  # an older version's kill after it moved the kept folders into the new release
+        moved = _put_back_kept(path, output_dir if _older_versions(output_dir) else releases)
         if moved:
             log(f"put back {', '.join(f'{name}/' for name in moved)} that a killed run had moved into {path.name}")
     for path in left:
-        shutil.rmtree(path)
+        remove(path)
     if left:
-        log(f"removed what a killed run left beside {output_dir}: {', '.join(path.name for path in left)}")
+        log(f"removed what a killed run left beside {output_dir}: {', '.join(_named(path, output_dir) for path in left)}")
+    current = current_id(output_dir)
+    for name in KEPT_FOLDERS if current else ():  # put back above, or a conversion killed part way
+        if (releases / name).is_dir() or (releases / current / name).is_dir():
+            share_kept(releases / current, name)
 
 
-def _put_back_kept(folder: Path, output_dir: Path) -> list[str]:
-    """Move the kept folders that a switch which did not happen had moved into ``folder`` back
-    into the output folder; the names of those moved."""
+def _older_versions(output_dir: Path) -> bool:
+    """Whether the output folder is a folder holding the release, as an older version left it."""
+    return output_dir.is_dir() and not output_dir.is_symlink()
+
+
+def _named(path: Path, output_dir: Path) -> str:
+    return str(path.relative_to(output_dir.parent))
+
+
+def _put_back_kept(folder: Path, home: Path) -> list[str]:
+    """Move the kept folders that an older version's switch, which did not happen, had moved
+    into ``folder`` back to ``home``, where they live now; the names of those moved."""
     moved = []
     for name in KEPT_FOLDERS:
-        if (folder / name).is_dir() and output_dir.is_dir() and not (output_dir / name).exists():
-            (folder / name).rename(output_dir / name)
+        if not (folder / name).is_dir() or (folder / name).is_symlink():
+            continue
+        if (home / name).is_dir() and not (home / name).is_symlink() and not any((home / name).iterdir()):
+            (home / name).rmdir()  # an empty one made meanwhile
+        if not os.path.lexists(home / name):
+            home.mkdir(exist_ok=True)
+            (folder / name).rename(home / name)
             moved.append(name)
     return moved
-
-
-def _sync_tree(folder: Path) -> None:
-    """Every file of the folder and of the folders in it (the deduped documents' parts), and the
-    folders themselves, on disk before it is switched in, so a power cut cannot leave a
-    switched-in release with empty files."""
-    for path in folder.iterdir():
-        if path.is_dir() and not path.is_symlink():
-            _sync_tree(path)
-        else:
-            _sync(path)
-    _sync(folder)
-
-
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _switch(staging: Path, output_dir: Path) -> None:
-    if not output_dir.exists():
-        staging.rename(output_dir)
-        _sync(output_dir.parent)
-        return
-    # the kept folders live inside the one-shot release folder and stay when it is replaced
-    for name in KEPT_FOLDERS:
-        if (output_dir / name).is_dir():
-            (output_dir / name).rename(staging / name)
-    if _exchange(staging, output_dir):
-        shutil.rmtree(staging)  # now holds the replaced release
-    else:
-        previous = _sibling(output_dir, f"previous-{os.getpid()}")
-        output_dir.rename(previous)
-        try:
-            staging.rename(output_dir)
-        except BaseException:
-            previous.rename(output_dir)
-            raise
-        shutil.rmtree(previous)
-    _sync(output_dir.parent)
-
-
-def _exchange(first: Path, second: Path) -> bool:
-    """Swap two folders in one step; False where the system or file system cannot."""
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is None:
-        return False
-    if renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
-        return False
-    raise OSError(code, os.strerror(code), str(second))
 
 
 def publish_release(
@@ -298,6 +296,7 @@ def publish_release(
         ),
         database,
         log,
+        settings.releases_kept,
     )
 
 
@@ -311,21 +310,23 @@ def publish_batch_release(
     database: str,
     log: Callable[[str], None],
     compression: str = "snappy",
+    keep: int = RELEASES_KEPT,
 ) -> dict:
     """A batch's release files (each query binds the key as $batch_key, Parquet compressed with
-    ``compression``) into ``output_root/batches/NAME``
-    (:func:`key_path_name`) through :func:`publish`, holding the output root's lock too: a
-    one-shot release, which
-    carries the batch releases over when it replaces the root, never switches meanwhile."""
-    output_root = output_root.expanduser().resolve()
+    ``compression``) into ``output_root/batches/NAME`` (:func:`key_path_name`) through
+    :func:`publish`, keeping the newest ``keep`` of them, holding the output root's lock too, so
+    that a one-shot release never switches meanwhile."""
+    output_root = pointer_path(output_root)
     with said_of_the_place(output_root, OUTPUT_DIR, ReleaseError):
         output_root.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_root, holder_for(database)):
+            batches = _ready_root(output_root, BATCHES_FOLDER, log)
             return publish(
-                output_root / BATCHES_FOLDER / key_path_name(key),
+                batches / key_path_name(key),
                 lambda folder: write_files_and_manifest(connection, queries, {"batch_key": key}, folder, manifest, compression),
                 database,
                 log,
+                keep,
             )
 
 
@@ -338,17 +339,15 @@ def publish_tuning_files(
 ) -> Path:
     """Write each file of ``files`` into ``output_root/tuning`` with its function: to a temporary
     name, flushed, then renamed into place, so a reader finds the old file or the new one. Holds
-    the output root's lock, so a one-shot release, which carries the folder over when it replaces
-    the root, never switches meanwhile. Returns the folder."""
-    output_root = output_root.expanduser().resolve()
-    folder = output_root / TUNING_FOLDER
+    the output root's lock, so a one-shot release never switches meanwhile. Returns the folder,
+    as ``output_root/tuning``."""
+    output_root = pointer_path(output_root)
     with said_of_the_place(output_root, OUTPUT_DIR, ReleaseError):
         # the same folders as a release: a folder the next release could not replace is refused now
         _refuse_unreplaceable(output_root)
         output_root.parent.mkdir(parents=True, exist_ok=True)
         with release_lock(output_root, holder_for(database)):
-            _clean_remains(output_root, log)  # a release a killed switch moved aside comes back first
-            folder.mkdir(parents=True, exist_ok=True)
+            folder = _ready_root(output_root, TUNING_FOLDER, log)
             left = sorted(folder.glob(".*.tmp-*"))
             for path in left:  # under the lock, only a killed run's
                 path.unlink()
@@ -358,9 +357,9 @@ def publish_tuning_files(
                 temporary = folder / f".{name}.tmp-{os.getpid()}"
                 try:
                     write(temporary)
-                    _sync(temporary)
+                    sync(temporary)
                     os.replace(temporary, folder / name)
                 finally:
                     temporary.unlink(missing_ok=True)
-            _sync(folder)
-    return folder
+            sync(folder)
+    return output_root / TUNING_FOLDER

@@ -33,9 +33,9 @@ HOT_BUCKETS_FILE = "hot_buckets.csv"
 MANIFEST_FILE = "manifest.json"
 # files of figures that manifest.json also holds, under these keys
 SUMMARY_FILES = {"recall_audit.json": "recall_audit", "evaluation.json": "evaluation"}
-# folders inside the one-shot release folder that are not part of the one-shot release and are
-# kept when that release is replaced: the incremental batches' releases, and the parameter sweep's
-# files
+# folders reached from the one-shot release folder that are not part of the one-shot release and
+# are kept when that release is replaced: the incremental batches' releases, and the parameter
+# sweep's files (links to folders beside the releases: release_pointer.py)
 BATCHES_FOLDER = "batches"
 TUNING_FOLDER = "tuning"
 KEPT_FOLDERS = (BATCHES_FOLDER, TUNING_FOLDER)
@@ -269,23 +269,29 @@ def is_release(folder: Path) -> bool:
 
 def _release_entries(folder: Path, kept: tuple[str, ...] = KEPT_FOLDERS) -> set[str]:
     """The files in a release folder as the manifest names them (a part as
-    ``deduped_documents/part-00000.parquet``), and its empty folders; the kept folders aside."""
+    ``deduped_documents/part-00000.parquet``), and its empty folders; the kept folders (or the
+    links to them) aside."""
     entries = set()
     for path in folder.iterdir():
+        if path.name in kept:
+            continue
         if not path.is_dir() or path.is_symlink():
             entries.add(path.name)
-        elif path.name not in kept:
+        else:
             entries |= {f"{path.name}/{name}" for name in _release_entries(path, ())} or {f"{path.name}/"}
     return entries
 
 
 def verify_release(folder: Path) -> list[str]:
     """Every way the folder differs from its ``manifest.json``: a file missing, unlisted, or
-    with other rows or another sha256. Empty when the release is whole."""
+    with other rows or another sha256. Empty when the release is whole. The folder's links are
+    resolved once, first: the output folder, a link to the current release, may be linked to a
+    newer one meanwhile, and the release it named is read whole."""
+    named, folder = folder, folder.resolve()
     outputs = manifest_outputs(folder)
     if outputs is None:
         return [
-            f"{folder}: no readable dedup-assets {MANIFEST_FILE} (missing, damaged, or not ours); "
+            f"{named}: no readable dedup-assets {MANIFEST_FILE} (missing, damaged, or not ours); "
             "this is not a whole release."
         ]
     problems = []

@@ -62,6 +62,10 @@ MAX_BATCH_SIZE = 1_000_000
 # read them (they stay in the database).
 SIGNATURES_RELEASED_UP_TO = 100_000
 
+# Releases kept beside the output folder, the current one among them: a reader that resolved the
+# output folder's link may read its release while this many less one newer ones are published.
+RELEASES_KEPT = 3
+
 # Peak memory of the candidate step per pair slot (self-join, grouping per pair, sorted output)
 # when DuckDB need not spill, measured with doc_ids of up to 46 characters (WARC record ids); it
 # grows with doc_id length. Without max_pair_slots, the budget is what memory_budget_mb holds.
@@ -267,6 +271,14 @@ class Settings:
         "snappy on page text and 5-20% slower to write; none, the fastest to write and the largest.",
         "snappy",
     )
+    releases_kept: int = _setting(
+        "release",
+        "Releases kept in the folder the output folder links to (.NAME.releases beside it), the "
+        "current one among them; each batch's too. Older ones are removed when a release is "
+        "published. A reader that resolved the output folder once reads its release whole while "
+        "up to releases_kept - 1 newer ones are published.",
+        RELEASES_KEPT,
+    )
     preset: Preset | None = _setting(
         "lsh",
         "web: recall first, for web pages with light edits: num_perm 128, auto_bands and "
@@ -290,6 +302,7 @@ class Settings:
             "max_body_bytes": 1,
             "audit_sample_size": 0,
             "max_cluster_size": 1,
+            "releases_kept": 1,
         }
         for name, minimum in minimums.items():
             value = getattr(self, name)
