@@ -223,6 +223,8 @@ def test_changing_a_setting_between_batches_fails_the_batch_naming_the_setting_a
     assert not changed.success
     message = error_text(changed)
     assert "the index has num_perm=64, this run num_perm=128" in message, message
+    # the index's setting, to run with once (the run config, under Python) or to keep
+    assert '"config": {"num_perm": 64}' in message and "add to dedup.yaml in the folder you run from:\n  num_perm: 64" in message
     assert changed.get_failed_step_keys() == {"batch_documents"}
     assert batches.index() == before
     assert batches.indexed_keys() == [KEYS[0]]

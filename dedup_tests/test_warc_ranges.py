@@ -182,6 +182,8 @@ def test_common_crawls_endpoint_needs_its_terms_acknowledged_before_any_fetch(tm
     message = str(refused.value)
     assert COMMON_CRAWL_TERMS in message and "acknowledge_common_crawl_terms" in message
     assert "Nothing was fetched" in message
+    # the setting that lets it fetch, which the launch layer writes for the command that was run
+    assert refused.value.fix == {"acknowledge_common_crawl_terms": True}
 
 
 @pytest.mark.parametrize(
