@@ -141,10 +141,11 @@ def input_files(
         return files
     try:
         is_folder = source.is_dir()
-    except PermissionError:  # a folder above it cannot be entered
+        parts = release_parts(source) if is_folder else []
+    except PermissionError:  # a folder above it, or the folder itself, cannot be entered
         raise unreadable(source) from None
-    if is_folder and release_parts(source):
-        return release_parts(source)
+    if parts:
+        return parts
     if is_folder:
         written: list[Path] = []
         found = [(path, matching_reader(path, source_format)) for path in _walk(source, written) if path.is_file()]
