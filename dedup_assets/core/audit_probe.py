@@ -200,12 +200,12 @@ def _one_per_text(found: pa.Table) -> pa.Table:
 
 
 def _probes(values: np.ndarray, offsets: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each sampled document's probes: the distinct hashes (sorted) and, per hash, its owners
-    (places in the sample, ascending) as CSR.
+    """Each owner's probes (the owners' sets are the CSR ``values``, ``offsets``): the distinct
+    hashes (sorted) and, per hash, its owners (their places, ascending) as CSR.
 
     Any ``floor((1 - t)·|x|) + 1`` shingles of x will do, so x probes with its rarest, by how
-    many sampled documents hold each (then by hash): a shingle most pages share (a common
-    phrase, a footer) would make most pages candidates of every document probing with it."""
+    many owners hold each (then by hash): a shingle most pages share (a common phrase, a
+    footer) would make most pages candidates of every owner probing with it."""
     _, inverse, held_by = np.unique(values, return_inverse=True, return_counts=True)
     # rarest first, then by the hash's top 40 bits, in one key a partition orders in linear time
     # (which of two equal keys is taken does not matter: any subset of the size will do)
