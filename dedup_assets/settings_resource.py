@@ -23,6 +23,7 @@ from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr, ValidationError, create_model, model_validator
 
 from .core.publish import check_output_folder
+from .core.release_pointer import pointer_path
 from .core.settings import Settings
 from .core.setting_lineage import changed_settings, value_sources
 from .core.sweep_settings import SweepCombination, SweepSettings
@@ -166,7 +167,8 @@ class _DedupResource(ConfigurableResource):
         return LABELS.path() if LABELS.value() else None
 
     def output_folder(self) -> Path:
-        return Path(self.output_dir).expanduser() if self.output_dir else OUTPUT_DIR.path()
+        # the link to the current release, not the release it resolves to
+        return Path(self.output_dir).expanduser() if self.output_dir else pointer_path(OUTPUT_DIR.path())
 
     def run_command(self, changes: dict) -> str:
         """The ``dedup run`` command that runs the graph again on this input with this run's

@@ -318,6 +318,17 @@ def test_an_output_folder_given_as_a_link_is_replaced_where_it_points(tmp_path):
         publish(link, _writer({"new.csv": "new"}), "db.duckdb", print)  # one folder, one lock
 
 
+def test_a_release_of_ours_given_as_the_output_folder_stands_for_the_link_to_it(tmp_path):
+    """A caller that resolved the output folder's path (the environment's paths are resolved)
+    names its current release: the next release is linked as the output folder, not nested."""
+    out = tmp_path / "out"
+    publish(out, _writer({"old.csv": "old"}), "db.duckdb", print)
+    publish(Path(os.path.realpath(out)), _writer({"new.csv": "new"}), "db.duckdb", print)
+    assert (out / "new.csv").exists() and verify_release(out) == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".out.lock", ".out.releases", "out"]
+    assert _releases(out) == release_ids(out) and len(release_ids(out)) == 2
+
+
 def test_an_output_that_is_a_file_is_one_clear_error(tmp_path):
     out = tmp_path / "out"
     out.write_text("not a folder")

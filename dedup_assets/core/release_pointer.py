@@ -35,6 +35,7 @@ from .release import KEPT_FOLDERS
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 _ID = re.compile(r"(\d{6,})-\d{8}T\d{6}Z")
+_RELEASES = re.compile(r"\.(.+)\.releases")
 # a release being removed: renamed first, so that a kill part way leaves a name the next run
 # removes, never half a release under its ID
 _REMOVING = ".removing-"
@@ -47,10 +48,14 @@ def releases_folder(output_dir: Path) -> Path:
 def pointer_path(output_dir: Path) -> Path:
     """Where the output folder's link is: the folders above it resolved, and a link of the user's
     in its place followed (the releases go where it points, and two spellings of one folder
-    share one lock), but not our own link."""
+    share one lock), but not our own link. A release of ours stands for the output folder that
+    links to it: a caller that resolved the output folder's path gets it."""
     path = Path(os.path.abspath(output_dir.expanduser()))
     for _ in range(40):  # as the kernel does, a longer chain of links is a loop
         path = path.parent.resolve() / path.name
+        releases = _RELEASES.fullmatch(path.parent.name)
+        if releases and _ID.fullmatch(path.name):
+            return path.parent.with_name(releases[1])
         if not path.is_symlink() or current_id(path) is not None:
             return path
         path = Path(os.path.abspath(path.parent / os.readlink(path)))
