@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.publish import remains as publish_remains
 from dedup_assets.core.release import MANIFEST_FILE
 from dedup_assets.core.settings import Settings
 
@@ -155,12 +156,9 @@ def run_status(folder: Path, run_id: str) -> str:
 
 
 def remains(output: Path) -> list[str]:
-    """What lies beside the output folder besides its lock: staging or replaced releases."""
-    return sorted(
-        path.name
-        for path in output.parent.glob(f".{output.name}.*")
-        if not path.name.endswith(".lock")
-    )
+    """What a killed run left beside the output folder and among its releases, as the run that
+    cleans them sees it (the lock and the releases kept are no remains)."""
+    return [str(path.relative_to(output.parent)) for path in publish_remains(output)]
 
 
 def place_release(source: Path, output: Path) -> str:
