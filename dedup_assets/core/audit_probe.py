@@ -112,8 +112,7 @@ class AuditProbe:
         owner_count = len(self.owner_ids)
         offsets, owners = kernels.probe_owners_kernel(
             kernel_text(bodies, self.shingling.unit), self.shingling.size, self.probes, self._places,
-            self.filter_bits, self._owner_offsets, self._owners, np.full(len(doc_ids), owner_count, np.int64),
-            owner_count, kernel_blocks(),
+            self.filter_bits, self._owner_offsets, self._owners, owner_count, kernel_blocks(),
         )
         counts = np.diff(offsets)
         candidates = np.flatnonzero(counts)

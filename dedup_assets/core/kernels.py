@@ -767,13 +767,9 @@ def probe_slots_kernel(probes):
 
 
 @nb.njit(cache=True, nogil=True)
-def _marked_owners(
-    text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, limit, seen, touched
-):
-    """Mark in ``seen`` (a bitmap of owners) every owner below ``limit`` of a probe document
-    ``doc`` holds; the number of bitmap words touched, listed in ``touched``. A sampled
-    document's limit is its own place in the sample, so it never counts its own probes (it holds
-    all of them) and a pair of two sampled documents is counted from one side only."""
+def _marked_owners(text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, seen, touched):
+    """Mark in ``seen`` (a bitmap of owners) every owner of a probe document ``doc`` holds; the
+    number of bitmap words touched, listed in ``touched``."""
     shift = filter_shift(filter_bits)
     words = 0
     for index in range(_shingle_hashes(text, doc, shingle_size, scratch)[1]):
@@ -783,8 +779,6 @@ def _marked_owners(
         at = places[slot]
         for slot in range(owner_offsets[at], owner_offsets[at + 1]):
             owner = owners[slot]
-            if owner >= limit:  # a probe's owners are ascending
-                break
             word = owner >> 6
             if seen[word] == 0:
                 touched[words] = word
@@ -794,11 +788,8 @@ def _marked_owners(
 
 
 @nb.njit(cache=True, parallel=True, nogil=True)
-def probe_owners_kernel(
-    text, shingle_size, probes, places, filter_bits, owner_offsets, owners, limits, owner_count, block_count
-):
-    """Per document of ``text``, the distinct owners (ascending, below its ``limits`` entry) of
-    the probes it holds, as CSR (offsets, owners). ``probes`` and ``places`` are
+def probe_owners_kernel(text, shingle_size, probes, places, filter_bits, owner_offsets, owners, owner_count, block_count):
+    """Per document of ``text``, the distinct owners (ascending) of the probes it holds, as CSR (offsets, owners). ``probes`` and ``places`` are
     :func:`probe_slots_kernel`'s table; ``owners[owner_offsets[i]:owner_offsets[i + 1]]`` own the
     i-th probe. One bitmap of owners per thread, of which only the words a document
     touched are read and cleared, so a document costs its hits, not the sample. Counted first,
@@ -813,8 +804,7 @@ def probe_owners_kernel(
         touched = np.empty(words_count, dtype=np.int64)
         for doc in range(bounds[block], bounds[block + 1]):
             words = _marked_owners(
-                text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, limits[doc], seen,
-                touched,
+                text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, seen, touched
             )
             for word in touched[:words]:
                 bits = seen[word]
@@ -833,8 +823,7 @@ def probe_owners_kernel(
             if counts[doc] == 0:
                 continue
             words = _marked_owners(
-                text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, limits[doc], seen,
-                touched,
+                text, doc, shingle_size, scratch, probes, places, filter_bits, owner_offsets, owners, seen, touched
             )
             at = offsets[doc]
             for word in np.sort(touched[:words]):
