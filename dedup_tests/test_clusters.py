@@ -87,6 +87,31 @@ def test_a_cluster_above_max_cluster_size_warns(runner):
     assert largest.metadata["largest_cluster_size"].value == 3
 
 
+
+def test_a_giant_cluster_of_copies_is_not_blamed_on_chaining():
+    """Issue 49's 2M one-word documents: clusters of 175,512 identical copies were warned of as
+    chains through boilerplate, with cluster_mode 'star' as the way out, which splits nothing
+    where no member is chained. A cluster with chained members still gets that advice."""
+    rows = [("cluster-copies", 5, "c0", False)] * 5 + [("cluster-chain", 4, "h0", doc == 3) for doc in range(4)]
+    with duckdb.connect() as connection:
+        connection.execute(
+            "create table clusters as select * from (values "
+            + ", ".join(f"('{c}', {n}, '{r}', {str(x).lower()})" for c, n, r, x in rows)
+            + ") as t(cluster_id, cluster_size, representative_doc_id, chained)"
+        )
+        warned = cluster_rules.largest_cluster_within(connection, "clusters", 3)
+        copies_only = cluster_rules.largest_cluster_within(connection, "(select * from clusters where cluster_id = 'cluster-copies')", 3)
+    assert not warned.passed and warned.description == (
+        "cluster-copies has 5 documents; cluster-chain has 4 documents: more than max_cluster_size=3. A cluster this "
+        "large is usually documents chained through shared boilerplate; cluster_inspection.csv shows its chained "
+        "members. cluster_mode 'star' removes only documents at or above the threshold with the representative; "
+        "re-materialize clusters and everything downstream. cluster-copies has no chained member: every document is "
+        "at or above the threshold with the representative, one page copied (or nearly) that many times, such as an "
+        "error page or a cookie wall, which cluster_mode 'star' would not split; raise max_cluster_size to accept "
+        "such clusters."
+    )
+    assert "star' removes" not in copies_only.description and "no chained member" in copies_only.description
+
 def _removals(connection, mode: str, **sample):
     return cluster_rules.removals_meet_threshold(connection, TABLES, Shingling(5), "fss", 0.7, mode, 0, **sample)
 

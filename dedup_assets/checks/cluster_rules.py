@@ -87,30 +87,43 @@ def representatives_account_for_input(
 
 def largest_cluster_within(connection: duckdb.DuckDBPyConnection, clusters: str, max_cluster_size: int) -> AssetCheckResult:
     """No cluster has more than ``max_cluster_size`` documents: a giant cluster is usually a
-    chain through shared boilerplate, not one page copied."""
+    chain through shared boilerplate, not one page copied. One without a chained member is one
+    page copied (or nearly) that many times, which cluster_mode 'star' would not split: the
+    warning says which is which."""
     largest = fetch_rows(
         connection,
         f"""
-        select cluster_id, any_value(cluster_size) as size, any_value(representative_doc_id)
+        select cluster_id, any_value(cluster_size) as size, any_value(representative_doc_id),
+               count(*) filter (where chained) as chained
         from {clusters} where cluster_size > 1 group by cluster_id order by size desc, cluster_id limit {SHOWN}
         """,
     )
     size = largest[0][1] if largest else 1
-    over = [f"{cluster_id} has {size:,} documents" for cluster_id, size, _ in largest if size > max_cluster_size]
+    over = [(cluster_id, size, chained) for cluster_id, size, _, chained in largest if size > max_cluster_size]
     failure = None
     if over:
-        failure = (
-            f"{'; '.join(over)}: more than max_cluster_size={max_cluster_size:,}. A cluster this large is "
-            "usually documents chained through shared boilerplate; cluster_inspection.csv shows its "
-            "chained members. cluster_mode 'star' removes only documents at or above the threshold "
-            "with the representative; re-materialize clusters and everything downstream"
-        )
+        said = "; ".join(f"{cluster_id} has {size:,} documents" for cluster_id, size, _ in over)
+        failure = f"{said}: more than max_cluster_size={max_cluster_size:,}."
+        if any(chained for _, _, chained in over):
+            failure += (
+                " A cluster this large is usually documents chained through shared boilerplate; "
+                "cluster_inspection.csv shows its chained members. cluster_mode 'star' removes only documents "
+                "at or above the threshold with the representative; re-materialize clusters and everything downstream."
+            )
+        copied = [cluster_id for cluster_id, _, chained in over if not chained]
+        if copied:
+            failure += (
+                f" {', '.join(copied)} {'has' if len(copied) == 1 else 'have'} no chained member: every document is "
+                "at or above the threshold with the representative, one page copied (or nearly) that many times, "
+                "such as an error page or a cookie wall, which cluster_mode 'star' would not split; "
+                "raise max_cluster_size to accept such clusters."
+            )
     return warning_result(
         failure,
         f"the largest cluster has {counted(size, 'document')}, within max_cluster_size={max_cluster_size:,}",
         largest_cluster_size=MetadataValue.int(int(size)),
         largest_clusters=MetadataValue.md(
-            "\n".join(f"- {cluster_id}: {size:,} documents, keeps {kept}" for cluster_id, size, kept in largest)
+            "\n".join(f"- {cluster_id}: {size:,} documents, keeps {kept}" for cluster_id, size, kept, _ in largest)
             or "no multi-member cluster"
         ),
     )
