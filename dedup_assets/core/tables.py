@@ -23,7 +23,10 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 #    kept), lineage records shingle_unit; and the input contract: only doc_id and body are
 #    required, so undated rows are documents.
 # 7: fingerprinted writes the recall audit's true pairs (audit_true_pairs), exact copies included.
-TABLE_LAYOUT = 7
+# 8: audit_true_pairs holds the documents each distinct sampled set found, one per text where not
+#    sampled (sampled_doc_id, doc_id, jaccard, sample_place); recall_audit counts them per pair of
+#    texts (pairs).
+TABLE_LAYOUT = 8
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",
