@@ -44,8 +44,9 @@ def fingerprinted(
     The recall audit's ground truth rides on the same pass: the `audit_sample_size` doc_ids with
     the smallest hash keyed by `minhash_seed` (0: all) are read first, and every batch is searched
     for their pairs at Jaccard ≥ `jaccard_threshold` (prefix filtering, exact Jaccard), exact
-    copies included. They are stored beside this table in `audit_true_pairs`, which
-    `recall_audit` compares with the pairs the pipeline found.
+    copies included. They are stored beside this table in `audit_true_pairs`, one row per sampled
+    text and each text it finds (`audit_true_pair_rows`; a group of identical copies is one
+    text), which `recall_audit` counts and compares with the pairs the pipeline found.
     """
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
@@ -65,7 +66,7 @@ def fingerprinted(
                 "rows_per_band": MetadataValue.int(params.rows_per_band),
                 **_describe_fingerprints(cursor, warehouse.tables.fingerprinted),
                 "audit_sampled_documents": MetadataValue.int(written.sampled),
-                "audit_true_pairs": MetadataValue.int(written.true_pairs),
+                "audit_true_pair_rows": MetadataValue.int(written.audit_rows),
             }
         )
 

@@ -115,7 +115,9 @@ def ingest(run: StepRun, path: Path) -> Ingested:
 class Fingerprinted:
     rows: int
     sampled: int  # the recall audit's sampled documents
-    true_pairs: int  # and their true pairs, found on the same pass
+    # rows of audit_true_pairs: one per sampled set and each text it finds (recall_audit counts
+    # the document pairs they stand for)
+    audit_rows: int
 
 
 def fingerprint(run: StepRun, audit: bool = True) -> Fingerprinted:
