@@ -10,9 +10,7 @@ or with ``--config-json '{"resources": {"dedup": {"config": {...}}}}'``, or in t
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 from dataclasses import MISSING, Field as DataclassField, asdict, fields
 from enum import Enum
 from pathlib import Path
@@ -25,10 +23,9 @@ from pydantic import Field, PrivateAttr, ValidationError, create_model, model_va
 from .core.publish import check_output_folder
 from .core.release_pointer import pointer_path
 from .core.settings import Settings
-from .core.setting_lineage import changed_settings, value_sources
+from .core.setting_lineage import value_sources
 from .core.sweep_settings import SweepCombination, SweepSettings
 from .core.tables import TABLE_LAYOUT
-from .launch.entry_point import dedup_program
 from .launch.environment import CACHE, INPUT, LABELS, OUTPUT_DIR
 from .launch.settings_file import SettingsFile, read_settings_file
 
@@ -36,11 +33,6 @@ SWEEP_DEFAULTS = SweepSettings()
 RESOURCE_KEY = "dedup"  # the resource's key in the definitions and in the run config
 # fields whose variable, when set (as `dedup run --input` sets DEDUP_INPUT), wins over the settings file
 FIELD_VARIABLES = {"input_path": INPUT, "output_dir": OUTPUT_DIR, "labels_path": LABELS, "fetch_cache": CACHE}
-
-
-def dedup_config_json(config: dict) -> str:
-    """``config`` as the value of ``--config-json``: the dedup resource's config, quoted for a shell."""
-    return shlex.quote(json.dumps({"resources": {RESOURCE_KEY: {"config": config}}}))
 
 
 class SweepCombinationConfig(Config):
@@ -169,17 +161,6 @@ class _DedupResource(ConfigurableResource):
     def output_folder(self) -> Path:
         # the link to the current release, not the release it resolves to
         return Path(self.output_dir).expanduser() if self.output_dir else pointer_path(OUTPUT_DIR.path())
-
-    def run_command(self, changes: dict) -> str:
-        """The ``dedup run`` command that runs the graph again on this input with this run's
-        settings (those not at their defaults, and the output and labels paths) and ``changes``."""
-        config = changed_settings({**self.settings().as_dict(), **changes})
-        if self.output_folder().resolve() != Path(OUTPUT_DIR.default).resolve():
-            config["output_dir"] = str(self.output_folder())
-        if self.labels():
-            config["labels_path"] = str(self.labels())
-        command = f"{dedup_program()} run --input {shlex.quote(str(self.input_file()))}"
-        return command + (f" --config-json {dedup_config_json(config)}" if config else "")
 
     def current_values(self) -> dict:
         """Every setting that can appear in a table's lineage."""

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from dedup_assets.checks import cluster_rules, rules
+from dedup_assets.launch.entry_point import how_to_fix
 from dedup_assets.settings_resource import DedupSettings
 
 
@@ -130,27 +131,36 @@ def test_messages_count_one_thing_in_the_singular(connection):
 
 def test_recall_reaches_min_recall_speaks_only_below_it_measured(tmp_path):
     """The measured recall decides: 6 of 6 (the fixture's; its interval reaches down to 0.61)
-    passes; 74 of 100 warns in one line with the command of the user's settings and the fix."""
+    passes; 74 of 100 warns with the fix written for the command that was run (dedup run here):
+    for one run, with the user's own run config kept, and as the dedup.yaml lines that keep it."""
     dedup = DedupSettings(input_path=str(tmp_path / "pages.csv"), output_dir=str(tmp_path / "out"), fields={"doc_id": "id"})
+    argv = ["dedup", "run", "--input", "pages.csv", "--config-json", '{"resources": {"dedup": {"config": {"fields": {"doc_id": "id"}}}}}']
+
+    def fix(changes: dict) -> str:
+        return how_to_fix(changes, entry="dedup", argv=argv)
+
     summary = {"true_pairs": 6, "found_pairs": 6, "recall": 1.0, "ci_low": 0.6097, "ci_high": 1.0}
-    passed = rules.recall_reaches_min_recall(summary, dedup.settings(), dedup.run_command)
+    passed = rules.recall_reaches_min_recall(summary, dedup.settings(), fix)
     assert passed.passed
     assert passed.description == (
         "recall 1.0 (6 of 6 true pairs; 95% interval 0.6097–1.0) reaches min_recall=0.9, over the near copies "
         "and in every Jaccard band too"
     )
     summary = {"true_pairs": 100, "found_pairs": 74, "recall": 0.74, "ci_low": 0.6474, "ci_high": 0.8159}
-    warned = rules.recall_reaches_min_recall(summary, dedup.settings(), dedup.run_command)
+    warned = rules.recall_reaches_min_recall(summary, dedup.settings(), fix)
     assert not warned.passed and warned.severity.value == "WARN"
-    assert warned.description.startswith(
+    first, keep, line = warned.description.splitlines()
+    assert first.startswith(
         "recall 0.74 (74 of 100 true pairs; 95% interval 0.6474–0.8159) is below min_recall=0.9: LSH's 8 bands "
         'of 8 rows make 38% of the pairs at J = 0.7 candidates. With preset: "web" (20 bands of 6 rows: 92%) it '
-        "finds more: "
+        "finds more. For this run only: "
     )
-    command = shlex.split(warned.description.rsplit("it finds more: ", 1)[1])
-    assert command[1:4] == ["run", "--input", str(tmp_path / "pages.csv")]
-    config = json.loads(command[-1])["resources"]["dedup"]["config"]
-    assert config == {"fields": {"doc_id": "id"}, "preset": "web", "output_dir": str(tmp_path / "out")}
+    command = shlex.split(first.split("For this run only: ", 1)[1])
+    assert command[1:4] == ["run", "--input", "pages.csv"]
+    # the user's own run config kept, the preset added
+    config = json.loads(command[command.index("--config-json") + 1])["resources"]["dedup"]["config"]
+    assert config == {"fields": {"doc_id": "id"}, "preset": "web"}
+    assert (keep, line) == ("To keep it for every run, add to dedup.yaml in the folder you run from:", "  preset: web")
     assert warned.metadata["candidate_chance_at_threshold"].value == 0.3781
     assert warned.metadata["more_recall"].value == {"preset": "web"}
 
@@ -168,7 +178,7 @@ def test_recall_reaches_min_recall_names_a_band_and_the_near_copies_a_healthy_to
         "near_copies": figures(15, 18),
         "by_jaccard_band": {"[0.7, 0.8)": figures(2, 5), "[0.9, 1.0)": figures(13, 13), "1.0": figures(80, 80)},
     }
-    warned = rules.recall_reaches_min_recall(summary, dedup.settings(), dedup.run_command)
+    warned = rules.recall_reaches_min_recall(summary, dedup.settings(), how_to_fix)
     assert not warned.passed
     assert warned.description.startswith(
         "near-copy recall 0.8333 (15 of 18 true pairs; 95% interval 0.5–1.0); recall in Jaccard band [0.7, 0.8) "
@@ -177,4 +187,4 @@ def test_recall_reaches_min_recall_names_a_band_and_the_near_copies_a_healthy_to
     assert warned.metadata["below_min_recall"].value == {"near-copy recall": 0.8333, "recall in Jaccard band [0.7, 0.8)": 0.4}
     # at a min_recall the band reaches, nothing falls short
     lenient = DedupSettings(input_path=str(tmp_path / "pages.csv"), min_recall=0.4)
-    assert rules.recall_reaches_min_recall(summary, lenient.settings(), lenient.run_command).passed
+    assert rules.recall_reaches_min_recall(summary, lenient.settings(), how_to_fix).passed

@@ -72,11 +72,12 @@ def test_light_edits_get_one_warning_whose_command_raises_the_audited_recall(cli
     warnings = _warnings(first)
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith("  warning: check recall_reaches_min_recall on recall_audit: recall 0.")
-    command = warnings[0].split("it finds more: ", 1)[1]
+    # the user's own command again, their run config kept and the preset added
+    command = warnings[0].split("it finds more. For this run only: ", 1)[1]
     arguments = shlex.split(command)
     assert arguments[1:4] == ["run", "--input", str(pages)]
     config = json.loads(arguments[arguments.index("--config-json") + 1])["resources"]["dedup"]["config"]
-    assert config == {"cluster_mode": "star", "preset": "web", "output_dir": cli_env["DEDUP_OUTPUT_DIR"]}
+    assert config == {"cluster_mode": "star", "preset": "web"}
     # run as a user pastes it, from the project folder
     fixed = subprocess.run(
         ["bash", "-c", command], cwd=PROJECT_ROOT, env=cli_env, capture_output=True, text=True, timeout=300

@@ -22,6 +22,7 @@ from ..core.settings import Settings
 from ..core.store import read_lineage
 from ..core.text import Shingling
 from ..core.readers import count_input_records
+from ..launch.entry_point import how_to_fix
 from ..launch.user_messages import user_errors
 from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
@@ -288,7 +289,7 @@ def recall_reaches_min_recall(dedup: DedupSettings, warehouse: DuckDBWarehouse) 
         summary = stored_audit_summary(cursor, warehouse.tables.recall_audit)
     if not summary["true_pairs"]:
         return not_compared(f"the {summary['sampled_documents']:,} sampled documents have no true pair to measure recall on")
-    return rules.recall_reaches_min_recall(summary, settings, dedup.run_command)
+    return rules.recall_reaches_min_recall(summary, settings, how_to_fix)
 
 
 @asset_check(

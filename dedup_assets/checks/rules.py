@@ -160,11 +160,11 @@ def _recall_figures(name: str, figures: dict) -> str:
     )
 
 
-def recall_reaches_min_recall(summary: dict, settings: Settings, command: Callable[[dict], str]) -> AssetCheckResult:
+def recall_reaches_min_recall(summary: dict, settings: Settings, how_to_fix: Callable[[dict], str]) -> AssetCheckResult:
     """The recall the audit measured, over every true pair, over the near copies and in each
-    Jaccard band, is at least min_recall. Below it, one line: the figures that fall short, the
-    bands in use, and the command (``command`` of the changes) that makes LSH find more; the
-    changes are in the result's metadata too (``more_recall``), for the run's summary."""
+    Jaccard band, is at least min_recall. Below it: the figures that fall short, the bands in use,
+    and the changes that make LSH find more, as ``how_to_fix`` writes them for the command that
+    was run; the changes are in the result's metadata too (``more_recall``), for the run's summary."""
     shortfalls = recall_shortfalls(summary, settings.min_recall)
     failure, fix = None, None
     if shortfalls:
@@ -175,7 +175,7 @@ def recall_reaches_min_recall(summary: dict, settings: Settings, command: Callab
             f"{_bands(settings)} make {_chance(settings):.0%} of the pairs at J = {settings.jaccard_threshold} candidates. "
             + (
                 f"With {', '.join(f'{name}: {json.dumps(value)}' for name, value in fix[0].items())} "
-                f"({_bands(fix[1])}: {_chance(fix[1]):.0%}) it finds more: {command(fix[0])}"
+                f"({_bands(fix[1])}: {_chance(fix[1]):.0%}) it finds more. {how_to_fix(fix[0])}"
                 if fix
                 else "No other bands find more of them; recall_audit lists the missed pairs."
             )
