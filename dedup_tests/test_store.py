@@ -160,3 +160,23 @@ def test_a_file_that_is_no_database_is_named_so_at_once_and_left_as_it_is(tmp_pa
     assert "it was left as it is" in message and "set DEDUP_DATABASE to another file" in message
     assert "Another process" not in message
     assert database.read_bytes() == before
+
+
+def test_duckdb_out_of_memory_is_one_message_naming_the_limit_and_its_setting():
+    """Issue 49: held to DEDUP_DUCKDB_MEMORY=64MB, a 100k run ended with DuckDB's 'See also
+    https://duckdb.org/...' line and a stack trace. A query over the limit, inside a step's
+    user_errors, is a refusal that says what the limit is and which setting raises it."""
+    from dagster import Failure
+
+    from dedup_assets.launch.user_messages import user_errors
+
+    connection = duckdb.connect(config={"memory_limit": "16MB", "threads": 1})
+    with pytest.raises(Failure) as raised, user_errors():
+        connection.execute("select list(i) from range(5000000) t(i)").fetchall()
+    message = raised.value.description
+    assert message.startswith("DuckDB ran out of memory: the step needed more than its memory limit of ")
+    assert "MiB, even spilling to disk (Out of Memory Error: " in message and "\n" not in message
+    assert message.endswith(
+        "Raise the limit: DEDUP_DUCKDB_MEMORY (or the warehouse resource's memory_limit), "
+        "e.g. DEDUP_DUCKDB_MEMORY=2GB, the default."
+    )

@@ -10,6 +10,7 @@ some documents' rows by scanning rather than joining.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ import pyarrow.compute as pc
 
 from .errors import DedupError
 from .places import DATABASE, SPACE, place_error
+from .settings import DEFAULT_DUCKDB_MEMORY
 
 LINEAGE_TABLE = "asset_lineage"
 _LOCK_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
@@ -29,6 +31,24 @@ _LOCK_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
 
 class DuckDBUnavailable(DedupError, RuntimeError):
     """The database file cannot be opened for writing."""
+
+
+class DuckDBOutOfMemory(DedupError, MemoryError):
+    """A query needed more than DuckDB's memory limit, even spilling to disk."""
+
+
+def out_of_memory(error: duckdb.OutOfMemoryException, step: str | None = None) -> DuckDBOutOfMemory:
+    """DuckDB's out-of-memory error as what to do: its limit, and the setting that raises it
+    (issue 49: held to 64 MB, a 100k run ended with DuckDB's text and a stack trace)."""
+    words = str(error).strip().splitlines()[0]
+    used = re.search(r"\(([\d.]+ \w+)/([\d.]+ \w+) used\)", words)
+    limit = f" of {used.group(2)}" if used else ""
+    where = f" in {step}" if step else ""
+    return DuckDBOutOfMemory(
+        f"DuckDB ran out of memory{where}: the step needed more than its memory limit{limit}, even spilling "
+        f"to disk ({words}). Raise the limit: DEDUP_DUCKDB_MEMORY (or the warehouse resource's memory_limit), "
+        f"e.g. DEDUP_DUCKDB_MEMORY={DEFAULT_DUCKDB_MEMORY}, the default."
+    )
 
 
 def connect(database: str, memory_limit: str, config: Mapping[str, object] | None = None) -> duckdb.DuckDBPyConnection:

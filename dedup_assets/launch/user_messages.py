@@ -6,9 +6,11 @@ import logging
 import re
 from contextlib import contextmanager
 
+import duckdb
 from dagster import DagsterEventType, DagsterInvariantViolationError, Failure, OpExecutionContext
 
 from ..core.errors import DedupError
+from ..core.store import out_of_memory
 from .entry_point import how_to_fix
 
 FAILURE_CLASS = "Failure"  # the class name Dagster records for a Failure raised by a step
@@ -22,6 +24,12 @@ def user_errors():
         yield
     except DedupError as error:
         raise refusal(refusal_text(error)) from None
+    except duckdb.OutOfMemoryException as error:  # a limit the user sets: what to raise
+        try:
+            step = OpExecutionContext.get().op.name
+        except DagsterInvariantViolationError:
+            step = None
+        raise refusal(str(out_of_memory(error, step))) from None
 
 
 def refusal(description: str) -> Failure:
