@@ -64,9 +64,12 @@ def document_stream(
             )
         if number == 0 and stats.skipped:
             log(f"documents: {skipped_files_line(stats.skipped)}")
-        progress.advance(stats.rows - read)
-        read = stats.rows
+        # read once: the next batch is being read (and counted) in another thread meanwhile
+        counted = stats.rows
+        progress.advance(counted - read)
+        read = counted
         yield batch
+    progress.advance(stats.rows - read)  # the rows counted while the last batch was stored
     progress.finish("storing them (documents, rejected_documents)")
 
 
