@@ -9,13 +9,16 @@ from __future__ import annotations
 import base64
 import io
 
+from typing import TYPE_CHECKING
+
 import duckdb
-import matplotlib.ticker
 import numpy as np
-from matplotlib.figure import Figure
 
 from .scurve import lsh_probability
 from .tables import Tables
+
+if TYPE_CHECKING:  # matplotlib is imported where a picture is drawn: a second of every start else
+    from matplotlib.figure import Figure
 
 SCURVE_FILE = "scurve.png"
 JACCARD_FILE = "jaccard_histogram.png"
@@ -29,6 +32,8 @@ DPI = 100
 def new_axes(size: tuple[float, float] = FIGURE_SIZE):
     """A figure and its axes, drawn by Agg into memory: matplotlib's own Figure, not pyplot's,
     so no display backend is loaded and no global figure is kept."""
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=size)
     return figure, figure.subplots()
 
@@ -105,13 +110,15 @@ def cluster_sizes_png(connection: duckdb.DuckDBPyConnection, tables: Tables) -> 
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_ylim(bottom=0.8)
-    plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:,.0f}")
+    from matplotlib import ticker
+
+    plain = ticker.FuncFormatter(lambda value, _: f"{value:,.0f}")
     for axis in (axes.xaxis, axes.yaxis):
-        axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         axis.set_major_formatter(plain)
-        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        axis.set_minor_formatter(ticker.NullFormatter())
     if 0 < len(sizes) <= 12:  # few sizes: name each one
-        axes.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(sizes))
+        axes.xaxis.set_major_locator(ticker.FixedLocator(sizes))
     axes.set_title(f"Cluster sizes: {int(clusters.sum()):,} clusters, largest {int(sizes.max()) if len(sizes) else 0:,}",
                    fontsize=10)
     axes.set_xlabel("documents in the cluster")

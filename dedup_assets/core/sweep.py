@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import matplotlib.ticker
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -226,6 +225,8 @@ def sweep_png(rows: pa.Table, sampled_documents: int) -> bytes:
         if row["recall"] is not None:
             points.setdefault((row["candidates"], row["recall"]), []).append(row["combination"])
     labels = dict(zip(rows.column("combination").to_pylist(), rows.column("label").to_pylist()))
+    from matplotlib import ticker
+
     figure, axes = new_axes((FIGURE_SIZE[0] + 2.4, FIGURE_SIZE[1]))  # wider: room for the key
     for point, numbers in points.items():
         axes.plot(*point, "o", color="#1f77b4", label="\n".join(f"{n}: {labels[n]}" for n in numbers))
@@ -233,9 +234,9 @@ def sweep_png(rows: pa.Table, sampled_documents: int) -> bytes:
     candidates = [x for x, _ in points]
     if candidates and min(candidates) > 0 and max(candidates) >= 10 * min(candidates):
         axes.set_xscale("log")  # combinations apart by orders of magnitude in candidates
-        axes.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-        axes.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    axes.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:,.0f}"))
+        axes.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axes.xaxis.set_minor_formatter(ticker.NullFormatter())
+    axes.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:,.0f}"))
     axes.margins(x=0.1)
     if points:
         axes.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=7, frameon=False, handlelength=0.8)
