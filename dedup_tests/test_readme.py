@@ -49,6 +49,7 @@ def _user_shell(home: Path) -> dict:
     return {**env, "HOME": str(home)}
 
 
+@pytest.mark.slow
 def test_the_readme_own_data_example_is_dedup_yaml_and_dedup_run(tmp_path):
     """The README's own data, as a new user follows it: its dedup.yaml written in the project
     folder, then its commands; the fixture without source and domain (a url instead) and under
@@ -102,6 +103,7 @@ def test_the_readme_incremental_example_splits_runs_batches_and_matches_the_one_
     assert edges == one_shot["duplicate_pair_rows"] == 18
 
 
+@pytest.mark.slow
 def test_the_readme_own_asset_runs_in_an_empty_folder_and_leaves_only_what_it_announces(tmp_path):
     """The README's definitions.py, in an empty folder of the user's beside the own-data example's
     dedup.yaml, run as the README says, with the project's env.sh sourced; afterwards the folder

@@ -23,7 +23,7 @@ from dedup_assets.core import release_pointer
 from dedup_assets.core.parquet_files import hash_columns, write_parquet
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.places import place_error
-from dedup_assets.core.publish import ReleaseError, ReleaseLocked, publish, release_lock, remains
+from dedup_assets.core.publish import ReleaseError, ReleaseLocked, check_output_folder, publish, release_lock, remains
 from dedup_assets.core.readers import file_sha256
 from dedup_assets.core.release_pointer import release_ids
 from dedup_assets.core.release import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
@@ -451,29 +451,37 @@ def test_an_unknown_release_compression_is_refused_naming_the_choices():
         Settings(release_compression="lz4")
 
 
-def test_an_output_folder_a_release_cannot_replace_is_refused_when_the_run_starts(tmp_path):
-    """The root, a system folder, the home folder, a file, or a folder of other files: said before
-    any step runs (no database is made), not after every step has."""
+def test_an_output_folder_a_release_cannot_replace_is_refused_naming_why(tmp_path):
+    """The root, a system folder, the home folder, a file, or a folder of other files."""
     other = tmp_path / "thesis"
     other.mkdir()
     (other / "thesis.tex").write_text("years of work")
     (tmp_path / "notes.txt").write_text("notes")
     home = Path.home().resolve()
+    fix = f"Set DEDUP_OUTPUT_DIR (output_dir) to a folder of the release's own, e.g. {home / 'dedup-release'}."
     cases = {
-        "/": f"/ is the root folder, and a release replaces its whole folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder of the release's own, e.g. {home / 'dedup-release'}.",
-        "/usr": f"/usr is a system folder, and a release replaces its whole folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder of the release's own, e.g. {home / 'dedup-release'}.",
-        str(home): f"{home} is your home folder, and a release replaces its whole folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder of the release's own, e.g. {home / 'dedup-release'}.",
-        str(tmp_path / "notes.txt"): f"{tmp_path / 'notes.txt'} is a file, not a folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder.",
-        str(other): f"{other} exists and is not a dedup-assets release",
+        Path("/"): f"/ is the root folder, and a release replaces its whole folder. {fix}",
+        Path("/usr"): f"/usr is a system folder, and a release replaces its whole folder. {fix}",
+        home: f"{home} is your home folder, and a release replaces its whole folder. {fix}",
+        tmp_path / "notes.txt": f"{tmp_path / 'notes.txt'} is a file, not a folder. Set DEDUP_OUTPUT_DIR (output_dir) to a folder.",
+        other: f"{other} exists and is not a dedup-assets release",
     }
     for output, message in cases.items():
-        database = tmp_path / "never.duckdb"
-        env = {**os.environ, "DAGSTER_HOME": "", "DEDUP_INPUT": str(FIXTURE), "DEDUP_DATABASE": str(database), "DEDUP_OUTPUT_DIR": output}
-        result = run_command([str(Path(sys.executable).with_name("dedup")), "run"], env)
-        assert result.returncode == 1, result.stderr[-2000:]
-        assert result.stderr.splitlines()[-1].startswith(f"Error: {message}"), result.stderr[-2000:]
-        assert "documents (" not in result.stderr and not database.exists()
+        with pytest.raises(ReleaseError) as raised:
+            check_output_folder(output)
+        assert str(raised.value).startswith(message)
+    check_output_folder(tmp_path / "new" / "release")  # a folder to be made: nothing to refuse
     assert (other / "thesis.tex").read_text() == "years of work"
+
+
+def test_an_unusable_output_folder_is_refused_when_the_run_starts_before_any_step(tmp_path):
+    """Through dedup run: said before any step runs (no database is made), not after every step."""
+    database = tmp_path / "never.duckdb"
+    env = {**os.environ, "DAGSTER_HOME": "", "DEDUP_INPUT": str(FIXTURE), "DEDUP_DATABASE": str(database), "DEDUP_OUTPUT_DIR": "/"}
+    result = run_command([str(Path(sys.executable).with_name("dedup")), "run"], env)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1].startswith("Error: / is the root folder, and a release replaces its whole folder.")
+    assert "documents (" not in result.stderr and not database.exists()
 
 
 def test_a_csv_edited_after_documents_read_it_stops_the_release_and_a_touch_does_not(runner, tmp_path):
