@@ -175,7 +175,16 @@ def cdx_targets_command(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _command(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        # a reader that stopped early (dedup --help | head): what it left unread is no error;
+        # stdout goes nowhere so that Python's flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _command(argv: list[str]) -> int:
     if argv[:1] in (["-h"], ["--help"]):
         print(HELP)
         return 0
