@@ -20,8 +20,8 @@ COLUMNS: dict[str, str] = {
     "detail": "What was wrong with the row, naming the field and what to do",
     # fingerprints and LSH
     "token_count": "Tokens of the normalized text (a Han, Hiragana or Katakana character is one)",
-    "shingle_count": "Distinct shingles of the document (0: nothing to compare; it never shares a bucket)",
-    "content_hash": "Hash of the normalized token sequence: equal for exact copies",
+    "shingle_count": "Distinct shingles of the document (0: no token; it is compared by its characters, with its exact copies only)",
+    "content_hash": "Hash of the normalized token sequence (without tokens: of the trimmed body): equal for exact copies",
     "signature": "The MinHash (or fast similarity) sketch: num_perm 64-bit values",
     "lsh_bands": "One 64-bit key per LSH band, made from rows_per_band signature values",
     "band_index": "The LSH band",

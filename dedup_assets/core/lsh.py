@@ -2,7 +2,8 @@
 pairs of documents that share a band.
 
 A bucket is one band key of one band; a pair of documents in the same bucket is a candidate.
-Documents with shingles and one normalized text form a copy group (``sql/copy_groups.sql``).
+Documents of one normalized text form a copy group (``sql/copy_groups.sql``; without a token, of one
+trimmed body: ``sketch.tokenless_keys``).
 Only its first copy (the first in input order) is paired by LSH; every other copy is paired with
 the first directly (``found_by`` ``content_hash``) and with each of its LSH partners
 (``lsh_via_copy``). So a page copied a million times costs a million rows and no pair slots, not
@@ -123,8 +124,7 @@ def band_buckets(
 ) -> tuple[BucketPressure, SharedBuckets, pa.Table]:
     """The bucket pressure, the shared buckets (every bucket with two distinct texts or more)
     and the hot buckets (more than ``max_bucket_size`` distinct texts, ``HOT_BUCKET_SCHEMA``),
-    from the band keys of each distinct text that band_memberships holds (documents with
-    shingles), given its ``copy_groups``. Hot buckets count in neither the pressure nor the
+    from the band keys of each distinct text that band_memberships holds, given its ``copy_groups``. Hot buckets count in neither the pressure nor the
     shared buckets."""
     connection.register("copy_groups", groups)
     try:

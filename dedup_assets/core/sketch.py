@@ -8,6 +8,7 @@ its LSH band keys, under either hash scheme behind one interface (:func:`fingerp
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -78,16 +79,44 @@ def _fss_columns(bodies: pa.Array, params: SketchParams, probe: AuditProbe | Non
     )
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _splitmix64(values: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer on uint64s (wrapping): spreads related keys over all 64 bits."""
+    z = values + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def tokenless_keys(bodies: pa.Array, band_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(content hash, band keys) of bodies without a word token: from their characters, trimmed of
+    surrounding whitespace (every empty or blank body is one text), so that byte-identical ones
+    are one copy group and share buckets with nothing else. Tagged apart from the token hashes."""
+    trimmed = pc.fill_null(pc.utf8_trim_whitespace(bodies), "").to_pylist()
+    # 128 bits: the content hash, and apart from it the bands' seed, so that two texts must agree
+    # on both (copy_groups.sql's key) to be taken for one
+    digests = b"".join(hashlib.blake2b(text.encode("utf-8"), digest_size=16, person=b"tokenless").digest() for text in trimmed)
+    content, seed = np.frombuffer(digests, dtype="<u8").reshape(len(trimmed), 2).T.astype(np.uint64)
+    bands = _splitmix64(seed[:, None] ^ (_GOLDEN * np.arange(1, band_count + 1, dtype=np.uint64)))
+    return content, bands
+
+
 def fingerprint_batch(
     doc_ids: pa.Array, bodies: pa.Array, params: SketchParams, probe: AuditProbe | None = None
 ) -> pa.RecordBatch:
     """Fingerprint one batch, and feed it to the recall audit's ``probe`` if given. Documents
-    without shingles (empty bodies) get an all-zero signature; the band memberships leave them
-    out, so they never share a bucket."""
+    without tokens (empty, blank, only punctuation or emoji) have no shingles and an all-zero
+    signature; their content hash and band keys come from their characters (:func:`tokenless_keys`),
+    so that only their exact copies share their buckets."""
     if params.hash_scheme == "fss":
         token_counts, shingle_counts, content, signatures, bands, hits = _fss_columns(bodies, params, probe)
     else:  # the published hashes are not the probe's: it tests the batch itself
         (token_counts, shingle_counts, content, signatures, bands), hits = blake2b_columns(bodies, params), None
+    tokenless = np.flatnonzero(token_counts == 0)
+    if len(tokenless):
+        content[tokenless], bands[tokenless] = tokenless_keys(bodies.take(pa.array(tokenless)), bands.shape[1])
     if probe is not None:  # named by the copy key (copy_groups.sql), the probe keeps a text's copies once
         probe.feed(doc_ids, bodies, hits, np.column_stack([content, bands[:, 0]]))
     bands = np.ascontiguousarray(bands[:, : params.bands])  # chosen bands may use fewer values than num_perm

@@ -26,7 +26,9 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 # 8: audit_true_pairs holds the documents each distinct sampled set found, one per text where not
 #    sampled (sampled_doc_id, doc_id, jaccard, sample_place); recall_audit counts them per pair of
 #    texts (pairs).
-TABLE_LAYOUT = 8
+# 9: a document without tokens has a content hash and band keys made from its trimmed body, so
+#    its exact copies are a copy group (fingerprinted, band_memberships and the pairs change).
+TABLE_LAYOUT = 9
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",

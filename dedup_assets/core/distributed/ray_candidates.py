@@ -30,10 +30,9 @@ from .ray_tables import (
 
 
 def _texts(tables: RayTables) -> ray.data.Dataset:
-    """Documents with shingles: their position, content hash, first band key and band keys."""
+    """Every document's position, content hash, first band key and band keys."""
 
     def keyed(batch: pa.Table) -> pa.Table:
-        batch = batch.filter(pc.greater(batch["shingle_count"], 0))
         return pa.table(
             {
                 "doc_id": batch["doc_id"],
@@ -44,7 +43,7 @@ def _texts(tables: RayTables) -> ray.data.Dataset:
             }
         )
 
-    return arrow_map(tables.read("fingerprinted", ["doc_id", POSITION, "shingle_count", "content_hash", "lsh_bands"]), keyed)
+    return arrow_map(tables.read("fingerprinted", ["doc_id", POSITION, "content_hash", "lsh_bands"]), keyed)
 
 
 def _copies(texts: ray.data.Dataset, partitions: int) -> tuple[ray.data.Dataset | None, ray.data.Dataset | None]:

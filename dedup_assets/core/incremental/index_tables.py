@@ -22,8 +22,9 @@ INDEX_SCHEMA = "incremental"
 # table changes, not with the one-shot tables' TABLE_LAYOUT (3: first copies in input order; 4:
 # doc_ids kept byte for byte, where an index of layout 3 holds them trimmed; 5: tokens in every
 # script, so an index fingerprinted with clause-long Chinese tokens takes no new batch, and the
-# input contract, where an index of layout 4 rejected undated rows).
-INDEX_LAYOUT = 5
+# input contract, where an index of layout 4 rejected undated rows; 6: documents without tokens keyed
+# by their trimmed body, where an index of layout 5 has no band keys for them).
+INDEX_LAYOUT = 6
 # what changes the tables a batch adds (the recall audit reads them and adds nothing)
 INDEX_SETTINGS = tuple(
     name

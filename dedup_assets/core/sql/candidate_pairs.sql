@@ -12,7 +12,7 @@ with copies as (
   select f.doc_id, g.first_copy_doc_id, len(f.lsh_bands)::integer as bands
   from {fingerprinted} f
   join copy_groups g on g.content_hash = f.content_hash and g.first_band_key = f.lsh_bands[1]
-  where f.shingle_count > 0 and f.doc_id <> g.first_copy_doc_id
+  where f.doc_id <> g.first_copy_doc_id
 ),
 joined as (
   select

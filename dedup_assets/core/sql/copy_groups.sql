@@ -1,4 +1,4 @@
--- Copy groups: documents with shingles and one normalized text, two or more of them, each group
+-- Copy groups: documents of one normalized text (or, without tokens, one trimmed body), two or more of them, each group
 -- with its first copy (the first in input order: the table's row order) and its number of
 -- documents. Input order, not the smallest doc_id, so that documents read later never change an
 -- earlier copy group's first copy: an incremental batch adds pairs and never replaces one. The key is the content
@@ -11,6 +11,5 @@ select
   arg_min(doc_id, rowid) as first_copy_doc_id,
   count(*) as copies
 from {fingerprinted}
-where shingle_count > 0
 group by content_hash, first_band_key
 having count(*) > 1

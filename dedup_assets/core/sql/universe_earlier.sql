@@ -9,7 +9,6 @@ with new_keys as (
     (generate_subscripts(lsh_bands, 1) - 1)::smallint as band_index,
     unnest(lsh_bands) as lsh_band
   from {staged_fingerprints}
-  where shingle_count > 0
 ),
 touched as materialized (
   select b.position
@@ -25,5 +24,5 @@ texts as materialized (
 select f.position, f.doc_id, f.token_count, f.shingle_count, f.content_hash
 from {fingerprints} f
 semi join texts t on t.content_hash = f.content_hash and t.first_band_key = f.first_band_key
-where f.position < $1 and f.shingle_count > 0
+where f.position < $1
 order by f.position
