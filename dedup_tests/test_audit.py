@@ -4,6 +4,7 @@ counts them per pair of texts as the all-pairs computation does one by one, a gi
 included; its sample depends on the doc_ids alone; and a sampled audit's interval holds the
 recall an exhaustive one measures."""
 
+import gc
 import json
 import random
 from dataclasses import replace
@@ -17,14 +18,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dedup_assets.core.audit import clustered_interval, jaccard_band, wilson_interval
-from dedup_assets.core import audit_probe as audit_probe_module
-from dedup_assets.core.audit_probe import AuditProbe, SampleBodies, audit_probe, probe_pass, sample_doc_ids, sampled_pairs
+from dedup_assets.core.audit import band_labels, clustered_interval, wilson_interval
+from dedup_assets.core import audit_sample as audit_sample_module
+from dedup_assets.core.audit_probe import AuditProbe, audit_probe, probe_pass, sampled_pairs
+from dedup_assets.core.audit_sample import SampleBodies, sample_doc_ids
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.readers import read_documents
 from dedup_assets.core.release import verify_release
 from dedup_assets.core.settings import Settings
 from dedup_assets.core.step_params import SketchParams
+from dedup_assets.core.store import write_table
 from dedup_assets.core.sketch import fingerprint_batch
 from dedup_assets.core.text import Shingling, document_shingles
 
@@ -184,6 +187,33 @@ def test_sampled_copies_are_one_owner_and_a_texts_copies_one_row():
     ]
 
 
+def test_rows_past_the_spill_size_go_to_a_file_beside_and_give_the_same_true_pairs(tmp_path):
+    """Shared boilerplate can make the sample's true pairs tens of millions of rows: past
+    ``spill_rows`` they are written to a file, and DuckDB merges them as it merges rows in memory."""
+    page = " ".join(f"w{index}" for index in range(60))
+    ids = pa.array([f"doc-{index:03d}" for index in range(300)])
+    bodies = pa.array([page.replace(f"w{index % 60}", f"x{index}") for index in range(300)])
+    keys = np.array([[index // 3, 0] for index in range(300)], np.uint64)  # texts of three documents
+
+    def probe(**spill) -> AuditProbe:
+        audit = AuditProbe(ids.slice(0, 40), bodies.slice(0, 40), SHINGLING, 0.7, **spill)
+        for start in range(0, 300, 50):  # a text's documents across two batches, now and then
+            audit.feed(ids.slice(start, 50), bodies.slice(start, 50), None, keys[start : start + 50])
+        return audit
+
+    in_memory = probe().found()
+    spilled = probe(spill_folder=str(tmp_path), spill_rows=25)
+    [folder] = tmp_path.glob("dedup-audit-*")
+    assert spilled.found().equals(in_memory) and in_memory.num_rows > 40
+    assert (folder / "found.parquet").stat().st_size > 0
+    with duckdb.connect(str(tmp_path / "audit.duckdb")) as connection:  # as fingerprinting writes it
+        write_table(connection, "true_pairs", spilled.build())
+        assert connection.sql("select * from true_pairs").to_arrow_table().cast(in_memory.schema).equals(in_memory)
+    del spilled
+    gc.collect()
+    assert not folder.exists()
+
+
 def test_the_sample_depends_on_the_doc_ids_and_seed_alone():
     ids = _ids(1000)
     drawn = sample_doc_ids(ids, 20, seed=4).to_pylist()
@@ -218,7 +248,7 @@ def test_the_sample_kept_while_documents_stream_is_the_sample_drawn_from_every_d
 
 
 def test_a_sample_whose_bodies_are_too_large_to_keep_is_left_empty(monkeypatch):
-    monkeypatch.setattr(audit_probe_module, "SAMPLE_BODIES_MAX_BYTES", 10_000)
+    monkeypatch.setattr(audit_sample_module, "SAMPLE_BODIES_MAX_BYTES", 10_000)
     ids = _ids(500)
     bodies = pa.array(["x" * 100] * 500)
     assert _offered(SampleBodies(50, seed=4), ids, bodies, np.ones(500, bool), batch=100).num_rows == 50
@@ -339,6 +369,14 @@ def test_the_exhaustive_audit_asset_counts_the_all_pairs_true_pairs_and_what_lsh
     # the hard fixture has exact copies, counted here: in the headline, not in the near copies
     identical = sum(value == 1.0 for value in expected.values())
     assert identical > 0
+    # each pair in its band, [0.7, 0.8) to 1.0, as DuckDB bands them
+    bands = audit["jaccard_band"].tolist()
+    assert bands == [_band(value) for value in audit["jaccard"]] and len(set(bands)) > 1
+    # shared_bands as the two texts' band keys give them
+    keys = dict(runner.table("fingerprinted")[["doc_id", "lsh_bands"]].values.tolist())
+    assert audit["shared_bands"].tolist() == [
+        sum(a == b for a, b in zip(keys[left], keys[right])) for left, right in audit[["left_doc_id", "right_doc_id"]].values.tolist()
+    ]
     # found: one text, or an accepted edge between the two texts' first copies
     edges = {tuple(pair) for pair in runner.table("duplicate_pairs")[["left_doc_id", "right_doc_id"]].values.tolist()}
     should_be_found = audit[
@@ -430,11 +468,13 @@ def test_a_sample_without_a_true_pair_passes_the_recall_check_saying_nothing_was
     assert check.description == "not compared: the 3 sampled documents have no true pair to measure recall on"
 
 
+def _band(jaccard: float) -> str:
+    return next(label for upper, label in ((0.8, "[0.7, 0.8)"), (0.9, "[0.8, 0.9)"), (1.0, "[0.9, 1.0)")) if jaccard < upper) if jaccard < 1 else "1.0"
+
+
 def test_jaccard_bands_and_the_wilson_interval():
-    assert [jaccard_band(value, 0.7) for value in (0.7, 0.79, 0.8, 0.95, 1.0)] == [
-        "[0.7, 0.8)", "[0.7, 0.8)", "[0.8, 0.9)", "[0.9, 1.0)", "1.0"
-    ]
-    assert jaccard_band(0.76, 0.75) == "[0.75, 0.8)"
+    assert band_labels(0.7) == ["[0.7, 0.8)", "[0.8, 0.9)", "[0.9, 1.0)", "1.0"]
+    assert band_labels(0.75)[0] == "[0.75, 0.8)"
     # the textbook case: 81 of 263, interval 0.2553-0.3662 (Wilson 1927, as in Newcombe 1998)
     low, high = wilson_interval(81, 263)
     assert (round(low, 4), round(high, 4)) == (0.2553, 0.3662)

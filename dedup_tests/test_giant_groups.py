@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dedup_assets.core.audit_probe import sample_doc_ids
+from dedup_assets.core.audit_sample import sample_doc_ids
 from dedup_assets.core.settings import Settings
 from dedup_bench.giant_group import write_copies_corpus
 

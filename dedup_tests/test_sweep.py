@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from dedup_assets.assets.tuning import parameter_sweep
 from dedup_assets.core import sweep as sweep_module
-from dedup_assets.core.audit_probe import sample_doc_ids
+from dedup_assets.core.audit_sample import sample_doc_ids
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.publish import publish
 from dedup_assets.core.release import verify_release

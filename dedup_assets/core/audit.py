@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from .audit_probe import AUDIT_SAMPLED, audit_pairs_table
 from .store import TableBuild, read_lineage
-from .tables import Tables, sql
+from .tables import Tables, sql_over
 from .verify import first_copies
 
 # the Jaccard bands the audit reports recall in: [t, 0.8), [0.8, 0.9), [0.9, 1.0) and 1.0
@@ -29,13 +29,11 @@ BAND_EDGES = (0.8, 0.9, 1.0)
 IDENTICAL = "1.0"  # the band of Jaccard 1: identical shingle sets, exact copies among them
 
 
-def jaccard_band(jaccard: float, threshold: float) -> str:
-    lower = threshold
-    for upper in BAND_EDGES:
-        if jaccard < upper:
-            return f"[{_decimal(lower)}, {_decimal(upper)})"
-        lower = upper
-    return IDENTICAL
+def band_labels(threshold: float) -> list[str]:
+    """The labels of the Jaccard bands from ``threshold`` up, one more than :data:`BAND_EDGES`: a
+    pair's band is the label after the edges at or below its Jaccard."""
+    lowers = (threshold, *BAND_EDGES[:-1])
+    return [f"[{_decimal(lower)}, {_decimal(upper)})" for lower, upper in zip(lowers, BAND_EDGES)] + [IDENTICAL]
 
 
 def _decimal(value: float) -> str:
@@ -56,25 +54,22 @@ def wilson_interval(found: int, total: int, z: float = 1.96) -> tuple[float, flo
     return max(0.0, centre - spread), min(1.0, centre + spread)
 
 
-def stored_true_pairs(connection: duckdb.DuckDBPyConnection, tables: Tables, threshold: float) -> tuple[pa.Table, int]:
-    """The true pairs fingerprinting found and stored, those at Jaccard ``threshold`` or above (a
-    rescore may have raised it), and how many documents were sampled."""
+def stored_true_pairs(connection: duckdb.DuckDBPyConnection, tables: Tables) -> tuple[str, int]:
+    """The table of the true pairs fingerprinting found (:func:`counted_pairs` keeps those at the
+    threshold or above: a rescore may have raised it), and how many documents were sampled."""
     pairs = audit_pairs_table(tables)
-    found = connection.sql(
-        f"select * from {pairs} where jaccard >= ? order by sampled_doc_id, doc_id", params=[threshold]
-    ).to_arrow_table()
-    return found, read_lineage(connection, pairs)[AUDIT_SAMPLED]
+    return pairs, read_lineage(connection, pairs)[AUDIT_SAMPLED]
 
 
 def build_recall_audit(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
     threshold: float,
-    found: pa.Table,
+    found: pa.Table | str,
     copies: pa.Table | None = None,
 ) -> TableBuild:
     """The ``recall_audit`` table of the documents the probe ``found``
-    (``audit_probe.AUDIT_PAIRS_SCHEMA``): :func:`counted_pairs`. ``copies`` (doc_id,
+    (``audit_probe.AUDIT_PAIRS_SCHEMA``, or the table that holds them): :func:`counted_pairs`. ``copies`` (doc_id,
     first_copy_doc_id) names the copies where the engine keeps them; unset: from the DuckDB
     tables."""
     # a content_hash pair has Jaccard 1, so every one is an edge: the edges name the first copies
@@ -83,13 +78,18 @@ def build_recall_audit(
     return counted_pairs(tables, threshold, found, copies)
 
 
-def counted_pairs(tables: Tables, threshold: float, found: pa.Table, copies: pa.Table) -> TableBuild:
-    """The true pairs of ``found``, counted per pair of texts through ``copies`` (doc_id,
+def counted_pairs(tables: Tables, threshold: float, found: pa.Table | str, copies: pa.Table) -> TableBuild:
+    """The true pairs of ``found`` (the probe's rows, or the table that holds them) at
+    ``threshold`` or above, counted per pair of texts through ``copies`` (doc_id,
     first_copy_doc_id), with their Jaccard band, how many LSH bands the two texts share, and
-    whether the pipeline found them (``sql/recall_audit.sql``)."""
-    bands = [jaccard_band(value, threshold) for value in found.column("jaccard").to_pylist()]
-    true_pairs = found.append_column("jaccard_band", pa.array(bands, pa.string()))
-    return TableBuild(sql=sql("recall_audit", tables), arrow_inputs={"true_pairs": true_pairs, "first_copies": copies})
+    whether the pipeline found them (``sql/recall_audit.sql``): in DuckDB, however many they are."""
+    inputs = {"first_copies": copies}
+    if not isinstance(found, str):
+        inputs["true_pairs"], found = found, "true_pairs"
+    query = sql_over(
+        "recall_audit", true_pairs=found, fingerprinted=tables.fingerprinted, duplicate_pairs=tables.duplicate_pairs
+    )
+    return TableBuild(sql=query, params=[threshold, band_labels(threshold), list(BAND_EDGES)], arrow_inputs=inputs)
 
 
 # what the near-copy figure counts, as the metadata, the summary and the release label it

@@ -24,20 +24,25 @@ text. ``sql/recall_audit.sql`` counts the document pairs from the copy groups' s
 
 from __future__ import annotations
 
+import tempfile
+import threading
 from collections.abc import Iterable
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from . import kernels
+from .audit_sample import AUDIT_SAMPLE_BODIES, same_input, sample_doc_ids
 from .ingest import document_bodies
 from .jaccard import shingle_sets
 from .sketch import kernel_blocks
-from .store import TableBuild, read_lineage, table_exists
-from .tables import Tables, beside
-from .text import Shingling, kernel_text, utf8_buffers
+from .store import TableBuild, table_exists
+from .tables import Tables, beside, sql_over
+from .text import Shingling, kernel_text
 
 # the audit's true pairs: a table of the fingerprinted asset, beside it in its schema
 AUDIT_PAIRS = "audit_true_pairs"
@@ -60,20 +65,22 @@ AUDIT_PAIRS_SCHEMA = pa.schema(
 # bits of the probe filter per probe: few enough to stay in cache, enough that an unrelated
 # shingle rarely passes
 _FILTER_BITS_PER_PROBE = 16
-
-
-def sample_doc_ids(doc_ids: pa.Array | pa.ChunkedArray, size: int, seed: int) -> pa.Array:
-    """The ``size`` doc_ids with the smallest hash keyed by ``seed`` (ties, which 64 bits make
-    rare, by doc_id), in that order; every doc_id when ``size`` is 0 or at least their count."""
-    ids = (doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids).cast(pa.large_string())
-    hashes = kernels.keyed_hash_kernel(*utf8_buffers(ids), np.uint64(seed))
-    if 0 < size < len(ids):
-        # only the doc_ids up to the size-th smallest hash are sorted
-        chosen = np.flatnonzero(hashes <= np.partition(hashes, size - 1)[size - 1])
-        ids, hashes = ids.take(pa.array(chosen)), hashes[chosen]
-    keyed = pa.table({"hash": hashes, "doc_id": ids})
-    order = pc.sort_indices(keyed, sort_keys=[("hash", "ascending"), ("doc_id", "ascending")])
-    return ids.take(order[: size or len(ids)]).cast(pa.string())
+# The probe's rows as found, before a text's rows of several batches are merged: the owner's
+# place, and the copy key where the feed names texts (null: the document is its own text).
+FOUND_SCHEMA = pa.schema(
+    [
+        ("owner", pa.int64()),
+        ("doc_id", pa.string()),
+        ("jaccard", pa.float64()),
+        ("sample_place", pa.int32()),
+        ("text_a", pa.uint64()),
+        ("text_b", pa.uint64()),
+    ]
+)
+# Rows held in memory before they are written to a file beside the database: shared boilerplate
+# can make a sample's true pairs tens of millions of rows, which DuckDB then merges and orders,
+# spilling as it needs.
+SPILL_ROWS = 1 << 20
 
 
 class AuditProbe:
@@ -82,7 +89,10 @@ class AuditProbe:
     through :meth:`feed`, once each, in any order and from several threads at once; :meth:`found`
     gives them."""
 
-    def __init__(self, sample_ids: pa.Array, sample_bodies: pa.Array, shingling: Shingling, threshold: float):
+    def __init__(
+        self, sample_ids: pa.Array, sample_bodies: pa.Array, shingling: Shingling, threshold: float,
+        spill_folder: str | None = None, spill_rows: int = SPILL_ROWS,
+    ):
         self.sample_ids, self.shingling, self.threshold = sample_ids.cast(pa.string()), shingling, threshold
         values, offsets = shingle_sets(sample_bodies, shingling)
         # the owners: the sample's distinct shingle sets, in the order of their first sampled document
@@ -93,7 +103,7 @@ class AuditProbe:
         self.filter_bits = _probe_filter(probes)
         # what the kernels look shingles up in: the probes' table, or none
         self.probes, self._places = kernels.probe_slots_kernel(probes) if len(probes) else (kernels.NO_PROBES, None)
-        self._found: list[pa.RecordBatch] = []
+        self._found = _FoundRows(spill_folder, spill_rows)
 
     def feed(
         self, doc_ids: pa.Array, bodies: pa.Array, hits: np.ndarray | None = None, texts: np.ndarray | None = None
@@ -133,36 +143,34 @@ class AuditProbe:
             return
         documents = candidates[rows[keep]]
         found_ids = doc_ids.take(pa.array(documents))
+        no_text = pa.nulls(len(keep), pa.uint64())
         found = pa.table(
-            {
-                "owner": owners[keep],
-                "doc_id": found_ids,
-                "jaccard": jaccard[keep],
-                "sample_place": pc.cast(pc.index_in(found_ids, value_set=self.sample_ids), pa.int32()),
-            }
+            [
+                pa.array(owners[keep]),
+                found_ids,
+                pa.array(jaccard[keep]),
+                pc.cast(pc.index_in(found_ids, value_set=self.sample_ids), pa.int32()),
+                no_text if texts is None else pa.array(texts[documents, 0]),
+                no_text if texts is None else pa.array(texts[documents, 1]),
+            ],
+            schema=FOUND_SCHEMA,
         )
-        if texts is not None:
-            found = _one_per_text(
-                found.append_column("text_a", pa.array(texts[documents, 0])).append_column("text_b", pa.array(texts[documents, 1]))
-            )
-        self._found.extend(found.to_batches())
-
-    def found(self) -> pa.Table:
-        """Every document found (:data:`AUDIT_PAIRS_SCHEMA`), ordered by owner and doc_id."""
-        found = pa.Table.from_batches(self._found) if self._found else None
-        if found is None:
-            return AUDIT_PAIRS_SCHEMA.empty_table()
-        if "text_a" in found.column_names:  # a text found in several batches: one row still
-            found = _one_per_text(found)
-        table = pa.table(
-            [self.owner_ids.take(found.column("owner")), found.column("doc_id"), found.column("jaccard"),
-             found.column("sample_place")],
-            schema=AUDIT_PAIRS_SCHEMA,
-        )
-        return table.sort_by([("sampled_doc_id", "ascending"), ("doc_id", "ascending")])
+        self._found.add(found if texts is None else _one_per_text(found))
 
     def build(self) -> TableBuild:
-        return TableBuild(batches=self.found().to_batches(), schema=AUDIT_PAIRS_SCHEMA)
+        """The ``audit_true_pairs`` table (:data:`AUDIT_PAIRS_SCHEMA`): every document found,
+        ordered by owner and doc_id, in DuckDB (``sql/audit_true_pairs.sql``)."""
+        rows, params, inputs = self._found.relation()
+        owners = pa.table({"owner": pa.array(np.arange(len(self.owner_ids), dtype=np.int64)), "sampled_doc_id": self.owner_ids})
+        return TableBuild(sql=sql_over("audit_true_pairs", rows=rows), params=params, arrow_inputs={**inputs, "owners": owners})
+
+    def found(self) -> pa.Table:
+        """:meth:`build`'s rows, as a table in memory."""
+        build = self.build()
+        with duckdb.connect() as connection:
+            for name, table in build.arrow_inputs.items():
+                connection.register(name, table)
+            return connection.sql(build.sql, params=build.params).to_arrow_table().cast(AUDIT_PAIRS_SCHEMA)
 
     def lineage(self) -> dict:
         """What the audit_true_pairs table records beside fingerprinted's lineage."""
@@ -184,6 +192,51 @@ def _rows(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple[np
     np.cumsum(sizes, out=taken[1:])
     picked = [values[offsets[row] : offsets[row + 1]] for row in rows]
     return (np.concatenate(picked) if picked else np.zeros(0, np.uint64)), taken
+
+
+class _FoundRows:
+    """The probe's rows (:data:`FOUND_SCHEMA`), fed from several threads: the last
+    ``spill_rows`` or fewer in memory, the rest in a Parquet file of a temporary folder in
+    ``spill_folder`` (None: the system's), removed with this object."""
+
+    def __init__(self, spill_folder: str | None, spill_rows: int):
+        self._folder, self._spill_rows = spill_folder, spill_rows
+        self._held: list[pa.Table] = []
+        self._count = 0
+        self._lock = threading.Lock()
+        self._spill: tempfile.TemporaryDirectory | None = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def add(self, rows: pa.Table) -> None:
+        rows = rows.select(FOUND_SCHEMA.names).cast(FOUND_SCHEMA)  # a grouped batch's columns come back loose
+        with self._lock:
+            self._held.append(rows)
+            self._count += rows.num_rows
+            if self._count >= self._spill_rows:
+                self._write()
+
+    def _write(self) -> None:
+        if self._spill is None:
+            self._spill = tempfile.TemporaryDirectory(prefix="dedup-audit-", dir=self._folder)
+            self._writer = pq.ParquetWriter(self._path(), FOUND_SCHEMA)
+        for rows in self._held:
+            self._writer.write_table(rows)
+        self._held, self._count = [], 0
+
+    def _path(self) -> str:
+        return str(Path(self._spill.name) / "found.parquet")
+
+    def relation(self) -> tuple[str, list, dict[str, pa.Table]]:
+        """(a relation of every row, its parameters, the Arrow tables it reads by name); the file
+        is complete from here on."""
+        with self._lock:
+            if self._spill is None:
+                return "found_held", [], {"found_held": pa.concat_tables([FOUND_SCHEMA.empty_table(), *self._held])}
+            if self._writer is not None:
+                self._write()
+                self._writer.close()
+                self._writer = None
+            return "read_parquet($1)", [self._path()], {}
 
 
 def _one_per_text(found: pa.Table) -> pa.Table:
@@ -254,84 +307,16 @@ def audit_probe(
     stash = beside(documents, AUDIT_SAMPLE_BODIES)
     kept = None
     # kept from this input (its sha256, where recorded), and exactly this sample
-    if table_exists(connection, stash) and _same_input(connection, stash, documents):
+    if table_exists(connection, stash) and same_input(connection, stash, documents):
         kept = connection.sql(f"select doc_id, body from {stash}").to_arrow_table()
     if kept is not None and kept.column("doc_id").combine_chunks().cast(pa.string()).equals(sample):
         bodies = kept.column("body").combine_chunks()
     else:
         bodies = document_bodies(connection, documents, sample).column("body").combine_chunks()
-    return AuditProbe(sample, bodies, shingling, threshold)
-
-
-def _same_input(connection: duckdb.DuckDBPyConnection, table: str, documents: str) -> bool:
-    return read_lineage(connection, table).get("input_sha256") == read_lineage(connection, documents).get("input_sha256")
-
-
-# The audit's sample with its bodies, which the documents step keeps as the bodies stream past
-# (a table beside documents), so that fingerprinting does not scan every body a second time to
-# find a thousand. At most this many bytes of bodies are kept; beyond them (a sample of the
-# whole corpus, or of pages far longer than the web's) the table is left empty and the bodies
-# are read again. The bytes count the sample's doc_ids and hashes too.
-AUDIT_SAMPLE_BODIES = "audit_sample_bodies"
-SAMPLE_BODIES_SCHEMA = pa.schema([("doc_id", pa.string()), ("body", pa.large_string())])
-SAMPLE_BODIES_MAX_BYTES = 128 << 20
-
-
-class SampleBodies:
-    """The documents of the sample :func:`sample_doc_ids` draws (``size`` > 0 of them, keyed by
-    ``seed``) with their bodies, found while every document is offered once, in any order: it
-    holds the rows whose keyed hash can still be among the ``size`` smallest. Whether it is the
-    sample is checked where it is used (:func:`audit_probe`): a document the stream later
-    rejects, for one, makes it another."""
-
-    def __init__(self, size: int, seed: int):
-        self.size, self.seed = size, np.uint64(seed)
-        self._held = pa.table({"hash": pa.array([], pa.uint64()), "doc_id": pa.array([], pa.large_string()),
-                               "body": pa.array([], pa.large_string())})
-        self._bound: np.uint64 | None = None  # the size-th smallest hash held, once size are
-        self.too_large = False
-
-    def offer(self, doc_ids: pa.Array, bodies: pa.Array, documents: np.ndarray) -> None:
-        """One batch's records; ``documents`` marks those that became documents."""
-        if self.too_large or not len(doc_ids):
-            return
-        ids = doc_ids.cast(pa.large_string())
-        hashes = kernels.keyed_hash_kernel(*utf8_buffers(ids), self.seed)
-        wanted = documents if self._bound is None else documents & (hashes <= self._bound)
-        chosen = np.flatnonzero(wanted)
-        if not len(chosen):
-            return
-        rows = pa.array(chosen)
-        offered = pa.table({"hash": hashes[chosen], "doc_id": ids.take(rows), "body": bodies.take(rows).cast(pa.large_string())})
-        self._held = pa.concat_tables([self._held, offered])
-        # pruned now and then, not at every batch, and before the rows held pass the cap
-        if self._held.num_rows >= 2 * self.size or self._held.nbytes > SAMPLE_BODIES_MAX_BYTES:
-            self._prune()
-
-    def _prune(self) -> None:
-        """Keep the rows at or below the size-th smallest hash; if they pass the cap, none."""
-        held = self._held.column("hash").to_numpy()
-        if len(held) > self.size:
-            self._bound = np.partition(held, self.size - 1)[self.size - 1]
-            self._held = self._held.filter(pa.array(held <= self._bound)).combine_chunks()
-        if self._held.nbytes > SAMPLE_BODIES_MAX_BYTES:
-            self.too_large = True
-            self._held = self._held.slice(0, 0)
-
-    def table(self) -> pa.Table:
-        """The sample in :func:`sample_doc_ids`' order (empty when its bodies were too large)."""
-        if not self.too_large:
-            self._prune()
-        order = pc.sort_indices(self._held, sort_keys=[("hash", "ascending"), ("doc_id", "ascending")])
-        chosen = self._held.take(order[: self.size])
-        return pa.table([chosen.column("doc_id").cast(pa.string()), chosen.column("body")], schema=SAMPLE_BODIES_SCHEMA)
-
-    def build(self) -> TableBuild:
-        return TableBuild(batches=self.table().to_batches(), schema=SAMPLE_BODIES_SCHEMA)
-
-
-def no_sample_bodies() -> TableBuild:
-    return TableBuild(batches=[], schema=SAMPLE_BODIES_SCHEMA)
+    # many true pairs are written beside the database file (the system's temporary folder may be memory)
+    path = connection.sql("select path from duckdb_databases() where database_name = current_database()").fetchall()
+    folder = str(Path(path[0][0]).resolve().parent) if path and path[0][0] else None
+    return AuditProbe(sample, bodies, shingling, threshold, folder)
 
 
 def sampled_pairs(found: pa.Table) -> pa.Table:

@@ -23,10 +23,8 @@ import duckdb
 import pyarrow as pa
 
 from .audit import build_recall_audit, stored_true_pairs
-from .audit_probe import (
-    AUDIT_PAIRS, AUDIT_SAMPLE_BODIES, AUDIT_SAMPLED, AUDIT_THRESHOLD, SampleBodies, audit_pairs_table, audit_probe,
-    documents_pass, no_sample_bodies,
-)
+from .audit_probe import AUDIT_PAIRS, AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, documents_pass
+from .audit_sample import AUDIT_SAMPLE_BODIES, SampleBodies, no_sample_bodies
 from .engines import Engine, Log
 from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
 from .ingest import build_documents, build_rejected_documents, input_identity
@@ -193,7 +191,7 @@ def recall_audit(run: StepRun) -> tuple[int, int]:
     with run.cursor() as cursor:
         found_at = read_lineage(cursor, audit_pairs_table(tables))[AUDIT_THRESHOLD]
         if found_at <= threshold:
-            found, sampled = stored_true_pairs(cursor, tables, threshold)
+            found, sampled = stored_true_pairs(cursor, tables)
         else:
             run.log(
                 f"recall_audit: fingerprinted found the audit's true pairs at jaccard_threshold={found_at}; "

@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .audit import counted_pairs
-from .audit_probe import AuditProbe, probe_pass, sample_doc_ids
+from .audit_probe import AuditProbe, probe_pass
+from .audit_sample import sample_doc_ids
 from .lsh import PairBudgetExceeded
 from .pipeline import run_core_steps
 from .plots import FIGURE_SIZE, new_axes, png_bytes

@@ -7,15 +7,21 @@
 -- pipeline finds every pair of two copy groups) and pairs, how many document pairs the row
 -- counts. A pair of two sampled documents is counted once, for the earlier in the sample.
 -- true_pairs: the probe's rows (audit_probe.AUDIT_PAIRS_SCHEMA: each owner, a sampled shingle
--- set, and the documents it found, one per text where it is not sampled) with jaccard_band;
+-- set, and the documents it found, one per text where it is not sampled);
 -- first_copies: each copy and its first copy. A text of n documents, k of them sampled, counts
 -- k·(n − 1) − k·(k − 1)/2 pairs among its copies, and k·m with another text of m documents, less
--- the pairs whose other document is sampled earlier. No parameters.
+-- the pairs whose other document is sampled earlier. Everything here is DuckDB's, which spills:
+-- shared boilerplate can make the sample's true pairs tens of millions of rows.
+-- $1 = jaccard_threshold (pairs below it are not true), $2 = the Jaccard bands' labels, $3 = the
+-- bands' lower edges above the threshold (audit.band_labels: a pair's band is the label after the
+-- edges at or below its Jaccard).
 with found as (
-  select p.sampled_doc_id as owner, p.jaccard, p.jaccard_band, p.sample_place,
+  select p.sampled_doc_id as owner, p.jaccard, p.sample_place,
+    $2[1 + len(list_filter($3, lambda edge: p.jaccard >= edge))] as jaccard_band,
     coalesce(c.first_copy_doc_id, p.doc_id) as text
-  from true_pairs p
+  from {true_pairs} p
   left join first_copies c on c.doc_id = p.doc_id
+  where p.jaccard >= $1
 ),
 sizes as (
   select first_copy_doc_id as text, count(*) + 1 as documents from first_copies group by all
@@ -57,8 +63,7 @@ select
   greatest(t.sampled_text, t.partner) as right_doc_id,
   t.jaccard,
   t.jaccard_band,
-  (select count(*)::integer from range(len(lf.lsh_bands)) b(i) where lf.lsh_bands[i + 1] = rf.lsh_bands[i + 1])
-    as shared_bands,
+  len(list_filter(list_zip(lf.lsh_bands, rf.lsh_bands), lambda keys: keys[1] = keys[2]))::integer as shared_bands,
   t.sampled_text = t.partner or e.left_doc_id is not null as found,
   t.sampled_text,
   t.pairs
