@@ -1,4 +1,4 @@
-"""The ``dedup`` command line: parses the subcommand and runs it; the quiet run is ``launch.run``."""
+"""The ``dedup`` command line: parses the subcommand and runs it; the quiet run is ``run.py``."""
 
 from __future__ import annotations
 
@@ -203,7 +203,8 @@ def _command(argv: list[str]) -> int:
         return forget_batches_command(argv[1:])
     if argv[0] == "cdx-targets":
         return cdx_targets_command(argv[1:])
-    from .launch.run import main as run
+    # imported here, so that the other commands answer without loading Dagster and the definitions
+    from .run import main as run
 
     return run(argv[1:])
 

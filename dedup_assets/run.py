@@ -26,15 +26,14 @@ warnings.filterwarnings("ignore", category=Warning, module=r"dagster(\.|$)")
 from dagster import AssetCheckSeverity, DagsterInstance, DagsterInvalidConfigError, logger  # noqa: E402
 from dotenv import load_dotenv  # noqa: E402
 
-from ..assets.metadata import percent_fewer  # noqa: E402
-from ..core.release import MANIFEST_FILE  # noqa: E402
-from ..core.shell import python_command, sql_literal  # noqa: E402
-from ..definitions import defs  # noqa: E402
-from .entry_point import DEDUP, ENTRY, dedup_program  # noqa: E402
-from .user_messages import last_sentence, refused, user_message  # noqa: E402
-from .jobs import PIPELINE_JOBS  # noqa: E402
-from .run_health import fail_dead_runs, new_run  # noqa: E402
-from .warm import CompileWatch, step_compiled, warm_if_needed  # noqa: E402
+from .assets.metadata import percent_fewer  # noqa: E402
+from .core.release import MANIFEST_FILE  # noqa: E402
+from .core.shell import python_command, sql_literal  # noqa: E402
+from .definitions import PIPELINE_JOBS, defs  # noqa: E402
+from .launch.entry_point import DEDUP, ENTRY, dedup_program  # noqa: E402
+from .launch.user_messages import last_sentence, refused, user_message  # noqa: E402
+from .launch.run_health import fail_dead_runs, new_run  # noqa: E402
+from .launch.warm import CompileWatch, step_compiled, warm_if_needed  # noqa: E402
 
 QUIET_LOGGER = "dedup_console"
 _INSTANCE_ATTEMPTS = 3
