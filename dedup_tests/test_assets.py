@@ -293,12 +293,12 @@ def test_release_parquet_stores_hashes_raw_and_keeps_no_statistics_of_hashes_or_
         for index in range(metadata.num_columns)
     }
     hashes = ("content_hash", "signature", "lsh_bands")
-    assert columns["doc_id"].compression == "SNAPPY" and columns["doc_id"].is_stats_set
+    assert columns["doc_id"].compression == "ZSTD" and columns["doc_id"].is_stats_set  # the default codec
     assert columns["token_count"].statistics.min > 0
     assert {columns[name].compression for name in hashes} == {"UNCOMPRESSED"}
     assert not any(columns[name].is_stats_set for name in hashes)
     deduped = pq.ParquetFile(runner.output_dir / "deduped_documents" / "part-00000.parquet").metadata.row_group(0)
-    assert {deduped.column(index).compression for index in range(deduped.num_columns)} == {"SNAPPY"}
+    assert {deduped.column(index).compression for index in range(deduped.num_columns)} == {"ZSTD"}
     stats = {
         deduped.column(index).path_in_schema: deduped.column(index).is_stats_set
         for index in range(deduped.num_columns)

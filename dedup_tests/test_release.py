@@ -447,7 +447,7 @@ def test_nested_columns_take_the_codec_and_hash_lists_none(tmp_path, compression
 
 
 def test_an_unknown_release_compression_is_refused_naming_the_choices():
-    with pytest.raises(SettingsError, match="release_compression must be one of snappy, zstd, none, got 'lz4'"):
+    with pytest.raises(SettingsError, match="release_compression must be one of zstd, snappy, none, got 'lz4'"):
         Settings(release_compression="lz4")
 
 

@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .settings import DEFAULT_BATCH_SIZE
+from .settings import DEFAULT_BATCH_SIZE, DEFAULT_COMPRESSION
 from .sinks import BackgroundFile
 from .streams import prefetched
 
@@ -107,7 +107,7 @@ def row_groups(reader: pa.RecordBatchReader, layout: Layout) -> Iterator[pa.Tabl
 
 
 def write_parquet(
-    relation: duckdb.DuckDBPyRelation, path: Path, compression: str = "snappy", written: Written | None = None
+    relation: duckdb.DuckDBPyRelation, path: Path, compression: str = DEFAULT_COMPRESSION, written: Written | None = None
 ) -> dict:
     """Stream a query into one Parquet file, its columns compressed with ``compression`` (but the
     hash columns); its rows and sha256. A worker thread reads the next row group while this one
@@ -132,7 +132,7 @@ def write_parquet_parts(
     folder: Path,
     layout: Layout | None = None,
     writers: int = PART_WRITERS,
-    compression: str = "snappy",
+    compression: str = DEFAULT_COMPRESSION,
     written: Written | None = None,
 ) -> list[dict]:
     """Stream a query into ``folder`` (created) as ``part-00000.parquet``, ``part-00001.parquet``

@@ -44,7 +44,7 @@ from .release_pointer import (
     adopt, current_id, leftovers, pointer_path, prune, releases_folder, remove, restore, share_kept, switch_in, sync,
 )
 from .batches import key_path_name
-from .settings import RELEASES_KEPT, Settings
+from .settings import DEFAULT_COMPRESSION, RELEASES_KEPT, Settings
 from .tables import Tables
 
 Result = TypeVar("Result")
@@ -309,7 +309,7 @@ def publish_batch_release(
     *,
     database: str,
     log: Callable[[str], None],
-    compression: str = "snappy",
+    compression: str = DEFAULT_COMPRESSION,
     keep: int = RELEASES_KEPT,
 ) -> dict:
     """A batch's release files (each query binds the key as $batch_key, Parquet compressed with

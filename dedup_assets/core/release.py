@@ -23,7 +23,7 @@ from .scurve import lsh_probability
 from .readers import InputFile, file_sha256
 from .parquet_files import Written, write_parquet, write_parquet_parts
 from .setting_lineage import RUN_PATHS
-from .settings import Settings
+from .settings import DEFAULT_COMPRESSION, Settings
 from .streams import Progress, ThroughputLog
 from .summary import reason_counts, rejected_by_reason, run_counts
 from .tables import HOT_BUCKETS, Tables, beside, sql
@@ -336,7 +336,7 @@ def _write_output(
     name: str,
     arrow_inputs: dict[str, pa.Table],
     params: dict | None = None,
-    compression: str = "snappy",
+    compression: str = DEFAULT_COMPRESSION,
     written: Written | None = None,
 ) -> list[dict]:
     """Release file ``name`` in ``output_dir`` from ``query`` (with ``params`` bound by name) on
@@ -367,7 +367,7 @@ def write_files_and_manifest(
     params: dict,
     output_dir: Path,
     manifest: dict,
-    compression: str = "snappy",
+    compression: str = DEFAULT_COMPRESSION,
 ) -> dict:
     """Write each file of ``queries`` (every query binding ``params``) into ``output_dir`` as
     :func:`write_release` does (Parquet compressed with ``compression``), then ``manifest.json``:
