@@ -13,6 +13,7 @@ from dedup_assets.core.store import (
     DuckDBUnavailable,
     TableBuild,
     open_database,
+    out_of_memory,
     read_lineage,
     rows_with_ids,
     table_exists,
@@ -180,3 +181,13 @@ def test_duckdb_out_of_memory_is_one_message_naming_the_limit_and_its_setting():
         "Raise the limit: DEDUP_DUCKDB_MEMORY (or the warehouse resource's memory_limit), "
         "e.g. DEDUP_DUCKDB_MEMORY=2GB, the default."
     )
+
+
+def test_out_of_memory_at_the_default_limit_suggests_a_larger_one():
+    """At the default limit, suggesting the default is no advice (seen at 2 GB on 33M audit pairs)."""
+    error = duckdb.OutOfMemoryException(
+        "Out of Memory Error: could not allocate block of size 256.0 KiB (1.8 GiB/1.8 GiB used)"
+    )
+    message = str(out_of_memory(error, "fingerprinted"))
+    assert message.startswith("DuckDB ran out of memory in fingerprinted: the step needed more than its memory limit of 1.8 GiB")
+    assert message.endswith("e.g. DEDUP_DUCKDB_MEMORY=4GB, twice the limit.")

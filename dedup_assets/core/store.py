@@ -10,6 +10,7 @@ some documents' rows by scanning rather than joining.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -41,14 +42,27 @@ def out_of_memory(error: duckdb.OutOfMemoryException, step: str | None = None) -
     """DuckDB's out-of-memory error as what to do: its limit, and the setting that raises it
     (issue 49: held to 64 MB, a 100k run ended with DuckDB's text and a stack trace)."""
     words = str(error).strip().splitlines()[0]
-    used = re.search(r"\(([\d.]+ \w+)/([\d.]+ \w+) used\)", words)
+    used = re.search(r"\(([\d.]+ \w+)/(([\d.]+) (\w+)) used\)", words)
     limit = f" of {used.group(2)}" if used else ""
     where = f" in {step}" if step else ""
     return DuckDBOutOfMemory(
         f"DuckDB ran out of memory{where}: the step needed more than its memory limit{limit}, even spilling "
         f"to disk ({words}). Raise the limit: DEDUP_DUCKDB_MEMORY (or the warehouse resource's memory_limit), "
-        f"e.g. DEDUP_DUCKDB_MEMORY={DEFAULT_DUCKDB_MEMORY}, the default."
+        f"e.g. {_larger_limit(used.group(3), used.group(4)) if used else _DEFAULT_LIMIT}."
     )
+
+
+_DEFAULT_LIMIT = f"DEDUP_DUCKDB_MEMORY={DEFAULT_DUCKDB_MEMORY}, the default"
+_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def _larger_limit(amount: str, unit: str) -> str:
+    """The default where the limit was below it, else twice the limit in whole GB (a limit at the
+    default that was not enough is no advice)."""
+    gigabytes = float(amount) * _UNITS.get(unit, 1 << 30) / 1e9
+    if gigabytes < 1.5:
+        return _DEFAULT_LIMIT
+    return f"DEDUP_DUCKDB_MEMORY={math.ceil(2 * gigabytes)}GB, twice the limit"
 
 
 def connect(database: str, memory_limit: str, config: Mapping[str, object] | None = None) -> duckdb.DuckDBPyConnection:
