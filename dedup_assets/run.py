@@ -27,6 +27,7 @@ from dagster import AssetCheckSeverity, DagsterInstance, DagsterInvalidConfigErr
 from dotenv import load_dotenv  # noqa: E402
 
 from .assets.metadata import percent_fewer  # noqa: E402
+from .core.readers.registry import NAMED_FORMATS  # noqa: E402
 from .core.release import MANIFEST_FILE  # noqa: E402
 from .core.shell import python_command, sql_literal  # noqa: E402
 from .definitions import PIPELINE_JOBS, defs  # noqa: E402
@@ -234,7 +235,7 @@ def main(argv: list[str]) -> int:
         "run history (make dev) when DAGSTER_HOME is set, as make and env.sh set it.",
     )
     parser.add_argument(
-        "--input", metavar="PATH", help="input file, folder or glob (CSV, Parquet, JSONL or WARC); default: env DEDUP_INPUT, "
+        "--input", metavar="PATH", help=f"input file, folder or glob ({NAMED_FORMATS}); default: env DEDUP_INPUT, "
         "else data/documents.csv",
     )
     parser.add_argument(

@@ -21,6 +21,7 @@ from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr, ValidationError, create_model, model_validator
 
 from .core.publish import check_output_folder
+from .core.readers.registry import NAMED_FORMATS
 from .core.release_pointer import pointer_path
 from .core.settings import Settings
 from .core.setting_lineage import value_sources
@@ -70,7 +71,7 @@ class _DedupResource(ConfigurableResource):
     )
     input_path: str | None = Field(
         default=None,
-        description="Input file, folder or glob (CSV, Parquet, JSONL or WARC). Unset: env "
+        description=f"Input file, folder or glob ({NAMED_FORMATS}). Unset: env "
         f"{INPUT.name}, else {INPUT.default}.",
     )
     labels_path: str | None = Field(

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from dedup_assets.core.readers import READERS, InputError, InputPolicy, Reader, reader_for
+from dedup_assets.core.readers.registry import SUPPORTED_NAMES, format_stem
 from dedup_assets.core.input_settings import SOURCE_FORMATS, FetchSettings
 
 from .conftest import document, write_csv
@@ -16,7 +17,7 @@ from .warc_fixtures import write_crawl
 
 
 def test_each_source_format_has_one_reader_that_keeps_the_protocol(tmp_path):
-    assert tuple(READERS) == SOURCE_FORMATS
+    assert tuple(READERS) == SOURCE_FORMATS  # the Literal cannot be made from READERS: input_settings says why
     for name, reader in READERS.items():
         assert isinstance(reader, Reader) and reader.name == name
         for method in ("matches", "schema", "batches", "count"):
@@ -25,6 +26,12 @@ def test_each_source_format_has_one_reader_that_keeps_the_protocol(tmp_path):
     with pytest.raises(InputError, match="source_format must be one of csv, parquet, jsonl, warc"):
         reader_for(tmp_path / "in.csv", "xml")
 
+
+
+def test_the_lists_of_file_names_are_made_from_the_readers_suffixes():
+    assert SUPPORTED_NAMES == ".csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz"
+    stems = {"2026-11-29.WARC.gz": "2026-11-29", "a.jsonl.warc": "a.jsonl", "b.json.gz": "b", "c.gz": "c.gz"}
+    assert {name: format_stem(name) for name in stems} == stems
 
 def _sample(tmp_path, source_format):
     """A small file of the format; the JSONL, WARC and targets ones have records their readers

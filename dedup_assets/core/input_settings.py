@@ -10,6 +10,9 @@ from typing import Literal, get_args
 
 from .errors import SettingsError
 
+# The names of readers/registry.py READERS, which cannot be read from there: every reader imports
+# this module (and readers/ imports settings.py, whose source_format is typed with this), so the
+# registry comes after both. test_readers holds the two equal.
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
 # Common Crawl's public HTTPS data endpoint, which a targets file's WARC filenames are joined to.
@@ -67,7 +70,12 @@ class InputPolicy:
 
     def __post_init__(self) -> None:
         if self.source_format is not None and self.source_format not in SOURCE_FORMATS:
-            raise SettingsError(
-                f"source_format must be one of {', '.join(SOURCE_FORMATS)} (or unset to use the "
-                f"file extension), got {self.source_format!r}"
-            )
+            raise SettingsError(unknown_format(self.source_format))
+
+
+def unknown_format(source_format: str) -> str:
+    """Why a ``source_format`` is refused, as a setting or when handed to the readers."""
+    return (
+        f"source_format must be one of {', '.join(SOURCE_FORMATS)} (or unset to use the file "
+        f"extension), got {source_format!r}"
+    )

@@ -35,7 +35,7 @@ from .csv_scan import (
     file_bytes,
 )
 from .encoding import ReplacedRows, replaced_characters
-from .protocol import Reject
+from .protocol import BySuffix, Reject
 
 
 def _header(path: Path) -> list[str]:
@@ -168,14 +168,12 @@ def _reject_malformed(bad: np.ndarray, header_fields: int, max_body_bytes: int, 
         reject(int(row[BAD_RECORD]), "", reason, _detail(row, header_fields, max_body_bytes))
 
 
-class CsvReader:
+class CsvReader(BySuffix):
     name = "csv"
     label = "CSV"
+    suffixes = (".csv",)
     columns_from_file = True
     appended_columns = ("replaced_characters", "input_row")
-
-    def matches(self, path: Path) -> bool:
-        return path.suffix.lower() == ".csv"
 
     def schema(self, path: Path) -> pa.Schema:
         return pa.schema(

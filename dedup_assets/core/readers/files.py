@@ -17,10 +17,9 @@ from ..tables import GLOB_MARK
 from .encoding import refuse_wide_encoding
 from .input_contract import REQUIRED_COLUMNS
 from .protocol import INPUT_SETTING, InputError
-from .registry import SUPPORTED_NAMES, format_stem, matching_reader, reader_for
+from .registry import NAMED_FORMATS, SUPPORTED_NAMES, format_stem, matching_reader, reader_for
 
 _TEXT_FORMATS = ("csv", "jsonl")
-_FORMAT_NAMES = "CSV, Parquet, JSONL or WARC"
 _SKIPPED_SHOWN = 3
 
 
@@ -102,7 +101,7 @@ def skipped_files_line(skipped: list[Path]) -> str:
     shown = ", ".join(path.name for path in skipped[:_SKIPPED_SHOWN]) + (", …" if len(skipped) > _SKIPPED_SHOWN else "")
     return (
         f"skipped {len(skipped):,} file{'s' if len(skipped) > 1 else ''} that "
-        f"{'are' if len(skipped) > 1 else 'is'} not {_FORMAT_NAMES}: "
+        f"{'are' if len(skipped) > 1 else 'is'} not {NAMED_FORMATS}: "
         + ", ".join(f"{count:,} {kind}" for kind, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
         + f" ({shown})"
     )

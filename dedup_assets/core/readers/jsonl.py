@@ -27,7 +27,7 @@ from .doc_ids import escaped
 from .encoding import ReplacedRows, replaced_characters
 from .gzip_members import Member, is_gzip, members, reread, survey
 from .lines import Line, Lines, count_plain_lines, plain_lines
-from .protocol import RAW_FIELDS, Reject
+from .protocol import RAW_FIELDS, BySuffix, Reject
 
 # Our column -> the field of common dumps (id/text/url) that fills it.
 DEFAULT_FIELDS = {
@@ -169,14 +169,12 @@ def _row(record: dict, field: dict[str, str], line_number: int, replaced: int) -
     }
 
 
-class JsonlReader:
+class JsonlReader(BySuffix):
     name = "jsonl"
     label = "JSONL"
+    suffixes = (".jsonl", ".jsonl.gz", ".json.gz")
     columns_from_file = False
     appended_columns = ()
-
-    def matches(self, path: Path) -> bool:
-        return path.name.lower().endswith((".jsonl", ".jsonl.gz", ".json.gz"))
 
     def schema(self, path: Path) -> pa.Schema:
         return JSONL_SCHEMA

@@ -11,17 +11,15 @@ import pyarrow.parquet as pq
 
 from ..input_settings import InputPolicy
 from ..tables import duckdb_file
-from .protocol import InputError, Reject
+from .protocol import BySuffix, InputError, Reject
 
 
-class ParquetReader:
+class ParquetReader(BySuffix):
     name = "parquet"
     label = "Parquet"
+    suffixes = (".parquet",)
     columns_from_file = True
     appended_columns = ()
-
-    def matches(self, path: Path) -> bool:
-        return path.suffix.lower() == ".parquet"
 
     def schema(self, path: Path) -> pa.Schema:
         try:

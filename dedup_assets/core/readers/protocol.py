@@ -37,6 +37,15 @@ class InputError(DedupError, ValueError):
 INPUT_SETTING = "input_path (in dedup.yaml or the launchpad), dedup run --input, or DEDUP_INPUT"
 
 
+class BySuffix:
+    """``matches`` of a reader whose files are told by how their names end (``suffixes``)."""
+
+    suffixes: tuple[str, ...]
+
+    def matches(self, path: Path) -> bool:
+        return path.name.lower().endswith(self.suffixes)
+
+
 @runtime_checkable
 class Reader(Protocol):
     """One input format. An input record is one CSV data row, JSONL line, WARC record or
@@ -44,6 +53,8 @@ class Reader(Protocol):
 
     name: str  # the format, as source_format names it
     label: str  # the format, as messages name it
+    # how its files' names end, lower case; the registry's lists of file names are made from these
+    suffixes: tuple[str, ...]
     # whether its columns are the file's own (CSV, Parquet), so the ``fields`` setting renames
     # them; a reader of records (JSONL, WARC) builds our columns itself
     columns_from_file: bool

@@ -5,19 +5,31 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..input_settings import SOURCE_FORMATS
+from ..input_settings import unknown_format
 from . import csv, jsonl, parquet, warc, warc_ranges
 from .input_contract import REQUIRED_COLUMNS
 from .protocol import INPUT_SETTING, InputError, Reader
 
-# Format name -> reader, in the order of SOURCE_FORMATS.
+# Format name -> reader, in the order of SOURCE_FORMATS (test_readers holds the two equal). The
+# lists below are made from the readers' names, labels and suffixes, which each reader writes once.
 READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (csv.READER, parquet.READER, jsonl.READER, warc.READER, warc_ranges.READER)
 }
-SUPPORTED_NAMES = ".csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz"
-# the extensions the readers' file names end with, longest first, so .warc.gz is cut whole
-_FORMAT_SUFFIX = re.compile(r"\.(jsonl\.gz|json\.gz|warc\.gz|jsonl|warc|csv|parquet)$", re.IGNORECASE)
+_SUFFIXES = tuple(suffix for reader in READERS.values() for suffix in reader.suffixes)
+
+
+def _either(words: tuple[str, ...]) -> str:
+    return f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+SUPPORTED_NAMES = _either(_SUFFIXES)  # .csv, .parquet, .jsonl, .jsonl.gz, .json.gz, .warc or .warc.gz
+# the formats a file's name tells (a targets file's is CSV or Parquet): CSV, Parquet, JSONL or WARC
+NAMED_FORMATS = _either(tuple(reader.label for reader in READERS.values() if reader.suffixes))
+# longest first, so .warc.gz is cut whole
+_FORMAT_SUFFIX = re.compile(
+    "(" + "|".join(map(re.escape, sorted(_SUFFIXES, key=len, reverse=True))) + ")$", re.IGNORECASE
+)
 
 
 def format_stem(name: str) -> str:
@@ -33,10 +45,7 @@ def matching_reader(path: Path, source_format: str | None = None, fields: dict |
     documents columns or of those ``fields`` names, is a targets file."""
     if source_format:
         if source_format not in READERS:
-            raise InputError(
-                f"source_format must be one of {', '.join(SOURCE_FORMATS)} (or unset to use the "
-                f"file extension), got {source_format!r}"
-            )
+            raise InputError(unknown_format(source_format))
         return READERS[source_format]
     reader = next((reader for reader in READERS.values() if reader.matches(path)), None)
     if reader in (csv.READER, parquet.READER) and warc_ranges.is_targets_file(path, reader, fields):

@@ -31,7 +31,7 @@ from warcio.recordloader import ArcWarcRecordLoader
 
 from ..input_settings import InputPolicy
 from .gzip_members import Member, changed, is_gzip, member_at, members
-from .protocol import RAW_FIELDS, Reject
+from .protocol import RAW_FIELDS, BySuffix, Reject
 
 WARC_SCHEMA = pa.schema(
     RAW_FIELDS
@@ -311,15 +311,12 @@ def _read_again(path: Path, handle, checked: Member, max_body_bytes: int) -> Ite
         raise changed(path, member.start)
 
 
-class WarcReader:
+class WarcReader(BySuffix):
     name = "warc"
     label = "WARC"
+    suffixes = (".warc", ".warc.gz")
     columns_from_file = False
     appended_columns = ()
-
-    def matches(self, path: Path) -> bool:
-        name = path.name.lower()
-        return name.endswith(".warc") or name.endswith(".warc.gz")
 
     def schema(self, path: Path) -> pa.Schema:
         return WARC_SCHEMA

@@ -44,7 +44,7 @@ from ..input_settings import FetchSettings, InputPolicy
 from ..streams import RunStopped
 from . import csv, parquet
 from .http_fetch import Http, Rejected, Target, Workers, refuse_unacknowledged_terms
-from .protocol import InputError, Reject
+from .protocol import BySuffix, InputError, Reject
 from .warc import WARC_SCHEMA, Entry, record_entry, records_of
 
 # The record lineage of local WARC input, plus the target's row, before the columns every
@@ -334,14 +334,12 @@ def _result(outcome: Future, path: Path, row: int, run_stop: threading.Event | N
                 raise RunStopped(f"{path}: the run stopped while row {row} was fetched") from None
 
 
-class WarcRangesReader:
+class WarcRangesReader(BySuffix):
     name = "warc_ranges"
     label = "WARC targets"
+    suffixes = ()  # a targets file is a CSV or Parquet file, told apart by its columns
     columns_from_file = False
     appended_columns = ()
-
-    def matches(self, path: Path) -> bool:
-        return False  # a targets file is a CSV or Parquet file, told apart by its columns
 
     def schema(self, path: Path) -> pa.Schema:
         return WARC_RANGES_SCHEMA
