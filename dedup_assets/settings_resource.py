@@ -3,7 +3,8 @@ where the input and the release files are.
 
 Its algorithm fields are made from :class:`core.settings.Settings`, where each setting's type,
 default, step and description are written once (a choice among names becomes an enum, as Dagster
-config takes); the sweep's and the paths' fields are its own. Every field is set in the launchpad
+config takes), and a sweep combination's from :class:`core.sweep_settings.SweepCombination`; the
+sweep's other fields and the paths' are its own. Every field is set in the launchpad
 or with ``--config-json '{"resources": {"dedup": {"config": {...}}}}'``, or in the settings file
 (``launch/settings_file.py``), which the run config wins over.
 """
@@ -36,23 +37,36 @@ RESOURCE_KEY = "dedup"  # the resource's key in the definitions and in the run c
 FIELD_VARIABLES = {"input_path": INPUT, "output_dir": OUTPUT_DIR, "labels_path": LABELS, "fetch_cache": CACHE}
 
 
-class SweepCombinationConfig(Config):
-    """One combination of the parameter sweep; a field left out takes the library's default."""
+def _config_field(setting: DataclassField, hint) -> tuple:
+    """A field of :class:`Settings` (or :class:`SweepCombination`) as a config field: its type,
+    default and description. A choice among names (``Literal``) becomes an enum named after the setting
+    (hash_scheme: ``HashScheme``), optional where the setting is, as Dagster config takes it."""
+    optional = get_origin(hint) in (Union, UnionType) and NoneType in get_args(hint)
+    inner = next(arg for arg in get_args(hint) if arg is not NoneType) if optional else hint
+    default = setting.default
+    if get_origin(inner) is Literal:
+        choices = Enum("".join(part.title() for part in setting.name.split("_")), {v: v for v in get_args(inner)}, type=str)
+        hint = choices | None if optional else choices
+        default = None if default is None else choices(default)
+    description = setting.metadata["doc"]
+    if setting.default_factory is not MISSING:
+        return hint, Field(default_factory=setting.default_factory, description=description)
+    return hint, Field(default=default, description=description)
 
-    num_perm: int = Field(default=SweepCombination.num_perm, description="MinHash values per signature.")
-    rows_per_band: int = Field(
-        default=SweepCombination.rows_per_band, description="Signature values per LSH band (unused with auto_bands)."
-    )
-    auto_bands: bool = Field(
-        default=SweepCombination.auto_bands, description="Bands and rows chosen for jaccard_threshold."
-    )
-    false_negative_weight: float = Field(
-        default=SweepCombination.false_negative_weight, description="With auto_bands: the weight of missed duplicates."
-    )
-    jaccard_threshold: float = Field(
-        default=SweepCombination.jaccard_threshold, description="Exact shingle Jaccard of a duplicate."
-    )
-    shingle_size: int = Field(default=SweepCombination.shingle_size, description="Tokens per shingle.")
+
+def _config_fields(library_class: type) -> dict[str, tuple]:
+    """The fields of a library dataclass (each with its ``doc`` metadata) as Dagster config fields."""
+    hints = get_type_hints(library_class)
+    return {setting.name: _config_field(setting, hints[setting.name]) for setting in fields(library_class)}
+
+
+SweepCombinationConfig = create_model(
+    "SweepCombinationConfig",
+    __base__=Config,
+    __module__=__name__,
+    __doc__="One combination of the parameter sweep; a field left out takes the library's default.",
+    **_config_fields(SweepCombination),
+)
 
 
 class _DedupResource(ConfigurableResource):
@@ -175,28 +189,10 @@ class _DedupResource(ConfigurableResource):
         }
 
 
-def _config_field(setting: DataclassField, hint) -> tuple:
-    """A setting of :class:`Settings` as a field of the resource: its type, default and
-    description. A choice among names (``Literal``) becomes an enum named after the setting
-    (hash_scheme: ``HashScheme``), optional where the setting is, as Dagster config takes it."""
-    optional = get_origin(hint) in (Union, UnionType) and NoneType in get_args(hint)
-    inner = next(arg for arg in get_args(hint) if arg is not NoneType) if optional else hint
-    default = setting.default
-    if get_origin(inner) is Literal:
-        choices = Enum("".join(part.title() for part in setting.name.split("_")), {v: v for v in get_args(inner)}, type=str)
-        hint = choices | None if optional else choices
-        default = None if default is None else choices(default)
-    description = setting.metadata["doc"]
-    if setting.default_factory is not MISSING:
-        return hint, Field(default_factory=setting.default_factory, description=description)
-    return hint, Field(default=default, description=description)
-
-
-_HINTS = get_type_hints(Settings)
 DedupSettings = create_model(
     "DedupSettings",
     __base__=_DedupResource,
     __module__=__name__,
     __doc__=_DedupResource.__doc__,
-    **{setting.name: _config_field(setting, _HINTS[setting.name]) for setting in fields(Settings)},
+    **_config_fields(Settings),
 )

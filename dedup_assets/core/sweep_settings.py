@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from .errors import SettingsError
 from .settings import Settings
+
+
+def _swept(default, doc: str):
+    """A field of :class:`SweepCombination`: the run's default, and the short description the
+    ``dedup`` resource's sweep_combinations shows (``settings_resource.py`` makes its fields from these)."""
+    return field(default=default, metadata={"doc": doc})
 
 
 @dataclass(frozen=True)
 class SweepCombination:
     """One point of the parameter sweep: the settings it sets; every other one is the run's."""
 
-    num_perm: int = Settings.num_perm
-    rows_per_band: int = Settings.rows_per_band
-    auto_bands: bool = Settings.auto_bands
-    false_negative_weight: float = Settings.false_negative_weight
-    jaccard_threshold: float = Settings.jaccard_threshold
-    shingle_size: int = Settings.shingle_size
+    num_perm: int = _swept(Settings.num_perm, "MinHash values per signature.")
+    rows_per_band: int = _swept(Settings.rows_per_band, "Signature values per LSH band (unused with auto_bands).")
+    auto_bands: bool = _swept(Settings.auto_bands, "Bands and rows chosen for jaccard_threshold.")
+    false_negative_weight: float = _swept(
+        Settings.false_negative_weight, "With auto_bands: the weight of missed duplicates."
+    )
+    jaccard_threshold: float = _swept(Settings.jaccard_threshold, "Exact shingle Jaccard of a duplicate.")
+    shingle_size: int = _swept(Settings.shingle_size, "Tokens per shingle.")
 
     def applied_to(self, run: Settings) -> Settings:
         """The run's settings with this combination's in their place, checked as any settings are."""
