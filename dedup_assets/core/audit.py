@@ -24,6 +24,8 @@ from .store import TableBuild, read_lineage
 from .tables import Tables, sql_over
 from .verify import first_copies
 
+# the true pairs counted by text, a temporary table the recall_audit table is made from
+COUNTED = "recall_audit_counted"
 # the Jaccard bands the audit reports recall in: [t, 0.8), [0.8, 0.9), [0.9, 1.0) and 1.0
 BAND_EDGES = (0.8, 0.9, 1.0)
 IDENTICAL = "1.0"  # the band of Jaccard 1: identical shingle sets, exact copies among them
@@ -86,10 +88,16 @@ def counted_pairs(tables: Tables, threshold: float, found: pa.Table | str, copie
     inputs = {"first_copies": copies}
     if not isinstance(found, str):
         inputs["true_pairs"], found = found, "true_pairs"
-    query = sql_over(
-        "recall_audit", true_pairs=found, fingerprinted=tables.fingerprinted, duplicate_pairs=tables.duplicate_pairs
+    counted = TableBuild(
+        sql=sql_over("recall_audit_counted", true_pairs=found),
+        params=[threshold, band_labels(threshold), list(BAND_EDGES)],
+        arrow_inputs=inputs,
     )
-    return TableBuild(sql=query, params=[threshold, band_labels(threshold), list(BAND_EDGES)], arrow_inputs=inputs)
+    query = sql_over(
+        "recall_audit", counted=f"temp.{COUNTED}", fingerprinted=tables.fingerprinted,
+        duplicate_pairs=tables.duplicate_pairs,
+    )
+    return TableBuild(sql=query, staged=((COUNTED, counted),))
 
 
 # what the near-copy figure counts, as the metadata, the summary and the release label it

@@ -167,6 +167,10 @@ class TableBuild:
     schema: pa.Schema | None = None
     view: bool = False
     prepare: tuple[tuple[str, TableBuild], ...] = ()
+    # (name, build) of temporary tables the build reads, written first and dropped once it is
+    # written: DuckDB spills a large grouping, or a large sort, but could not spill one feeding
+    # the other in one query (the recall audit's tens of millions of boilerplate pairs)
+    staged: tuple[tuple[str, TableBuild], ...] = ()
 
     def __post_init__(self) -> None:
         if (self.sql is None) == (self.batches is None):
@@ -210,6 +214,25 @@ def table_exists(connection: duckdb.DuckDBPyConnection, table: str, kind: str | 
 def _create(connection: duckdb.DuckDBPyConnection, table: str, build: TableBuild) -> None:
     for prepared, inner in build.prepare:
         _create(connection, prepared, inner)
+    for name, inner in build.staged:
+        _execute(connection, f"create or replace temp table {name} as {inner.sql}", inner)
+    try:
+        _create_one(connection, table, build)
+    finally:
+        for name, _ in build.staged:
+            connection.execute(f"drop table if exists temp.{name}")
+
+
+def _execute(connection: duckdb.DuckDBPyConnection, statement: str, build: TableBuild) -> None:
+    """``statement`` with the build's parameters, its Arrow inputs registered while it runs."""
+    for name, value in build.arrow_inputs.items():
+        connection.register(name, value)
+    connection.execute(statement, list(build.params))
+    for name in build.arrow_inputs:
+        connection.unregister(name)
+
+
+def _create_one(connection: duckdb.DuckDBPyConnection, table: str, build: TableBuild) -> None:
     # CREATE OR REPLACE cannot turn a table into a view or back
     other = "table" if build.view else "view"
     if table_exists(connection, table, "BASE TABLE" if build.view else "VIEW"):
@@ -217,11 +240,7 @@ def _create(connection: duckdb.DuckDBPyConnection, table: str, build: TableBuild
     if build.view:
         connection.execute(f"create or replace view {table} as {build.sql}")
     elif build.sql is not None:
-        for name, value in build.arrow_inputs.items():
-            connection.register(name, value)
-        connection.execute(f"create or replace table {table} as {build.sql}", list(build.params))
-        for name in build.arrow_inputs:
-            connection.unregister(name)
+        _execute(connection, f"create or replace table {table} as {build.sql}", build)
     else:
         batches = iter(build.batches)
         first = next(batches, None)
