@@ -1,5 +1,5 @@
-"""benchmarks/faults.py on a few of its quick, library-level cases: the table and totals it
-prints, and an exit status that follows them."""
+"""The fault matrix (``python -m dedup_tests.faults``) on a few of its quick, library-level
+cases: the table and totals it prints, and an exit status that follows them."""
 
 from __future__ import annotations
 
@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from dedup_bench.fault_families import matrix
-from dedup_bench.fault_families.outcome import Outcome
-
 from .conftest import PROJECT_ROOT
+from .faults import matrix
+from .faults.outcome import Outcome
 
 pytestmark = pytest.mark.faults
 
-SCRIPT = PROJECT_ROOT / "benchmarks" / "faults.py"
+# run with cwd=PROJECT_ROOT: the tests are not installed, and python -m finds them there
+COMMAND = [sys.executable, "-m", "dedup_tests.faults"]
 CASES = [
     "csv_unclosed_quote",
     "csv_short_row",
     "crawled_at_values",
     "missing_input",
-    # hostile input (dedup_bench/fault_families/hostile_input.py), some 15 s together
+    # hostile input (faults/hostile_input.py), some 15 s together
     "jsonl_lone_surrogate",
     "jsonl_gz_huge_line",
     "csv_row_too_large",
@@ -46,7 +46,7 @@ CASES = [
     "fetch_redirect_other_port",
     "hot_bucket_refused",
     "hot_bucket_skipped",
-    # full disks (dedup_bench/fault_families/disk_faults.py), some 12 s together; dedup_run_full_database
+    # full disks (faults/disk_faults.py), some 12 s together; dedup_run_full_database
     # runs the CLI twice (13 s) and test_disk_full does already
     "database_full_before_batch",
     "database_full_before_payload",
@@ -57,7 +57,8 @@ CASES = [
 
 def test_the_fault_matrix_prints_one_row_per_case_and_the_totals():
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--only", ",".join(CASES)],
+        [*COMMAND, "--quick", "--only", ",".join(CASES)],
+        cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
         timeout=600,  # about 90 s here; the bound only tells a hang
@@ -84,7 +85,8 @@ def test_the_fault_matrix_prints_one_row_per_case_and_the_totals():
 
 def test_an_unknown_case_is_refused():
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--only", "no_such_case"],
+        [*COMMAND, "--only", "no_such_case"],
+        cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
         timeout=60,

@@ -15,8 +15,8 @@ import duckdb
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.release import MANIFEST_FILE, verify_release
 from dedup_assets.core.settings import Settings
+from dedup_bench.corpus import generate
 
-from ..corpus import generate
 
 # the reasons a reader gives for bytes it cannot trust
 DAMAGE_REASONS = ("decode_error", "truncated")

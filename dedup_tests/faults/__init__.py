@@ -1,10 +1,15 @@
 """The fault matrix: faults injected into real runs, each with what was injected, what was
 observed, how many records were lost and what became of the release.
 
-    .venv/bin/python benchmarks/faults.py            # every case, 1M identical documents at the end
-    .venv/bin/python benchmarks/faults.py --quick    # small corpora, at most 100k identical docs
-    .venv/bin/python benchmarks/faults.py --only csv_unclosed_quote,missing_input --keep
-    .venv/bin/python -m dedup_bench.fault_families --quick   # the same, as a module
+    .venv/bin/python -m dedup_tests.faults            # every case, 1M identical documents at the end
+    .venv/bin/python -m dedup_tests.faults --quick    # small corpora, at most 100k identical docs
+    .venv/bin/python -m dedup_tests.faults --only csv_unclosed_quote,missing_input --keep
+
+Run it from the project's root: the tests are not installed, and ``-m`` finds them there. It
+tests the pipeline rather than measuring it, so it lives in the test tree; pytest collects none of
+its modules (none is named ``test_*``), and ``test_faults_script.py`` (marker ``faults``) runs a
+few of its cases. What it shares with the benchmark (the corpus generator, the loopback WARC
+server) it imports from ``dedup_bench``.
 
 Release and process faults run the real CLI (``python -m dedup_assets.cli run``) in processes
 of their own and kill, stop, race or starve them; input faults run the library
@@ -34,5 +39,5 @@ and a CLI run stopped in a fetch; the server is ``dedup_bench.loopback_warcs``),
 file), ``scale_faults``
 (identical documents). ``outcome`` holds a row of the table and the accounting, ``fault_runs``
 the runs in processes of their own, ``writers`` the inputs written, ``matrix`` the list of cases
-and :func:`~dedup_bench.fault_families.matrix.main`.
+and :func:`~dedup_tests.faults.matrix.main`.
 """

@@ -24,6 +24,8 @@ from dedup_assets.core.settings import Settings
 from .outcome import LibraryRun, describe_error, read_library_run
 
 CLI_TIMEOUT = 900
+# the checkout's root, where ``python -m dedup_tests.faults`` is found: the tests are not installed
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 class Cli:
@@ -190,9 +192,10 @@ def library_in_child(
     input_path: Path, database: Path, output: Path | None, timeout: float | None = None
 ) -> dict:
     """``run_library`` in a process of its own (``--library-run``): its answer."""
-    command = [sys.executable, "-m", "dedup_bench.fault_families", "--library-run", str(input_path)]
+    command = [sys.executable, "-m", "dedup_tests.faults", "--library-run", str(input_path)]
     child = subprocess.run(
         [*command, str(database), str(output or "")],
+        cwd=CHECKOUT,  # the paths are absolute: under the matrix's work folder
         capture_output=True,
         text=True,
         timeout=timeout,

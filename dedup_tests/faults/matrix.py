@@ -1,6 +1,5 @@
 """The cases in the order they run, each run in a folder of its own, the table of their outcomes
-and the totals that set the exit status (:func:`main`, behind ``benchmarks/faults.py`` and
-``python -m dedup_bench.fault_families``)."""
+and the totals that set the exit status (:func:`main`, behind ``python -m dedup_tests.faults``)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dedup_bench import fault_families
+from dedup_tests import faults
 
 from .boilerplate_faults import hot_bucket_refused, hot_bucket_skipped
 from .compressed_faults import jsonl_gz_flipped_byte, warc_corrupt_member, warc_cut_in_last_record
@@ -167,7 +166,7 @@ def print_table(rows: list[tuple[str, Outcome]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=fault_families.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=faults.__doc__.splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="small corpora; 100k identical documents at most"
     )
