@@ -40,7 +40,7 @@ from .audit_sample import AUDIT_SAMPLE_BODIES, same_input, sample_doc_ids
 from .ingest import document_bodies
 from .jaccard import shingle_sets
 from .sketch import kernel_blocks
-from .store import TableBuild, table_exists
+from .store import TableBuild, table_exists, write_table
 from .tables import Tables, beside, sql_over
 from .text import Shingling, kernel_text
 
@@ -77,6 +77,8 @@ FOUND_SCHEMA = pa.schema(
         ("text_b", pa.uint64()),
     ]
 )
+# the probe's rows with a text's rows merged, a temporary table audit_true_pairs is made from
+_MERGED = "audit_found_merged"
 # Rows held in memory before they are written to a file beside the database: shared boilerplate
 # can make a sample's true pairs tens of millions of rows, which DuckDB then merges and orders,
 # spilling as it needs.
@@ -161,16 +163,17 @@ class AuditProbe:
         """The ``audit_true_pairs`` table (:data:`AUDIT_PAIRS_SCHEMA`): every document found,
         ordered by owner and doc_id, in DuckDB (``sql/audit_true_pairs.sql``)."""
         rows, params, inputs = self._found.relation()
+        merged = TableBuild(sql=sql_over("audit_found_merged", rows=rows), params=params, arrow_inputs=inputs)
         owners = pa.table({"owner": pa.array(np.arange(len(self.owner_ids), dtype=np.int64)), "sampled_doc_id": self.owner_ids})
-        return TableBuild(sql=sql_over("audit_true_pairs", rows=rows), params=params, arrow_inputs={**inputs, "owners": owners})
+        return TableBuild(
+            sql=sql_over("audit_true_pairs", merged=_MERGED), arrow_inputs={"owners": owners}, staged=((_MERGED, merged),)
+        )
 
     def found(self) -> pa.Table:
         """:meth:`build`'s rows, as a table in memory."""
-        build = self.build()
         with duckdb.connect() as connection:
-            for name, table in build.arrow_inputs.items():
-                connection.register(name, table)
-            return connection.sql(build.sql, params=build.params).to_arrow_table().cast(AUDIT_PAIRS_SCHEMA)
+            write_table(connection, "found", self.build())
+            return connection.sql("select * from found").to_arrow_table().cast(AUDIT_PAIRS_SCHEMA)
 
     def lineage(self) -> dict:
         """What the audit_true_pairs table records beside fingerprinted's lineage."""
