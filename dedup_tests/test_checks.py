@@ -165,6 +165,32 @@ def test_recall_reaches_min_recall_speaks_only_below_it_measured(tmp_path):
     assert warned.metadata["more_recall"].value == {"preset": "web"}
 
 
+def test_recall_lost_to_skipped_hot_buckets_is_blamed_on_them_not_on_the_bands(tmp_path):
+    """Issue 49's short pages sharing a footer: recall 0.0001 with hot_buckets: skip, and the
+    warning offered more bands, which cannot find pairs whose bucket was left out."""
+    skip = DedupSettings(input_path=str(tmp_path / "pages.csv"), hot_buckets="skip")
+    summary = {"true_pairs": 1000, "found_pairs": 10, "recall": 0.01, "ci_low": 0.005, "ci_high": 0.02}
+    warned = rules.recall_reaches_min_recall({**summary, "missed_sharing_a_bucket": 985}, skip.settings(), how_to_fix)
+    assert not warned.passed
+    assert warned.description == (
+        "recall 0.01 (10 of 1000 true pairs; 95% interval 0.005–0.02) is below min_recall=0.9: 985 of the 990 missed "
+        "pairs shared a bucket that hot_buckets: skip left out of the join (a bucket of more than max_bucket_size=1,000 "
+        "texts; they are in hot_buckets.csv): pages that shared text such as boilerplate makes near copies by Jaccard. "
+        "More bands do not find those; a larger max_bucket_size joins them, at a cost that grows with the square of "
+        "a bucket's texts."
+    )
+    assert warned.metadata["more_recall"].value == {}
+    # where the bands alone miss too many, both are said, and the bands' fix offered
+    both = rules.recall_reaches_min_recall({**summary, "missed_sharing_a_bucket": 500}, skip.settings(), how_to_fix)
+    assert "500 of the 990 missed pairs shared a bucket" in both.description
+    assert "LSH's 8 bands of 8 rows make 38% of the pairs" in both.description
+    assert both.metadata["more_recall"].value == {"preset": "web"}
+    # with hot_buckets: refuse nothing was skipped: the bands alone are named
+    refuse = DedupSettings(input_path=str(tmp_path / "pages.csv"))
+    bands = rules.recall_reaches_min_recall({**summary, "missed_sharing_a_bucket": 985}, refuse.settings(), how_to_fix)
+    assert "hot_buckets" not in bands.description and "LSH's 8 bands" in bands.description
+
+
 def test_recall_reaches_min_recall_names_a_band_and_the_near_copies_a_healthy_total_hides(tmp_path):
     """Exact copies, always found, lift the total over min_recall; the near copies and the band of
     light edits fall short, and the warning names each with its figure."""

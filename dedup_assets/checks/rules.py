@@ -168,17 +168,21 @@ def recall_reaches_min_recall(summary: dict, settings: Settings, how_to_fix: Cal
     shortfalls = recall_shortfalls(summary, settings.min_recall)
     failure, fix = None, None
     if shortfalls:
-        fix = settings.more_recall()
-        failure = (
-            f"{'; '.join(_recall_figures(name, figures) for name, figures in shortfalls)} "
-            f"{'is' if len(shortfalls) == 1 else 'are'} below min_recall={settings.min_recall}: LSH's "
-            f"{_bands(settings)} make {_chance(settings):.0%} of the pairs at J = {settings.jaccard_threshold} candidates. "
+        skipped, banding_missed = _skipped_buckets(summary, settings)
+        fix = settings.more_recall() if banding_missed else None
+        bands = (
+            f"LSH's {_bands(settings)} make {_chance(settings):.0%} of the pairs at J = {settings.jaccard_threshold} candidates. "
             + (
                 f"With {', '.join(f'{name}: {json.dumps(value)}' for name, value in fix[0].items())} "
                 f"({_bands(fix[1])}: {_chance(fix[1]):.0%}) it finds more. {how_to_fix(fix[0])}"
                 if fix
                 else "No other bands find more of them; recall_audit lists the missed pairs."
             )
+        )
+        failure = (
+            f"{'; '.join(_recall_figures(name, figures) for name, figures in shortfalls)} "
+            f"{'is' if len(shortfalls) == 1 else 'are'} below min_recall={settings.min_recall}: "
+            + " ".join(part for part in (skipped, bands if banding_missed else "") if part)
         )
     return warning_result(
         failure,
@@ -191,6 +195,25 @@ def recall_reaches_min_recall(summary: dict, settings: Settings, how_to_fix: Cal
         below_min_recall=MetadataValue.json({name: figures["recall"] for name, figures in shortfalls}),
         more_recall=MetadataValue.json(fix[0] if fix else {}),
     )
+
+
+def _skipped_buckets(summary: dict, settings: Settings) -> tuple[str, bool]:
+    """What the buckets hot_buckets: skip left out cost the recall, said ("" when none), and
+    whether the pairs LSH's bands missed alone bring recall below min_recall: with most missed
+    pairs in skipped buckets, more bands are no advice (issue 49: pages sharing a long footer,
+    recall 0.0001, were told to use more bands)."""
+    lost = summary.get("missed_sharing_a_bucket") or 0
+    true, found = summary["true_pairs"], summary["found_pairs"]
+    if settings.hot_buckets != "skip" or not lost:
+        return "", True
+    said = (
+        f"{lost:,} of the {true - found:,} missed pairs shared a bucket that hot_buckets: skip left out of "
+        f"the join (a bucket of more than max_bucket_size={settings.max_bucket_size:,} texts; they are in "
+        "hot_buckets.csv): pages that shared text such as boilerplate makes near copies by Jaccard. "
+        "More bands do not find those; a larger max_bucket_size joins them, at a cost that grows with "
+        "the square of a bucket's texts."
+    )
+    return said, (found + lost) / true < settings.min_recall
 
 
 def engine_matches_duckdb(
