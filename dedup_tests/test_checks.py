@@ -84,6 +84,37 @@ def test_one_representative_per_cluster(connection):
     assert not two_kept.passed and "c1 has 2 representatives" in two_kept.description
 
 
+def test_a_batch_removes_documents_only_for_documents_kept_in_the_batch_they_name(connection):
+    earlier = _load(
+        connection, "earlier",
+        [{"batch_key": "b1", "doc_id": "a", "decision": KEPT}, {"batch_key": "b1", "doc_id": "b", "decision": REMOVED}],
+        [],
+    )
+
+    def staged(rows):
+        return _load(
+            connection, "staged",
+            [{"doc_id": d, "decision": k, "representative_doc_id": r, "representative_batch": b} for d, k, r, b in rows],
+            [],
+        )
+
+    good = staged([("c", REMOVED, "a", "b1"), ("d", KEPT, "d", "b2"), ("e", REMOVED, "d", "b2")])
+    passed = cluster_rules.removals_name_kept_representatives(connection, good, "b2", earlier)
+    assert passed.passed, passed.description
+    assert passed.description == "2 removed documents, each for a document kept in the batch it names (1 in earlier batches)"
+    # before the first batch is added there is no index: only the batch's own documents count
+    first = cluster_rules.removals_name_kept_representatives(connection, good, "b2", None)
+    assert not first.passed and first.description == "c is removed for a of batch b1, which batch b1 does not hold"
+    wrong = staged([("c", REMOVED, "b", "b1"), ("d", REMOVED, "a", "b2"), ("e", REMOVED, "e", "b2")])
+    failed = cluster_rules.removals_name_kept_representatives(connection, wrong, "b2", earlier)
+    assert not failed.passed
+    assert failed.description == (
+        "c is removed for b of batch b1, which is removed_duplicate there; "
+        "d is removed for a of batch b2, which batch b2 does not hold; "
+        "e is removed for e of batch b2, which is removed_duplicate there"
+    )
+
+
 def test_representatives_account_for_input(connection):
     documents = _load(connection, "documents", [{"doc_id": d} for d in "abc"], [])
     clusters = _clusters(connection, [("a", "c1", KEPT), ("b", "c1", REMOVED), ("c", "c2", KEPT)])

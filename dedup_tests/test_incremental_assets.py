@@ -30,7 +30,13 @@ from dagster import (
 from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.assets.batch_graph import INCREMENTAL_ASSETS
 from dedup_assets.batch_runs.batch_sensor import new_batches
-from dedup_assets.checks import PIPELINE_CHECKS, same_as_incremental
+from dedup_assets.checks import (
+    BATCH_CHECKS,
+    PIPELINE_CHECKS,
+    batch_records_accounted,
+    batch_removals_name_kept_documents,
+    same_as_incremental,
+)
 from dedup_assets.core.incremental.index_changes import forget_batches
 from dedup_assets.core.incremental.index_tables import IndexTables
 from dedup_assets.ray_resource.ray_engine import RayEngine
@@ -93,12 +99,26 @@ class Batches:
         })
 
     def run(self, key: str, raise_on_error: bool = True, **settings):
+        """Materialize batch ``key`` with its checks, as the definitions do."""
         return materialize(
-            INCREMENTAL_ASSETS,
+            [*INCREMENTAL_ASSETS, *BATCH_CHECKS],
             partition_key=key,
             instance=self.instance,
             resources=self.resources(**settings),
             raise_on_error=raise_on_error,
+        )
+
+    def check(self, key: str, check):
+        """Run ``check`` alone for batch ``key``, as the UI's Execute button on a partition does:
+        the partition as the run's tag, since materialize's partition_key wants a selected asset
+        to take the partitions from (Dagster 1.13's JobDefinition._get_partitions_def)."""
+        return materialize(
+            [*INCREMENTAL_ASSETS, *BATCH_CHECKS],
+            selection=AssetSelection.checks(check),
+            tags={"dagster/partition": key},
+            instance=self.instance,
+            resources=self.resources(),
+            raise_on_error=False,
         )
 
     def one_shot(self, input_path: Path, selection=None):
@@ -205,6 +225,54 @@ def test_three_batches_in_order_then_a_one_shot_run_over_them_passes_same_as_inc
     [broken] = check_evaluations(check_only, "same_as_incremental")
     assert not broken.passed
     assert f"1 × an edge of the one-shot run that no batch found: {left} ~ {right}" in broken.description
+
+
+def results_by_batch(instance: DagsterInstance, check) -> dict:
+    """The latest result of ``check`` for each batch, as Dagster's instance records it: partition
+    -> (status, description); a check without partitions would have one entry, None."""
+    [check_key] = check.check_keys
+    latest = {}
+    for record in instance.event_log_storage.get_asset_check_execution_history(check_key, limit=100):  # newest first
+        latest.setdefault(record.partition, record)
+    return {
+        partition: (record.status.value, record.event.asset_check_evaluation.description)
+        for partition, record in latest.items()
+    }
+
+
+def test_each_batch_s_checks_are_recorded_under_that_batch_and_a_broken_removal_fails_only_its_own(batches):
+    for key in KEYS[:2]:
+        assert batches.run(key).success
+    for check in BATCH_CHECKS:
+        results = results_by_batch(batches.instance, check)
+        assert sorted(results) == KEYS[:2], (check.check_keys, results)
+        assert {status for status, _ in results.values()} == {"SUCCEEDED"}, results
+    assert results_by_batch(batches.instance, batch_records_accounted) == {
+        key: ("SUCCEEDED", "8 input rows = 8 documents + 0 rejected") for key in KEYS[:2]
+    }
+    removed = [batches.metadata("batch_clusters", key)["removed_documents"] for key in KEYS[:2]]
+    assert results_by_batch(batches.instance, batch_removals_name_kept_documents) == {
+        KEYS[0]: ("SUCCEEDED", f"{removed[0]} removed documents, each for a document kept in the batch it names (0 in earlier batches)"),
+        KEYS[1]: ("SUCCEEDED", f"{removed[1]} removed documents, each for a document kept in the batch it names (1 in earlier batches)"),
+    }
+
+    # batch 2's removal against batch 1 made to name batch 2: its check fails, batch 1's stays
+    with duckdb.connect(str(batches.database)) as connection:
+        [(doc_id, kept)] = connection.execute(
+            "update incremental.staged_clusters set representative_batch = ? "
+            "where decision = 'removed_duplicate' and representative_batch = ? returning doc_id, representative_doc_id",
+            [KEYS[1], KEYS[0]],
+        ).fetchall()
+    broken = batches.check(KEYS[1], batch_removals_name_kept_documents)
+    assert not broken.success and "1 blocking asset check failed" in error_text(broken)  # a blocking check fails its step
+    assert results_by_batch(batches.instance, batch_removals_name_kept_documents) == {
+        KEYS[0]: ("SUCCEEDED", f"{removed[0]} removed documents, each for a document kept in the batch it names (0 in earlier batches)"),
+        KEYS[1]: ("FAILED", f"{doc_id} is removed for {kept} of batch {KEYS[1]}, which batch {KEYS[1]} does not hold"),
+    }
+    # batch 1's check again: the staging tables hold batch 2, whose result it must not record as batch 1's
+    earlier = batches.check(KEYS[0], batch_removals_name_kept_documents)
+    assert not earlier.success
+    assert f"incremental.staged_clusters holds batch {KEYS[1]}, not batch {KEYS[0]}" in error_text(earlier)
 
 
 def test_same_as_incremental_says_it_compared_nothing_when_the_one_shot_input_is_not_the_batches(batches):

@@ -42,19 +42,27 @@ def _batch_run(context: AssetExecutionContext, dedup: DedupSettings, warehouse: 
     )
 
 
+def staged_batch_lineage(warehouse: DuckDBWarehouse, table: str, key: str) -> dict:
+    """The lineage of the staged table a step or a batch check reads: it must hold batch ``key``
+    (the staging tables hold the batch staged last); else it fails with the command that stages
+    it again."""
+    with warehouse.cursor() as cursor:
+        lineage = read_lineage(cursor, table) if table_exists(cursor, table) else {}
+    if lineage.get("batch_key") != key:
+        held = f"batch {lineage['batch_key']}" if lineage.get("batch_key") else "no batch"
+        raise refusal(
+            f"{table} holds {held}, not batch {key}: stage batch {key} from its first "
+            f"step: {batch_command(key)}"
+        )
+    return lineage
+
+
 def _staged_lineage(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, table: str) -> dict:
     """The lineage of the staged table this step reads: it must hold this batch, staged with
     this run's settings; else the step fails with the command that stages it again."""
     key = context.partition_key
-    with warehouse.cursor() as cursor:
-        lineage = read_lineage(cursor, table) if table_exists(cursor, table) else {}
+    lineage = staged_batch_lineage(warehouse, table, key)
     rebuild = batch_command(key)
-    if lineage.get("batch_key") != key:
-        held = f"batch {lineage['batch_key']}" if "batch_key" in lineage else "no batch"
-        raise refusal(
-            f"{table} holds {held}, not batch {key}: stage batch {key} from its first "
-            f"step: {rebuild}"
-        )
     with user_errors():
         current = index_settings(dedup.settings())
     changed = [name for name in current if lineage.get(name) != current[name]]

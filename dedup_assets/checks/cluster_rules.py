@@ -1,5 +1,6 @@
 """What the cluster checks assert: every document in one cluster with one representative, the
-representatives accounting for the input, and the warnings about large and chained clusters."""
+representatives accounting for the input, a batch's removals naming kept documents, and the
+warnings about large and chained clusters."""
 
 import hashlib
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster import AssetCheckResult, MetadataValue
 
+from ..core.incremental.index_tables import KEPT, REMOVED
 from ..core.ingest import document_bodies
 from ..core.jaccard import pair_jaccard, reference_pair_jaccard
 from ..core.tables import Tables, sql
@@ -82,6 +84,44 @@ def representatives_account_for_input(
     return check_result(
         failures,
         f"{counted(kept, 'representative')} + {removed} removed = {counted(inputs, 'input document')}",
+    )
+
+
+def removals_name_kept_representatives(
+    connection: duckdb.DuckDBPyConnection, clusters: str, key: str, earlier: str | None
+) -> AssetCheckResult:
+    """Each document batch ``key`` removes names, as ``representative_doc_id`` and
+    ``representative_batch``, a document kept in that batch: one of ``clusters`` (the batch's
+    decisions) or of ``earlier`` (the index's, with ``batch_key``; None before a first batch is
+    added). A removal for a document that is not kept, or not in the batch named, leaves the
+    cluster without the copy the release promises."""
+    index_rows = (
+        f"union all select batch_key, doc_id, decision from {earlier} where batch_key <> $key" if earlier else ""
+    )
+    wrong = connection.execute(
+        f"""
+        with decided as (select $key as batch_key, doc_id, decision from {clusters} {index_rows})
+        select c.doc_id, c.representative_doc_id, c.representative_batch, r.decision
+        from {clusters} c
+        left join decided r on r.batch_key = c.representative_batch and r.doc_id = c.representative_doc_id
+        where c.decision = '{REMOVED}' and r.decision is distinct from '{KEPT}'
+        order by c.doc_id
+        """,
+        {"key": key},
+    ).fetchall()
+    removed, against_earlier = connection.execute(
+        f"select count(*), count(*) filter (where representative_batch <> ?) from {clusters} where decision = '{REMOVED}'",
+        [key],
+    ).fetchall()[0]
+    return check_result(
+        [
+            f"{doc_id} is removed for {kept} of batch {batch}, which "
+            + (f"batch {batch} does not hold" if decision is None else f"is {decision} there")
+            for doc_id, kept, batch, decision in wrong
+        ],
+        f"{counted(removed, 'removed document')}, each for a document kept in the batch it names "
+        f"({against_earlier} in earlier batches)",
+        removed_against_earlier_batches=MetadataValue.int(int(against_earlier)),
     )
 
 
