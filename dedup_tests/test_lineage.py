@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from dedup_assets.core.sketch_scheme import sketch_scheme
 from dedup_assets.core.tables import TABLE_LAYOUT
 from dedup_assets.launch.entry_point import how_to_fix
 from dedup_assets.launch.environment import INPUT
@@ -14,6 +15,7 @@ CURRENT = {
     "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "auto_bands": False, "false_negative_weight": 0.5, "bands": 8, "rows_in_use": 8,
     "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7, "audit_sample_size": 1000,
 }
+CURRENT["sketch_scheme"] = sketch_scheme(CURRENT)
 
 
 def test_lineage_accumulates_stage_settings():
@@ -31,6 +33,7 @@ def test_lineage_accumulates_stage_settings():
         "false_negative_weight": 0.5,
         "bands": 8,
         "rows_in_use": 8,
+        "sketch_scheme": CURRENT["sketch_scheme"],
         "audit_sample_size": 1000,  # the audit's sample is drawn while fingerprinting
     }
 

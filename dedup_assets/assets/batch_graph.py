@@ -16,6 +16,7 @@ from ..core.incremental.index_reports import batch_release_queries
 from ..core.incremental.index_tables import IndexTables
 from ..core.lsh import FOUND_BY
 from ..core.publish import publish_batch_release
+from ..core.sketch_scheme import setting_differs
 from ..core.store import read_lineage, table_exists
 from ..core.summary import reason_counts
 from ..launch.user_messages import refusal, user_errors
@@ -65,7 +66,7 @@ def _staged_lineage(context: AssetExecutionContext, dedup: DedupSettings, wareho
     rebuild = batch_command(key)
     with user_errors():
         current = index_settings(dedup.settings())
-    changed = [name for name in current if lineage.get(name) != current[name]]
+    changed = [name for name in current if setting_differs(name, lineage.get(name), current[name])]
     if changed:
         raise refusal(
             f"{table} was staged with other settings than this run's ({', '.join(changed)}): "

@@ -41,6 +41,13 @@ writable_cache(__file__)
 # parallel kernel (not at import); a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# The version of the bytes the fss scheme's kernels write for one text and one set of settings:
+# token and shingle hashes, mix64, the round seeds, the sketch's fill and the band keys. Raised
+# with any change to them (a cheaper per-shingle hash is FSS_SHINGLE_HASH "...-v2"): every index
+# and fingerprinted table records it (``sketch_scheme.py``), and one built with another version
+# is refused rather than mixed with this one's fingerprints.
+FSS_SHINGLE_HASH = "seq64-mix64-v1"
+
 
 def use_threads(count: int) -> None:
     """The kernels' threads, for parallel kernels this thread launches from now on (numba keeps

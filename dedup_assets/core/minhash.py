@@ -18,6 +18,10 @@ import pyarrow as pa
 from .step_params import SketchParams
 from .text import joined, normalize_text, token_shingles, tokenize
 
+# The blake2b scheme's hash, recorded with its fingerprints (``sketch_scheme.py``). It is the
+# published MinHash byte for byte and stays so: this is never raised.
+BLAKE2B_SHINGLE_HASH = "blake2b-v1"
+
 
 def hash_int(value: str, seed: int) -> int:
     digest = hashlib.blake2b(f"{seed}:{value}".encode("utf-8"), digest_size=8).digest()

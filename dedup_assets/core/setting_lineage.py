@@ -17,9 +17,11 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     ),
     # bands and rows_in_use: what rows_per_band, or auto_bands with the threshold, came to
     # audit_sample_size: the recall audit's probe rides on the fingerprinting pass
+    # sketch_scheme: the versions of the hash and the text rule besides those settings, which a
+    # new release may change under the same names (``sketch_scheme.py``)
     "fingerprinted": (
         "hash_scheme", "shingle_size", "shingle_unit", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
-        "false_negative_weight", "bands", "rows_in_use", "audit_sample_size",
+        "false_negative_weight", "bands", "rows_in_use", "sketch_scheme", "audit_sample_size",
     ),
     # hot_bucket_limit: max_bucket_size where hot_buckets: skip makes it decide the rows (refused,
     # it decides none, and a change of it rebuilds nothing)

@@ -17,6 +17,7 @@ from .keep_rule import checked_domains
 from .kernels import MAX_SKETCH_SIZE
 from .presets import PRESETS, more_recall, preset_values
 from .scurve import choose_bands, lsh_recall
+from .sketch_scheme import SKETCH_SCHEME, sketch_scheme
 from .step_params import ClusterParams, HashScheme, PairLimits, SketchParams, Thresholds
 from .text import Shingling, ShingleUnit
 
@@ -422,11 +423,13 @@ class Settings:
 
     def derived(self) -> dict:
         """The LSH bands in use: what rows_per_band, or auto_bands with the threshold, came to; and
-        the size past which a bucket is left out of the join (None: such a bucket is refused).
-        Recorded in lineage beside the settings (never in place of one)."""
+        the size past which a bucket is left out of the join (None: such a bucket is refused);
+        and the sketch scheme (``sketch_scheme.py``), with the versions of its hash and of the
+        text rule. Recorded in lineage beside the settings (never in place of one)."""
         params = self.sketch_params()
         limit = self.max_bucket_size if self.hot_buckets == "skip" else None
-        return {"bands": params.bands, "rows_in_use": params.rows_per_band, "hot_bucket_limit": limit}
+        bands = {"bands": params.bands, "rows_in_use": params.rows_per_band}
+        return {**bands, "hot_bucket_limit": limit, SKETCH_SCHEME: sketch_scheme({**self.as_dict(), **bands})}
 
 
 _DEFAULTS = {item.name: item.default for item in fields(Settings) if item.default is not MISSING}

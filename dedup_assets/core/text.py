@@ -37,6 +37,10 @@ from . import kernels
 
 ShingleUnit = Literal["word", "char"]
 SHINGLE_UNITS: tuple[str, ...] = get_args(ShingleUnit)
+# The version of the text rule above (normalization and tokens, both units), in the reference and
+# in the kernels' code point table alike: raised with any change to the tokens a text comes to.
+# Recorded with every fingerprint table and index (``sketch_scheme.py``), which refuses another.
+NORMALIZATION = "text-v1"
 
 
 class Shingling(NamedTuple):

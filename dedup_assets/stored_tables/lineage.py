@@ -15,6 +15,7 @@ from pathlib import Path
 from ..core.errors import DedupError
 from ..core.ingest import changed_in_place_files
 from ..core.setting_lineage import STAGE_SETTINGS, changed_settings
+from ..core.sketch_scheme import SKETCH_SCHEME, described_differences, scheme_differences, setting_differs
 from ..core.tables import READ_IN_PLACE
 from ..launch.environment import INPUT
 
@@ -66,13 +67,22 @@ def combined_lineage(
         for key, value in lineage.items():
             if key == "table_layout":  # checked above
                 merged[key] = value
-            elif key in current and current[key] != value:
+            elif key == SKETCH_SCHEME and key in current and setting_differs(key, value, current[key]):
+                # the project's version alone is no difference: a release that changes no
+                # fingerprint goes on using the tables an earlier one built
+                differences = scheme_differences(value, current[key])
+                problems.append(
+                    f"{upstream_name} was fingerprinted with another sketch scheme ("
+                    f"{described_differences(differences, upstream_name, 'this version')})"
+                )
+                changed.append(key)
+            elif key in current and setting_differs(key, value, current[key]):
                 problems.append(
                     f"{upstream_name} was built with {key}={value!r}, this run uses "
                     f"{key}={current[key]!r}"
                 )
                 changed.append(key)
-            elif key in merged and merged[key] != value:
+            elif key in merged and setting_differs(key, value, merged[key]):
                 problems.append(
                     f"{upstream_name} has {key}={value!r} but {seen_from[key]} has "
                     f"{key}={merged[key]!r}"

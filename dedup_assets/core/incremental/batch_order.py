@@ -12,6 +12,7 @@ from dataclasses import fields
 from ..capabilities import CAPABILITIES
 from ..errors import DedupError
 from ..settings import Settings, SettingsError
+from ..sketch_scheme import SKETCH_SCHEME, described_differences, scheme_differences, setting_differs, unrecorded_scheme
 from .index_tables import INDEX_LAYOUT, INDEX_SETTINGS, IndexedBatch
 
 
@@ -47,7 +48,14 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
         "prefer_domains": [],
     }
     built = {**implied, **indexed[0].settings}
-    return [(name, built[name], current[name]) for name in sorted(built) if name in current and current[name] != built[name]]
+    # an index built before its sketch scheme was recorded was built by the first recorded
+    # versions of the hash and the text rule (an earlier rule is refused by the index's layout)
+    built.setdefault(SKETCH_SCHEME, unrecorded_scheme(built))
+    return [
+        (name, built[name], current[name])
+        for name in sorted(built)
+        if name in current and setting_differs(name, built[name], current[name])
+    ]
 
 
 def built_bands(settings: dict) -> int | None:
@@ -97,7 +105,11 @@ def refuse_out_of_order(indexed: list[IndexedBatch], earlier_in_folder: list[str
 def refuse_other_settings(indexed: list[IndexedBatch], current: dict, key: str) -> None:
     """Raise :class:`BatchOrderError` when this run's algorithm settings differ from the index's."""
     problems = settings_problems(indexed, current)
+    # a setting that changes the scheme is named as that setting, with the index's value to run with
+    problems, scheme = [p for p in problems if p[0] != SKETCH_SCHEME], [p for p in problems if p[0] == SKETCH_SCHEME]
     if not problems:
+        if scheme:
+            refuse_other_scheme(indexed, scheme[0][1], scheme[0][2], key)
         return
     changed = "; ".join(f"the index has {name}={built!r}, this run {name}={now!r}" for name, built, now in problems)
     # the settings themselves: a derived figure (bands, rows_in_use) differs because one of them does
@@ -108,6 +120,20 @@ def refuse_other_settings(indexed: list[IndexedBatch], current: dict, key: str) 
         f"would be. Start a new index (`{forget_command(indexed[0].key)}` takes every batch out, or set "
         "DEDUP_DATABASE to a new file), or run it with the index's settings.",
         fix={name: built for name, built, _ in problems if name in settable},
+    )
+
+
+def refuse_other_scheme(indexed: list[IndexedBatch], built: dict, now: dict, key: str) -> None:
+    """Raise :class:`BatchOrderError`, in one line, for an index whose settings are this run's but
+    whose sketch scheme is not (another version of the hash or of the text rule): it names the
+    parts that differ and how to re-fingerprint the index, which is to add its batches again."""
+    first = indexed[0].key
+    raise BatchOrderError(
+        f"Cannot add batch {key}: the index was fingerprinted with another sketch scheme "
+        f"({described_differences(scheme_differences(built, now), 'index', 'this version')}), whose "
+        f"fingerprints cannot be compared with this version's. Re-fingerprint the index: "
+        f"`{forget_command(first)}` takes every batch out, then add them again in key order, "
+        f"starting with: {batch_command(first)}"
     )
 
 
