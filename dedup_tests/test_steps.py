@@ -17,6 +17,7 @@ from dedup_assets.core.lsh import (
     ensure_within_limits,
 )
 from dedup_assets.core.settings import PAIR_SLOT_BYTES, Settings, SettingsError
+from dedup_assets.core.sketch import tokenless_keys
 from dedup_assets.core.step_params import ClusterParams, PairLimits, SketchParams, Thresholds
 from dedup_assets.core.store import TableBuild, connect, write_table
 from dedup_assets.core.tables import Tables
@@ -51,7 +52,8 @@ def _candidates(connection, pairs: list[tuple[str, str, str]]) -> None:
 
 def _band_keys(connection, rows: dict[str, list[int]], without_shingles=(), content=None) -> None:
     """A fingerprinted table with these band keys (and band_memberships, the view over it); every
-    document has its own content hash unless ``content`` gives it one."""
+    document has its own content hash unless ``content`` gives it one. ``without_shingles``: documents
+    of distinct bodies without a token, keyed by their characters as fingerprinting keys them."""
     schema = pa.schema(
         [
             ("doc_id", pa.string()),
@@ -66,7 +68,10 @@ def _band_keys(connection, rows: dict[str, list[int]], without_shingles=(), cont
             {"doc_id": doc, "shingle_count": 3, "content_hash": content.get(doc, 1000 + row), "lsh_bands": keys}
             for row, (doc, keys) in enumerate(rows.items())
         ]
-        + [{"doc_id": doc, "shingle_count": 0, "content_hash": 0, "lsh_bands": [0, 0]} for doc in without_shingles],
+        + [
+            {"doc_id": doc, "shingle_count": 0, "content_hash": int(hashed), "lsh_bands": [int(key) for key in keys]}
+            for doc, hashed, keys in zip(without_shingles, *tokenless_keys(pa.array(["!" * (1 + i) for i in range(len(without_shingles))], pa.string()), 2))
+        ],
         schema=schema,
     )
     connection.execute("create or replace table fingerprinted as select * from data")
@@ -77,10 +82,11 @@ def test_bucket_pressure_and_budget_name_the_worst_bucket(connection):
     _band_keys(
         connection,
         {**{f"d{i}": [7, 100 + i] for i in range(5)}, "x": [200, 9], "y": [201, 9]},
-        without_shingles=("empty1", "empty2"),  # they share no bucket
+        without_shingles=("empty1", "empty2"),  # two texts without a token: they share no bucket
     )
     pressure = bucket_pressure(connection, TABLES)
-    assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9, 11)
+    # 9 buckets of the texts with tokens, and one per band of each text without
+    assert pressure == BucketPressure(11, 5, "000:0000000000000007", 9 + 2 * 2, 11)
     assert band_buckets(connection, TABLES, copy_groups(connection, TABLES), 5)[1].pairs().to_pylist() == [
         {"left_doc_id": a, "right_doc_id": b, "shared_bands": 1}
         for a, b in [("d0", "d1"), ("d0", "d2"), ("d0", "d3"), ("d0", "d4"), ("d1", "d2"), ("d1", "d3"),
@@ -159,7 +165,7 @@ def test_exact_copies_are_paired_with_their_first_copy_not_joined(connection):
     # one bucket of two texts, a (3 documents) and b: a-b, and b with the two further copies of a;
     # published, every two documents sharing a bucket: 6 in a and b's, 3 in the copies of a's
     # other band, 1 in each of c's two
-    assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000001", 9, 11)
+    assert bucket_pressure(connection, TABLES) == BucketPressure(3, 2, "000:0000000000000001", 9 + 2 * 2, 11)
     build, _, _ = build_candidate_pairs(connection, TABLES, PairLimits(3, 2))
     write_table(connection, "candidate_pairs", build)
     rows = connection.execute(
