@@ -46,6 +46,7 @@ def materialize(env: dict, *args: str, cwd: Path = PROJECT_ROOT) -> subprocess.C
     return run_command([DAGSTER, "asset", "materialize", *args], env, cwd)
 
 
+@pytest.mark.slow  # a whole graph through the dagster CLI, twice: 16-18 s of the fast tier's 5 min
 def test_full_run_then_single_asset_rerun(cli_env):
     full = materialize(cli_env, *MODULE, "--select", "group:deduplication")
     assert full.returncode == 0, full.stderr[-3000:]
@@ -120,6 +121,7 @@ def _printed_run(result: subprocess.CompletedProcess) -> list[str]:
     return shlex.split(re.search(r"^Run: (dagster .*)$", result.stderr, flags=re.M).group(1))
 
 
+@pytest.mark.slow  # a whole graph through the dagster CLI, twice: 16-18 s of the fast tier's 5 min
 def test_fresh_database_single_asset_says_how_to_build_upstream_and_that_command_runs(cli_env):
     result = materialize(cli_env, *MODULE, "--select", "deduped_documents")
     _refusal_without_traceback(result, "has not been materialized into this database")
