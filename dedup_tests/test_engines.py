@@ -8,7 +8,8 @@ import pytest
 
 from dedup_assets.core.capabilities import CAPABILITIES
 from dedup_assets.core.engines import DuckDBEngine, Engine
-from dedup_assets.core.settings import ENGINES, Settings, SettingsError
+from dedup_assets.core.setting_choices import ENGINES
+from dedup_assets.core.settings import Settings, SettingsError
 
 from .conftest import require_ray
 

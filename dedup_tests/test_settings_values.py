@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from dedup_assets.core.errors import SettingsError
-from dedup_assets.core.settings import CHOICES, Settings
+from dedup_assets.core.setting_choices import CHOICES
+from dedup_assets.core.settings import Settings
 
 # named here, not read from CHOICES, so a setting dropped from it fails rather than goes untested
 WORD_SETTINGS = ["cluster_mode", "engine", "hot_buckets", "parquet_bodies", "release_compression"]

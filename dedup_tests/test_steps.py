@@ -16,7 +16,8 @@ from dedup_assets.core.lsh import (
     copy_groups,
     ensure_within_limits,
 )
-from dedup_assets.core.settings import PAIR_SLOT_BYTES, Settings, SettingsError
+from dedup_assets.core.setting_choices import PAIR_SLOT_BYTES
+from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.core.sketch import tokenless_keys
 from dedup_assets.core.step_params import ClusterParams, PairLimits, SketchParams, Thresholds
 from dedup_assets.core.store import TableBuild, connect, write_table

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from .bucket_kernels import bucket_pairs_kernel, bucket_pressure_kernel
 from .errors import DedupError
-from .settings import PAIR_SLOT_BYTES
+from .setting_choices import PAIR_SLOT_BYTES
 from .step_params import PairLimits
 from .sketch import list_matrix
 from .store import TableBuild

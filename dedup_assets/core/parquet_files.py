@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .settings import DEFAULT_BATCH_SIZE, DEFAULT_COMPRESSION
+from .setting_choices import DEFAULT_BATCH_SIZE, DEFAULT_COMPRESSION
 from .sinks import BackgroundFile
 from .streams import prefetched
 

@@ -26,7 +26,8 @@ from .incremental.index_tables import IndexTables
 from .lsh import BucketPressure
 from .publish import publish_batch_release, publish_release
 from .setting_lineage import value_sources
-from .settings import DEFAULT_DUCKDB_MEMORY, Settings
+from .setting_choices import DEFAULT_DUCKDB_MEMORY
+from .settings import Settings
 from .store import TableBuild, open_database, write_table
 from .summary import run_counts
 from .tables import SCHEMA, Tables

@@ -44,7 +44,8 @@ from .release_pointer import (
     adopt, current_id, leftovers, pointer_path, prune, releases_folder, remove, restore, share_kept, switch_in, sync,
 )
 from .batches import key_path_name
-from .settings import DEFAULT_COMPRESSION, RELEASES_KEPT, Settings
+from .setting_choices import DEFAULT_COMPRESSION, RELEASES_KEPT
+from .settings import Settings
 from .tables import Tables
 
 Result = TypeVar("Result")

@@ -23,7 +23,8 @@ from .scurve import lsh_probability
 from .readers import InputFile, file_sha256
 from .parquet_files import Written, write_parquet, write_parquet_parts
 from .setting_lineage import RUN_PATHS
-from .settings import DEFAULT_COMPRESSION, Settings
+from .setting_choices import DEFAULT_COMPRESSION
+from .settings import Settings
 from .streams import Progress, ThroughputLog
 from .summary import reason_counts, rejected_by_reason, run_counts
 from .tables import HOT_BUCKETS, Tables, beside, sql

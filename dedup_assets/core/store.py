@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from .errors import DedupError
 from .places import DATABASE, SPACE, place_error
-from .settings import DEFAULT_DUCKDB_MEMORY
+from .setting_choices import DEFAULT_DUCKDB_MEMORY
 
 LINEAGE_TABLE = "asset_lineage"
 _LOCK_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from ..core.settings import DEFAULT_DUCKDB_MEMORY
+from ..core.setting_choices import DEFAULT_DUCKDB_MEMORY
 
 
 class Variable(NamedTuple):

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..settings import DEFAULT_BATCH_SIZE
+from ..setting_choices import DEFAULT_BATCH_SIZE
 
 from ..input_settings import InputPolicy
 from ..tables import duckdb_file
