@@ -141,6 +141,29 @@ def mirror_pages() -> list[dict]:
     ]
 
 
+TEXT_OF_A_HUNDRED = " ".join(f"word{n}" for n in range(100))
+OTHER_OF_A_HUNDRED = " ".join(f"other{n}" for n in range(100))
+
+
+def _page(doc_id: str, body: str, quality, crawled_at: str = "2026-01-01") -> dict:
+    return {**document(doc_id, body, crawled_at=crawled_at), "quality": quality}
+
+
+def scored_pages() -> list[dict]:
+    """Two clusters and a page of its own. Cluster a: the best quality is neither the newest nor
+    the longest; one copy has no score. Cluster b: two copies tie on quality, the newer wins."""
+    return [
+        _page("a-low", TEXT_OF_A_HUNDRED + " one", 0.42, "2026-05-01"),
+        _page("a-best", TEXT_OF_A_HUNDRED, 0.91),
+        _page("a-unscored", TEXT_OF_A_HUNDRED + " one two three", None, "2026-06-01"),
+        _page("a-mid", TEXT_OF_A_HUNDRED + " two", 0.7),
+        _page("b-worst", OTHER_OF_A_HUNDRED + " x", 0.1, "2026-09-01"),
+        _page("b-new", OTHER_OF_A_HUNDRED, 0.2, "2026-03-01"),
+        _page("b-old", OTHER_OF_A_HUNDRED + " y", 0.2, "2026-02-01"),
+        _page("alone", " ".join(f"alone{n}" for n in range(100)), 0.5),
+    ]
+
+
 # Han characters and kana for pages without spaces (chinese_pages)
 HAN = [chr(0x4E00 + offset) for offset in range(2_000)]
 KANA = [chr(code) for code in range(0x3041, 0x3097)]

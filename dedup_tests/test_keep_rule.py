@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from dedup_assets.core.batches import find_batches
 from dedup_assets.core.incremental.batch_order import BatchOrderError, index_settings, settings_problems
 from dedup_assets.core.incremental.index_tables import IndexedBatch
-from dedup_assets.core.keep_rule import keep_order
+from dedup_assets.core.keep_rule import KeepPolicy
 from dedup_assets.core.pipeline import run_batch, run_library
 from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.launch.user_messages import user_message
@@ -42,7 +42,7 @@ def _members(*rows: tuple[str, str | None, str | None, int]) -> pa.Table:
 
 
 def _ordered(members: pa.Table, prefer_domains=()) -> list[str]:
-    return members["doc_id"].take(keep_order(members, prefer_domains)).to_pylist()
+    return members["doc_id"].take(KeepPolicy.parse(prefer_domains=prefer_domains).order(members)).to_pylist()
 
 
 def test_the_rule_orders_by_preferred_domain_then_newest_then_most_tokens_then_doc_id():

@@ -22,7 +22,8 @@ from dedup_assets.ray_resource.ray_engine import RayEngine
 from dedup_bench.corpus import generate
 
 from .conftest import (
-    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, mirror_pages, sha256_of_files, write_csv,
+    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, mirror_pages, scored_pages, sha256_of_files,
+    write_csv,
 )
 
 # the ray_cluster fixture requires Ray (and fails under DEDUP_REQUIRE_RAY without it)
@@ -63,6 +64,15 @@ def test_ray_gives_the_duckdb_release_on_pages_without_spaces_in_both_units(ray_
     write_csv(tmp_path / "zh.csv", chinese_pages(60))
     _assert_same_release(*run_both(tmp_path / "word", tmp_path / "zh.csv"))
     _assert_same_release(*run_both(tmp_path / "char", tmp_path / "zh.csv", shingle_unit="char", shingle_size=3))
+
+
+def test_ray_gives_the_duckdb_release_keeping_the_best_quality_copy(ray_cluster, tmp_path):
+    write_csv(tmp_path / "pages.csv", scored_pages())
+    runners = run_both(tmp_path, tmp_path / "pages.csv", keep=["quality desc", "newest"], rows_per_band=4)
+    _assert_same_release(*runners)
+    clusters = runners[1].table("clusters").set_index("doc_id")
+    assert clusters.loc["a-low", "keep_reason"] == "quality 0.91 > 0.42"
+    assert set(clusters.index[clusters["decision"] == "kept_representative"]) == {"a-best", "b-new", "alone"}
 
 
 def test_ray_gives_the_duckdb_release_keeping_the_original_with_prefer_domains(ray_cluster, tmp_path):

@@ -204,8 +204,8 @@ def batch_clusters(
     `clusters` columns plus `representative_batch`). A document kept in an earlier batch stays
     kept; a new document in a cluster with a kept document is `removed_duplicate` in favour of it
     (`representative_doc_id`, `representative_batch`); a cluster of new documents only keeps one
-    by the one-shot keep rule (`prefer_domains`, then the newest `crawled_at`, the most tokens,
-    the smallest doc_id). Where the batch joins clusters that each have a kept document, all stay
+    by the one-shot `keep` policy, and `keep_reason` says why each removed one went (or that an
+    earlier batch's copy stays kept). Where the batch joins clusters that each have a kept document, all stay
     kept and a bridge names them (`incremental.staged_bridges`)."""
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_pairs)
     key = context.partition_key

@@ -58,10 +58,11 @@ def clusters(
     `cluster_mode` components: the connected components (networkx). star: each component's
     best-ranked document keeps only the members at or above `jaccard_threshold` with it, and the
     rest are split again the same way. `cluster_id` is `cluster-` + the smallest member `doc_id`.
-    Within a cluster the representative is the keep rule's first: a domain listed earlier in
-    `prefer_domains` (or a subdomain of it), then the newest `crawled_at`, then the most tokens,
-    then the smallest `doc_id`: `representative_rank` 1 is kept (`decision = kept_representative`), the
-    others are `removed_duplicate` with `representative_doc_id` naming what replaced them.
+    Within a cluster the representative is the `keep` policy's first (by default a domain listed
+    earlier in `prefer_domains`, then the newest `crawled_at`, then the most tokens; the smallest
+    `doc_id` last): `representative_rank` 1 is kept (`decision = kept_representative`), the
+    others are `removed_duplicate` with `representative_doc_id` naming what replaced them and
+    `keep_reason` the rule that decided, with both values.
     `jaccard_to_representative` is each member's exact Jaccard with it; `chained` marks a member
     below the threshold, in a cluster only through other members.
     """

@@ -53,6 +53,7 @@ COLUMNS: dict[str, str] = {
     "decision": "kept_representative or removed_duplicate",
     "jaccard_to_representative": "Exact Jaccard with the kept document (1 for the kept one)",
     "chained": "In the cluster through others, below jaccard_threshold with the kept document",
+    "keep_reason": "Why the kept document was kept and not this one: the keep rule that decided and both values, e.g. quality 0.91 > 0.42",
     "representative_batch": "The batch whose document was kept for the cluster",
     "previous_cluster_id": "The cluster the document was in before the batch joined it to another",
     "batch_key": "The batch: its file's name without the format's extension",

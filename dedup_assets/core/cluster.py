@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from . import kernels
 from .errors import InconsistentTables
-from .keep_rule import keep_order
+from .keep_columns import typed_params
 from .step_params import ClusterParams
 from .sketch import kernel_blocks
 from .ingest import document_bodies
@@ -162,8 +162,8 @@ def star_members(
     log: Progress | None = None,
 ) -> pa.Table:
     """Each member of a duplicate component (``roots``, from :func:`component_roots`), its
-    cluster's representative, its rank in its cluster by the keep rule (``keep_rule.py``, with
-    the params' ``prefer_domains``) and its exact Jaccard with the representative.
+    cluster's representative, its rank in its cluster by the params' keep policy (``keep_rule.py``),
+    why it was not kept, and its exact Jaccard with the representative.
 
     ``components``: the representative is the component's best-ranked document. ``star``: the
     best-ranked document of what is left of a component takes the members at or above the
@@ -180,8 +180,13 @@ def star_members(
     pair it with other members. The shingling's progress goes to ``log``."""
     connection.register("component_roots", roots)
     try:
-        members = connection.sql(sql("component_members", tables)).to_arrow_table()
-        members = members.take(keep_order(members, params.prefer_domains, within="component_index"))
+        members = connection.sql(
+            sql_over(
+                "component_members", documents=tables.documents, fingerprinted=tables.fingerprinted,
+                keep_columns=params.keep.select_list("d"),
+            )
+        ).to_arrow_table()
+        members = members.take(params.keep.order(members, within="component_index"))
         texts = connection.sql(sql("component_texts", tables)).to_arrow_table()
         scores = _TextScores(connection.sql(sql("component_scores", tables)).to_arrow_table(), texts.num_rows)
     finally:
@@ -238,6 +243,7 @@ def star_members(
             "representative_doc_id": doc_ids.take(pa.array(representative)),
             "representative_rank": pa.array(_ranks_in_clusters(representative)),
             "jaccard_to_representative": pa.array(jaccard),
+            "keep_reason": params.keep.reasons(members, representative),
         }
     )
 
@@ -287,6 +293,7 @@ def build_clusters(
     """One row per document: its cluster, the cluster's size and representative (the keep rule's
     first), its exact Jaccard with the representative and whether it is below the threshold
     (chained), its decision. Progress goes to ``log``."""
+    params = typed_params(connection, params, tables)
     members = star_members(connection, tables, component_roots(connection, tables), params, log)
     decided = member_decision_sql("(" + sql("clusters", tables) + ")")
     return TableBuild(

@@ -27,7 +27,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     # it decides none, and a change of it rebuilds nothing)
     "candidate_pairs": ("hot_buckets", "hot_bucket_limit"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
-    "clusters": ("cluster_mode", "prefer_domains"),
+    "clusters": ("cluster_mode", "keep", "prefer_domains"),
     "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'
     # the tuning group's leaf: besides its combinations, the run's settings that its rows depend on
     "parameter_sweep": (

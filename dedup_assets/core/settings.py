@@ -12,7 +12,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from .capabilities import CAPABILITIES
 from .errors import SettingsError
 from .input_settings import FetchSettings, InputPolicy, SourceFormat
-from .keep_rule import checked_domains
+from .keep_rule import DEFAULT_KEEP, KeepPolicy, checked_domains
 from .kernels import MAX_SKETCH_SIZE
 from .presets import PRESETS, more_recall, preset_values
 from .scurve import choose_bands, lsh_recall
@@ -170,12 +170,21 @@ class Settings:
         "shared boilerplate).",
         1_000,
     )
+    keep: list[str] = _setting(
+        "cluster",
+        "Which copy a cluster keeps: rules in order, each deciding where the ones before it tie, the "
+        "smallest doc_id last. prefer_domains (the prefer_domains list), newest / oldest (crawled_at), "
+        "longest / shortest (tokens), or a documents column and its order, such as an input's quality "
+        'score: ["quality desc", "newest"]. Nulls last. Each removed copy\'s keep_reason names the rule '
+        "that decided and both values.",
+        factory=lambda: list(DEFAULT_KEEP),
+    )
     prefer_domains: list[str] = _setting(
         "cluster",
-        "Domains whose copy a cluster keeps, first listed first, ahead of the newest crawled_at: e.g. "
-        '["original.com", "docs.example.org"]. An entry matches its subdomains too (example.com: '
-        "www.example.com, news.example.com), regardless of case; unlisted domains come after every "
-        "listed one. Empty: newest crawled_at, then most tokens, then smallest doc_id.",
+        "Domains whose copy a cluster keeps, first listed first, where keep names prefer_domains (the "
+        'default keep puts it first, ahead of the newest crawled_at): e.g. ["original.com", '
+        '"docs.example.org"]. An entry matches its subdomains too (example.com: www.example.com, '
+        "news.example.com), regardless of case; unlisted domains come after every listed one.",
         factory=list,
     )
     auto_bands: bool = _setting(
@@ -278,6 +287,7 @@ class Settings:
                 raise SettingsError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         try:  # stored as the keep rule compares them, so lineage and the index see one value per rule
             object.__setattr__(self, "prefer_domains", checked_domains(self.prefer_domains))
+            object.__setattr__(self, "keep", [rule.entry for rule in self.keep_policy().rules])
         except ValueError as error:
             raise SettingsError(str(error)) from None
         for name, allowed in CHOICES.items():
@@ -338,9 +348,11 @@ class Settings:
 
     def cluster_params(self) -> ClusterParams:
         return ClusterParams(
-            self.cluster_mode, self.shingling(), self.jaccard_threshold, self.memory_budget_mb,
-            tuple(self.prefer_domains),
+            self.cluster_mode, self.shingling(), self.jaccard_threshold, self.memory_budget_mb, self.keep_policy()
         )
+
+    def keep_policy(self) -> KeepPolicy:
+        return KeepPolicy.parse(self.keep, self.prefer_domains)
 
     def pair_limits(self) -> PairLimits:
         """The candidate step's limits: the slot budget, unless set, is what memory_budget_mb

@@ -4,10 +4,11 @@ how clusters are made. Each checks itself when it is made, so a bad setting fail
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from .errors import SettingsError
+from .keep_rule import KeepPolicy
 from .kernels import MAX_SKETCH_SIZE
 from .text import SHINGLE_UNITS, Shingling
 
@@ -95,10 +96,10 @@ class PairLimits:
 class ClusterParams:
     """How the cluster step makes clusters (``mode``; Jaccard with the representative measured
     over ``shingling``, chained below ``threshold``) and which member each keeps: the keep rule
-    with ``prefer_domains`` (``keep_rule.py``)."""
+    ``keep`` policy (``keep_rule.py``)."""
 
     mode: str
     shingling: Shingling
     threshold: float
     memory_budget_mb: int
-    prefer_domains: tuple[str, ...] = ()
+    keep: KeepPolicy = field(default_factory=KeepPolicy.parse)

@@ -211,6 +211,12 @@ def table_exists(connection: duckdb.DuckDBPyConnection, table: str, kind: str | 
     )
 
 
+def column_types(connection: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
+    """Each column of ``relation`` (a table or view name) and its DuckDB type."""
+    described = connection.sql(f"select * from {relation} limit 0")
+    return {name: str(kind) for name, kind in zip(described.columns, described.types)}
+
+
 def _create(connection: duckdb.DuckDBPyConnection, table: str, build: TableBuild) -> None:
     for prepared, inner in build.prepare:
         _create(connection, prepared, inner)

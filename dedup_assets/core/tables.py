@@ -28,7 +28,8 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 #    texts (pairs).
 # 9: a document without tokens has a content hash and band keys made from its trimmed body, so
 #    its exact copies are a copy group (fingerprinted, band_memberships and the pairs change).
-TABLE_LAYOUT = 9
+# 10: clusters name each removed member's keep_reason (the keep policy's rule and both values).
+TABLE_LAYOUT = 10
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",

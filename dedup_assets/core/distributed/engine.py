@@ -11,6 +11,7 @@ input, the recall audit and the release stay on the Dagster node (docs/scale-out
 from __future__ import annotations
 
 from ..audit_probe import documents_pass
+from ..keep_columns import typed_params
 from ..lsh import HOT_BUCKET_ROWS_SCHEMA
 from ..verify import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
@@ -51,7 +52,7 @@ class RayStepsEngine:
         return duplicate_pairs(self.tables)
 
     def clusters(self, connection, tables, params, log):
-        return clusters(self.tables, params, self.driver_edges, log)
+        return clusters(self.tables, typed_params(connection, params, tables), self.driver_edges, log)
 
     def deduped_documents(self, tables):
         return deduped_documents(self.tables)

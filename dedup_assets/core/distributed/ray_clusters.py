@@ -16,7 +16,7 @@ import ray.data
 
 from .. import kernels
 from ..jaccard import shingle_sets
-from ..keep_rule import keep_order
+from ..keep_columns import prepared
 from ..step_params import ClusterParams
 from ..sketch import kernel_blocks
 from ..store import TableBuild
@@ -45,7 +45,8 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
 
     def rank(members: pa.Table) -> pa.Table:
         use_task_cpus()
-        members = members.take(keep_order(members, params.prefer_domains, within="root_doc_id"))
+        members = prepared(params.keep, members)
+        members = members.take(params.keep.order(members, within="root_doc_id"))
         count = members.num_rows
         roots = members["root_doc_id"].combine_chunks()
         starts = np.flatnonzero(np.concatenate([[True], pc.not_equal(roots[1:], roots[:-1]).to_numpy(zero_copy_only=False)]))
@@ -68,6 +69,7 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
             ranks=np.arange(count, dtype=np.int64) - first + 1,
             representatives=members["doc_id"].take(pa.array(first)),
             jaccard=pa.array(jaccard),
+            reasons=params.keep.reasons(members, first),
             threshold=params.threshold,
         )
 
@@ -82,7 +84,9 @@ def _component_buckets(members: pa.Table, buckets: int) -> pa.Table:
     return members.append_column("bucket", pa.array(hashes % buckets))
 
 
-def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, jaccard, threshold: float) -> pa.Table:
+def _cluster_rows(
+    group: pa.Table, *, cluster_id, size, ranks, representatives, jaccard, reasons, threshold: float
+) -> pa.Table:
     members = pa.table(
         {
             "doc_id": group["doc_id"],
@@ -95,6 +99,7 @@ def _cluster_rows(group: pa.Table, *, cluster_id, size, ranks, representatives, 
             "representative_rank": pa.array(ranks, pa.int64()),
             "representative_doc_id": representatives,
             "jaccard_to_representative": jaccard,
+            "keep_reason": reasons,
             POSITION: group[POSITION],
         }
     )
@@ -133,11 +138,13 @@ def clusters(
     tables: RayTables, params: ClusterParams, driver_edges: int, log: Callable[[str], None]
 ) -> TableBuild:
     """``clusters``: connected components of the accepted edges (``_component_roots``), every member
-    ranked by the keep rule (with ``params.prefer_domains``) and measured against its
+    ranked by the params' keep policy and measured against its
     representative; every other document its own cluster. In input order. (Joins with a side of
     no rows are left out, as in candidate_pairs.)"""
     partitions = tables.partitions
-    meta = tables.read("documents", ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]).join(
+    keep_columns = {rule.column: rule.field for rule in params.keep.input_columns}
+    meta = tables.read("documents", ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION, *keep_columns])
+    meta = (renamed(meta, keep_columns) if keep_columns else meta).join(
         tables.read("fingerprinted", ["doc_id", "token_count", "shingle_count"]), "inner", partitions, on=("doc_id",)
     )
 
@@ -150,6 +157,7 @@ def clusters(
             ranks=np.ones(count, dtype=np.int64),
             representatives=batch["doc_id"],
             jaccard=pa.nulls(count, pa.float64()),
+            reasons=pa.nulls(count, pa.string()),
             threshold=params.threshold,
         )
 

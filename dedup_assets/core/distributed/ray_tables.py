@@ -57,6 +57,7 @@ CLUSTER_SCHEMA = pa.schema(
         ("decision", pa.string()),
         ("jaccard_to_representative", pa.float64()),
         ("chained", pa.bool_()),
+        ("keep_reason", pa.string()),
         (POSITION, pa.int64()),
     ]
 )

@@ -6,14 +6,14 @@ this is the one part of the package that decides, in Python over a graph, rather
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import duckdb
 import networkx as nx
+import numpy as np
 import pyarrow as pa
 
-from ..keep_rule import keep_ranked
+from ..keep_rule import KeepPolicy
 from ..store import TableBuild, table_exists
 from .index_tables import BRIDGE_COLUMNS, KEPT, REMOVED, IndexTables
 
@@ -53,10 +53,11 @@ class BatchClusters:
 
 
 def build_batch_clusters(
-    connection: duckdb.DuckDBPyConnection, tables: IndexTables, key: str, start: int, prefer_domains: Sequence[str]
+    connection: duckdb.DuckDBPyConnection, tables: IndexTables, key: str, start: int, keep: KeepPolicy
 ) -> BatchClusters:
-    """The batch's decisions, by the one-shot keep rule with ``prefer_domains`` where they are open:
-    among the batch's own documents, and which of the earlier kept documents a removed one names."""
+    """The batch's decisions, by the one-shot keep policy ``keep`` where they are open: among the
+    batch's own documents, and which of the earlier kept documents a removed one names; each
+    removed document's reason."""
     edges = connection.execute(
         f"select left_doc_id, right_doc_id from {tables.staged_pairs} where is_duplicate"
     ).fetchall()
@@ -65,7 +66,7 @@ def build_batch_clusters(
         row["doc_id"]: row
         for row in connection.sql(
             f"""
-            select f.doc_id, f.token_count, d.domain, d.crawled_at
+            select f.doc_id, f.token_count, d.domain, d.crawled_at {keep.select_list("d")}
             from {tables.staged_fingerprints} f join {tables.staged_documents} d on d.doc_id = f.doc_id
             semi join (
               select left_doc_id as doc_id from {tables.staged_pairs} where is_duplicate
@@ -93,14 +94,14 @@ def build_batch_clusters(
         graph.add_edge(*(("doc", d) if d in new else ("cluster", old_cluster[d]) for d in (left, right)))
     components = sorted((sorted(component) for component in nx.connected_components(graph)), key=lambda c: c[0])
     affected = sorted({name for component in components for kind, name in component if kind == "cluster"})
-    sizes, kept, members_of = _old_clusters(connection, tables, affected, key, start)
-    rows, moves, bridges = [], [], []
+    sizes, kept, members_of = _old_clusters(connection, tables, affected, key, start, keep)
+    rows, moves, bridges, compared = [], [], [], []
     for component in components:
-        docs = keep_ranked([new[name] for kind, name in component if kind == "doc"], prefer_domains)
+        docs = keep.ranked([new[name] for kind, name in component if kind == "doc"])
         clusters = [name for kind, name in component if kind == "cluster"]
         cluster_id = "cluster-" + min([row["doc_id"] for row in docs] + [_cluster_root(c) for c in clusters])
         size = len(docs) + sum(sizes[c] for c in clusters)
-        earlier_kept = keep_ranked([row for c in clusters for row in kept[c]], prefer_domains)
+        earlier_kept = keep.ranked([row for c in clusters for row in kept[c]])
         for rank, row in enumerate(docs, start=len(earlier_kept) + 1):
             representative = earlier_kept[0] if earlier_kept else docs[0]
             rows.append(
@@ -114,6 +115,7 @@ def build_batch_clusters(
                     "representative_batch": representative.get("batch_key", key),
                 }
             )
+            compared.append((row, representative))
         for old in clusters:
             if old != cluster_id:
                 moves.extend({"doc_id": doc, "previous_cluster_id": old, "cluster_id": cluster_id} for doc in members_of[old])
@@ -122,7 +124,7 @@ def build_batch_clusters(
             for other in clusters:
                 if any(row["doc_id"] == best["doc_id"] for row in kept[other]):
                     continue
-                other_best = keep_ranked(kept[other], prefer_domains)[0]
+                other_best = keep.ranked(kept[other])[0]
                 bridges.append(
                     {
                         "cluster_id": cluster_id,
@@ -142,7 +144,7 @@ def build_batch_clusters(
                 ("decision", pa.string()), ("representative_batch", pa.string()),
             ]
         ),
-    )
+    ).append_column("keep_reason", _reasons(compared, keep))
     clusters = TableBuild(
         sql=f"""
         select
@@ -157,7 +159,8 @@ def build_batch_clusters(
           coalesce(c.representative_rank, 1) as representative_rank,
           coalesce(c.representative_doc_id, f.doc_id) as representative_doc_id,
           coalesce(c.decision, '{KEPT}') as decision,
-          coalesce(c.representative_batch, $2) as representative_batch
+          coalesce(c.representative_batch, $2) as representative_batch,
+          c.keep_reason
         from {tables.staged_fingerprints} f
         join {tables.staged_documents} d on d.doc_id = f.doc_id
         left join decided c on c.doc_id = f.doc_id
@@ -191,8 +194,29 @@ def build_batch_clusters(
     )
 
 
+def _reasons(compared: list[tuple[dict, dict]], keep: KeepPolicy) -> pa.Array:
+    """Why each removed document of the batch went: the keep policy's reason against its
+    representative, or, where the policy would have kept it, that an earlier batch's kept copy
+    stays kept (decisions are final)."""
+    if not compared:
+        return pa.array([], pa.string())
+    rows = [row for row, _ in compared] + [representative for _, representative in compared]
+    names = keep.member_columns
+    members = pa.Table.from_pylist([{name: row[name] for name in names} for row in rows])
+    representatives = np.arange(len(compared), len(rows))  # each row's representative is its copy below
+    reasons = keep.reasons(members, np.concatenate([representatives, representatives]))
+    return pa.array(
+        [
+            reason if reason is not None or row is representative
+            else f"kept earlier: {representative['doc_id']} of batch {representative['batch_key']} stays kept"
+            for reason, (row, representative) in zip(reasons.to_pylist()[: len(compared)], compared)
+        ],
+        pa.string(),
+    )
+
+
 def _old_clusters(
-    connection: duckdb.DuckDBPyConnection, tables: IndexTables, affected: list[str], key: str, start: int
+    connection: duckdb.DuckDBPyConnection, tables: IndexTables, affected: list[str], key: str, start: int, keep: KeepPolicy
 ) -> tuple[dict[str, int], dict[str, list[dict]], dict[str, list[str]]]:
     """For each earlier cluster the batch joins: its size, its kept documents and its members."""
     sizes: dict[str, int] = {c: 0 for c in affected}
@@ -210,7 +234,7 @@ def _old_clusters(
             sizes[cluster_id] += 1
         for row in connection.sql(
             f"""
-            select c.doc_id, c.batch_key, d.domain, c.crawled_at, c.token_count, b.cluster_id
+            select c.doc_id, c.batch_key, d.domain, c.crawled_at, c.token_count, b.cluster_id {keep.select_list("d")}
             from {tables.clusters} c
             join {tables.documents} d on d.doc_id = c.doc_id
             join ({_members_before(tables)}) b on b.doc_id = c.doc_id

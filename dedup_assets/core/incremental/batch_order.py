@@ -11,6 +11,7 @@ from dataclasses import fields
 
 from ..capabilities import CAPABILITIES
 from ..errors import DedupError
+from ..keep_rule import DEFAULT_KEEP
 from ..settings import Settings, SettingsError
 from ..sketch_scheme import SKETCH_SCHEME, described_differences, scheme_differences, setting_differs, unrecorded_scheme
 from .index_tables import INDEX_LAYOUT, INDEX_SETTINGS, IndexedBatch
@@ -40,12 +41,13 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
     if not indexed:
         return []
     # an index built before bands could be chosen used rows_per_band's bands, and one built
-    # before prefer_domains the keep rule without it
+    # before prefer_domains or keep the keep rule without them
     implied = {
         "auto_bands": False,
         "bands": built_bands(indexed[0].settings),
         "rows_in_use": indexed[0].settings.get("rows_per_band"),
         "prefer_domains": [],
+        "keep": list(DEFAULT_KEEP),
     }
     built = {**implied, **indexed[0].settings}
     # an index built before its sketch scheme was recorded was built by the first recorded

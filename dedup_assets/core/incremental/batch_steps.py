@@ -19,7 +19,8 @@ from ..readers import InputStats
 from ..release import library_versions
 from ..settings import Settings
 from ..sketch import build_fingerprinted
-from ..store import TableBuild
+from ..keep_columns import typed_policy
+from ..store import TableBuild, table_exists
 from ..streams import stop_on_signals
 from .batch_clusters import build_batch_clusters
 from .batch_order import index_settings, refuse_other_settings, refuse_out_of_order
@@ -96,9 +97,10 @@ def stage_pairs(run: BatchRun, lineage: Mapping) -> tuple[int, BatchPairs]:
 def stage_clusters(run: BatchRun, lineage: Mapping) -> dict[str, int]:
     """The batch's decisions, the earlier clusters it renames and its bridges: rows by table."""
     with run.cursor() as cursor:
-        decided = build_batch_clusters(
-            cursor, run.tables, run.key, lineage["first_position"], run.settings.prefer_domains
-        )
+        # typed over the index's documents and the batch's, which the decisions compare
+        documents = [run.tables.staged_documents] + ([run.tables.documents] if table_exists(cursor, run.tables.documents) else [])
+        keep = typed_policy(cursor, run.settings.keep_policy(), documents)
+        decided = build_batch_clusters(cursor, run.tables, run.key, lineage["first_position"], keep)
     return {table: run.write(table, build, lineage) for table, build in decided.builds(run.tables).items()}
 
 

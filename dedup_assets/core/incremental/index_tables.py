@@ -23,8 +23,9 @@ INDEX_SCHEMA = "incremental"
 # doc_ids kept byte for byte, where an index of layout 3 holds them trimmed; 5: tokens in every
 # script, so an index fingerprinted with clause-long Chinese tokens takes no new batch, and the
 # input contract, where an index of layout 4 rejected undated rows; 6: documents without tokens keyed
-# by their trimmed body, where an index of layout 5 has no band keys for them).
-INDEX_LAYOUT = 6
+# by their trimmed body, where an index of layout 5 has no band keys for them; 7: clusters hold
+# each removed document's keep_reason).
+INDEX_LAYOUT = 7
 # what changes the tables a batch adds (the recall audit reads them and adds nothing)
 INDEX_SETTINGS = tuple(
     name
@@ -42,7 +43,7 @@ PAIR_COLUMNS = (
 )
 CLUSTER_COLUMNS = (
     "doc_id, source_file, input_row, cluster_id, cluster_size, crawled_at, token_count, "
-    "representative_rank, representative_doc_id, decision, representative_batch"
+    "representative_rank, representative_doc_id, decision, representative_batch, keep_reason"
 )
 BRIDGE_COLUMNS = ("cluster_id", "kept_doc_id", "kept_batch", "other_kept_doc_id", "other_kept_batch", "via_doc_ids")
 

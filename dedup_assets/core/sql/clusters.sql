@@ -1,6 +1,6 @@
 -- Every document in exactly one cluster: members of a duplicate component take the cluster
 -- star_members gives them (doc_id, representative_doc_id, representative_rank,
--- jaccard_to_representative), named by its smallest doc_id; everything else is its own cluster,
+-- jaccard_to_representative, keep_reason), named by its smallest doc_id; everything else is its own cluster,
 -- and its representative. star_members ranked each cluster's members by the keep rule
 -- (core/keep_rule.py); sql/member_decision.sql then decides on every member.
 -- Rows are stored in input order (fingerprinted's rowid, which follows documents: input files in
@@ -12,7 +12,8 @@ with stars as (
     min(doc_id) over (partition by representative_doc_id) as root_doc_id,
     representative_doc_id,
     representative_rank,
-    jaccard_to_representative
+    jaccard_to_representative,
+    keep_reason
   from star_members
 ),
 membership as (
@@ -26,7 +27,8 @@ membership as (
     f.token_count,
     coalesce(s.representative_rank, 1) as representative_rank,
     coalesce(s.representative_doc_id, d.doc_id) as representative_doc_id,
-    s.jaccard_to_representative
+    s.jaccard_to_representative,
+    s.keep_reason
   from {documents} d
   join {fingerprinted} f on f.doc_id = d.doc_id
   left join stars s on s.doc_id = d.doc_id
@@ -42,5 +44,6 @@ select
   representative_rank,
   representative_doc_id,
   jaccard_to_representative,
+  keep_reason,
   document_position
 from membership

@@ -1,6 +1,7 @@
 -- Every member of a duplicate component (component_roots: doc_id, root_doc_id, text_doc_id), with
 -- the index of its component and of its text in sql/component_texts.sql, and the columns the keep
--- rule reads (core/keep_rule.py, which orders them). No parameters.
+-- rule reads (core/keep_rule.py, which orders them; keep_columns: the columns its rules add, each
+-- ", d.<column> as <field>"). No parameters.
 select
   r.doc_id,
   dense_rank() over (order by r.root_doc_id) - 1 as component_index,
@@ -8,6 +9,7 @@ select
   d.domain,
   d.crawled_at,
   f.token_count
+  {keep_columns}
 from component_roots r
 join {documents} d on d.doc_id = r.doc_id
 join {fingerprinted} f on f.doc_id = r.doc_id
