@@ -41,7 +41,7 @@ STEP_COMPILED = re.compile(r"(\S+) compiled (\d+) kernel signature\(s\) inside t
 COMPILED_AT_START = "Compiling the fast kernels"  # dedup_assets.launch.warm.COMPILE_LINE, before any step
 # the steps that check or measure the run rather than make it (asset checks: the steps that
 # materialize no asset, found in its log)
-AUDIT_STEPS = ("recall_audit", "evaluation")
+AUDIT_STEPS = ("recall_audit", "evaluation", "boilerplate", "template_clusters")
 RELEASE_STEPS = ("deduped_documents", "manifest")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 

@@ -1,6 +1,7 @@
 """The pipeline's assets, in pipeline order."""
 
 from .recall_audit import recall_audit
+from .boilerplate import boilerplate, template_clusters
 from .candidates import candidate_pairs
 from .clustering import clusters, deduped_documents
 from .labelled_evaluation import evaluation
@@ -12,11 +13,13 @@ from .scoring import duplicate_pairs, scored_pairs
 PIPELINE_ASSETS = [
     documents,
     fingerprinted,
+    boilerplate,
     band_memberships,
     candidate_pairs,
     scored_pairs,
     duplicate_pairs,
     clusters,
+    template_clusters,
     deduped_documents,
     manifest,
     recall_audit,

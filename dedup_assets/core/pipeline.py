@@ -108,6 +108,9 @@ def run_library(
             steps.deduped_documents(run)
         with stage("audit"):
             steps.recall_audit(run)
+        with stage("boilerplate"):
+            steps.boilerplate(run)
+            steps.template_clusters(run)
         with stage("evaluation"):
             steps.evaluation(run, Path(labels_path) if labels_path else None)
         if output_dir is None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # matplotlib is imported where a picture is drawn: a second o
 SCURVE_FILE = "scurve.png"
 JACCARD_FILE = "jaccard_histogram.png"
 CLUSTER_SIZES_FILE = "cluster_sizes.png"
+BOILERPLATE_FILE = "boilerplate.png"
 # Jaccard histogram bins over [0, 1]
 JACCARD_BINS = 50
 FIGURE_SIZE = (6.4, 3.6)  # inches, at DPI
@@ -124,5 +125,19 @@ def cluster_sizes_png(connection: duckdb.DuckDBPyConnection, tables: Tables) -> 
     axes.set_xlabel("documents in the cluster")
     axes.set_ylabel("clusters")
     axes.grid(alpha=0.3, which="both")
+    figure.tight_layout()
+    return png_bytes(figure)
+
+
+def boilerplate_png(passages: list[tuple[str, float]]) -> bytes:
+    """The most shared passages (text, share of the sampled documents), as horizontal bars."""
+    figure, axes = new_axes()
+    labels = [(text[:48] + "…") if len(text) > 48 else text for text, _ in passages][::-1]
+    axes.barh(range(len(passages)), [share * 100 for _, share in passages][::-1], color="#d62728")
+    axes.set_yticks(range(len(passages)), labels, fontsize=7)
+    axes.set_xlim(0, 100)
+    axes.set_xlabel("% of the sampled documents")
+    axes.set_title("Shared passages (boilerplate)" if passages else "No shared passage", fontsize=10)
+    axes.grid(alpha=0.3, axis="x")
     figure.tight_layout()
     return png_bytes(figure)

@@ -18,7 +18,10 @@ from .audit import stored_audit_summary
 from .diagnostics import CAPS, COLLISION_BUCKETS_FILE, diagnostic_queries
 from .evaluation import stored_evaluation_summary
 from .lsh import BucketPressure
-from .plots import CLUSTER_SIZES_FILE, JACCARD_FILE, SCURVE_FILE, cluster_sizes_png, jaccard_histogram_png, scurve_png
+from .plots import (
+    BOILERPLATE_FILE, CLUSTER_SIZES_FILE, JACCARD_FILE, SCURVE_FILE, boilerplate_png, cluster_sizes_png,
+    jaccard_histogram_png, scurve_png,
+)
 from .scurve import lsh_probability
 from .readers import InputFile, file_sha256
 from .parquet_files import Written, write_parquet, write_parquet_parts
@@ -73,6 +76,8 @@ def release_queries(tables: Tables, signatures: bool = True) -> dict[str, str]:
         "duplicate_pairs.csv": f"select * from {tables.duplicate_pairs}",
         "clusters.csv": f"select * from {tables.clusters} order by cluster_id, representative_rank",
         "cluster_inspection.csv": sql("cluster_inspection", tables),
+        "boilerplate.csv": f"select * from {tables.boilerplate} order by passage_rank",
+        "template_clusters.csv": f"select * from {tables.template_clusters} order by cluster_size desc, cluster_id",
         DEDUPED_DOCUMENTS: f"select * from {tables.deduped_documents}",
         "rejected_documents.csv": f"select * from {tables.rejected_documents}",
         "missed_pairs.csv": (
@@ -236,6 +241,9 @@ def _write_images(cursor: duckdb.DuckDBPyConnection, output_dir: Path, tables: T
             SCURVE_FILE: scurve_png(settings.jaccard_threshold, params.bands, params.rows_per_band, settings.auto_bands),
             JACCARD_FILE: jaccard_histogram_png(cursor, tables, settings.jaccard_threshold),
             CLUSTER_SIZES_FILE: cluster_sizes_png(cursor, tables),
+            BOILERPLATE_FILE: boilerplate_png(
+                cursor.execute(f"select passage, share from {tables.boilerplate} order by passage_rank limit 10").fetchall()
+            ),
         }
     for name, png in images.items():
         (output_dir / name).write_bytes(png)

@@ -28,6 +28,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     "candidate_pairs": ("hot_buckets", "hot_bucket_limit"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
     "clusters": ("cluster_mode", "keep", "prefer_domains"),
+    # template_clusters reads boilerplate's passages and the clusters: nothing of its own
     "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'
     # the tuning group's leaf: besides its combinations, the run's settings that its rows depend on
     "parameter_sweep": (

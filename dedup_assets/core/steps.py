@@ -25,6 +25,7 @@ import pyarrow as pa
 from .audit import build_recall_audit, stored_true_pairs
 from .audit_probe import AUDIT_PAIRS, AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, documents_pass
 from .audit_sample import AUDIT_SAMPLE_BODIES, SampleBodies, no_sample_bodies
+from .boilerplate import boilerplate_passages, template_clusters as template_clusters_of
 from .engines import Engine, Log
 from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
 from .ingest import build_documents, build_rejected_documents, input_identity
@@ -205,6 +206,22 @@ def recall_audit(run: StepRun) -> tuple[int, int]:
             found, sampled = probe.found(), len(probe.sample_ids)
         build = build_recall_audit(cursor, tables, threshold, found, copies=run.engine.first_copies(cursor, tables))
     return run.write("recall_audit", build, {AUDIT_SAMPLED: sampled}), sampled
+
+
+def boilerplate(run: StepRun) -> int:
+    """``boilerplate``: the passages a seeded sample of the documents shares (``boilerplate.py``)."""
+    with run.cursor() as cursor:
+        passages = boilerplate_passages(cursor, run.tables, run.settings.shingling())
+    return run.write("boilerplate", TableBuild(sql="select * from passages", arrow_inputs={"passages": passages}), {})
+
+
+def template_clusters(run: StepRun) -> int:
+    """``template_clusters``: the largest clusters whose members share mostly boilerplate."""
+    with run.cursor() as cursor:
+        found = template_clusters_of(
+            cursor, run.tables, run.tables.boilerplate, run.settings.shingling(), run.settings.jaccard_threshold
+        )
+    return run.write("template_clusters", TableBuild(sql="select * from found", arrow_inputs={"found": found}), {})
 
 
 def evaluation(run: StepRun, labels: Path | None) -> tuple[int, dict]:

@@ -28,17 +28,20 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 #    texts (pairs).
 # 9: a document without tokens has a content hash and band keys made from its trimmed body, so
 #    its exact copies are a copy group (fingerprinted, band_memberships and the pairs change).
-# 10: clusters name each removed member's keep_reason (the keep policy's rule and both values).
+# 10: clusters name each removed member's keep_reason (the keep policy's rule and both values);
+#     boilerplate and template_clusters are new.
 TABLE_LAYOUT = 10
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",
     "fingerprinted",
+    "boilerplate",
     "band_memberships",
     "candidate_pairs",
     "scored_pairs",
     "duplicate_pairs",
     "clusters",
+    "template_clusters",
     "deduped_documents",
     "recall_audit",
     "evaluation",
@@ -68,11 +71,13 @@ class Tables:
     documents: str
     rejected_documents: str
     fingerprinted: str
+    boilerplate: str
     band_memberships: str
     candidate_pairs: str
     scored_pairs: str
     duplicate_pairs: str
     clusters: str
+    template_clusters: str
     deduped_documents: str
     recall_audit: str
     evaluation: str

@@ -1,0 +1,174 @@
+"""Boilerplate you can see: the passages many documents share (a footer, a cookie notice, a chat
+template), found before anything is removed, and the clusters that such a passage alone may have
+made ("template clusters").
+
+A shingle is boilerplate when it is in at least :data:`MIN_SHARE` of a seeded sample of
+:data:`SAMPLE_SIZE` documents (and in at least :data:`MIN_DOCUMENTS` of them). Where a sampled
+document has boilerplate shingles in a row, the tokens they cover are one passage; a passage's
+count is the sampled documents that have it, and its estimate that share of the corpus. The
+sample makes the cost the same at any corpus size; a corpus no larger than the sample is counted
+whole, exactly.
+
+A cluster is a template cluster when its representative and its first removed member, with their
+boilerplate shingles left out, are no longer duplicates (exact Jaccard below the run's threshold):
+pages that may differ in everything but the template. A true copy of a page with a footer shares
+its own words too, and stays a duplicate. The largest :data:`CLUSTERS_CHECKED` clusters are
+checked."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+
+import duckdb
+import pyarrow as pa
+
+from .tables import Tables
+from .text import Shingling, normalize_text, tokenize
+
+SAMPLE_SIZE = 2_000
+MIN_SHARE = 0.01
+MIN_DOCUMENTS = 5
+CLUSTERS_CHECKED = 2_000
+EXAMPLES = 5
+
+PASSAGE_SCHEMA = pa.schema(
+    [
+        ("passage_rank", pa.int64()),
+        ("passage", pa.string()),
+        ("tokens", pa.int64()),
+        ("sample_documents", pa.int64()),
+        ("sampled", pa.int64()),
+        ("share", pa.float64()),
+        ("estimated_documents", pa.int64()),
+        ("example_doc_ids", pa.string()),
+    ]
+)
+TEMPLATE_SCHEMA = pa.schema(
+    [
+        ("cluster_id", pa.string()),
+        ("cluster_size", pa.int64()),
+        ("representative_doc_id", pa.string()),
+        ("member_doc_id", pa.string()),
+        ("shared_shingles", pa.int64()),
+        ("boilerplate_shingles", pa.int64()),
+        ("jaccard", pa.float64()),
+        ("jaccard_without_boilerplate", pa.float64()),
+    ]
+)
+
+
+def _shingles(tokens: list[str], size: int, unit: str) -> list[str]:
+    """Every shingle in order, repeats included (``text.token_shingles``' windows)."""
+    joiner = "" if unit == "char" else " "
+    if len(tokens) <= size:
+        return [joiner.join(tokens)] if tokens else []
+    return [joiner.join(tokens[first : first + size]) for first in range(len(tokens) - size + 1)]
+
+
+def _passages(tokens: list[str], shingles: list[str], frequent: set[str], size: int, unit: str) -> list[tuple[str, int]]:
+    """The runs of tokens the document's boilerplate shingles cover, as (text, tokens)."""
+    covered = [False] * len(tokens)
+    for first, shingle in enumerate(shingles):
+        if shingle in frequent:
+            covered[first : first + size] = [True] * min(size, len(tokens) - first)
+    joiner = "" if unit == "char" else " "
+    runs, start = [], None
+    for place, inside in enumerate(covered + [False]):
+        if inside and start is None:
+            start = place
+        elif not inside and start is not None:
+            runs.append((joiner.join(tokens[start:place]), place - start))
+            start = None
+    return runs
+
+
+def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, shingling: Shingling) -> pa.Table:
+    """The passages (``PASSAGE_SCHEMA``) of the seeded sample of ``tables.documents``, most
+    shared first."""
+    total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
+    # the sample: the doc_ids with the smallest md5, the same for the same documents on any run
+    rows = connection.execute(
+        f"select doc_id, body from {tables.documents} order by md5(doc_id), doc_id limit {SAMPLE_SIZE}"
+    ).fetchall()
+    documents = []
+    frequency: Counter[str] = Counter()
+    for doc_id, body in rows:
+        tokens = tokenize(normalize_text(body), shingling.unit)
+        shingles = _shingles(tokens, shingling.size, shingling.unit)
+        documents.append((doc_id, tokens, shingles))
+        frequency.update(set(shingles))
+    sampled = len(rows)
+    least = max(MIN_DOCUMENTS, math.ceil(MIN_SHARE * sampled))
+    frequent = {shingle for shingle, count in frequency.items() if count >= least}
+    having: dict[str, set[str]] = defaultdict(set)
+    lengths: dict[str, int] = {}
+    for doc_id, tokens, shingles in documents:
+        if frequent.isdisjoint(shingles):
+            continue
+        for text, length in _passages(tokens, shingles, frequent, shingling.size, shingling.unit):
+            having[text].add(doc_id)
+            lengths[text] = length
+    ranked = sorted(having, key=lambda text: (-len(having[text]), -lengths[text], text))
+    return pa.Table.from_pylist(
+        [
+            {
+                "passage_rank": rank,
+                "passage": text,
+                "tokens": lengths[text],
+                "sample_documents": len(having[text]),
+                "sampled": sampled,
+                "share": len(having[text]) / sampled,
+                "estimated_documents": round(len(having[text]) / sampled * total),
+                "example_doc_ids": ";".join(sorted(having[text])[:EXAMPLES]),
+            }
+            for rank, text in enumerate(ranked, start=1)
+        ],
+        schema=PASSAGE_SCHEMA,
+    )
+
+
+def template_clusters(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, passages: str, shingling: Shingling, threshold: float
+) -> pa.Table:
+    """The template clusters (``TEMPLATE_SCHEMA``) among the largest clusters of
+    ``tables.clusters``, by the boilerplate of the ``passages`` table: without the shingles of
+    those passages, the representative and its first removed member have a Jaccard below
+    ``threshold``."""
+    frequent: set[str] = set()
+    for (text,) in connection.execute(f"select passage from {passages}").fetchall():
+        frequent.update(_shingles(tokenize(text, shingling.unit), shingling.size, shingling.unit))
+    pairs = connection.execute(
+        f"""
+        select c.cluster_id, c.cluster_size, c.representative_doc_id, c.doc_id, r.body, d.body
+        from {tables.clusters} c
+        join {tables.documents} d on d.doc_id = c.doc_id
+        join {tables.documents} r on r.doc_id = c.representative_doc_id
+        where c.representative_rank = 2
+        order by c.cluster_size desc, c.cluster_id
+        limit {CLUSTERS_CHECKED}
+        """
+    ).fetchall()
+    found = []
+    for cluster_id, size, representative, member, kept_body, member_body in pairs if frequent else []:
+        kept, removed = (
+            set(_shingles(tokenize(normalize_text(body), shingling.unit), shingling.size, shingling.unit))
+            for body in (kept_body, member_body)
+        )
+        shared, union = kept & removed, kept | removed
+        own_shared, own_union = len(shared - frequent), len(union - frequent)
+        without = own_shared / own_union if own_union else 0.0
+        if len(shared) > own_shared and without < threshold:
+            found.append(
+                {
+                    "cluster_id": cluster_id,
+                    "cluster_size": size,
+                    "representative_doc_id": representative,
+                    "member_doc_id": member,
+                    "shared_shingles": len(shared),
+                    "boilerplate_shingles": len(shared) - own_shared,
+                    "jaccard": len(shared) / len(union),
+                    "jaccard_without_boilerplate": without,
+                }
+            )
+    return pa.Table.from_pylist(found, schema=TEMPLATE_SCHEMA)

@@ -1,0 +1,83 @@
+"""Boilerplate you can see (core/boilerplate.py): a footer many distinct pages share is named, with
+its count, share and examples, before anything is removed; the clusters it alone made are named
+as template clusters, and planted copies are not; both are release files, with a picture."""
+
+import csv
+import random
+
+import duckdb
+import pyarrow as pa
+
+from dedup_assets.core.boilerplate import boilerplate_passages
+from dedup_assets.core.tables import Tables
+from dedup_assets.core.text import Shingling
+
+from .conftest import FIXTURE, document, write_csv
+
+VOCABULARY = [f"w{n}" for n in range(5_000)]
+
+
+def footer_pages(pages: int = 300, seed: int = 7) -> tuple[list[dict], str]:
+    """Distinct pages of 10 to 40 words of their own, each ending with the same 150-word footer,
+    and 10 planted near copies (a first word more) of the first pages; and the footer."""
+    rng = random.Random(seed)
+    footer = " ".join(f"f{n}" for n in range(150))
+    rows = [
+        document(f"page-{n:03d}", " ".join(rng.choices(VOCABULARY, k=rng.randint(10, 40))) + " " + footer)
+        for n in range(pages)
+    ]
+    rows += [document(f"copy-{n:03d}", "again " + rows[n]["body"]) for n in range(10)]
+    return rows, footer
+
+
+def _csv_rows(path) -> list[dict]:
+    with path.open(newline="", encoding="utf-8") as file:
+        return list(csv.DictReader(file))
+
+
+def test_the_shared_footer_is_the_top_passage_with_its_count_and_examples():
+    rows, footer = footer_pages()
+    tables = Tables.in_schema("main")
+    with duckdb.connect() as connection:
+        connection.register("pages", pa.Table.from_pylist(rows))
+        connection.execute("create table documents as select * from pages")
+        passages = boilerplate_passages(connection, tables, Shingling()).to_pylist()
+    top = passages[0]
+    assert top["passage"] == footer
+    assert (top["passage_rank"], top["tokens"], top["sample_documents"], top["sampled"]) == (1, 150, 310, 310)
+    assert top["share"] == 1.0 and top["estimated_documents"] == 310
+    assert top["example_doc_ids"] == "copy-000;copy-001;copy-002;copy-003;copy-004"
+    # no page's own words are shared by 1% of the pages: the footer is the only passage
+    assert len(passages) == 1
+
+
+def test_a_corpus_without_shared_passages_has_none_and_no_template_clusters(runner):
+    runner.run(FIXTURE, audit_sample_size=0)
+    assert runner.table("boilerplate").empty
+    assert runner.table("template_clusters").empty
+    assert (runner.output_dir / "boilerplate.png").stat().st_size > 0
+
+
+def test_the_run_names_the_footer_its_template_clusters_and_not_the_planted_copies(runner, tmp_path):
+    rows, footer = footer_pages()
+    pages = write_csv(tmp_path / "pages.csv", rows)
+    runner.run(pages, audit_sample_size=0)
+    [top, *_] = _csv_rows(runner.output_dir / "boilerplate.csv")
+    assert top["passage"] == footer and top["sample_documents"] == "310"
+    templates = _csv_rows(runner.output_dir / "template_clusters.csv")
+    clusters = runner.table("clusters")
+    merged = clusters[clusters["cluster_size"] > 1]
+    # distinct pages that the footer alone joined are template clusters
+    distinct_pages_merged = merged.groupby("cluster_id")["doc_id"].apply(
+        lambda ids: sum(doc_id.startswith("page-") for doc_id in ids) > 1
+    )
+    assert {row["cluster_id"] for row in templates} == set(distinct_pages_merged[distinct_pages_merged].index)
+    assert templates and all(float(row["jaccard_without_boilerplate"]) < 0.7 for row in templates)
+    # a planted copy with its page alone is not: they share their own words too
+    pairs_only = merged.groupby("cluster_id").size() == 2
+    planted = {
+        cluster for cluster in pairs_only[pairs_only].index
+        if set(merged.loc[merged.cluster_id == cluster, "doc_id"].str[5:]) == {merged.loc[merged.cluster_id == cluster, "doc_id"].iloc[0][5:]}
+    }
+    assert planted and not planted & {row["cluster_id"] for row in templates}
+    assert "boilerplate.csv" in {entry["file"] for entry in runner.manifest()["outputs"]}
