@@ -174,7 +174,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--compare-engines",
         action="store_true",
         help="ray runs only: let the engine_matches_duckdb check run the DuckDB engine again over "
-        "corpora of up to ray_engine.compare_up_to_documents (200,000) documents and compare. "
+        "corpora of up to the engine resource's compare_up_to_documents (200,000) documents and compare. "
         "Without it the benchmark sets compare_up_to_documents: 0 (the check warns that it did "
         "not compare), so the ray run measures the engine and not the check's second DuckDB run",
     )

@@ -1,5 +1,6 @@
 """engine: ray on a real two-node Ray cluster: the whole graph on the fixtures and on a generated
-corpus, the consistency check in both outcomes, and a worker killed while it fingerprints."""
+corpus, the library run without Dagster, the consistency check in both outcomes, and a worker
+killed while it fingerprints."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,7 +20,10 @@ from dagster import AssetCheckKey, AssetKey
 
 from dedup_assets.checks import rules
 from dedup_assets.core.distributed.datasets import in_position_order
-from dedup_assets.ray_resource.ray_engine import RayEngine
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.settings import Settings
+from dedup_assets.core.tables import PIPELINE_TABLES
+from dedup_assets.engine_resource import EngineResource
 from dedup_bench.corpus import generate
 
 from .conftest import (
@@ -42,7 +47,7 @@ def run_both(
 ) -> tuple[GraphRunner, GraphRunner, object]:
     duckdb_runner, ray_runner = GraphRunner(tmp_path / "duckdb"), GraphRunner(tmp_path / "ray")
     duckdb_runner.run(input_path, **settings)
-    result = ray_runner.run(input_path, engine="ray", ray_engine=RayEngine(**(ray_options or {})), **settings)
+    result = ray_runner.run(input_path, engine="ray", engine_resource=EngineResource(**(ray_options or {})), **settings)
     return duckdb_runner, ray_runner, result
 
 
@@ -92,12 +97,45 @@ def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, re
     ]
 
 
+def test_the_library_run_on_ray_writes_the_duckdb_engines_tables_and_release(ray_cluster, tmp_path):
+    """``run_library`` opens the engine the settings name, as the assets do: on ray, every table
+    holds the DuckDB engine's rows in its order, and the release files are its bytes."""
+    runs = {}
+    for engine in ("duckdb", "ray"):
+        folder = tmp_path / engine
+        database = folder / "run.duckdb"
+        result = run_library(str(HARD_FIXTURE), str(database), str(folder / "out"), Settings(engine=engine))
+        with duckdb.connect(str(database), read_only=True) as connection:
+            stored = {
+                name for (name,) in connection.execute(
+                    "select table_name from duckdb_tables() where schema_name = 'dedup' "
+                    "union all select view_name from duckdb_views() where schema_name = 'dedup'"
+                ).fetchall()
+            }
+            tables = {
+                name: connection.execute(f"select * from dedup.{name}").fetchall()
+                for name in PIPELINE_TABLES if name in stored
+            }
+        files = sha256_of_files(folder / "out")
+        files.pop("manifest.json")  # it names the engine and the paths
+        runs[engine] = result["counts"], tables, files
+    assert Path(tmp_path / "ray" / "run.duckdb.datasets", "clusters").is_dir()  # the ray engine wrote them
+    duckdb_run, ray_run = runs["duckdb"], runs["ray"]
+    assert {"documents", "fingerprinted", "candidate_pairs", "clusters", "deduped_documents"} <= set(duckdb_run[1])
+    assert ray_run[1].keys() == duckdb_run[1].keys()
+    for name, rows in duckdb_run[1].items():
+        assert ray_run[1][name] == rows, name
+    assert ray_run[2] == duckdb_run[2]
+    assert ray_run[0] == duckdb_run[0]
+
+
 def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp_path):
     corpus = tmp_path / "corpus.parquet"
     generate(int(os.environ.get("DEDUP_RAY_TEST_DOCUMENTS", "100000")), corpus)
     runner = GraphRunner(tmp_path)
     result = runner.run(
-        corpus, engine="ray", ray_engine=RayEngine(**ON_CLUSTER), num_perm=128, rows_per_band=8, batch_size=1_000
+        corpus, engine="ray", engine_resource=EngineResource(**ON_CLUSTER),
+        num_perm=128, rows_per_band=8, batch_size=1_000,
     )
     evaluation = check_result(result, CONSISTENCY)
     assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description

@@ -55,7 +55,7 @@ def dagster_config(sketch: Sketch, engine: str | None = None, compare_engines: b
     settings = sketch.settings() if engine is None else {**sketch.settings(), "engine": engine}
     resources: dict = {"dedup": {"config": settings}}
     if engine == "ray" and not compare_engines:
-        resources["ray_engine"] = {"config": {"compare_up_to_documents": 0}}
+        resources["engine"] = {"config": {"compare_up_to_documents": 0}}
     return {"resources": resources}
 
 

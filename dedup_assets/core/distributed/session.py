@@ -15,11 +15,12 @@ from contextlib import contextmanager
 import ray
 import ray.data
 
+from ..errors import DedupError
 
 LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 600_000}
 
 
-class RayUnavailable(RuntimeError):
+class RayUnavailable(DedupError, RuntimeError):
     """Ray could not be started or reached."""
 
 
