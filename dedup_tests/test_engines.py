@@ -70,12 +70,13 @@ def _engine_name_comparisons(path: Path) -> list[str]:
 
 def test_only_the_engines_modules_compare_an_engine_name():
     """A step that differs by engine is a method of the engine or a row of its capabilities, so
-    that a new engine is added in one place, not found by its name across the package."""
+    that a new engine is added in one place, not found by its name across the package and the
+    benchmark."""
     package = Path(dedup_assets.__file__).parent
     own = {package / "core" / "engines.py", package / "core" / "capabilities.py"}
     found = [
         line
-        for path in sorted(package.rglob("*.py"))
+        for path in sorted([*package.rglob("*.py"), *(package.parent / "benchmarks").rglob("*.py")])
         if path not in own and "distributed" not in path.parts
         for line in _engine_name_comparisons(path)
     ]
