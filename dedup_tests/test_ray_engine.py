@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import duckdb
@@ -19,7 +22,9 @@ import pytest
 from dagster import AssetCheckKey, AssetKey
 
 from dedup_assets.checks import rules
+from dedup_assets.core import engines
 from dedup_assets.core.distributed.datasets import in_position_order
+from dedup_assets.core.distributed.plan import ClusterOptions
 from dedup_assets.core.pipeline import run_library
 from dedup_assets.core.settings import Settings
 from dedup_assets.core.tables import PIPELINE_TABLES
@@ -27,7 +32,8 @@ from dedup_assets.engine_resource import EngineResource
 from dedup_bench.corpus import generate
 
 from .conftest import (
-    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, mirror_pages, sha256_of_files, write_csv,
+    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, mirror_pages, require_ray, sha256_of_files,
+    write_csv,
 )
 
 # the ray_cluster fixture requires Ray (and fails under DEDUP_REQUIRE_RAY without it)
@@ -127,6 +133,43 @@ def test_the_library_run_on_ray_writes_the_duckdb_engines_tables_and_release(ray
         assert ray_run[1][name] == rows, name
     assert ray_run[2] == duckdb_run[2]
     assert ray_run[0] == duckdb_run[0]
+
+
+def test_the_engines_table_folder_is_the_setting_then_the_environment_then_beside_the_database(
+    ray_cluster, tmp_path, monkeypatch
+):
+    database = str(tmp_path / "run.duckdb")
+
+    def root(cluster: ClusterOptions = ClusterOptions()) -> Path:
+        with ExitStack() as session:
+            return engines.for_settings(Settings(engine="ray"), database, session, cluster).tables.root
+
+    monkeypatch.delenv("DEDUP_DATASETS", raising=False)
+    assert root() == tmp_path / "run.duckdb.datasets"
+    monkeypatch.setenv("DEDUP_DATASETS", str(tmp_path / "from-env"))
+    assert root() == tmp_path / "from-env"
+    assert root(ClusterOptions(dataset_root=str(tmp_path / "set"))) == tmp_path / "set"
+
+
+def test_an_unreachable_cluster_in_the_environment_is_refused_with_where_to_set_it(tmp_path):
+    """DEDUP_RAY_ADDRESS names the cluster when no address is set; in a process of its own, since
+    this one's Ray session (the tests' cluster) would be used as it is."""
+    require_ray()
+    script = (
+        "from contextlib import ExitStack\n"
+        "from dedup_assets.core.engines import for_settings\n"
+        "from dedup_assets.core.errors import DedupError\n"
+        "from dedup_assets.core.settings import Settings\n"
+        "try:\n"
+        "    with ExitStack() as session:\n"
+        f"        for_settings(Settings(engine='ray'), {str(tmp_path / 'run.duckdb')!r}, session)\n"
+        "except DedupError as error:\n"
+        "    print(error)\n"
+    )
+    environment = {**os.environ, "DEDUP_RAY_ADDRESS": "ray://127.0.0.1:9"}  # the discard port: no server
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment, check=True)
+    assert result.stdout.startswith("Could not reach the Ray cluster at ray://127.0.0.1:9: "), result.stdout
+    assert "engine resource's" in result.stdout and "DEDUP_RAY_ADDRESS" in result.stdout
 
 
 def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp_path):

@@ -70,8 +70,9 @@ def ray_session(address: str | None) -> Iterator[None]:
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise RayUnavailable(
             f"Could not {'reach the Ray cluster at ' + address if address else 'start a local Ray'}: "
-            f"{error}. Check ray_address (env DEDUP_RAY_ADDRESS): e.g. ray://head:10001 for a "
-            "remote cluster, or leave it unset for a local Ray."
+            f"{error}. Check the address (the engine resource's, or run_library's cluster; env "
+            "DEDUP_RAY_ADDRESS): e.g. ray://head:10001 for a remote cluster, or leave it unset for "
+            "a local Ray."
         ) from None
     try:
         _configure_data()
