@@ -78,6 +78,10 @@ class EngineResource(ConfigurableResource):
         if self._session is None:
             self._session = ExitStack()
         cluster = ClusterOptions(
-            self.address, self.dataset_root, self.shuffle_partitions, self.shuffle, self.components_on_driver_up_to_edges
+            address=self.address,
+            dataset_root=self.dataset_root,
+            shuffle_partitions=self.shuffle_partitions,
+            shuffle=self.shuffle,
+            components_on_driver_up_to_edges=self.components_on_driver_up_to_edges,
         )
         return engines.for_settings(settings, database, self._session, cluster)

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from . import steps
+from . import engines, steps
 from .batches import BatchFolder
-from . import engines
 from .distributed.plan import ClusterOptions
 from .engines import DuckDBEngine, Engine
 from .incremental.batch_steps import (
@@ -66,7 +65,7 @@ def run_core_steps(
     the recall audit's true pairs, found on the same pass), candidates, exact verification; each
     step inside ``stage(name)`` (fingerprint, candidates, verify), on an engine from
     ``engine_for`` (the DuckDB engine unless told: the sweep and the engines' comparison run it)."""
-    run = _library_run(connection, tables, settings, log, engine_for)
+    run = _step_runs(connection, tables, settings, log, engine_for)
     with stage("fingerprint"):
         steps.fingerprint(run(), audit)
         steps.band_memberships(run())
@@ -78,7 +77,7 @@ def run_core_steps(
     return CoreRun(found.pressure, found.rows, edges)
 
 
-def _library_run(
+def _step_runs(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
     settings: Settings,
@@ -116,7 +115,7 @@ def run_library(
         def engine() -> Engine:
             return engines.for_settings(settings, database_path, session, cluster)
 
-        run = _library_run(connection, tables, settings, log, engine)
+        run = _step_runs(connection, tables, settings, log, engine)
         with stage("documents"):
             ingested = steps.ingest(run(), Path(input_path))
         pressure = run_core_steps(connection, tables, settings, log, stage, engine_for=engine).pressure
