@@ -38,7 +38,7 @@ import json
 import sys
 from pathlib import Path
 
-from dedup_bench.common import REPO_ROOT, THRESHOLD, BenchmarkError
+from dedup_bench.common import REFERENCE, REPO_ROOT, THRESHOLD, BenchmarkError, is_reference
 from dedup_bench.incremental_runs import measure_incremental
 from dedup_bench.boilerplate import measure_boilerplate, print_boilerplate_report
 from dedup_bench.giant_group import measure_copies_of_one, print_copies_report
@@ -164,17 +164,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--engine",
         choices=ENGINES,
-        default="duckdb",
+        default=REFERENCE,
         help="the Dagster run's engine (the dedup resource's engine setting; default duckdb). ray: "
         "the steps on Ray Data on a local Ray started for the run (needs the ray extra), and no "
-        "library run, which is DuckDB-only. Either way the report gives each step's seconds and "
+        "library run, which measures the reference engine, duckdb. Either way the report gives each step's seconds and "
         "the peak memory of the run's whole process tree",
     )
     parser.add_argument(
         "--compare-engines",
         action="store_true",
         help="ray runs only: let the engine_matches_duckdb check run the DuckDB engine again over "
-        "corpora of up to ray_engine.compare_up_to_documents (200,000) documents and compare. "
+        "corpora of up to the engine resource's compare_up_to_documents (200,000) documents and compare. "
         "Without it the benchmark sets compare_up_to_documents: 0 (the check warns that it did "
         "not compare), so the ray run measures the engine and not the check's second DuckDB run",
     )
@@ -257,7 +257,8 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     """The engine options belong to the engines benchmark's Dagster run, which they need."""
     if args.ray_object_store_mb != DEFAULT_OBJECT_STORE_MB and not args.ray_nodes:
         parser.error("--ray-object-store-mb sizes the nodes of --ray-nodes: add --ray-nodes N")
-    chosen = args.engine != "duckdb" or args.both_engines or args.compare_engines or args.ray_nodes
+    compared = not is_reference(args.engine) or args.both_engines  # a run the reference's is compared with
+    chosen = compared or args.compare_engines or args.ray_nodes
     if not chosen:
         return
     if args.warc_fetch is not None or args.boilerplate is not None or args.scripts is not None or args.incremental or args.smoke:
@@ -269,11 +270,11 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error(
             "--engine ray, --both-engines, --compare-engines and --ray-nodes need the Dagster run: drop --skip-dagster"
         )
-    if args.both_engines and args.engine != "duckdb":
+    if args.both_engines and not is_reference(args.engine):
         parser.error("--both-engines runs duckdb and then ray (duckdb's run is the reference): drop --engine")
-    if args.compare_engines and not (args.engine == "ray" or args.both_engines):
+    if args.compare_engines and not compared:
         parser.error("--compare-engines is for a ray run: add --engine ray or --both-engines")
-    if args.ray_nodes and (args.ray_nodes < 2 or not (args.engine == "ray" or args.both_engines)):
+    if args.ray_nodes and (args.ray_nodes < 2 or not compared):
         parser.error("--ray-nodes N takes N ≥ 2 nodes, for a ray run: add --engine ray or --both-engines")
     if args.ray_object_store_mb < 100:
         parser.error("--ray-object-store-mb must be at least 100")

@@ -12,9 +12,9 @@ from .assets.batch_graph import INCREMENTAL_ASSETS
 from .assets.tuning import TUNING_ASSETS
 from .batch_runs.batch_sensor import new_batches
 from .checks import PIPELINE_CHECKS
+from .engine_resource import EngineResource
 from .launch.executor import warming_in_process_executor
 from .launch.run_health import dead_runs
-from .ray_resource.ray_engine import RayEngine
 from .settings_resource import DedupSettings
 from .stored_tables.tables_io import with_tables_io
 from .stored_tables.warehouse import DuckDBWarehouse
@@ -45,6 +45,6 @@ defs = Definitions(
     asset_checks=PIPELINE_CHECKS,
     jobs=PIPELINE_JOBS,
     sensors=[dead_runs, new_batches],
-    resources=with_tables_io({"dedup": DedupSettings(), "warehouse": warehouse, "ray_engine": RayEngine()}),
+    resources=with_tables_io({"dedup": DedupSettings(), "warehouse": warehouse, "engine": EngineResource()}),
     executor=warming_in_process_executor,
 )

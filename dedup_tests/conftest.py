@@ -16,7 +16,7 @@ from dagster import materialize
 
 from dedup_assets.assets import PIPELINE_ASSETS
 from dedup_assets.checks import PIPELINE_CHECKS
-from dedup_assets.ray_resource.ray_engine import RayEngine
+from dedup_assets.engine_resource import EngineResource
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.stored_tables.tables_io import with_tables_io
 from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
@@ -39,8 +39,8 @@ class GraphRunner:
         self.output_dir = tmp_path / "release"
 
     def run(
-        self, input_path: Path, selection: str | list[str] = "*", raise_on_error=True, instance=None, ray_engine=None,
-        **settings,
+        self, input_path: Path, selection: str | list[str] = "*", raise_on_error=True, instance=None,
+        engine_resource=None, **settings,
     ):
         return materialize(
             [*PIPELINE_ASSETS, *PIPELINE_CHECKS],
@@ -48,7 +48,7 @@ class GraphRunner:
             instance=instance,
             resources=with_tables_io({
                 "warehouse": DuckDBWarehouse(database=str(self.database), memory_limit="1GB"),
-                "ray_engine": ray_engine or RayEngine(),
+                "engine": engine_resource or EngineResource(),
                 "dedup": DedupSettings(
                     input_path=str(input_path), output_dir=str(self.output_dir), **settings
                 ),

@@ -184,11 +184,11 @@ def test_the_ray_run_measures_the_engine_not_the_checks_second_duckdb_run():
     sketch = Sketch(128)
     ray = dagster_config(sketch, "ray")["resources"]
     assert ray["dedup"]["config"]["engine"] == "ray"
-    assert ray["ray_engine"] == {"config": {"compare_up_to_documents": 0}}
+    assert ray["engine"] == {"config": {"compare_up_to_documents": 0}}
     compared = dagster_config(sketch, "ray", compare_engines=True)["resources"]
-    assert "ray_engine" not in compared
+    assert "engine" not in compared
     duckdb = dagster_config(sketch, "duckdb")["resources"]
-    assert duckdb["dedup"]["config"]["engine"] == "duckdb" and "ray_engine" not in duckdb
+    assert duckdb["dedup"]["config"]["engine"] == "duckdb" and "engine" not in duckdb
     assert "engine" not in dagster_config(sketch)["resources"]["dedup"]["config"]
 
 

@@ -1,13 +1,20 @@
-"""The engine protocol: every engine the settings accept says what it can run, and implements
-every step of the protocol with the protocol's parameters (so an asset never asks which engine
-it has)."""
+"""The engine protocol: every engine the settings accept says what it can run, is opened by the
+library's factory, and implements every step of the protocol with the protocol's parameters (so an
+asset never asks which engine it has); no module but the engines' own compares an engine's name."""
 
+import ast
 import inspect
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 
+import dedup_assets
+from dedup_assets.core import engines
 from dedup_assets.core.capabilities import CAPABILITIES
-from dedup_assets.core.engines import DuckDBEngine, Engine
+from dedup_assets.core.engines import DuckDBEngine, Engine, EngineUnavailable
 from dedup_assets.core.setting_choices import ENGINES
 from dedup_assets.core.settings import Settings, SettingsError
 
@@ -22,8 +29,58 @@ def _steps(cls) -> dict[str, list[str]]:
     }
 
 
-def test_every_engine_says_what_it_can_run():
-    assert set(ENGINES) == set(CAPABILITIES)
+def test_every_engine_says_what_it_can_run_and_the_factory_opens_it():
+    assert set(ENGINES) == set(CAPABILITIES) == set(engines.OPENERS)
+
+
+def test_the_factory_opens_the_duckdb_engine_without_importing_ray(tmp_path):
+    """The default install has no Ray: the definitions and a duckdb run never import it."""
+    script = (
+        "import sys; from contextlib import ExitStack\n"
+        "import dedup_assets.definitions\n"
+        "from dedup_assets.core.engines import for_settings\n"
+        "from dedup_assets.core.settings import Settings\n"
+        "with ExitStack() as session:\n"
+        f"    print(type(for_settings(Settings(engine='duckdb'), {str(tmp_path / 'db.duckdb')!r}, session)).__name__)\n"
+        "print(sorted(name for name in sys.modules\n"
+        "             if name == 'ray' or name.startswith(('ray.', 'dedup_assets.core.distributed.engine'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.split("\n")[:2] == ["DuckDBEngine", "[]"]
+
+
+def test_an_engine_whose_extra_is_missing_is_refused_with_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "dedup_assets.core.distributed.engine", None)  # as if Ray were not installed
+    refused = pytest.raises(EngineUnavailable, match=r"engine ray needs Ray.*make setup-ray.*engine: duckdb")
+    with ExitStack() as session, refused:
+        engines.for_settings(Settings(engine="ray"), str(tmp_path / "db.duckdb"), session)
+
+
+def _engine_name_comparisons(path: Path) -> list[str]:
+    names = set(CAPABILITIES)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            values = [e for o in operands for e in (o.elts if isinstance(o, (ast.Tuple, ast.List, ast.Set)) else [o])]
+            if any(isinstance(value, ast.Constant) and value.value in names for value in values):
+                found.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_only_the_engines_modules_compare_an_engine_name():
+    """A step that differs by engine is a method of the engine or a row of its capabilities, so
+    that a new engine is added in one place, not found by its name across the package and the
+    benchmark."""
+    package = Path(dedup_assets.__file__).parent
+    own = {package / "core" / "engines.py", package / "core" / "capabilities.py"}
+    found = [
+        line
+        for path in sorted([*package.rglob("*.py"), *(package.parent / "benchmarks").rglob("*.py")])
+        if path not in own and "distributed" not in path.parts
+        for line in _engine_name_comparisons(path)
+    ]
+    assert found == []
 
 
 def test_the_duckdb_engine_implements_every_step_of_the_protocol():

@@ -21,7 +21,7 @@ ROOT = dedup_assets.__name__
 FLOORS = (
     ("the library", ("core",)),
     ("launch configuration", ("launch",)),
-    ("resources", ("settings_resource", "stored_tables", "ray_resource")),
+    ("resources", ("settings_resource", "stored_tables", "engine_resource")),
     ("assets", ("assets", "checks", "batch_runs")),
     ("definitions", ("definitions",)),
     ("runner", ("run", "cli")),

@@ -39,7 +39,7 @@ from dedup_assets.checks import (
 )
 from dedup_assets.core.incremental.index_changes import forget_batches
 from dedup_assets.core.incremental.index_tables import IndexTables
-from dedup_assets.ray_resource.ray_engine import RayEngine
+from dedup_assets.engine_resource import EngineResource
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.stored_tables.tables_io import with_tables_io
 from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
@@ -95,7 +95,7 @@ class Batches:
         return with_tables_io({
             "dedup": DedupSettings(output_dir=str(self.output_dir), **settings),
             "warehouse": self.warehouse(),
-            "ray_engine": RayEngine(),
+            "engine": EngineResource(),
         })
 
     def run(self, key: str, raise_on_error: bool = True, **settings):

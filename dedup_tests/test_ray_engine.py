@@ -1,14 +1,19 @@
 """engine: ray on a real two-node Ray cluster: the whole graph on the fixtures and on a generated
-corpus, the consistency check in both outcomes, and a worker killed while it fingerprints."""
+corpus, the library run without Dagster, the consistency check in both outcomes, and a worker
+killed while it fingerprints."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,13 +22,18 @@ import pytest
 from dagster import AssetCheckKey, AssetKey
 
 from dedup_assets.checks import rules
+from dedup_assets.core import engines
 from dedup_assets.core.distributed.datasets import in_position_order
-from dedup_assets.ray_resource.ray_engine import RayEngine
+from dedup_assets.core.distributed.plan import ClusterOptions
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.settings import Settings
+from dedup_assets.core.tables import PIPELINE_TABLES
+from dedup_assets.engine_resource import EngineResource
 from dedup_bench.corpus import generate
 
 from .conftest import (
-    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, mirror_pages, scored_pages, sha256_of_files,
-    write_csv,
+    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, mirror_pages, require_ray, scored_pages,
+    sha256_of_files, write_csv,
 )
 
 # the ray_cluster fixture requires Ray (and fails under DEDUP_REQUIRE_RAY without it)
@@ -43,7 +53,7 @@ def run_both(
 ) -> tuple[GraphRunner, GraphRunner, object]:
     duckdb_runner, ray_runner = GraphRunner(tmp_path / "duckdb"), GraphRunner(tmp_path / "ray")
     duckdb_runner.run(input_path, **settings)
-    result = ray_runner.run(input_path, engine="ray", ray_engine=RayEngine(**(ray_options or {})), **settings)
+    result = ray_runner.run(input_path, engine="ray", engine_resource=EngineResource(**(ray_options or {})), **settings)
     return duckdb_runner, ray_runner, result
 
 
@@ -102,12 +112,82 @@ def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, re
     ]
 
 
+def test_the_library_run_on_ray_writes_the_duckdb_engines_tables_and_release(ray_cluster, tmp_path):
+    """``run_library`` opens the engine the settings name, as the assets do: on ray, every table
+    holds the DuckDB engine's rows in its order, and the release files are its bytes."""
+    runs = {}
+    for engine in ("duckdb", "ray"):
+        folder = tmp_path / engine
+        database = folder / "run.duckdb"
+        result = run_library(str(HARD_FIXTURE), str(database), str(folder / "out"), Settings(engine=engine))
+        with duckdb.connect(str(database), read_only=True) as connection:
+            stored = {
+                name for (name,) in connection.execute(
+                    "select table_name from duckdb_tables() where schema_name = 'dedup' "
+                    "union all select view_name from duckdb_views() where schema_name = 'dedup'"
+                ).fetchall()
+            }
+            tables = {
+                name: connection.execute(f"select * from dedup.{name}").fetchall()
+                for name in PIPELINE_TABLES if name in stored
+            }
+        files = sha256_of_files(folder / "out")
+        files.pop("manifest.json")  # it names the engine and the paths
+        runs[engine] = result["counts"], tables, files
+    assert Path(tmp_path / "ray" / "run.duckdb.datasets", "clusters").is_dir()  # the ray engine wrote them
+    duckdb_run, ray_run = runs["duckdb"], runs["ray"]
+    assert {"documents", "fingerprinted", "candidate_pairs", "clusters", "deduped_documents"} <= set(duckdb_run[1])
+    assert ray_run[1].keys() == duckdb_run[1].keys()
+    for name, rows in duckdb_run[1].items():
+        assert ray_run[1][name] == rows, name
+    assert ray_run[2] == duckdb_run[2]
+    assert ray_run[0] == duckdb_run[0]
+
+
+def test_the_engines_table_folder_is_the_setting_then_the_environment_then_beside_the_database(
+    ray_cluster, tmp_path, monkeypatch
+):
+    database = str(tmp_path / "run.duckdb")
+
+    def root(cluster: ClusterOptions = ClusterOptions()) -> Path:
+        with ExitStack() as session:
+            return engines.for_settings(Settings(engine="ray"), database, session, cluster).tables.root
+
+    monkeypatch.delenv("DEDUP_DATASETS", raising=False)
+    assert root() == tmp_path / "run.duckdb.datasets"
+    monkeypatch.setenv("DEDUP_DATASETS", str(tmp_path / "from-env"))
+    assert root() == tmp_path / "from-env"
+    assert root(ClusterOptions(dataset_root=str(tmp_path / "set"))) == tmp_path / "set"
+
+
+def test_an_unreachable_cluster_in_the_environment_is_refused_with_where_to_set_it(tmp_path):
+    """DEDUP_RAY_ADDRESS names the cluster when no address is set; in a process of its own, since
+    this one's Ray session (the tests' cluster) would be used as it is."""
+    require_ray()
+    script = (
+        "from contextlib import ExitStack\n"
+        "from dedup_assets.core.engines import for_settings\n"
+        "from dedup_assets.core.errors import DedupError\n"
+        "from dedup_assets.core.settings import Settings\n"
+        "try:\n"
+        "    with ExitStack() as session:\n"
+        f"        for_settings(Settings(engine='ray'), {str(tmp_path / 'run.duckdb')!r}, session)\n"
+        "except DedupError as error:\n"
+        "    print(error)\n"
+    )
+    environment = {**os.environ, "DEDUP_RAY_ADDRESS": "ray://127.0.0.1:9"}  # the discard port: no server
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment, check=True)
+    assert result.stdout.startswith("Could not reach the Ray cluster at ray://127.0.0.1:9: "), result.stdout
+    assert "engine resource's" in result.stdout and "DEDUP_RAY_ADDRESS" in result.stdout
+
+
 def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp_path):
     corpus = tmp_path / "corpus.parquet"
     generate(int(os.environ.get("DEDUP_RAY_TEST_DOCUMENTS", "100000")), corpus)
     runner = GraphRunner(tmp_path)
     result = runner.run(
-        corpus, engine="ray", ray_engine=RayEngine(**ON_CLUSTER), num_perm=128, rows_per_band=8, batch_size=1_000
+        corpus, engine="ray", engine_resource=EngineResource(**ON_CLUSTER),
+        num_perm=128, rows_per_band=8, batch_size=1_000,
     )
     evaluation = check_result(result, CONSISTENCY)
     assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description

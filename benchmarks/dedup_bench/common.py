@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from dedup_assets.core.capabilities import CAPABILITIES, REFERENCE
+
 BENCH_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = BENCH_DIR.parent
 INSTALL_HINT = "run `make setup-bench` (or `pip install -e '.[bench]'`) in the repository root"
@@ -22,6 +24,19 @@ THRESHOLD = 0.7
 SHINGLE_SIZE = 5
 ROWS_PER_BAND = 8
 STDERR_TAIL_LINES = 40
+
+
+def engine_of(run: dict) -> str:
+    """The engine a run's record names; a record from before engines was the reference's."""
+    return run.get("engine") or REFERENCE
+
+
+def is_reference(engine: str | None) -> bool:
+    """Whether ``engine`` (None: the settings' default, the reference) is the engine the others are
+    compared with: its run keeps the names it had before there were engines, and it is the one
+    measured against the machine's floors. A capability of the engine, not its name
+    (``capabilities.py``), so that a new engine needs no branch here."""
+    return CAPABILITIES[engine or REFERENCE].reference
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,12 @@ from dedup_assets.core.setting_choices import ENGINES
 
 from .common import (
     REPO_ROOT,
+    REFERENCE,
     BenchmarkError,
     Sketch,
     child_env,
+    engine_of,
+    is_reference,
     module_command,
     progress,
     require_success,
@@ -53,7 +56,7 @@ class Options:
     skip_dagster: bool = False
     skip_library: bool = False
     incremental: int = 0
-    engine: str = "duckdb"  # the Dagster run's engine; ray skips the (DuckDB-only) library run
+    engine: str = REFERENCE  # the Dagster run's engine; another skips the library run
     compare_engines: bool = False  # ray: let engine_matches_duckdb run DuckDB again and compare
     both_engines: bool = False  # the Dagster run on duckdb, then on ray; duckdb's is the reference
     ray_nodes: int = 0  # ray: join a local cluster of this many one-CPU nodes (0: a local Ray)
@@ -74,8 +77,8 @@ class Options:
         """Why the library run does not run, or None when it does."""
         if self.skip_library:
             return "--skip-library"
-        if self.engine != "duckdb":
-            return f"--engine {self.engine}: run_library is DuckDB-only"
+        if not is_reference(self.engine):  # so that the library's figures stay the reference's
+            return f"--engine {self.engine}: the library run measures the reference engine, {REFERENCE}"
         return None
 
 
@@ -141,7 +144,8 @@ def measure(options: Options, argv: list[str]) -> dict:
     warmup_s = warm_kernels(corpus, options.workdir, sketch)
     dagster_runs = []
     for engine in options.dagster_engines():
-        with ray_cluster(options.ray_nodes if engine == "ray" else 0, options.ray_object_store_mb) as cluster:
+        nodes = 0 if is_reference(engine) else options.ray_nodes
+        with ray_cluster(nodes, options.ray_object_store_mb) as cluster:
             run = smallest_of(
                 options.runs,
                 lambda: run_dagster(corpus, options.workdir, sketch, engine, options.compare_engines, cluster),
@@ -165,7 +169,7 @@ def measure(options: Options, argv: list[str]) -> dict:
     from .roofline import measure_floors
 
     floors = None
-    if any(run.get("engine") == "duckdb" for run in dagster_runs):
+    if any(is_reference(engine_of(run)) for run in dagster_runs):
         progress("floors: read, write and hashing rates of this machine")
         floors = measure_floors(corpus, options.workdir).as_dict()
 

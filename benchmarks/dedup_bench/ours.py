@@ -20,9 +20,11 @@ from pathlib import Path
 
 from .common import (
     INSTALL_HINT,
+    REFERENCE,
     BenchmarkError,
     ProcessRun,
     Sketch,
+    is_reference,
     progress,
     require_success,
     run_json_child,
@@ -48,14 +50,14 @@ UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def dagster_config(sketch: Sketch, engine: str | None = None, compare_engines: bool = False) -> dict:
-    """The run's resource config. With ``engine``, the ``dedup`` resource's engine; for ray, the
-    ``engine_matches_duckdb`` check compares with a DuckDB run only when ``compare_engines``
-    (else ``compare_up_to_documents: 0``: the run measures the engine, not the check's second
-    engine)."""
+    """The run's resource config. With ``engine``, the ``dedup`` resource's engine; for one that is
+    not the reference (ray), the ``engine_matches_duckdb`` check compares with a DuckDB run only
+    when ``compare_engines`` (else ``compare_up_to_documents: 0``: the run measures the engine,
+    not the check's second engine)."""
     settings = sketch.settings() if engine is None else {**sketch.settings(), "engine": engine}
     resources: dict = {"dedup": {"config": settings}}
-    if engine == "ray" and not compare_engines:
-        resources["ray_engine"] = {"config": {"compare_up_to_documents": 0}}
+    if not is_reference(engine) and not compare_engines:
+        resources["engine"] = {"config": {"compare_up_to_documents": 0}}
     return {"resources": resources}
 
 
@@ -174,9 +176,10 @@ def assurance_steps(run: dict) -> dict[str, float]:
     return {step: seconds for step, seconds in run["steps"].items() if step_kind(run, step) in ("check", "audit")}
 
 
-def run_folder(engine: str) -> str:
-    """The run's folder in the workdir: ``run`` for duckdb (as before engines), ``run-ray``."""
-    return "run" if engine == "duckdb" else f"run-{engine}"
+def run_folder(engine: str | None) -> str:
+    """The run's folder in the workdir: ``run`` for the reference, duckdb (as before engines),
+    ``run-ray``."""
+    return "run" if is_reference(engine) else f"run-{engine}"
 
 
 def run_dagster(
@@ -192,7 +195,7 @@ def run_dagster(
     its process tree per step. For ray, ``cluster`` (``ray_cluster.py``'s line) is a running
     cluster to join, whose nodes are sampled one by one; without it a local Ray starts under the
     CLI."""
-    run_dir = fresh_dir(workdir / run_folder(engine or "duckdb"))
+    run_dir = fresh_dir(workdir / run_folder(engine))
     database, output_dir = run_dir / "pipeline.duckdb", run_dir / "out"
     with dagster_home() as home:
         env = {
@@ -219,7 +222,7 @@ def run_dagster(
     counts = json.loads((output_dir / "manifest.json").read_text(encoding="utf-8"))["counts"]
     return {
         **dagster_times(run),
-        "engine": engine or "duckdb",
+        "engine": engine or REFERENCE,
         "counts": counts,
         "candidates": counts["candidate_pair_rows"],
         "accepted": counts["duplicate_pair_rows"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from .common import THRESHOLD
+from .common import THRESHOLD, engine_of, is_reference
 from .markdown import fmt_number, fmt_ratio, fmt_share, markdown_table
 from .ours import CORE_STAGES, WARMUP_ROWS, assurance_steps, step_kind
 from .stage_tables import engines_stages_table, floors_line, memory_note, nodes_table, roofline_table, stages_table, step_memory
@@ -34,8 +34,8 @@ def table_row(engine: str, run: dict, timed_s: float, n_docs: int) -> dict:
 
 def dagster_label(run: dict) -> str:
     """The Dagster run's name in the tables: as before engines for duckdb, else with its engine."""
-    engine = run.get("engine", "duckdb")
-    return "dedup-assets (Dagster e2e)" if engine == "duckdb" else f"dedup-assets (Dagster e2e, {engine})"
+    engine = engine_of(run)
+    return "dedup-assets (Dagster e2e)" if is_reference(engine) else f"dedup-assets (Dagster e2e, {engine})"
 
 
 def engine_rows(
@@ -186,7 +186,7 @@ def print_report(record: dict) -> None:
     if record.get("library_skipped") and record["library_skipped"] != "--skip-library":
         print(f"Library run skipped: {record['library_skipped']}.\n")
     dagster_runs = [run for run in (record["dagster"], *record.get("dagster_other_engines", [])) if run]
-    if any(run.get("engine", "duckdb") != "duckdb" for run in dagster_runs):
+    if any(not is_reference(engine_of(run)) for run in dagster_runs):
         print(
             "Peak RSS of a ray run above is the CLI's ru_maxrss: the largest single process among it "
             "and the descendants it waited for, not the sum over Ray's processes; the per-stage "
@@ -200,13 +200,13 @@ def print_report(record: dict) -> None:
         )
     for run in dagster_runs:
         print(
-            f"### Dagster run (engine {run.get('engine', 'duckdb')}), per stage: seconds and peak "
+            f"### Dagster run (engine {engine_of(run)}), per stage: seconds and peak "
             "memory\n\n" + stages_table(run) + "\n"
         )
         # the bytes of a ray run's tree are mostly Ray's own traffic between its processes
-        if record.get("floors") and run.get("engine", "duckdb") == "duckdb" and step_memory(run):
+        if record.get("floors") and is_reference(engine_of(run)) and step_memory(run):
             print(
-                f"### Roofline (engine {run.get('engine', 'duckdb')}): each step against its floor\n\n"
+                f"### Roofline (engine {engine_of(run)}): each step against its floor\n\n"
                 + floors_line(record["floors"]) + "\n\n" + roofline_table(run, record["floors"]) + "\n"
             )
         if run.get("ray_cluster"):

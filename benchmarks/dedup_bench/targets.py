@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import THRESHOLD
+from .common import THRESHOLD, engine_of, is_reference
 from .markdown import fmt_number, fmt_share, verdict
 from .memory import WHOLE_RUN
 from .ours import assurance_steps
@@ -190,8 +190,8 @@ def compile_line(ours_runs: dict[str, dict], targets: dict) -> str | None:
 
 def run_name(run: dict) -> str:
     """Our Dagster run's name in the target lines: Dagster, or Dagster ray."""
-    engine = run.get("engine", "duckdb")
-    return "Dagster" if engine == "duckdb" else f"Dagster {engine}"
+    engine = engine_of(run)
+    return "Dagster" if is_reference(engine) else f"Dagster {engine}"
 
 
 def target_lines(

@@ -9,9 +9,9 @@ from ..core.settings import Settings
 from ..core.steps import Lineage, StepRun
 from ..core.store import TableBuild
 from ..core.tables import PIPELINE_TABLES
+from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..stored_tables.lineage import combined_lineage, refuse_changed_input
-from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 
@@ -41,19 +41,19 @@ def checked_lineage(
 def step_run(
     context: AssetExecutionContext,
     warehouse: DuckDBWarehouse,
-    ray_engine: RayEngine | None,
+    engine: EngineResource | None,
     lineage: dict,
     settings: Settings,
 ) -> StepRun:
-    """The asset's step as ``core.steps`` runs it: on the run's engine (``ray_engine`` None: a
-    step that asks for none), with the warehouse's cursors, writing each table with the asset's
-    ``lineage`` and the step's own."""
+    """The asset's step as ``core.steps`` runs it: on the run's engine, which ``engine``
+    configures (None: a step that asks for none), with the warehouse's cursors, writing each
+    table with the asset's ``lineage`` and the step's own."""
 
     def write(name: str, build: TableBuild, own: Lineage) -> int:
         merged = (lambda: {**lineage, **own()}) if callable(own) else {**lineage, **own}
         return warehouse.write(name, build, merged)
 
     return StepRun(
-        settings, warehouse.tables, lambda: ray_engine.engine(settings.engine, warehouse.path), warehouse.cursor,
+        settings, warehouse.tables, lambda: engine.for_settings(settings, warehouse.path), warehouse.cursor,
         write, context.log.info,
     )

@@ -5,8 +5,8 @@ from ..core.lsh import FOUND_BY
 from ..core.plots import markdown_image, scurve_png
 from ..core.scurve import lsh_probability
 from ..core.summary import possible_pairs, reduction_ratio
+from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
-from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .asset_common import GROUP, KINDS, checked_lineage, step_run
@@ -15,7 +15,7 @@ from .metadata import markdown_table, percent_fewer, preview, scalar, table_meta
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "band_memberships"])
 def candidate_pairs(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> MaterializeResult:
     """Global LSH candidates: one row per document pair sharing a bucket (`band_index`,
     `lsh_band` of `band_memberships`) in at least one band, across all domains, with
@@ -38,7 +38,7 @@ def candidate_pairs(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
     with user_errors():
-        found = steps.candidates(step_run(context, warehouse, ray_engine, lineage, settings))
+        found = steps.candidates(step_run(context, warehouse, engine, lineage, settings))
     rows, pressure, hot = found.rows, found.pressure, found.hot
     limits = settings.pair_limits()
     params = settings.sketch_params()

@@ -1,9 +1,9 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..ray_resource.ray_engine import RayEngine
 from ..core import steps
 from ..core.diagnostics import mirror_domain_pairs
 from ..core.plots import cluster_sizes_png, markdown_image
+from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
@@ -51,7 +51,7 @@ def _describe_clusters(cursor, table: str, mode: str) -> dict:
     io_manager_key=WAREHOUSE_TABLES,
 )
 def clusters(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> MaterializeResult:
     """Clusters of the duplicate-edge graph, one row per input document.
 
@@ -69,7 +69,7 @@ def clusters(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.clusters
     with user_errors():
-        rows = steps.clusters(step_run(context, warehouse, ray_engine, lineage, settings))
+        rows = steps.clusters(step_run(context, warehouse, engine, lineage, settings))
     with warehouse.cursor() as cursor:
         mirrors = mirror_domain_pairs(cursor, warehouse.tables, MIRROR_PAIRS_SHOWN)
         return MaterializeResult(
@@ -89,7 +89,7 @@ def clusters(
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "clusters"], io_manager_key=WAREHOUSE_TABLES)
 def deduped_documents(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> MaterializeResult:
     """The deduplicated corpus: one representative per cluster with every input column (extra
     columns such as WARC lineage included, and `input_row`) plus `cluster_id` and `cluster_size`.
@@ -99,7 +99,7 @@ def deduped_documents(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.deduped_documents
     with user_errors():
-        rows = steps.deduped_documents(step_run(context, warehouse, ray_engine, lineage, settings))
+        rows = steps.deduped_documents(step_run(context, warehouse, engine, lineage, settings))
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={

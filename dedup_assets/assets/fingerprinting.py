@@ -2,8 +2,8 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core import steps
 from ..core.text import shingling_warning
+from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
-from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .asset_common import GROUP, KINDS, checked_lineage, step_run
@@ -28,7 +28,7 @@ def _describe_fingerprints(cursor, table: str) -> dict:
 
 @asset(group_name=GROUP, kinds=KINDS | {"numba"}, deps=["documents"])
 def fingerprinted(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> MaterializeResult:
     """Per-document fingerprint: `token_count`, distinct `shingle_count`, `content_hash` of the
     normalized token sequence (equal for exact duplicates), the `num_perm`-value `signature`
@@ -51,7 +51,7 @@ def fingerprinted(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     params = settings.sketch_params()
     with user_errors():
-        written = steps.fingerprint(step_run(context, warehouse, ray_engine, lineage, settings))
+        written = steps.fingerprint(step_run(context, warehouse, engine, lineage, settings))
     warning = shingling_warning(params.shingling, written.rows)
     if warning:
         context.log.warning(warning)

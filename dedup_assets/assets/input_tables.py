@@ -10,9 +10,9 @@ from dagster import (
 
 from ..core import steps
 from ..core.readers import InputStats
+from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..stored_tables.lineage import combined_lineage
-from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
 from ..stored_tables.warehouse import DuckDBWarehouse
@@ -91,7 +91,7 @@ def _written(context: AssetExecutionContext, name: str, metadata: dict) -> Mater
     # from one read, so they always account for the same input
     can_subset=True,
 )
-def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine):
+def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource):
     """Reads and validates the input into `documents` and `rejected_documents`; the input's
     size and sha256 are taken while it is read and recorded in both tables' lineage. Both tables
     are written whichever of the two a run selects."""
@@ -101,7 +101,7 @@ def documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: D
     warehouse.open()  # a locked database fails now, before the input is hashed
     path = dedup.input_file()
     with user_errors():  # the ray engine reads the stream as it writes it: its input errors say what to fix
-        ingested = steps.ingest(step_run(context, warehouse, ray_engine, own_lineage, settings), path)
+        ingested = steps.ingest(step_run(context, warehouse, engine, own_lineage, settings), path)
     stats, found = ingested.stats, ingested.input_file
     tables = warehouse.tables
     with warehouse.cursor() as cursor:

@@ -2,8 +2,8 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from ..core import steps
 from ..core.audit import NEAR_COPIES, audit_summary
+from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
-from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .asset_common import GROUP, KINDS, checked_lineage, step_run
@@ -12,7 +12,7 @@ from .metadata import markdown_table, preview, table_metadata
 
 @asset(group_name=GROUP, kinds=KINDS, deps=["documents", "fingerprinted", "duplicate_pairs"])
 def recall_audit(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> MaterializeResult:
     """Recall measured, not assumed: the true pairs `fingerprinted` found for its seeded sample of
     `audit_sample_size` documents (0: all; the doc_ids with the smallest hash keyed by
@@ -26,7 +26,7 @@ def recall_audit(
     paired by their content hash)."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
     with user_errors():
-        rows, sampled = steps.recall_audit(step_run(context, warehouse, ray_engine, lineage, settings))
+        rows, sampled = steps.recall_audit(step_run(context, warehouse, engine, lineage, settings))
     table = warehouse.tables.recall_audit
     with warehouse.cursor() as cursor:
         summary = audit_summary(cursor, table, sampled)

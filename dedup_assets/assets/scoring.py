@@ -3,8 +3,8 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from ..core import steps
 from ..core.plots import jaccard_histogram_png, markdown_image
 from ..core.summary import reason_counts
+from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
-from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.tables_io import WAREHOUSE_TABLES
 from ..stored_tables.warehouse import DuckDBWarehouse
@@ -16,7 +16,7 @@ PAIR_PREVIEW = "left_doc_id, right_doc_id, round(jaccard, 4) as jaccard, signatu
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["documents", "fingerprinted", "candidate_pairs"])
 def scored_pairs(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> MaterializeResult:
     """Every candidate pair with its exact shingle `jaccard`, its sketch `signature_overlap` and
     a decision. Only Jaccard >= `jaccard_threshold` makes a duplicate; the overlap is a diagnostic.
@@ -29,7 +29,7 @@ def scored_pairs(
     lineage, settings = checked_lineage(context, dedup, warehouse)
     tables = warehouse.tables
     with user_errors():
-        rows, reshingled = steps.score(step_run(context, warehouse, ray_engine, lineage, settings))
+        rows, reshingled = steps.score(step_run(context, warehouse, engine, lineage, settings))
     context.log.info(f"scored_pairs: shingled {reshingled:,} candidate documents again")
     with warehouse.cursor() as cursor:
         return MaterializeResult(
@@ -53,14 +53,14 @@ def scored_pairs(
 
 @asset(group_name=GROUP, kinds=KINDS | {"sql"}, deps=["scored_pairs"], io_manager_key=WAREHOUSE_TABLES)
 def duplicate_pairs(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> MaterializeResult:
     """The accepted duplicate edges: scored pairs whose exact Jaccard met the threshold.
     `is_exact` separates identical normalized text (exact duplicates) from near duplicates."""
     lineage, settings = checked_lineage(context, dedup, warehouse)
     table = warehouse.tables.duplicate_pairs
     with user_errors():
-        rows = steps.duplicate_pairs(step_run(context, warehouse, ray_engine, lineage, settings))
+        rows = steps.duplicate_pairs(step_run(context, warehouse, engine, lineage, settings))
     with warehouse.cursor() as cursor:
         exact, cross = cursor.execute(
             f"select count(*) filter (where is_exact), count(*) filter (where left_domain <> right_domain) from {table}"

@@ -16,7 +16,7 @@ from dagster import (
 from ..assets.batch_graph import staged_batch_lineage
 from ..batch_runs.batch_partitions import BATCHES, folder_batches
 from ..core.audit import stored_audit_summary
-from ..core.capabilities import CAPABILITIES
+from ..core.capabilities import CAPABILITIES, REFERENCE
 from ..core.consistency import engine_differences
 from ..core.contract import contract_path_for
 from ..core.incremental.batch_order import index_settings, settings_problems
@@ -25,9 +25,9 @@ from ..core.settings import Settings
 from ..core.store import table_exists
 from ..core.text import Shingling
 from ..core.readers import count_input_records
+from ..engine_resource import EngineResource
 from ..launch.entry_point import how_to_fix
 from ..launch.user_messages import user_errors
-from ..ray_resource.ray_engine import RayEngine
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from . import cluster_rules, rules
@@ -200,8 +200,8 @@ def _index_not_comparable(settings: Settings, indexed: list) -> str | None:
         return f"this run's clusters are {settings.cluster_mode} clusters, the incremental index's are connected components"
     if settings.hot_buckets != "refuse":
         return "this run left hot buckets out of its join (hot_buckets skip); the incremental index refuses them"
-    # the index is always the DuckDB engine's; a ray run's tables are compared with it the same
-    changed = settings_problems(indexed, index_settings(replace(settings, engine="duckdb")))
+    # the index is always the reference engine's; another's tables are compared with it the same
+    changed = settings_problems(indexed, index_settings(replace(settings, engine=REFERENCE)))
     if changed:
         return (
             "the index was built with other settings ("
@@ -330,21 +330,21 @@ def recall_reaches_min_recall(dedup: DedupSettings, warehouse: DuckDBWarehouse) 
     blocking=True,
     description="On engine ray: fingerprinted, candidate_pairs, scored_pairs, duplicate_pairs, clusters and deduped_documents "
     "are the DuckDB engine's, row for row, both ways (the DuckDB steps run again over the same "
-    "documents, up to the ray_engine resource's compare_up_to_documents).",
+    "documents, up to the engine resource's compare_up_to_documents).",
     additional_deps=["fingerprinted", "candidate_pairs", "scored_pairs", "duplicate_pairs", "clusters"],
 )
 def engine_matches_duckdb(
-    context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, ray_engine: RayEngine
+    context: AssetCheckExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> AssetCheckResult:
     lineage = warehouse.upstream_lineage("deduped_documents", "deduped_documents")
-    engine = lineage.get("engine", "duckdb")
+    built_on = lineage.get("engine", REFERENCE)  # tables from before the setting were duckdb's
     with warehouse.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {warehouse.tables.documents}").fetchall()[0][0]
         differences = None
-        if not CAPABILITIES[engine].reference and documents <= ray_engine.compare_up_to_documents:
+        if not CAPABILITIES[built_on].reference and documents <= engine.compare_up_to_documents:
             with user_errors():
                 differences = engine_differences(cursor, warehouse.tables, dedup.settings(), context.log.info)
-    return rules.engine_matches_duckdb(engine, differences, documents, ray_engine.compare_up_to_documents)
+    return rules.engine_matches_duckdb(built_on, differences, documents, engine.compare_up_to_documents)
 
 
 PIPELINE_CHECKS = [

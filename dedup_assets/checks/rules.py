@@ -229,7 +229,7 @@ def engine_matches_duckdb(
             passed=False,
             severity=AssetCheckSeverity.WARN,
             description=f"not compared: {documents:,} documents is above compare_up_to_documents="
-            f"{max_documents:,} (of the ray_engine resource), and comparing runs the DuckDB engine "
+            f"{max_documents:,} (of the engine resource), and comparing runs the DuckDB engine "
             "over them again on this node. Raise it to compare this corpus.",
             metadata={"compared": False},
         )

@@ -1,5 +1,7 @@
-"""What each engine can run, checked when the settings are validated at launch, so that a
-setting an engine cannot honour is refused before any step instead of failing inside one."""
+"""The engines the project ships, by name, and what each can run: checked when the settings are
+validated at launch, so that a setting an engine cannot honour is refused before any step instead
+of failing inside one. The names are written here once: the settings' choices are these keys
+(``setting_choices.py``), and ``engines.for_settings`` opens each (a test holds it to them)."""
 
 from __future__ import annotations
 
@@ -19,3 +21,5 @@ CAPABILITIES = {
     "duckdb": Capabilities(star_clusters=True, skip_hot_buckets=True, bodies_in_place=True, incremental=True, reference=True),
     "ray": Capabilities(star_clusters=False, skip_hot_buckets=False, bodies_in_place=False, incremental=False, reference=False),
 }
+# the engine whose tables the engine_matches_duckdb check compares the others' with
+REFERENCE = next(name for name, can in CAPABILITIES.items() if can.reference)

@@ -1,4 +1,4 @@
-"""Whether another engine's tables are the DuckDB engine's.
+"""Whether another engine's tables are the DuckDB engine's (the reference, ``capabilities.py``).
 
 The DuckDB engine's steps run again over the same documents, in a scratch schema of the same
 database, and each compared table is set against its DuckDB twin both ways, as multisets of
@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import duckdb
 
+from .capabilities import REFERENCE
 from .cluster import build_clusters, build_deduped_documents
 from .pipeline import run_core_steps
 from .settings import Settings
@@ -27,7 +28,7 @@ def engine_differences(
 ) -> dict[str, tuple[int, int]]:
     """Per compared table: (rows only in ``tables``, rows only in the DuckDB engine's)."""
     scratch = Tables.in_schema(SCRATCH_SCHEMA)
-    duckdb_settings = replace(settings, engine="duckdb")
+    duckdb_settings = replace(settings, engine=REFERENCE)
     connection.execute(f"drop schema if exists {SCRATCH_SCHEMA} cascade")
     connection.execute(f"create schema {SCRATCH_SCHEMA}")
     try:

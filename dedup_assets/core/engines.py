@@ -4,12 +4,14 @@
 as Ray Data pipelines over Parquet folders (``distributed/engine.py``) and hands each table to
 DuckDB as a view. An asset asks its engine for its step by the step's name and never asks which
 engine it has; what an engine cannot run is in its capabilities (``capabilities.py``), which the
-settings check at launch. A new engine is a class with these methods and a row there.
+settings check at launch. Which engine a run has is asked once, in :func:`for_settings`. A new
+engine is a class with these methods, a row there and an opener here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Protocol
 
 import duckdb
@@ -17,8 +19,11 @@ import pyarrow as pa
 
 from .audit_probe import AuditProbe
 from .cluster import build_clusters, build_deduped_documents
+from .distributed.plan import ClusterOptions
+from .errors import DedupError
 from .lsh import BucketPressure, build_candidate_pairs
 from .step_params import ClusterParams, PairLimits, SketchParams, Thresholds
+from .settings import Settings
 from .sketch import build_fingerprinted
 from .store import TableBuild
 from .tables import Tables
@@ -102,3 +107,39 @@ class DuckDBEngine:
 
     def first_copies(self, connection, tables):
         return None
+
+
+class EngineUnavailable(DedupError, RuntimeError):
+    """The settings' engine cannot be opened here (its extra is not installed)."""
+
+
+Opener = Callable[[str, ClusterOptions, ExitStack], Engine]
+
+
+def _duckdb(database: str, cluster: ClusterOptions, session: ExitStack) -> Engine:
+    return DuckDBEngine()
+
+
+def _ray(database: str, cluster: ClusterOptions, session: ExitStack) -> Engine:
+    try:  # here, so that the default install, which has no Ray, never imports it
+        from .distributed.engine import open_ray_engine
+    except ImportError as error:
+        raise EngineUnavailable(
+            f"engine ray needs Ray, which is not installed ({error}). Install the ray extra (make "
+            "setup-ray in the project folder, or pip install -e '.[ray]' there), or set engine: duckdb."
+        ) from None
+    return open_ray_engine(database, cluster, session)
+
+
+# by the names of capabilities.py (test_engines.py holds them equal)
+OPENERS: dict[str, Opener] = {"duckdb": _duckdb, "ray": _ray}
+
+
+def for_settings(
+    settings: Settings, database: str, session: ExitStack, cluster: ClusterOptions = ClusterOptions()
+) -> Engine:
+    """The engine ``settings.engine`` names, for a run on the DuckDB file ``database``: the one
+    place that asks which engine runs. What it starts (a Ray session) stays open on ``session``
+    until the run closes it. A run asks again at each step, so that an engine can size a step's
+    work to the tables written before it."""
+    return OPENERS[settings.engine](database, cluster, session)

@@ -1,23 +1,25 @@
 """The whole pipeline in one call, without Dagster: for scripts and the benchmark.
 
 It runs the steps the assets run (``steps.py``), in the graph's order, with the same
-:class:`Settings`, on the DuckDB engine and one DuckDB file (schema ``dedup``), and times each
-step. Its release files are byte-identical to the asset graph's (``manifest.json`` aside from paths).
+:class:`Settings`, on the engine they name (``engines.for_settings``) and one DuckDB file (schema
+``dedup``), and times each step. Its release files are byte-identical to the asset graph's
+(``manifest.json`` aside from paths).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from . import steps
+from . import engines, steps
 from .batches import BatchFolder
-from .engines import DuckDBEngine
+from .distributed.plan import ClusterOptions
+from .engines import DuckDBEngine, Engine
 from .incremental.batch_steps import (
     BatchRun, add_to_index, stage_clusters, stage_documents, stage_fingerprints, stage_pairs,
 )
@@ -57,26 +59,34 @@ def run_core_steps(
     log: Callable[[str], None],
     stage: Callable[[str], AbstractContextManager] = lambda name: nullcontext(),
     audit: bool = True,
+    engine_for: Callable[[], Engine] = DuckDBEngine,
 ) -> CoreRun:
-    """From the documents table to duplicate_pairs, on the DuckDB engine: fingerprints and bands
-    (and, with ``audit``, the recall audit's true pairs, found on the same pass), candidates,
-    exact verification; each step inside ``stage(name)`` (fingerprint, candidates, verify)."""
-    run = _library_run(connection, tables, settings, log)
+    """From the documents table to duplicate_pairs: fingerprints and bands (and, with ``audit``,
+    the recall audit's true pairs, found on the same pass), candidates, exact verification; each
+    step inside ``stage(name)`` (fingerprint, candidates, verify), on an engine from
+    ``engine_for`` (the DuckDB engine unless told: the sweep and the engines' comparison run it)."""
+    run = _step_runs(connection, tables, settings, log, engine_for)
     with stage("fingerprint"):
-        steps.fingerprint(run, audit)
-        steps.band_memberships(run)
+        steps.fingerprint(run(), audit)
+        steps.band_memberships(run())
     with stage("candidates"):
-        found = steps.candidates(run)
+        found = steps.candidates(run())
     with stage("verify"):
-        steps.score(run)
-        edges = steps.duplicate_pairs(run)
+        steps.score(run())
+        edges = steps.duplicate_pairs(run())
     return CoreRun(found.pressure, found.rows, edges)
 
 
-def _library_run(
-    connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings, log: Callable[[str], None]
-) -> steps.StepRun:
-    return steps.StepRun(settings, tables, DuckDBEngine, connection.cursor, steps.library_writer(connection, tables), log)
+def _step_runs(
+    connection: duckdb.DuckDBPyConnection,
+    tables: Tables,
+    settings: Settings,
+    log: Callable[[str], None],
+    engine_for: Callable[[], Engine],
+) -> Callable[[], steps.StepRun]:
+    """Each step's run, whose engine is asked for on the step's first use of it, as an asset's is."""
+    write = steps.library_writer(connection, tables)
+    return lambda: steps.StepRun(settings, tables, engine_for, connection.cursor, write, log)
 
 
 def run_library(
@@ -88,31 +98,37 @@ def run_library(
     duckdb_memory: str = DEFAULT_DUCKDB_MEMORY,
     log: Callable[[str], None] = lambda message: None,
     labels_path: str | None = None,
+    cluster: ClusterOptions = ClusterOptions(),
 ) -> dict:
     """Run every step into ``database_path`` and, with ``output_dir``, write the release files.
-    ``labels_path`` names labels to evaluate the clusters against. Returns per-step seconds and
-    the main counts."""
+    ``labels_path`` names labels to evaluate the clusters against; ``cluster``, where an engine
+    on a cluster runs (as the ``engine`` resource's fields). Returns per-step seconds and the main
+    counts."""
     tables = Tables.in_schema(SCHEMA)
     stages: dict[str, float] = {}
 
     def stage(name: str):
         return _timed(stages, name)
 
-    with open_database(database_path, duckdb_memory, SCHEMA) as connection:
-        run = _library_run(connection, tables, settings, log)
+    with open_database(database_path, duckdb_memory, SCHEMA) as connection, ExitStack() as session:
+
+        def engine() -> Engine:
+            return engines.for_settings(settings, database_path, session, cluster)
+
+        run = _step_runs(connection, tables, settings, log, engine)
         with stage("documents"):
-            ingested = steps.ingest(run, Path(input_path))
-        pressure = run_core_steps(connection, tables, settings, log, stage).pressure
+            ingested = steps.ingest(run(), Path(input_path))
+        pressure = run_core_steps(connection, tables, settings, log, stage, engine_for=engine).pressure
         with stage("cluster"):
-            steps.clusters(run)
-            steps.deduped_documents(run)
+            steps.clusters(run())
+            steps.deduped_documents(run())
         with stage("audit"):
-            steps.recall_audit(run)
+            steps.recall_audit(run())
         with stage("boilerplate"):
-            steps.boilerplate(run)
-            steps.template_clusters(run)
+            steps.boilerplate(run())
+            steps.template_clusters(run())
         with stage("evaluation"):
-            steps.evaluation(run, Path(labels_path) if labels_path else None)
+            steps.evaluation(run(), Path(labels_path) if labels_path else None)
         if output_dir is None:
             counts = run_counts(connection, tables, pressure)
         else:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+from .capabilities import CAPABILITIES
 from .presets import PRESETS
 
 ClusterMode = Literal["components", "star"]
 Preset = Literal[tuple(PRESETS)]
-Engine = Literal["duckdb", "ray"]  # what each can run: capabilities.py
+Engine = Literal[tuple(CAPABILITIES)]
 # in_place: a Parquet input's bodies are read from its files, not copied into the database. Not a
 # stage setting: either way documents holds the same rows, so no table is built again for it.
 ParquetBodies = Literal["in_place", "copy"]

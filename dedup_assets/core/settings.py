@@ -56,7 +56,7 @@ class Settings:
     engine: Engine = _setting(
         "engine",
         "duckdb: every step in this process, every table in the DuckDB file. ray: the steps on Ray "
-        "Data (a local Ray, or the cluster the ray_engine resource names), the large tables as "
+        "Data (a local Ray, or the cluster the engine resource names), the large tables as "
         "Parquet folders that the DuckDB file views; same tables, checks and release. Needs the ray extra.",
         "duckdb",
     )

@@ -64,15 +64,15 @@ class Index:
         from dagster import DagsterInstance, materialize
 
         from dedup_assets.assets.batch_graph import INCREMENTAL_ASSETS
+        from dedup_assets.engine_resource import EngineResource
         from dedup_assets.launch.user_messages import user_message
-        from dedup_assets.ray_resource.ray_engine import RayEngine
         from dedup_assets.settings_resource import DedupSettings
         from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 
         resources = {
             "dedup": DedupSettings(output_dir=str(self.output)),
             "warehouse": DuckDBWarehouse(database=str(self.database), memory_limit="1GB"),
-            "ray_engine": RayEngine(),
+            "engine": EngineResource(),
         }
         chosen = INCREMENTAL_ASSETS[steps]
         with mock.patch.dict(os.environ, {"DEDUP_BATCHES": str(self.folder)}):

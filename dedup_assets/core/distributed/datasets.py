@@ -63,7 +63,7 @@ def view_build(
     if named is None:
         raise SettingsError(
             f"{folder}: DuckDB cannot read a folder whose path has a backslash and one of * ? [. "
-            "Set the ray_engine's dataset_root (DEDUP_DATASETS) to a path without them."
+            "Set the engine resource's dataset_root (DEDUP_DATASETS) to a path without them."
         )
     files = sql_string(f"{named}/*.parquet")  # every file of the folder, whatever it is named
     ordered = f" order by {', '.join(order)}" if order and not (order == (POSITION,) and in_position_order(folder)) else ""

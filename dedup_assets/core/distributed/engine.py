@@ -10,15 +10,22 @@ input, the recall audit and the release stay on the Dagster node (docs/scale-out
 
 from __future__ import annotations
 
+import os
+from contextlib import ExitStack
+from pathlib import Path
+
 from ..audit_probe import documents_pass
 from ..keep_columns import typed_params
 from ..lsh import HOT_BUCKET_ROWS_SCHEMA
 from ..verify import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
+from .datasets import table_bytes
+from .plan import ClusterOptions, shuffle_plan
 from .ray_clusters import clusters, deduped_documents
 from .ray_sketch import documents, fingerprint
 from .ray_tables import RayTables
 from .ray_verify import duplicate_pairs, scored_pairs
+from .session import cluster_cpus, cluster_object_store, ray_session, use_disk_shuffle
 
 
 class RayStepsEngine:
@@ -59,3 +66,16 @@ class RayStepsEngine:
 
     def first_copies(self, connection, tables):
         return first_copies(self.tables)
+
+
+def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack) -> RayStepsEngine:
+    """The ray engine over the Parquet folders of the run on ``database``, with Ray started or
+    joined on ``session`` (a session already open is used as is, so each step may ask again), and
+    the shuffle planned for the documents written so far."""
+    session.enter_context(ray_session(cluster.address or os.environ.get("DEDUP_RAY_ADDRESS") or None))
+    root = cluster.dataset_root or os.environ.get("DEDUP_DATASETS") or f"{Path(database).expanduser()}.datasets"
+    root = Path(root).expanduser().resolve()
+    documents = table_bytes(root, "documents")
+    plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
+    use_disk_shuffle(plan.disk)
+    return RayStepsEngine(RayTables(root, plan.partitions), cluster.components_on_driver_up_to_edges)

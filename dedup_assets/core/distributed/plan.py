@@ -1,4 +1,5 @@
-"""How the ray engine's joins and groupings shuffle, chosen from the corpus and the cluster."""
+"""Where the ray engine runs, and how its joins and groupings shuffle, chosen from the corpus and
+the cluster. Nothing here imports Ray: the settings and the Dagster layer read it without it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ from typing import Literal, get_args
 PARTITION_BYTES = 128 * 2**20  # of the documents table's Parquet files, per shuffle partition
 Shuffle = Literal["auto", "object_store", "disk"]
 SHUFFLES: tuple[str, ...] = get_args(Shuffle)
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where an engine that runs on a cluster runs and keeps its tables (the Dagster layer's
+    ``engine`` resource says what each means); the duckdb engine reads none of it."""
+
+    address: str | None = None  # unset: env DEDUP_RAY_ADDRESS, else a Ray started for the run
+    dataset_root: str | None = None  # unset: env DEDUP_DATASETS, else <database>.datasets
+    shuffle_partitions: int = 0  # 0: from the cluster's CPUs and the documents' size
+    shuffle: Shuffle = "auto"
+    components_on_driver_up_to_edges: int = 5_000_000
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,12 @@ from contextlib import contextmanager
 import ray
 import ray.data
 
+from ..errors import DedupError
 
 LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 600_000}
 
 
-class RayUnavailable(RuntimeError):
+class RayUnavailable(DedupError, RuntimeError):
     """Ray could not be started or reached."""
 
 
@@ -69,8 +70,9 @@ def ray_session(address: str | None) -> Iterator[None]:
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise RayUnavailable(
             f"Could not {'reach the Ray cluster at ' + address if address else 'start a local Ray'}: "
-            f"{error}. Check ray_address (env DEDUP_RAY_ADDRESS): e.g. ray://head:10001 for a "
-            "remote cluster, or leave it unset for a local Ray."
+            f"{error}. Check the address (the engine resource's, or run_library's cluster; env "
+            "DEDUP_RAY_ADDRESS): e.g. ray://head:10001 for a remote cluster, or leave it unset for "
+            "a local Ray."
         ) from None
     try:
         _configure_data()
