@@ -4,8 +4,9 @@ made ("template clusters").
 
 A shingle is boilerplate when it is in at least :data:`MIN_SHARE` of a seeded sample of
 :data:`SAMPLE_SIZE` documents (and in at least :data:`MIN_DOCUMENTS` of them). Where a sampled
-document has boilerplate shingles in a row, the tokens they cover are one passage; a passage's
-count is the sampled documents that have it, and its estimate that share of the corpus. The
+document has boilerplate shingles in a row, the tokens they cover are one passage; a passage that
+holds a more shared one (a common word before a footer) counts as that one. A passage's count is
+the sampled documents that have it, and its estimate that share of the corpus. The
 sample makes the cost the same at any corpus size; a corpus no larger than the sample is counted
 whole, exactly.
 
@@ -29,7 +30,7 @@ from .text import Shingling, normalize_text, tokenize
 SAMPLE_SIZE = 2_000
 MIN_SHARE = 0.01
 MIN_DOCUMENTS = 5
-CLUSTERS_CHECKED = 2_000
+CLUSTERS_CHECKED = 1_000
 EXAMPLES = 5
 
 PASSAGE_SCHEMA = pa.schema(
@@ -89,7 +90,11 @@ def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, 
     total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
     # the sample: the doc_ids with the smallest md5, the same for the same documents on any run
     rows = connection.execute(
-        f"select doc_id, body from {tables.documents} order by md5(doc_id), doc_id limit {SAMPLE_SIZE}"
+        f"""
+        with sampled as (select doc_id from {tables.documents} order by md5(doc_id), doc_id limit {SAMPLE_SIZE})
+        select d.doc_id, d.body from {tables.documents} d semi join sampled s on s.doc_id = d.doc_id
+        order by md5(d.doc_id), d.doc_id
+        """
     ).fetchall()
     documents = []
     frequency: Counter[str] = Counter()
@@ -109,7 +114,7 @@ def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, 
         for text, length in _passages(tokens, shingles, frequent, shingling.size, shingling.unit):
             having[text].add(doc_id)
             lengths[text] = length
-    ranked = sorted(having, key=lambda text: (-len(having[text]), -lengths[text], text))
+    ranked = _merged(having, lengths, shingling.unit)
     return pa.Table.from_pylist(
         [
             {
@@ -126,6 +131,20 @@ def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, 
         ],
         schema=PASSAGE_SCHEMA,
     )
+
+
+def _merged(having: dict[str, set[str]], lengths: dict[str, int], unit: str) -> list[str]:
+    """The passages, most shared first, each one that holds a more shared passage counted with it:
+    a footer after a common word ("eh" + the footer) is the footer again."""
+    pad = "" if unit == "char" else " "
+    kept: list[str] = []
+    for text in sorted(having, key=lambda text: (-len(having[text]), -lengths[text], text)):
+        holder = next((other for other in kept if f"{pad}{other}{pad}" in f"{pad}{text}{pad}"), None)
+        if holder is None:
+            kept.append(text)
+        else:
+            having[holder] |= having.pop(text)
+    return sorted(kept, key=lambda text: (-len(having[text]), -lengths[text], text))
 
 
 def template_clusters(
