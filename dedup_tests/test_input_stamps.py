@@ -12,7 +12,8 @@ import subprocess
 import pytest
 from dagster import DagsterInstance
 
-from dedup_assets.core.readers import file_sha256
+from dedup_assets.core.ingest import confirmed_input
+from dedup_assets.core.readers import InputError, InputFile, describe_input, file_sha256
 from dedup_assets.launch.user_messages import user_message
 
 from .conftest import FIXTURE, GraphRunner, sha256_of_files
@@ -130,3 +131,19 @@ def test_an_edited_input_stops_dedup_run_with_the_command_that_reads_it_again(cl
     assert (released / "manifest.json").exists()
     assert sha256_of_files(released) != published
     assert file_sha256(path) in (released / "manifest.json").read_text()
+
+
+def test_tables_of_an_older_version_have_the_whole_input_hashed_again(tmp_path):
+    """Stamps without their file's sha256 (as d9f18ad wrote them), or none: the release's check
+    hashes the whole input again and compares it with the input's sha256."""
+    path = _input(tmp_path)
+    found = describe_input(path)
+    older = InputFile(found.path, found.byte_size, found.sha256, stamps=tuple(stamp[:5] for stamp in found.stamps))
+    lines: list[str] = []
+    assert confirmed_input(older, None, "the release", lines.append) == "the release"
+    assert lines == [f"{path}: hashed again, as tables of an older version keep no hash per file: the same sha256"]
+    path.write_bytes(FIXTURE.read_bytes().replace(*EDIT))
+    with pytest.raises(InputError) as raised:
+        confirmed_input(older, None, "the release", lines.append)
+    assert str(raised.value).startswith(f"{path}: changed since documents read it: the input's sha256 differs (hashed again).")
+    assert raised.value.select == "documents*"

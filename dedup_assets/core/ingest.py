@@ -282,7 +282,7 @@ def confirmed_input(
             f"{change.path}: its {_listed(change.fields)} changed since documents read it, but not its "
             "bytes (hashed again: the same sha256), so the release is published"
             if change.fields
-            else f"{change.path}: hashed again (its tables record no file stamps): the same sha256"
+            else f"{change.path}: hashed again, as tables of an older version keep no hash per file: the same sha256"
         )
     return written
 
