@@ -223,6 +223,7 @@ def test_a_release_is_refused_when_the_file_changed_but_kept_its_size_and_time(t
     shown = {name: data for name, data in _release(runner).items()}
     with pytest.raises(Failure) as raised:
         runner.run(path, selection="manifest")
-    assert raised.value.description.startswith(f"{path}: changed since documents read it (")
-    assert "The release was not written" in raised.value.description
+    assert raised.value.description.startswith(f"{path}: changed since documents read it: its ")
+    assert "and its bytes too (hashed again). The release was not written" in raised.value.description
+    assert raised.value.description.endswith("Materialize documents* with the same run config.")
     assert _release(runner) == shown

@@ -484,24 +484,6 @@ def test_an_unusable_output_folder_is_refused_when_the_run_starts_before_any_ste
     assert "documents (" not in result.stderr and not database.exists()
 
 
-def test_a_csv_edited_after_documents_read_it_stops_the_release_and_a_touch_does_not(runner, tmp_path):
-    """The input's stamps (size, times, inode) are taken as it is read; at release a file whose
-    stamp differs is hashed again: touched only, the release is published; edited, nothing is."""
-    path = tmp_path / "in.csv"
-    path.write_bytes(FIXTURE.read_bytes())
-    assert runner.run(path).success
-    published = sha256_of_files(runner.output_dir)
-    os.utime(path)  # a new modification time, the same bytes
-    assert runner.run(path, selection="manifest").success
-    path.write_bytes(FIXTURE.read_bytes().replace(b"billing", b"invoices"))
-    result = runner.run(path, selection="manifest", raise_on_error=False)
-    assert not result.success
-    message = str(result.get_step_failure_events()[0].event_specific_data.error)
-    assert f"{path}: changed since documents read it (its size, modification time or inode differ, and the input's sha256 is now " in message
-    assert "The release was not written: the release folder holds the last whole one." in message
-    assert sha256_of_files(runner.output_dir) == published
-
-
 def test_the_newest_releases_are_kept_and_older_ones_removed_as_the_setting_says(tmp_path):
     out = tmp_path / "out"
     published = []

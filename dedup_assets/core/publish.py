@@ -294,6 +294,7 @@ def publish_release(
         lambda folder: confirmed_input(
             input_file, settings.source_format,
             write_release(connection, tables, folder, settings, input_file, pressure, settings_sources, log),
+            log,
         ),
         database,
         log,

@@ -8,7 +8,7 @@ from ..input_settings import InputPolicy
 from .documents import (
     InputStats, bodies_in_place, count_input_records, document_batches, document_rows, footer_records, read_documents,
 )
-from .files import InputFile, changed_files, describe_input, file_sha256, skipped_files_line
+from .files import InputFile, describe_input, file_sha256, skipped_files_line
 from .protocol import InputError, Reader
 from .registry import READERS, reader_for
 
@@ -21,7 +21,6 @@ __all__ = [
     "Reader",
     "bodies_in_place",
     "count_input_records",
-    "changed_files",
     "describe_input",
     "document_batches",
     "document_rows",

@@ -1,5 +1,6 @@
 """Which files an input is (one file, a folder or a glob), whether each can be read, and the
-input's identity (size and sha256) for lineage."""
+input's identity for lineage: its size and sha256, and each file's stamp and sha256, which tell
+at release whether it has changed since."""
 
 from __future__ import annotations
 
@@ -30,9 +31,23 @@ class InputFile:
     sha256: str
     # the files of an input folder that no reader reads, left out (relative to the folder)
     skipped: tuple[str, ...] = ()
-    # each file's (path, bytes, mtime_ns, inode, ctime_ns), taken before it was hashed: a file
-    # whose stamp differs later may have changed since, and is hashed again (changed_files)
-    stamps: tuple[tuple[str, int, int, int, int], ...] = ()
+    # each file's (path, bytes, mtime_ns, inode, ctime_ns, sha256), its stamp taken before it was
+    # hashed: a file whose stamp differs later may have changed since, and is hashed again
+    # (input_changes); tables of an older version hold no stamps, or stamps without the sha256
+    stamps: tuple[tuple[str, int, int, int, int, str], ...] = ()
+
+
+# what a stamp records after the path, named as a message names them
+STAMP_FIELDS = ("size", "modification time", "inode", "change time")
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """An input file whose stamp differs from the one taken when documents read it."""
+
+    path: str
+    fields: tuple[str, ...]  # of STAMP_FIELDS; ("gone",) when it can no longer be read; () unknown
+    edited: bool  # its sha256 differs too (or it is gone)
 
 
 def file_stamp(path: Path) -> tuple[str, int, int, int, int]:
@@ -40,19 +55,36 @@ def file_stamp(path: Path) -> tuple[str, int, int, int, int]:
     return str(path), found.st_size, found.st_mtime_ns, found.st_ino, found.st_ctime_ns
 
 
-def changed_files(input_file: InputFile) -> list[str]:
-    """The input's files whose size, modification or change time or inode differ from their
-    stamps, or that are gone. Every file when there are no stamps (tables of an older version)."""
-    if not input_file.stamps:
-        return [input_file.path]
-    changed = []
-    for stamp in input_file.stamps:
+def _stamp_fields(stamp: tuple) -> tuple[str, ...]:
+    """The fields of ``stamp`` that differ from the file now; ("gone",) when it cannot be read."""
+    try:
+        now = file_stamp(Path(stamp[0]))
+    except OSError:
+        return ("gone",)
+    return tuple(name for name, was, found in zip(STAMP_FIELDS, stamp[1:5], now[1:]) if was != found)
+
+
+def input_changes(input_file: InputFile, source_format: str | None = None) -> list[FileChange]:
+    """The input's files whose stamp differs from the one documents took, each hashed again to
+    tell a touch from an edit. Files whose stamp is the same are not read: an unchanged input
+    costs a stat per file. Without stamps with their sha256 (tables of an older version), the
+    whole input is hashed again and is one change, edited or not."""
+    if not input_file.stamps or any(len(stamp) < 6 for stamp in input_file.stamps):
         try:
-            if file_stamp(Path(stamp[0])) != tuple(stamp):
-                changed.append(stamp[0])
-        except OSError:
-            changed.append(stamp[0])
-    return changed
+            now = describe_input(Path(input_file.path), source_format).sha256
+        except InputError:  # a file gone, or no longer readable
+            now = None
+        return [FileChange(input_file.path, (), now != input_file.sha256)]
+    changes = []
+    for stamp in input_file.stamps:
+        fields = _stamp_fields(stamp)
+        if fields:
+            try:
+                edited = fields == ("gone",) or file_sha256(Path(stamp[0])) != stamp[5]
+            except OSError:  # gone or unreadable since the stat
+                fields, edited = ("gone",), True
+            changes.append(FileChange(stamp[0], fields, edited))
+    return changes
 
 
 # A release folder (core/release.py writes it) given as input is read as its kept documents:
@@ -84,14 +116,18 @@ def describe_input(source: Path, source_format: str | None = None) -> InputFile:
     paths = input_files(source, source_format, skipped=skipped)
     for path in paths:
         check_file(path, source_format)
-    stamps = tuple(file_stamp(path) for path in paths)
+    # every stamp before any hash, as the reader starts: a change while it reads shows at release
+    stamps = [file_stamp(path) for path in paths]
+    hashes = [file_sha256(path) for path in paths]
+    # a file changed while hashed has no hash of what documents read: the release refuses it
+    stamps = [(*stamp, "" if _stamp_fields(stamp) else sha256) for stamp, sha256 in zip(stamps, hashes)]
     if paths == [source]:
-        return InputFile(str(source), stamps[0][1], file_sha256(source), stamps=stamps)
+        return InputFile(str(source), stamps[0][1], hashes[0], stamps=tuple(stamps))
     digest = hashlib.sha256()
-    for path in paths:
-        digest.update(f"{path}\0{file_sha256(path)}\n".encode("utf-8"))
+    for path, sha256 in zip(paths, hashes):
+        digest.update(f"{path}\0{sha256}\n".encode("utf-8"))
     names = tuple(str(path.relative_to(source)) for path in skipped)
-    return InputFile(str(source), sum(stamp[1] for stamp in stamps), digest.hexdigest(), names, stamps)
+    return InputFile(str(source), sum(stamp[1] for stamp in stamps), digest.hexdigest(), names, tuple(stamps))
 
 
 def skipped_files_line(skipped: list[Path]) -> str:
