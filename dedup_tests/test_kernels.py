@@ -13,6 +13,7 @@ from dedup_assets.core.audit_probe import _probe_filter
 from dedup_assets.core.jaccard import shingle_sets
 from dedup_assets.core.kernels import probe_owners_kernel, probe_slots_kernel
 from dedup_assets.core.text import Shingling, kernel_text
+from dedup_assets.core.tokenizers import TOKENIZERS
 
 MASK = (1 << 64) - 1
 
@@ -40,7 +41,8 @@ def _kernel_token_hashes(text: bytes, per_character: bool = False) -> list[int]:
     out = np.empty(capacity, dtype=np.uint64)
     lowered = np.empty(len(text) + 128, dtype=np.uint8)
     token_bounds = np.empty((2, capacity), dtype=np.uint64)
-    count = kernels._token_hashes(data, 0, len(text), out, lowered, token_bounds, per_character)
+    tokenizer = TOKENIZERS["char" if per_character else "word"]
+    count = kernels.token_hashes_of_bytes(data, 0, len(text), out, lowered, token_bounds, tokenizer)
     return out[:count].tolist()
 
 

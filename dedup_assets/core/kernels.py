@@ -9,11 +9,13 @@ code point through a table built from the reference ``normalize_text`` (``text.p
 exact for the Basic Multilingual Plane except capital sigma, whose lowercase depends on its
 neighbours; documents with those are normalized by the reference itself (``text.kernel_text``).
 
-The tokenizer and every kernel that inlines it (the sketch, the shingle sets, the recall audit's
-probe) stay in this one module although it is long: numba's on-disk cache notices a change only
-to the file that defines a cached kernel, so a kernel split from the functions it inlines would
-keep running stale code after they change. ``mix64``, which the doc_id table's kernels inline
-too, is never changed in place: every stored fingerprint depends on it.
+Each shingle unit (``tokenizers/``) says where a document's tokens are; hashing their bytes and
+every kernel that inlines it (the sketch, the shingle sets, the recall audit's probe) stay in this
+one module although it is long: numba's on-disk cache notices a change only to the file that
+defines a cached kernel, so a kernel split from the functions it inlines would keep running stale
+code after they change (a tokenizer's files are named in the kernels' signature instead, by a
+digest: ``tokenizers/``). ``mix64``, which the doc_id table's kernels inline too, is never changed
+in place: every stored fingerprint depends on it.
 
 Shingles are hashed from their tokens' 64-bit hashes, in order, so a shingle's hash identifies the
 string ``" ".join(tokens)`` up to 64-bit collisions. Sketches use Fast Similarity Sketching
@@ -114,27 +116,6 @@ def _byte_swap(typingctx, value):
     return types.uint64(types.uint64), codegen
 
 
-@intrinsic
-def _trailing_zeros(typingctx, value):
-    """LLVM's cttz (tzcnt) of a non-zero word."""
-
-    def codegen(context, builder, signature, args):
-        count = builder.module.declare_intrinsic("llvm.cttz", [ir.IntType(64), ir.IntType(1)])
-        return builder.call(count, [args[0], ir.Constant(ir.IntType(1), 1)])
-
-    return types.uint64(types.uint64), codegen
-
-
-@nb.njit(inline="always")
-def _nonzero_byte_bits(word):
-    # bit j set where byte j of the (little-endian) word is not zero
-    flags = word | (word >> np.uint64(4))
-    flags |= flags >> np.uint64(2)
-    flags |= flags >> np.uint64(1)
-    flags &= np.uint64(0x0101010101010101)
-    return (flags * np.uint64(0x0102040810204080)) >> np.uint64(56)
-
-
 @nb.njit(inline="always")
 def _big_endian_at(words, position):
     """The 8 bytes from byte ``position`` of ``words`` on, the first one most significant."""
@@ -145,67 +126,19 @@ def _big_endian_at(words, position):
     return _byte_swap(low_first)
 
 
-@nb.njit(inline="always")
-def _token_bounds(words, length, starts, ends):
-    """Token starts and ends from a bit per byte (64 bytes per word); the token count."""
-    count = 0
-    end_count = 0
-    carry = np.uint64(0)
-    for block in range((length + np.uint64(63)) // np.uint64(64)):
-        inside = np.uint64(0)
-        for word in range(8):
-            inside |= _nonzero_byte_bits(words[np.uint64(block) * np.uint64(8) + np.uint64(word)]) << np.uint64(8 * word)
-        before = (inside << np.uint64(1)) | carry
-        carry = inside >> np.uint64(63)
-        begins, finishes = inside & ~before, ~inside & before
-        offset = np.uint64(block) * np.uint64(64)
-        while begins != 0:
-            starts[count] = offset + _trailing_zeros(begins)
-            count += 1
-            begins &= begins - np.uint64(1)
-        while finishes != 0:
-            ends[end_count] = offset + _trailing_zeros(finishes)
-            end_count += 1
-            finishes &= finishes - np.uint64(1)
-    if carry != 0:  # a token ran to the end of the text, which filled its last block
-        ends[end_count] = length
-    return count
-
-
-@nb.njit(inline="always")
-def _character_bounds(lowered, length, starts, ends):
-    """Every character of every token as a token: a UTF-8 lead byte (not 10xxxxxx) starts one,
-    which ends at the next lead byte or separator; the count."""
-    count = 0
-    inside = False
-    for position in range(length):
-        byte = lowered[position]
-        if byte == 0:
-            if inside:
-                ends[count - 1] = position
-                inside = False
-        elif (byte & np.uint8(0xC0)) != np.uint8(0x80):
-            if inside:
-                ends[count - 1] = position
-            starts[count] = position
-            count += 1
-            inside = True
-    if inside:
-        ends[count - 1] = length
-    return count
-
-
 @nb.njit(cache=True)
-def _token_hashes(data, start, end, out, lowered, token_bounds, per_character):
-    """Hash each token of data[start:end] into ``out``; returns the token count. ``lowered``
-    (bytes) and ``token_bounds`` (2 x tokens) are scratch; ``lowered`` holds ``end - start + 128``.
-    With ``per_character`` every character (code point) of a token is a token of its own.
+def token_hashes_of_bytes(data, start, end, out, lowered, token_bounds, tokenizer):
+    """Hash each token of data[start:end] into ``out``; returns the token count. The tokens are
+    where ``tokenizer.bounds`` (its ``bounds``, ``tokenizers/``) puts them, given the bytes'
+    classes. ``lowered`` (bytes) and ``token_bounds`` (2 x tokens) are scratch; ``lowered`` holds
+    ``end - start + 128``.
 
     A token's hash packs its bytes eight at a time, first byte most significant, so that one
     multiply runs per eight bytes. Three branch-light passes: bytes to their classes, token
-    starts and ends from a bit per byte (64 bytes per word), then the hashes from 8-byte loads.
-    A loop over bytes that hashed as it went would mispredict a branch at every token end; byte
-    classes come from arithmetic rather than a table so that the first pass vectorizes.
+    starts and ends (the word unit's from a bit per byte, 64 bytes per word), then the hashes
+    from 8-byte loads. A loop over bytes that hashed as it went would mispredict a branch at
+    every token end; byte classes come from arithmetic rather than a table so that the first
+    pass vectorizes.
     """
     length = np.uint64(end - start)
     padded = (length + np.uint64(127)) // np.uint64(64) * np.uint64(64)
@@ -219,10 +152,7 @@ def _token_hashes(data, start, end, out, lowered, token_bounds, per_character):
         position += np.uint64(1)
     words = lowered[:padded].view(np.uint64)
     starts, ends = token_bounds[0], token_bounds[1]
-    if per_character:
-        count = _character_bounds(lowered, length, starts, ends)
-    else:
-        count = _token_bounds(words, length, starts, ends)
+    count = tokenizer.bounds(lowered, words, length, starts, ends)
     multiplier = np.uint64(0xFF51AFD7ED558CCD)
     for token in range(count):
         token_start = starts[token]
@@ -311,7 +241,7 @@ def _band_hashes(signature, rows_per_band, out):
 
 
 @nb.njit(cache=True)
-def _is_ascii(data, start, end):
+def is_ascii(data, start, end):
     # 256 bytes at a time, so that a document in another script stops at its first block while
     # each block's loop still vectorizes
     first, last = np.uint64(start), np.uint64(end)
@@ -374,8 +304,8 @@ CORE_LENGTH, LEADING_SEPARATOR, TRAILING_SEPARATOR = 0x0F, 0x10, 0x20
 @nb.njit(inline="always")
 def _append_core(core, size, pending, pending_size, value):
     """Append a core's ``size`` (1-8) bytes (first byte lowest) to a token being hashed as
-    :func:`_token_hashes` hashes it: ``pending`` holds the 0-7 bytes after its last full word,
-    first byte most significant; a full word is mixed into ``value``. Returns the new state."""
+    :func:`token_hashes_of_bytes` hashes it: ``pending`` holds the 0-7 bytes after its last full
+    word, first byte most significant; a full word is mixed into ``value``. Returns the new state."""
     incoming = _byte_swap(core) >> np.uint64(64 - 8 * size)
     total = pending_size + size
     if total < 8:
@@ -389,12 +319,12 @@ def _append_core(core, size, pending, pending_size, value):
 
 
 @nb.njit(cache=True)
-def _mapped_token_hashes(data, start, end, cores, core_info, out):
+def mapped_token_hashes(data, start, end, cores, core_info, out):
     """The word unit's token hashes of a non-ASCII document in one pass over its code points,
     each looked up in the table as separators and a core, equal to mapping the document with
-    :func:`_map_code_points` and hashing it with :func:`_token_hashes` (a Han character, whose
-    form is a core between separators, is a whole token without a second pass over bytes).
-    Returns the token count."""
+    :func:`_map_code_points` and hashing it with :func:`token_hashes_of_bytes` by the word
+    unit's bounds (a Han character, whose form is a core between separators, is a whole token
+    without a second pass over bytes). Returns the token count."""
     count, length = 0, np.uint64(0)
     pending, pending_size, value = np.uint64(0), 0, _TOKEN_SEED
     position = start
@@ -420,21 +350,27 @@ def _mapped_token_hashes(data, start, end, cores, core_info, out):
     return count
 
 
+@nb.njit(inline="always")
+def reads_as_is(text, doc):
+    """Whether document ``doc`` of ``text`` is read as its bytes are, without the code-point table:
+    ASCII, or normalized by the reference already."""
+    return text.prenormalized[doc] or is_ascii(text.data, text.offsets[doc], text.offsets[doc + 1])
+
+
 @nb.njit(cache=True)
-def _document_tokens(text, doc, scratch):
-    """Token hashes of document ``doc`` of ``text`` (a KernelText) into ``scratch.tokens``; the
-    count."""
+def token_hashes(text, doc, scratch):
+    """Token hashes of document ``doc`` of ``text`` (a KernelText) into ``scratch.tokens`` by its
+    tokenizer's bounds (:func:`token_hashes_of_bytes`), over its bytes as the reference
+    normalizes them; the count. A tokenizer's kernel entry point unless it brings its own."""
     start, end = text.offsets[doc], text.offsets[doc + 1]
-    if text.prenormalized[doc] or _is_ascii(text.data, start, end):
-        return _token_hashes(
-            text.data, start, end, scratch.tokens, scratch.lowered, scratch.token_bounds, text.per_character
+    if reads_as_is(text, doc):
+        return token_hashes_of_bytes(
+            text.data, start, end, scratch.tokens, scratch.lowered, scratch.token_bounds, text.tokenizer
         )
-    if not text.per_character:
-        return _mapped_token_hashes(text.data, start, end, text.map_cores, text.map_core_info, scratch.tokens)
     length = _map_code_points(text.data, start, end, text.map_pieces, text.map_lengths, scratch.mapped)
-    return _token_hashes(
+    return token_hashes_of_bytes(
         scratch.mapped.view(np.uint8), 0, length, scratch.tokens, scratch.lowered, scratch.token_bounds,
-        text.per_character,
+        text.tokenizer,
     )
 
 
@@ -451,7 +387,8 @@ def _shingle_hashes(text, doc, shingle_size, scratch):
     """The hash of every shingle of one document, repeats included, into ``scratch.shingles``
     (as they are before :func:`_distinct` marks them); (tokens, shingles)."""
     tokens, shingles = scratch.tokens, scratch.shingles
-    token_count = _document_tokens(text, doc, scratch)
+    # the unit's kernel entry point, which the tokenizer's type names (``tokenizers/``)
+    token_count = text.tokenizer.token_hashes(text, doc, scratch)
     if token_count == 0:
         return 0, 0
     # a document shorter than shingle_size is one shingle of all its tokens
@@ -494,10 +431,9 @@ def _scratch(text, first, last):
     longest = 1
     for doc in range(first, last):
         longest = max(longest, text.offsets[doc + 1] - text.offsets[doc])
-    # a token takes at least one byte and one separator, a character token one byte; mapping a
-    # code point never adds a token (the table checks this), though it can lengthen the bytes by
-    # ``expansion``
-    capacity = longest + 1 if text.per_character else longest // 2 + 1
+    # mapping a code point never adds a token (the table checks this), though it can lengthen the
+    # bytes by ``expansion``
+    capacity = longest // text.min_token_bytes + 1
     mapped_capacity = longest * text.expansion
     return Scratch(
         np.empty(capacity, dtype=np.uint64),
@@ -590,7 +526,7 @@ def all_ascii_kernel(data, offsets):
     documents = offsets.shape[0] - 1
     ascii_documents = np.zeros(documents, dtype=np.bool_)
     for doc in nb.prange(documents):
-        ascii_documents[doc] = _is_ascii(data, offsets[doc], offsets[doc + 1])
+        ascii_documents[doc] = is_ascii(data, offsets[doc], offsets[doc + 1])
     return ascii_documents.all()
 
 
@@ -624,7 +560,7 @@ def needs_reference_kernel(data, offsets, context, risky_starts):
     flagged = np.zeros(documents, dtype=np.bool_)
     for doc in nb.prange(documents):
         start, end = offsets[doc], offsets[doc + 1]
-        if _is_ascii(data, start, end):
+        if is_ascii(data, start, end):
             continue
         # first a pass over every three bytes without a branch per byte (a walk code point by
         # code point is serial): Chinese or Japanese as written holds no code point that can flag

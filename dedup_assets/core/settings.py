@@ -35,6 +35,7 @@ from .setting_choices import (
 from .sketch_scheme import SKETCH_SCHEME, sketch_scheme
 from .step_params import ClusterParams, HashScheme, PairLimits, SketchParams, Thresholds
 from .text import Shingling, ShingleUnit
+from .tokenizers import TOKENIZERS
 
 
 STEPS = ("engine", "ingest", "fingerprint", "lsh", "verify", "cluster", "release", "audit")
@@ -71,9 +72,7 @@ class Settings:
     )
     shingle_unit: ShingleUnit = _setting(
         "fingerprint",
-        "word: shingles of shingle_size tokens (every Han, Hiragana and Katakana character is a "
-        "token); char: of shingle_size characters of the normalized text, spaces removed (for Thai, "
-        "Khmer, Lao or Myanmar text, or by choice; 3 to 5 is usual).",
+        "; ".join(f"{name}: {tokenizer.description}" for name, tokenizer in TOKENIZERS.items()) + ".",
         "word",
     )
     num_perm: int = _setting("fingerprint", "MinHash values per signature.", 64)

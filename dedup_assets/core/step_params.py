@@ -10,7 +10,8 @@ from typing import Literal, get_args
 from .errors import SettingsError
 from .keep_rule import KeepPolicy
 from .kernels import MAX_SKETCH_SIZE
-from .text import SHINGLE_UNITS, Shingling
+from .text import Shingling
+from .tokenizers import TOKENIZERS
 
 HashScheme = Literal["fss", "blake2b"]
 HASH_SCHEMES: tuple[str, ...] = get_args(HashScheme)
@@ -37,9 +38,9 @@ class SketchParams:
             raise SettingsError(
                 f"hash_scheme must be one of {', '.join(HASH_SCHEMES)}, got {self.hash_scheme!r}"
             )
-        if self.shingle_unit not in SHINGLE_UNITS:
+        if self.shingle_unit not in TOKENIZERS:
             raise SettingsError(
-                f"shingle_unit must be one of {', '.join(SHINGLE_UNITS)}, got {self.shingle_unit!r}"
+                f"shingle_unit must be one of {', '.join(TOKENIZERS)}, got {self.shingle_unit!r}"
             )
         if not 1 <= self.shingle_size <= MAX_SHINGLE_SIZE:
             raise SettingsError(

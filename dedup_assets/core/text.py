@@ -13,8 +13,9 @@ The rule, in the specification's terms (the README's "Text in every script" says
   of the normalized text with its spaces removed (for Thai, Khmer, Lao, Myanmar, or by choice).
   A document shorter than ``size`` is one whole-document shingle.
 
-:func:`normalize_text`, :func:`tokenize` and :func:`token_shingles` are the reference. The kernels
-read a column's UTF-8 bytes (:func:`utf8_buffers`) and normalize through a per-code-point table
+:func:`normalize_text`, :func:`tokenize` and :func:`token_shingles` are the reference (a unit's
+tokens and what joins them come from its tokenizer, ``tokenizers/``). The kernels read a column's
+UTF-8 bytes (:func:`utf8_buffers`) and normalize through a per-code-point table
 (:func:`code_point_table`): a document's normalization is the concatenation of its code points'
 own, except where a character's result depends on its neighbours. The table records, for each
 code point of the Basic Multilingual Plane, what can make it so (a capital sigma, whose lowercase
@@ -27,16 +28,17 @@ from __future__ import annotations
 
 import unicodedata
 from functools import cache
-from typing import Literal, NamedTuple, get_args
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
+from .tokenizers import TOKENIZERS, Tokenizer
 
-ShingleUnit = Literal["word", "char"]
-SHINGLE_UNITS: tuple[str, ...] = get_args(ShingleUnit)
+# the shingle_unit setting's words: the registered tokenizers' names
+ShingleUnit = Literal[tuple(TOKENIZERS)]
 # The version of the text rule above (normalization and tokens, both units), in the reference and
 # in the kernels' code point table alike: raised with any change to the tokens a text comes to.
 # Recorded with every fingerprint table and index (``sketch_scheme.py``), which refuses another.
@@ -149,13 +151,14 @@ def normalize_unicode(value: str) -> str:
 
 
 def tokenize(normalized: str, unit: str = "word") -> list[str]:
-    """Tokens of already-normalized text: its words, or (``char``) its characters but spaces."""
-    return list(normalized.replace(" ", "")) if unit == "char" else normalized.split()
+    """Tokens of already-normalized text by the ``unit``'s tokenizer: its words, or (``char``) its
+    characters but spaces."""
+    return TOKENIZERS[unit].tokenize(normalized)
 
 
 def token_shingles(tokens: list[str], size: int, unit: str = "word") -> set[str]:
     """Ordered ``size``-token windows; a shorter non-empty document is one whole-document shingle.
-    Word tokens are joined by a space, characters by nothing."""
+    Tokens are joined by the unit's separator: words by a space, characters by nothing."""
     if size <= 0:
         raise ValueError(f"shingle size must be positive, got {size}")
     if not tokens:
@@ -163,12 +166,13 @@ def token_shingles(tokens: list[str], size: int, unit: str = "word") -> set[str]
     if len(tokens) < size:
         return {joined(tokens, unit)}
     # the windows tokens[i : i + size], as columns of shifted lists rather than a slice each
-    return set(map(("" if unit == "char" else " ").join, zip(*(tokens[shift:] for shift in range(size)))))
+    return set(map(TOKENIZERS[unit].separator.join, zip(*(tokens[shift:] for shift in range(size)))))
 
 
 def joined(tokens: list[str], unit: str = "word") -> str:
-    """Tokens as one string: words between spaces, characters side by side."""
-    return "".join(tokens) if unit == "char" else " ".join(tokens)
+    """Tokens as one string, joined by the unit's separator: words between spaces, characters
+    side by side."""
+    return TOKENIZERS[unit].separator.join(tokens)
 
 
 def document_shingles(body: str | None, shingling: Shingling) -> set[str]:
@@ -342,8 +346,8 @@ def code_point_table() -> CodePointTable:
 
 class KernelText(NamedTuple):
     """A column of bodies as the kernels read it: UTF-8 bytes and offsets, which documents were
-    already normalized by the reference, the code-point table for the others, and whether tokens
-    are characters (the ``char`` unit)."""
+    already normalized by the reference, the code-point table for the others, and the tokenizer
+    (the shingle unit), whose type picks the kernels' entry point."""
 
     data: np.ndarray
     offsets: np.ndarray
@@ -353,7 +357,8 @@ class KernelText(NamedTuple):
     map_cores: np.ndarray
     map_core_info: np.ndarray
     expansion: int
-    per_character: bool
+    tokenizer: Tokenizer
+    min_token_bytes: int  # the tokenizer's, which sizes the kernels' token buffers
 
 
 def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> KernelText:
@@ -376,7 +381,8 @@ def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> Kerne
         normalized = pa.array([normalize_text(text[int(row)].as_py()) for row in rows], text.type)
         text = pc.replace_with_mask(text, pa.array(flagged), normalized)
         data, offsets = utf8_buffers(text)
+    tokenizer = TOKENIZERS[unit]
     return KernelText(
         data, offsets, flagged, table.pieces, table.lengths, table.cores, table.core_info, table.expansion,
-        unit == "char",
+        tokenizer, tokenizer.min_token_bytes,
     )
