@@ -1,14 +1,19 @@
 """Boilerplate you can see (core/boilerplate.py): a footer many distinct pages share is named, with
 its count, share and examples, before anything is removed; the clusters it alone made are named
-as template clusters, and planted copies are not; both are release files, with a picture."""
+as template clusters, and planted copies are not; both are release files, with a picture. With
+``ignored_passages`` naming the footer, no two distinct pages merge and the planted copies still do."""
 
 import csv
 import random
 
 import duckdb
 import pyarrow as pa
+import pytest
 
 from dedup_assets.core.boilerplate import boilerplate_passages
+from dedup_assets.core.jaccard import exact_jaccard
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.settings import Settings
 from dedup_assets.core.tables import Tables
 from dedup_assets.core.text import Shingling
 
@@ -81,3 +86,36 @@ def test_the_run_names_the_footer_its_template_clusters_and_not_the_planted_copi
     }
     assert planted and not planted & {row["cluster_id"] for row in templates}
     assert "boilerplate.csv" in {entry["file"] for entry in runner.manifest()["outputs"]}
+
+
+def _clusters(database) -> list[set[str]]:
+    with duckdb.connect(str(database), read_only=True) as connection:
+        rows = connection.execute("select cluster_id, list(doc_id order by doc_id) from dedup.clusters group by 1").fetchall()
+    return [set(members) for _, members in rows]
+
+
+@pytest.mark.parametrize("hash_scheme", ["fss", "blake2b"])
+def test_ignoring_the_footer_merges_no_two_distinct_pages_and_still_every_planted_copy(tmp_path, hash_scheme):
+    rows, footer = footer_pages()
+    pages = write_csv(tmp_path / "pages.csv", rows)
+    found = {}
+    for name, ignored in (("default", []), ("ignoring", [footer])):
+        database = tmp_path / f"{name}.duckdb"
+        run_library(str(pages), str(database), None, Settings(hash_scheme=hash_scheme, ignored_passages=ignored))
+        found[name] = _clusters(database)
+    # by default the footer merges distinct pages
+    assert max(len(members) for members in found["default"]) > 100
+    # ignoring it: each planted copy with its page, every other page alone
+    assert sorted(sorted(members) for members in found["ignoring"] if len(members) > 1) == [
+        [f"copy-{n:03d}", f"page-{n:03d}"] for n in range(10)
+    ]
+    assert len(found["ignoring"]) == 300
+
+
+def test_a_document_of_the_passage_alone_keeps_its_shingles_and_its_copies():
+    footer = " ".join(f"f{n}" for n in range(150))
+    shingling = Settings(ignored_passages=[footer]).shingling()
+    only_footer, page = pa.array([footer, footer]), pa.array(["x y z w v " + footer, "a b c d e " + footer])
+    for scheme in ("fss", "blake2b"):
+        assert exact_jaccard(only_footer, only_footer, shingling, scheme).tolist() == [1.0, 1.0]
+        assert exact_jaccard(page, pa.array(["a b c d e " + footer] * 2), shingling, scheme).tolist() == [0.0, 1.0]

@@ -13,7 +13,7 @@ LAYOUT = {"table_layout": TABLE_LAYOUT}  # what every table built by this versio
 CURRENT = {
     **LAYOUT, "input_path": "/in.csv", "hash_scheme": "fss", "shingle_size": 5, "shingle_unit": "word",
     "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "auto_bands": False, "false_negative_weight": 0.5, "bands": 8, "rows_in_use": 8,
-    "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7, "audit_sample_size": 1000,
+    "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7, "audit_sample_size": 1000, "ignored_passages": [],
 }
 CURRENT["sketch_scheme"] = sketch_scheme(CURRENT)
 
@@ -35,6 +35,7 @@ def test_lineage_accumulates_stage_settings():
         "rows_in_use": 8,
         "sketch_scheme": CURRENT["sketch_scheme"],
         "audit_sample_size": 1000,  # the audit's sample is drawn while fingerprinting
+        "ignored_passages": [],
     }
 
 

@@ -23,7 +23,7 @@ from ..core.incremental.batch_order import index_settings, settings_problems
 from ..core.incremental.index_tables import IndexTables, indexed_batches
 from ..core.settings import Settings
 from ..core.store import table_exists
-from ..core.text import Shingling
+from ..core.text import lineage_shingling
 from ..core.readers import count_input_records
 from ..engine_resource import EngineResource
 from ..launch.entry_point import how_to_fix
@@ -156,7 +156,7 @@ def removals_meet_threshold(warehouse: DuckDBWarehouse) -> AssetCheckResult:
     lineage = warehouse.upstream_lineage("clusters", "clusters")
     with warehouse.cursor() as cursor:
         return cluster_rules.removals_meet_threshold(
-            cursor, warehouse.tables, Shingling(int(lineage["shingle_size"]), lineage["shingle_unit"]), lineage["hash_scheme"],
+            cursor, warehouse.tables, lineage_shingling(lineage), lineage["hash_scheme"],
             float(lineage["jaccard_threshold"]), lineage["cluster_mode"], int(lineage["minhash_seed"]),
         )
 

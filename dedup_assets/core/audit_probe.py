@@ -42,7 +42,7 @@ from .jaccard import shingle_sets
 from .sketch import kernel_blocks
 from .store import TableBuild, table_exists, write_table
 from .tables import Tables, beside, sql_over
-from .text import Shingling, kernel_text
+from .text import Shingling, ignored_hashes, kernel_text
 
 # the audit's true pairs: a table of the fingerprinted asset, beside it in its schema
 AUDIT_PAIRS = "audit_true_pairs"
@@ -123,7 +123,7 @@ class AuditProbe:
         doc_ids = doc_ids.cast(pa.string())
         owner_count = len(self.owner_ids)
         offsets, owners = kernels.probe_owners_kernel(
-            kernel_text(bodies, self.shingling.unit), self.shingling.size, self.probes, self._places,
+            kernel_text(bodies, self.shingling.unit, ignored_hashes(self.shingling)), self.shingling.size, self.probes, self._places,
             self.filter_bits, self._owner_offsets, self._owners, owner_count, kernel_blocks(),
         )
         counts = np.diff(offsets)

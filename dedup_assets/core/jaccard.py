@@ -13,7 +13,7 @@ import pyarrow as pa
 from . import kernels
 from .errors import InconsistentTables
 from .sketch import kernel_blocks
-from .text import Shingling, document_shingles, kernel_text
+from .text import Shingling, document_shingles, ignored_hashes, kernel_text
 
 
 @cache
@@ -46,7 +46,7 @@ def shingle_sets(
     :data:`SHINGLED_AT_ONCE` at a time; ``shingled`` is told how many bodies each time."""
     chunks = bodies.chunks if isinstance(bodies, pa.ChunkedArray) else [bodies]
     parts = [chunk.slice(start, SHINGLED_AT_ONCE) for chunk in chunks for start in range(0, len(chunk), SHINGLED_AT_ONCE)]
-    texts = [kernel_text(part, shingling.unit) for part in parts]
+    texts = [kernel_text(part, shingling.unit, ignored_hashes(shingling)) for part in parts]
     blocks = kernel_blocks()
     if shingle_counts is None:
         counted = [

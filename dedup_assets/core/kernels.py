@@ -401,7 +401,42 @@ def _shingle_hashes(text, doc, shingle_size, scratch):
     for offset in range(size):
         for first in range(positions):
             shingles[first] = mix64(shingles[first] ^ tokens[first + offset])
+    if text.ignored.shape[0]:
+        positions = _without_ignored(shingles, positions, text.ignored)
     return token_count, positions
+
+
+@nb.njit(inline="always")
+def _is_ignored(shingle, ignored):
+    # ``ignored`` holds shingles as _distinct stores them, low bit set; a binary search of our
+    # own, as numba's searchsorted compares uint64 through float64
+    shingle = shingle | np.uint64(1)
+    low, high = 0, ignored.shape[0]
+    while low < high:
+        middle = (low + high) >> 1
+        if ignored[middle] < shingle:
+            low = middle + 1
+        else:
+            high = middle
+    return low < ignored.shape[0] and ignored[low] == shingle
+
+
+@nb.njit(cache=True)
+def _without_ignored(shingles, positions, ignored):
+    """The first ``positions`` shingles without those in ``ignored`` (sorted: the
+    ``ignored_passages``' shingles), moved to the front; their count. A document made of ignored
+    shingles alone keeps them all: it is nothing but the passage, and its copies are its copies."""
+    kept = 0
+    for first in range(positions):
+        kept += not _is_ignored(shingles[first], ignored)
+    if kept == 0 or kept == positions:
+        return positions
+    kept = 0
+    for first in range(positions):
+        if not _is_ignored(shingles[first], ignored):
+            shingles[kept] = shingles[first]
+            kept += 1
+    return kept
 
 
 # powers of the sequence hash's multiplier, mod 2^64

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from .step_params import SketchParams
-from .text import joined, normalize_text, token_shingles, tokenize
+from .text import joined, kept_shingles, normalize_text, token_shingles, tokenize
 
 # The blake2b scheme's hash, recorded with its fingerprints (``sketch_scheme.py``). It is the
 # published MinHash byte for byte and stays so: this is never raised.
@@ -65,7 +65,7 @@ def blake2b_columns(bodies: pa.Array, params: SketchParams):
     for row, body in enumerate(bodies.to_pylist()):
         normalized = normalize_text(body)
         tokens = tokenize(normalized, params.shingle_unit)
-        shingles = token_shingles(tokens, params.shingle_size, params.shingle_unit)
+        shingles = kept_shingles(token_shingles(tokens, params.shingle_size, params.shingle_unit), params.ignored_shingles)
         # the text its tokens make: in the char unit, without the spaces
         digest = hashlib.blake2b(joined(tokens, params.shingle_unit).encode("utf-8"), digest_size=8).digest()
         token_counts[row], shingle_counts[row] = len(tokens), len(shingles)

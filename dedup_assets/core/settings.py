@@ -34,7 +34,7 @@ from .setting_choices import (
 )
 from .sketch_scheme import SKETCH_SCHEME, sketch_scheme
 from .step_params import ClusterParams, HashScheme, PairLimits, SketchParams, Thresholds
-from .text import Shingling, ShingleUnit
+from .text import Shingling, ShingleUnit, passage_shingles
 from .tokenizers import TOKENIZERS
 
 
@@ -74,6 +74,13 @@ class Settings:
         "fingerprint",
         "; ".join(f"{name}: {tokenizer.description}" for name, tokenizer in TOKENIZERS.items()) + ".",
         "word",
+    )
+    ignored_passages: list[str] = _setting(
+        "fingerprint",
+        "Passages whose shingles are left out of every document's sketch and exact Jaccard, so that "
+        "pages sharing only them (a footer, a template: the boilerplate table's passages) are not "
+        "duplicates, while true copies still are. A document made of them alone keeps them. Empty: none.",
+        factory=list,
     )
     num_perm: int = _setting("fingerprint", "MinHash values per signature.", 64)
     rows_per_band: int = _setting(
@@ -316,15 +323,18 @@ class Settings:
                 )
             bands, rows = choose_bands(self.jaccard_threshold, self.num_perm, self.false_negative_weight)
             return SketchParams(
-                self.hash_scheme, self.shingle_size, self.num_perm, rows, self.minhash_seed, bands, self.shingle_unit
+                self.hash_scheme, self.shingle_size, self.num_perm, rows, self.minhash_seed, bands, self.shingle_unit,
+                self.shingling().ignored,
             )
         return SketchParams(
             self.hash_scheme, self.shingle_size, self.num_perm, self.rows_per_band, self.minhash_seed,
-            shingle_unit=self.shingle_unit,
+            shingle_unit=self.shingle_unit, ignored_shingles=self.shingling().ignored,
         )
 
     def shingling(self) -> Shingling:
-        return Shingling(self.shingle_size, self.shingle_unit)
+        return Shingling(
+            self.shingle_size, self.shingle_unit, passage_shingles(self.ignored_passages, self.shingle_size, self.shingle_unit)
+        )
 
     def preset_settings(self) -> dict:
         """What the preset set: its settings whose values are in effect (recorded in manifest.json)."""

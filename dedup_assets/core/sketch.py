@@ -25,7 +25,7 @@ from .step_params import SketchParams
 from .store import TableBuild
 from .streams import Progress, ThroughputLog, mapped_in_order, prefetched
 from .tables import Tables
-from .text import kernel_text
+from .text import ignored_hashes, kernel_text
 
 if TYPE_CHECKING:  # audit_probe shingles through jaccard.py, which imports this module
     from .audit_probe import AuditProbe
@@ -69,7 +69,7 @@ def stream_workers() -> tuple[int, int]:
 
 def _fss_columns(bodies: pa.Array, params: SketchParams, probe: AuditProbe | None):
     return kernels.fingerprint_kernel(
-        kernel_text(bodies, params.shingle_unit),
+        kernel_text(bodies, params.shingle_unit, ignored_hashes(params.shingling)),
         params.shingle_size,
         kernels.round_seeds(params.num_perm, params.minhash_seed),
         params.rows_per_band,

@@ -32,6 +32,7 @@ class SketchParams:
     minhash_seed: int
     band_count: int | None = None  # bands chosen for a threshold; None: num_perm / rows_per_band
     shingle_unit: str = "word"
+    ignored_shingles: tuple[str, ...] = ()  # the ignored_passages' (text.passage_shingles)
 
     def __post_init__(self) -> None:
         if self.hash_scheme not in HASH_SCHEMES:
@@ -66,7 +67,7 @@ class SketchParams:
 
     @property
     def shingling(self) -> Shingling:
-        return Shingling(self.shingle_size, self.shingle_unit)
+        return Shingling(self.shingle_size, self.shingle_unit, self.ignored_shingles)
 
 
 @dataclass(frozen=True)

@@ -47,10 +47,36 @@ NORMALIZATION = "text-v1"
 
 class Shingling(NamedTuple):
     """How a document becomes shingles: ``size`` consecutive tokens (``word``) or characters
-    (``char``)."""
+    (``char``), without the ``ignored`` shingles (the ``ignored_passages``', sorted) unless a
+    document has no other."""
 
     size: int = 5
     unit: str = "word"
+    ignored: tuple[str, ...] = ()
+
+
+NO_IGNORED = np.zeros(0, dtype=np.uint64)
+
+
+def passage_shingles(passages: list[str], size: int, unit: str) -> tuple[str, ...]:
+    """The shingles of ``passages`` (each normalized and shingled as a body is), sorted: what
+    ``ignored_passages`` leaves out of every document."""
+    shingles = set()
+    for passage in passages:
+        shingles |= token_shingles(tokenize(normalize_text(passage), unit), size, unit)
+    return tuple(sorted(shingles))
+
+
+def lineage_shingling(values: dict) -> Shingling:
+    """The shingling a table was built with, from the settings its lineage records (an older
+    table, without ignored_passages, ignored none)."""
+    size, unit = int(values["shingle_size"]), values["shingle_unit"]
+    return Shingling(size, unit, passage_shingles(values.get("ignored_passages", []), size, unit))
+
+
+def kept_shingles(shingles: set[str], ignored: tuple[str, ...]) -> set[str]:
+    """``shingles`` without the ``ignored`` ones, unless none would be left (as the kernels do)."""
+    return (shingles - set(ignored)) or shingles if ignored else shingles
 
 
 # Combining marks that are accents: dropped after NFD (the specification's rule, kept for the
@@ -176,8 +202,9 @@ def joined(tokens: list[str], unit: str = "word") -> str:
 
 
 def document_shingles(body: str | None, shingling: Shingling) -> set[str]:
-    """Normalize, tokenize and shingle one body."""
-    return token_shingles(tokenize(normalize_text(body), shingling.unit), shingling.size, shingling.unit)
+    """Normalize, tokenize and shingle one body, without the ignored shingles."""
+    shingles = token_shingles(tokenize(normalize_text(body), shingling.unit), shingling.size, shingling.unit)
+    return kept_shingles(shingles, shingling.ignored)
 
 
 # Below this many characters a character shingle is shared by most pages of a language.
@@ -359,12 +386,14 @@ class KernelText(NamedTuple):
     expansion: int
     tokenizer: Tokenizer
     min_token_bytes: int  # the tokenizer's, which sizes the kernels' token buffers
+    ignored: np.ndarray  # sorted hashes of the shingles left out (ignored_hashes); empty: none
 
 
-def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> KernelText:
+def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word", ignored: np.ndarray = NO_IGNORED) -> KernelText:
     """The bodies for the kernels, without copying unless some need the reference: those the
     code-point table cannot normalize exactly (see the module) are normalized by
-    ``normalize_text`` here; the kernels map every other document through the table."""
+    ``normalize_text`` here; the kernels map every other document through the table. The
+    kernels leave the shingles whose hashes ``ignored`` holds (sorted) out."""
     text = bodies.combine_chunks() if isinstance(bodies, pa.ChunkedArray) else bodies
     if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
         text = text.cast(pa.large_string())
@@ -384,5 +413,19 @@ def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word") -> Kerne
     tokenizer = TOKENIZERS[unit]
     return KernelText(
         data, offsets, flagged, table.pieces, table.lengths, table.cores, table.core_info, table.expansion,
-        tokenizer, tokenizer.min_token_bytes,
+        tokenizer, tokenizer.min_token_bytes, ignored,
     )
+
+
+@cache
+def ignored_hashes(shingling: Shingling) -> np.ndarray:
+    """The kernels' hashes of ``shingling.ignored``, sorted: each shingle string shingled alone,
+    which makes it the one shingle it is."""
+    if not shingling.ignored:
+        return NO_IGNORED
+    text = kernel_text(pa.array(shingling.ignored, pa.large_string()), shingling.unit)
+    values = np.empty(len(shingling.ignored), dtype=np.uint64)
+    offsets = np.arange(len(shingling.ignored) + 1, dtype=np.int64)
+    if not kernels.shingle_sets_kernel(text, shingling.size, offsets, values, 1):
+        raise ValueError("an ignored shingle is not one shingle of shingle_size tokens")
+    return np.unique(values)

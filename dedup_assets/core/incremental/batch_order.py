@@ -48,6 +48,7 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
         "rows_in_use": indexed[0].settings.get("rows_per_band"),
         "prefer_domains": [],
         "keep": list(DEFAULT_KEEP),
+        "ignored_passages": [],
     }
     built = {**implied, **indexed[0].settings}
     # an index built before its sketch scheme was recorded was built by the first recorded
