@@ -23,7 +23,7 @@ from ..core.incremental.batch_order import index_settings, settings_problems
 from ..core.incremental.index_tables import IndexTables, indexed_batches
 from ..core.settings import Settings
 from ..core.store import table_exists
-from ..core.text import lineage_shingling
+from ..core.passages import lineage_shingling
 from ..core.readers import count_input_records
 from ..engine_resource import EngineResource
 from ..launch.entry_point import how_to_fix

@@ -42,7 +42,8 @@ from .jaccard import shingle_sets
 from .sketch import kernel_blocks
 from .store import TableBuild, table_exists, write_table
 from .tables import Tables, beside, sql_over
-from .text import Shingling, ignored_hashes, kernel_text
+from .passages import ignored_hashes
+from .text import Shingling, kernel_text
 
 # the audit's true pairs: a table of the fingerprinted asset, beside it in its schema
 AUDIT_PAIRS = "audit_true_pairs"

@@ -13,7 +13,8 @@ import pyarrow as pa
 from . import kernels
 from .errors import InconsistentTables
 from .sketch import kernel_blocks
-from .text import Shingling, document_shingles, ignored_hashes, kernel_text
+from .passages import ignored_hashes
+from .text import Shingling, document_shingles, kernel_text
 
 
 @cache

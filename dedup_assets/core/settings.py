@@ -34,7 +34,8 @@ from .setting_choices import (
 )
 from .sketch_scheme import SKETCH_SCHEME, sketch_scheme
 from .step_params import ClusterParams, HashScheme, PairLimits, SketchParams, Thresholds
-from .text import Shingling, ShingleUnit, passage_shingles
+from .passages import passage_shingles
+from .text import Shingling, ShingleUnit
 from .tokenizers import TOKENIZERS
 
 

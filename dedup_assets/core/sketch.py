@@ -25,7 +25,8 @@ from .step_params import SketchParams
 from .store import TableBuild
 from .streams import Progress, ThroughputLog, mapped_in_order, prefetched
 from .tables import Tables
-from .text import ignored_hashes, kernel_text
+from .passages import ignored_hashes
+from .text import kernel_text
 
 if TYPE_CHECKING:  # audit_probe shingles through jaccard.py, which imports this module
     from .audit_probe import AuditProbe

@@ -58,22 +58,6 @@ class Shingling(NamedTuple):
 NO_IGNORED = np.zeros(0, dtype=np.uint64)
 
 
-def passage_shingles(passages: list[str], size: int, unit: str) -> tuple[str, ...]:
-    """The shingles of ``passages`` (each normalized and shingled as a body is), sorted: what
-    ``ignored_passages`` leaves out of every document."""
-    shingles = set()
-    for passage in passages:
-        shingles |= token_shingles(tokenize(normalize_text(passage), unit), size, unit)
-    return tuple(sorted(shingles))
-
-
-def lineage_shingling(values: dict) -> Shingling:
-    """The shingling a table was built with, from the settings its lineage records (an older
-    table, without ignored_passages, ignored none)."""
-    size, unit = int(values["shingle_size"]), values["shingle_unit"]
-    return Shingling(size, unit, passage_shingles(values.get("ignored_passages", []), size, unit))
-
-
 def kept_shingles(shingles: set[str], ignored: tuple[str, ...]) -> set[str]:
     """``shingles`` without the ``ignored`` ones, unless none would be left (as the kernels do)."""
     return (shingles - set(ignored)) or shingles if ignored else shingles
@@ -415,17 +399,3 @@ def kernel_text(bodies: pa.Array | pa.ChunkedArray, unit: str = "word", ignored:
         data, offsets, flagged, table.pieces, table.lengths, table.cores, table.core_info, table.expansion,
         tokenizer, tokenizer.min_token_bytes, ignored,
     )
-
-
-@cache
-def ignored_hashes(shingling: Shingling) -> np.ndarray:
-    """The kernels' hashes of ``shingling.ignored``, sorted: each shingle string shingled alone,
-    which makes it the one shingle it is."""
-    if not shingling.ignored:
-        return NO_IGNORED
-    text = kernel_text(pa.array(shingling.ignored, pa.large_string()), shingling.unit)
-    values = np.empty(len(shingling.ignored), dtype=np.uint64)
-    offsets = np.arange(len(shingling.ignored) + 1, dtype=np.int64)
-    if not kernels.shingle_sets_kernel(text, shingling.size, offsets, values, 1):
-        raise ValueError("an ignored shingle is not one shingle of shingle_size tokens")
-    return np.unique(values)

@@ -1,0 +1,43 @@
+"""The ``ignored_passages`` setting as the rest of the pipeline takes it: the passages' shingles,
+which ``Shingling.ignored`` carries and every shingle set leaves out (``text.kept_shingles`` in
+the reference, ``kernels._shingle_hashes`` in the kernels, which take their hashes from here)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pyarrow as pa
+
+from . import kernels
+from .text import NO_IGNORED, Shingling, kernel_text, normalize_text, token_shingles, tokenize
+
+
+def passage_shingles(passages: list[str], size: int, unit: str) -> tuple[str, ...]:
+    """The shingles of ``passages`` (each normalized and shingled as a body is), sorted: what
+    ``ignored_passages`` leaves out of every document."""
+    shingles = set()
+    for passage in passages:
+        shingles |= token_shingles(tokenize(normalize_text(passage), unit), size, unit)
+    return tuple(sorted(shingles))
+
+
+def lineage_shingling(values: dict) -> Shingling:
+    """The shingling a table was built with, from the settings its lineage records (an older
+    table, without ignored_passages, ignored none)."""
+    size, unit = int(values["shingle_size"]), values["shingle_unit"]
+    return Shingling(size, unit, passage_shingles(values.get("ignored_passages", []), size, unit))
+
+
+@cache
+def ignored_hashes(shingling: Shingling) -> np.ndarray:
+    """The kernels' hashes of ``shingling.ignored``, sorted: each shingle string shingled alone,
+    which makes it the one shingle it is."""
+    if not shingling.ignored:
+        return NO_IGNORED
+    text = kernel_text(pa.array(shingling.ignored, pa.large_string()), shingling.unit)
+    values = np.empty(len(shingling.ignored), dtype=np.uint64)
+    offsets = np.arange(len(shingling.ignored) + 1, dtype=np.int64)
+    if not kernels.shingle_sets_kernel(text, shingling.size, offsets, values, 1):
+        raise ValueError("an ignored shingle is not one shingle of shingle_size tokens")
+    return np.unique(values)
