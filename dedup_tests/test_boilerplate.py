@@ -13,7 +13,7 @@ import pytest
 from dedup_assets.core.boilerplate import boilerplate_passages
 from dedup_assets.core.jaccard import exact_jaccard
 from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.core.tables import Tables
 from dedup_assets.core.text import Shingling
 
@@ -119,3 +119,16 @@ def test_a_document_of_the_passage_alone_keeps_its_shingles_and_its_copies():
     for scheme in ("fss", "blake2b"):
         assert exact_jaccard(only_footer, only_footer, shingling, scheme).tolist() == [1.0, 1.0]
         assert exact_jaccard(page, pa.array(["a b c d e " + footer] * 2), shingling, scheme).tolist() == [0.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    "passages, message",
+    [
+        ("please note", "ignored_passages must be a list of passages"),
+        (["cookie notice"], "ignored_passages[0] has 2 word tokens, fewer than shingle_size (5)"),
+    ],
+)
+def test_passages_that_would_leave_nothing_out_are_refused(passages, message):
+    with pytest.raises(SettingsError) as raised:
+        Settings(ignored_passages=passages)
+    assert str(raised.value).startswith(message)

@@ -9,6 +9,7 @@ from datetime import datetime
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet  # noqa: F401  (pa.parquet)
 import pytest
 
 from dedup_assets.core.batches import find_batches
@@ -176,3 +177,40 @@ def test_a_text_column_is_compared_as_what_all_its_values_read_as(tmp_path, valu
     run_library(str(path), str(database), None, Settings(keep=["rank desc"], **SURE))
     removed = "second" if kept == "first" else "first"
     assert _decisions(database)[removed] == ("removed_duplicate", kept, reason)
+
+
+def test_an_undated_batch_with_copies_is_decided_by_the_default_policy(tmp_path):
+    # every crawled_at null: the rows the batch ranks in Python hold a column of nulls alone
+    folder = tmp_path / "batches"
+    folder.mkdir()
+    pages = [{**document(doc_id, body), "crawled_at": ""} for doc_id, body in (("a", TEXT), ("b", TEXT + " more"))]
+    write_csv(folder / "2026-11-01.csv", pages)
+    database = tmp_path / "index.duckdb"
+    run_batch(find_batches(folder), "2026-11-01", str(database), None, Settings(**SURE))
+    assert _decisions(database, "incremental") == {
+        "a": ("removed_duplicate", "b", "longest token_count 101 > 100"),
+        "b": ("kept_representative", "b", None),
+    }
+
+
+def test_a_nan_score_is_missing_and_sorts_last(tmp_path):
+    rows = [{**document("scored", TEXT), "quality": 0.5}, {**document("nan", TEXT + " one"), "quality": float("nan")}]
+    path = tmp_path / "pages.parquet"
+    pa.parquet.write_table(pa.Table.from_pylist(rows), path)
+    database = tmp_path / "run.duckdb"
+    run_library(str(path), str(database), None, Settings(keep=["quality desc"], **SURE))
+    assert _decisions(database)["nan"] == ("removed_duplicate", "scored", "quality 0.5 > null")
+
+
+@pytest.mark.parametrize(
+    "keep, message",
+    [
+        (["body desc"], "keep cannot order by body, the text itself: use longest or shortest to keep by length"),
+        (["score desc"], "keep orders by 'score', which the documents table does not have."),
+    ],
+)
+def test_a_column_that_cannot_order_is_refused_with_its_true_cause(tmp_path, keep, message):
+    pages = write_csv(tmp_path / "pages.csv", scored_pages())
+    with pytest.raises(SettingsError) as raised:
+        run_library(str(pages), str(tmp_path / "run.duckdb"), None, Settings(keep=keep, **SURE))
+    assert str(raised.value).startswith(message)

@@ -78,7 +78,8 @@ def test_ray_gives_the_duckdb_release_on_pages_without_spaces_in_both_units(ray_
 
 def test_ray_gives_the_duckdb_release_keeping_the_best_quality_copy(ray_cluster, tmp_path):
     write_csv(tmp_path / "pages.csv", scored_pages())
-    runners = run_both(tmp_path, tmp_path / "pages.csv", keep=["quality desc", "newest"], rows_per_band=4)
+    # input_row: a column the engine reads for itself too
+    runners = run_both(tmp_path, tmp_path / "pages.csv", keep=["quality desc", "newest", "input_row asc"], rows_per_band=4)
     _assert_same_release(*runners)
     clusters = runners[1].table("clusters").set_index("doc_id")
     assert clusters.loc["a-low", "keep_reason"] == "quality 0.91 > 0.42"

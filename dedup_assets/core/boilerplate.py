@@ -24,8 +24,11 @@ from collections import Counter, defaultdict
 import duckdb
 import pyarrow as pa
 
+from .ingest import document_bodies
+from .passages import passage_shingles
 from .tables import Tables
-from .text import Shingling, normalize_text, tokenize
+from .text import Shingling, joined, normalize_text, tokenize
+from .tokenizers import TOKENIZERS
 
 SAMPLE_SIZE = 2_000
 MIN_SHARE = 0.01
@@ -60,11 +63,11 @@ TEMPLATE_SCHEMA = pa.schema(
 
 
 def _shingles(tokens: list[str], size: int, unit: str) -> list[str]:
-    """Every shingle in order, repeats included (``text.token_shingles``' windows)."""
-    joiner = "" if unit == "char" else " "
+    """Every shingle in order, repeats included: ``text.token_shingles``' windows, which it gives
+    as a set."""
     if len(tokens) <= size:
-        return [joiner.join(tokens)] if tokens else []
-    return [joiner.join(tokens[first : first + size]) for first in range(len(tokens) - size + 1)]
+        return [joined(tokens, unit)] if tokens else []
+    return [joined(tokens[first : first + size], unit) for first in range(len(tokens) - size + 1)]
 
 
 def _passages(tokens: list[str], shingles: list[str], frequent: set[str], size: int, unit: str) -> list[tuple[str, int]]:
@@ -73,13 +76,12 @@ def _passages(tokens: list[str], shingles: list[str], frequent: set[str], size: 
     for first, shingle in enumerate(shingles):
         if shingle in frequent:
             covered[first : first + size] = [True] * min(size, len(tokens) - first)
-    joiner = "" if unit == "char" else " "
     runs, start = [], None
     for place, inside in enumerate(covered + [False]):
         if inside and start is None:
             start = place
         elif not inside and start is not None:
-            runs.append((joiner.join(tokens[start:place]), place - start))
+            runs.append((joined(tokens[start:place], unit), place - start))
             start = None
     return runs
 
@@ -89,13 +91,12 @@ def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, 
     shared first."""
     total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
     # the sample: the doc_ids with the smallest md5, the same for the same documents on any run
-    rows = connection.execute(
-        f"""
-        with sampled as (select doc_id from {tables.documents} order by md5(doc_id), doc_id limit {SAMPLE_SIZE})
-        select d.doc_id, d.body from {tables.documents} d semi join sampled s on s.doc_id = d.doc_id
-        order by md5(d.doc_id), d.doc_id
-        """
-    ).fetchall()
+    sampled_ids = connection.sql(
+        f"select doc_id from {tables.documents} order by md5(doc_id), doc_id limit {SAMPLE_SIZE}"
+    ).to_arrow_table().column("doc_id")
+    # by row number where the bodies stay in the input's Parquet files: a scan would decode them all
+    rows = document_bodies(connection, tables.documents, sampled_ids).select(["doc_id", "body"]).to_pylist()
+    rows = [(row["doc_id"], row["body"]) for row in rows]
     documents = []
     frequency: Counter[str] = Counter()
     for doc_id, body in rows:
@@ -136,7 +137,7 @@ def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, 
 def _merged(having: dict[str, set[str]], lengths: dict[str, int], unit: str) -> list[str]:
     """The passages, most shared first, each one that holds a more shared passage counted with it:
     a footer after a common word ("eh" + the footer) is the footer again."""
-    pad = "" if unit == "char" else " "
+    pad = TOKENIZERS[unit].separator
     kept: list[str] = []
     for text in sorted(having, key=lambda text: (-len(having[text]), -lengths[text], text)):
         holder = next((other for other in kept if f"{pad}{other}{pad}" in f"{pad}{text}{pad}"), None)
@@ -154,9 +155,8 @@ def template_clusters(
     ``tables.clusters``, by the boilerplate of the ``passages`` table: without the shingles of
     those passages, the representative and its first removed member have a Jaccard below
     ``threshold``."""
-    frequent: set[str] = set()
-    for (text,) in connection.execute(f"select passage from {passages}").fetchall():
-        frequent.update(_shingles(tokenize(text, shingling.unit), shingling.size, shingling.unit))
+    found = [text for (text,) in connection.execute(f"select passage from {passages}").fetchall()]
+    frequent = set(passage_shingles(found, shingling.size, shingling.unit))
     pairs = connection.execute(
         f"""
         select c.cluster_id, c.cluster_size, c.representative_doc_id, c.doc_id, r.body, d.body

@@ -1,6 +1,6 @@
 """The input columns a keep policy (``keep_rule.py``) orders by: checked against the documents
-table, and typed once over all of it, so every path and engine compares them alike. A CSV's or a
-JSONL file's columns are text; a text column whose every non-empty value reads as a number is
+table, and typed once over all of it, so every path and engine compares them alike. A CSV's
+columns are text; a text column whose every non-empty value reads as a number is
 compared as numbers (``"10" > "9"``), one whose every value reads as a date as dates, any other as
 text. An empty value is null, which sorts last."""
 
@@ -34,8 +34,10 @@ def typed_policy(connection: duckdb.DuckDBPyConnection, policy: KeepPolicy, docu
             if kind is None:
                 raise SettingsError(
                     f"keep orders by {rule.column!r}, which the documents table does not have. Its columns: "
-                    f"{', '.join(sorted(types))}. Name one of them, or an input column: a CSV or Parquet "
-                    "column, or a JSONL field, is a documents column under its own name"
+                    f"{', '.join(sorted(types))}. Name one of them: a CSV or Parquet column of the input is a "
+                    "documents column under its own name (a JSONL file's fields are only those `fields` maps)"
+                    if rule.column != "body"
+                    else "keep cannot order by body, the text itself: use longest or shortest to keep by length"
                 )
             if any(mark in kind.upper() for mark in _UNORDERED):
                 raise SettingsError(
@@ -67,8 +69,11 @@ def _text_kind(connection: duckdb.DuckDBPyConnection, column: str, documents: li
 
 
 def prepared(policy: KeepPolicy, members: pa.Table) -> pa.Table:
-    """``members`` with the policy's input columns as its rules compare them, for an engine that
-    read them raw (the ray engine); DuckDB queries select them so (``KeepPolicy.select_list``)."""
+    """``members`` with the policy's input columns, read raw under their own names, as its rules
+    compare them, each under its field: for an engine that reads them so (the ray engine); DuckDB
+    queries select them so (``KeepPolicy.select_list``)."""
+    for rule in policy.input_columns:
+        members = members.append_column(rule.field, members[rule.column])
     typed = [rule for rule in policy.input_columns if rule.as_type]
     if not typed:
         return members

@@ -191,7 +191,7 @@ class KeepPolicy:
         columns = []
         for rule in self.rules:
             if rule.entry != PREFER_DOMAINS:
-                columns.append((rule.label, members[rule.field], rule.descending))
+                columns.append((rule.label, _comparable(members[rule.field]), rule.descending))
             elif self.prefer_domains:  # an empty list decides nothing
                 columns.append((PREFER_DOMAINS, domain_preference(members["domain"], self.prefer_domains), False))
         return columns + [("doc_id", members["doc_id"], False)]
@@ -245,14 +245,25 @@ def _same_order(one: KeepRule, other: KeepRule) -> bool:
     return one.field == other.field
 
 
+def _comparable(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Values as the rule compares them: a NaN is null (missing, last), as no order holds it."""
+    if pa.types.is_floating(values.type):
+        return pc.if_else(pc.is_nan(values), pa.scalar(None, values.type), values)
+    return values
+
+
 def _same(left: pa.Array, right: pa.Array) -> np.ndarray:
     """Equal, or both null."""
     both_null = pc.and_(pc.is_null(left), pc.is_null(right))
+    if pa.types.is_null(left.type):  # a column of nulls alone (rows made in Python)
+        return both_null.to_numpy(zero_copy_only=False)
     return pc.or_(both_null, pc.fill_null(pc.equal(left, right), False)).to_numpy(zero_copy_only=False)
 
 
 def _first(left: pa.Array, right: pa.Array, descending: bool) -> np.ndarray:
     """Whether ``left`` sorts before ``right`` in that direction, nulls last."""
+    if pa.types.is_null(left.type):
+        return np.zeros(len(left), dtype=bool)
     before = pc.greater(left, right) if descending else pc.less(left, right)
     only_left = pc.and_(pc.is_valid(left), pc.is_null(right))
     return pc.or_(pc.fill_null(before, False), only_left).to_numpy(zero_copy_only=False)
@@ -261,7 +272,10 @@ def _first(left: pa.Array, right: pa.Array, descending: bool) -> np.ndarray:
 def _shown(values: pa.Array) -> pa.Array:
     """Values as a reason shows them: a date in ISO 8601, text quoted, a null as ``null``."""
     if pa.types.is_timestamp(values.type):
-        text = pc.strftime(pc.cast(values, pa.timestamp("s"), safe=False), format="%Y-%m-%dT%H:%M:%S")
+        seconds = pc.strftime(pc.cast(values, pa.timestamp("s"), safe=False), format="%Y-%m-%dT%H:%M:%S")
+        fraction = pc.not_equal(pc.cast(values, pa.timestamp("s"), safe=False), values)
+        # the fraction where there is one: two crawls a second apart or less still read apart
+        text = pc.if_else(pc.fill_null(fraction, False), pc.strftime(values, format="%Y-%m-%dT%H:%M:%S"), seconds)
     elif pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         text = pc.binary_join_element_wise("'", pc.cast(values, pa.string()), "'", "")
     else:

@@ -10,12 +10,32 @@ import numpy as np
 import pyarrow as pa
 
 from . import kernels
+from .errors import SettingsError
 from .text import NO_IGNORED, Shingling, kernel_text, normalize_text, token_shingles, tokenize
+
+
+def checked_passages(passages: list[str], size: int, unit: str) -> None:
+    """Refuse, saying what to write, an ``ignored_passages`` that would leave nothing out: not a
+    list of texts, or a passage shorter than a shingle, whose one shingle only a document that
+    is nothing else has."""
+    if not isinstance(passages, (list, tuple)) or not all(isinstance(passage, str) for passage in passages):
+        raise SettingsError(
+            f'ignored_passages must be a list of passages, e.g. ["Copyright 2026 Example Inc. All rights '
+            f'reserved. Terms of use and privacy"], got {passages!r}'
+        )
+    for index, passage in enumerate(passages):
+        tokens = len(tokenize(normalize_text(passage), unit))
+        if tokens < size:
+            raise SettingsError(
+                f"ignored_passages[{index}] has {tokens} {unit} tokens, fewer than shingle_size ({size}), so it "
+                "would leave out nothing a longer document has: give the whole passage, as boilerplate.csv shows it"
+            )
 
 
 def passage_shingles(passages: list[str], size: int, unit: str) -> tuple[str, ...]:
     """The shingles of ``passages`` (each normalized and shingled as a body is), sorted: what
-    ``ignored_passages`` leaves out of every document."""
+    ``ignored_passages`` leaves out of every document; refused where they cannot be."""
+    checked_passages(passages, size, unit)
     shingles = set()
     for passage in passages:
         shingles |= token_shingles(tokenize(normalize_text(passage), unit), size, unit)

@@ -142,9 +142,10 @@ def clusters(
     representative; every other document its own cluster. In input order. (Joins with a side of
     no rows are left out, as in candidate_pairs.)"""
     partitions = tables.partitions
-    keep_columns = {rule.column: rule.field for rule in params.keep.input_columns}
-    meta = tables.read("documents", ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION, *keep_columns])
-    meta = (renamed(meta, keep_columns) if keep_columns else meta).join(
+    read = ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]
+    # the keep policy's columns as read; prepared() gives each its rule's field
+    read += sorted({rule.column for rule in params.keep.input_columns} - set(read))
+    meta = tables.read("documents", read).join(
         tables.read("fingerprinted", ["doc_id", "token_count", "shingle_count"]), "inner", partitions, on=("doc_id",)
     )
 

@@ -208,7 +208,7 @@ def _reasons(compared: list[tuple[dict, dict]], keep: KeepPolicy) -> pa.Array:
     return pa.array(
         [
             reason if reason is not None or row is representative
-            else f"kept earlier: {representative['doc_id']} of batch {representative['batch_key']} stays kept"
+            else f"kept earlier: {representative['doc_id']} of batch {representative.get('batch_key')} stays kept"
             for reason, (row, representative) in zip(reasons.to_pylist()[: len(compared)], compared)
         ],
         pa.string(),
