@@ -22,8 +22,8 @@ pytestmark = pytest.mark.ray
 
 @pytest.mark.slow
 def test_the_whole_graph_on_two_one_cpu_nodes_gives_the_duckdb_release(ray_cluster, tmp_path):
-    # 50,000 documents stalled in scored_pairs on two one-CPU nodes before every read took one
-    # block per file (docs/scale-out.md); a stall now fails the step instead of passing the test
+    # 50,000 documents stalled in scored_pairs on two one-CPU nodes with 2 GB object stores before
+    # every read took one block per file (docs/scale-out.md); a stall now fails the step
     corpus = tmp_path / "corpus.parquet"
     generate(50_000, corpus)
     _assert_same_release(*run_both(tmp_path, corpus, num_perm=128, rows_per_band=8))
