@@ -58,6 +58,13 @@ class EngineResource(ConfigurableResource):
         "as on engine duckdb) while there are at most this many edges; above it, large-star / "
         "small-star rounds on the cluster. 0: always on the cluster.",
     )
+    stall_timeout_s: float = Field(
+        default=DEFAULTS.stall_timeout_s,
+        ge=0,
+        description="A ray step whose Ray Data execution makes no progress (no task finishes, no "
+        "block moves between operators) for this many seconds fails, naming the operators that "
+        "wait, the CPUs they hold and need, and the cluster's free CPUs. 0: wait forever.",
+    )
     compare_up_to_documents: int = Field(
         default=200_000,
         ge=0,
@@ -83,5 +90,6 @@ class EngineResource(ConfigurableResource):
             shuffle_partitions=self.shuffle_partitions,
             shuffle=self.shuffle,
             components_on_driver_up_to_edges=self.components_on_driver_up_to_edges,
+            stall_timeout_s=self.stall_timeout_s,
         )
         return engines.for_settings(settings, database, self._session, cluster)

@@ -26,6 +26,7 @@ from .ray_sketch import documents, fingerprint
 from .ray_tables import RayTables
 from .ray_verify import duplicate_pairs, scored_pairs
 from .session import cluster_cpus, cluster_object_store, ray_session, use_disk_shuffle
+from .stall import watch_stalls
 
 
 class RayStepsEngine:
@@ -78,4 +79,5 @@ def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack) 
     documents = table_bytes(root, "documents")
     plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
     use_disk_shuffle(plan.disk)
+    watch_stalls(cluster.stall_timeout_s)
     return RayStepsEngine(RayTables(root, plan.partitions), cluster.components_on_driver_up_to_edges)

@@ -71,14 +71,15 @@ class RayTables:
     root: Path
     partitions: int
 
-    def read(self, table: str, columns: list[str] | None = None, *, block_per_file: bool = False) -> ray.data.Dataset:
-        """``table`` as a dataset. ``block_per_file`` reads each file as one block: Ray Data
-        otherwise splits a read of fewer files than its target parallelism into more blocks,
-        and a split read is never fused with the map after it, so on nodes of one CPU the
-        read tasks can hold every CPU while the map that would drain them waits for one."""
+    def read(self, table: str, columns: list[str] | None = None) -> ray.data.Dataset:
+        """``table`` as a dataset, each file one block. Ray Data otherwise splits a read of fewer
+        files than its target parallelism into more blocks per task, and such a task pauses,
+        holding its CPU, while two of its blocks wait to be taken: on nodes of one CPU the read
+        tasks held every CPU while the join or map that would take their blocks waited for one
+        (scored_pairs at 50,000 documents, docs/scale-out.md)."""
         folder = table_folder(self.root, table)
-        blocks = {"override_num_blocks": len(list(folder.glob("*.parquet")))} if block_per_file else {}
-        return ray.data.read_parquet(str(folder), columns=columns, **blocks)
+        files = len(list(folder.glob("*.parquet")))
+        return ray.data.read_parquet(str(folder), columns=columns, override_num_blocks=files)
 
     def write(self, table: str, dataset: ray.data.Dataset, schema: pa.Schema) -> None:
         """Write ``dataset`` as ``table`` with exactly ``schema`` (joins widen strings to large
@@ -180,7 +181,7 @@ class AtPositions:
             return keys
 
         # whole blocks: one fetch of the keys per block, not per batch of rows
-        return arrow_map(tables.read(table, [*columns, POSITION], block_per_file=True), join, batch_size=None)
+        return arrow_map(tables.read(table, [*columns, POSITION]), join, batch_size=None)
 
 def ordered_pairs(left: pa.ChunkedArray, right: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
     swap = pc.greater(left, right)
