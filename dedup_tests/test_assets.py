@@ -158,7 +158,8 @@ def test_threshold_change_rematerializes_downstream_without_fingerprinting(runne
     result = runner.run(FIXTURE, selection="scored_pairs*", jaccard_threshold=0.95)
     assert result.success
     assert _materialized(result) == {
-        "scored_pairs", "duplicate_pairs", "clusters", "template_clusters", "deduped_documents", "manifest", "recall_audit",
+        "scored_pairs", "duplicate_pairs", "clusters", "boilerplate", "template_clusters", "deduped_documents", "manifest",
+        "recall_audit",
         "evaluation",
     }
     assert runner.table("fingerprinted").equals(fingerprints_before)

@@ -82,6 +82,9 @@ def test_full_run_then_single_asset_rerun(cli_env):
         "scurve.png",
         "jaccard_histogram.png",
         "cluster_sizes.png",
+        "boilerplate.csv",
+        "template_clusters.csv",
+        "boilerplate.png",
     }
     with duckdb.connect(cli_env["DEDUP_DATABASE"], read_only=True) as connection:
         assert connection.execute("select count(*) from dedup.deduped_documents").fetchone()[0] == 12

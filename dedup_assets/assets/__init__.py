@@ -13,12 +13,12 @@ from .scoring import duplicate_pairs, scored_pairs
 PIPELINE_ASSETS = [
     documents,
     fingerprinted,
-    boilerplate,
     band_memberships,
     candidate_pairs,
     scored_pairs,
     duplicate_pairs,
     clusters,
+    boilerplate,
     template_clusters,
     deduped_documents,
     manifest,

@@ -35,12 +35,12 @@ PIPELINE_TABLES = (
     "documents",
     "rejected_documents",
     "fingerprinted",
-    "boilerplate",
     "band_memberships",
     "candidate_pairs",
     "scored_pairs",
     "duplicate_pairs",
     "clusters",
+    "boilerplate",
     "template_clusters",
     "deduped_documents",
     "recall_audit",
@@ -71,12 +71,12 @@ class Tables:
     documents: str
     rejected_documents: str
     fingerprinted: str
-    boilerplate: str
     band_memberships: str
     candidate_pairs: str
     scored_pairs: str
     duplicate_pairs: str
     clusters: str
+    boilerplate: str
     template_clusters: str
     deduped_documents: str
     recall_audit: str
