@@ -15,14 +15,9 @@ from .text import NO_IGNORED, Shingling, kernel_text, normalize_text, token_shin
 
 
 def checked_passages(passages: list[str], size: int, unit: str) -> None:
-    """Refuse, saying what to write, an ``ignored_passages`` that would leave nothing out: not a
-    list of texts, or a passage shorter than a shingle, whose one shingle only a document that
-    is nothing else has."""
-    if not isinstance(passages, (list, tuple)) or not all(isinstance(passage, str) for passage in passages):
-        raise SettingsError(
-            f'ignored_passages must be a list of passages, e.g. ["Copyright 2026 Example Inc. All rights '
-            f'reserved. Terms of use and privacy"], got {passages!r}'
-        )
+    """Refuse, saying what to write, an ``ignored_passages`` setting that would leave nothing out:
+    a passage shorter than a shingle, whose one shingle only a document that is nothing else has
+    (the boilerplate table's own short passages, of documents that short, are not refused)."""
     for index, passage in enumerate(passages):
         tokens = len(tokenize(normalize_text(passage), unit))
         if tokens < size:
@@ -34,8 +29,12 @@ def checked_passages(passages: list[str], size: int, unit: str) -> None:
 
 def passage_shingles(passages: list[str], size: int, unit: str) -> tuple[str, ...]:
     """The shingles of ``passages`` (each normalized and shingled as a body is), sorted: what
-    ``ignored_passages`` leaves out of every document; refused where they cannot be."""
-    checked_passages(passages, size, unit)
+    ``ignored_passages`` leaves out of every document; refused where they are not texts."""
+    if not isinstance(passages, (list, tuple)) or not all(isinstance(passage, str) for passage in passages):
+        raise SettingsError(
+            f'ignored_passages must be a list of passages, e.g. ["Copyright 2026 Example Inc. All rights '
+            f'reserved. Terms of use and privacy"], got {passages!r}'
+        )
     shingles = set()
     for passage in passages:
         shingles |= token_shingles(tokenize(normalize_text(passage), unit), size, unit)

@@ -34,7 +34,7 @@ from .setting_choices import (
 )
 from .sketch_scheme import SKETCH_SCHEME, sketch_scheme
 from .step_params import ClusterParams, HashScheme, PairLimits, SketchParams, Thresholds
-from .passages import passage_shingles
+from .passages import checked_passages, passage_shingles
 from .text import Shingling, ShingleUnit
 from .tokenizers import TOKENIZERS
 
@@ -293,6 +293,7 @@ class Settings:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise SettingsError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
         try:  # stored as the keep rule compares them, so lineage and the index see one value per rule
+            checked_passages(self.ignored_passages, self.shingle_size, self.shingle_unit)
             object.__setattr__(self, "prefer_domains", checked_domains(self.prefer_domains))
             object.__setattr__(self, "keep", [rule.entry for rule in self.keep_policy().rules])
         except ValueError as error:
