@@ -7,11 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.distributed.datasets import write_batches
 from dedup_assets.core.distributed.plan import ClusterOptions
-from dedup_assets.core.distributed.ray_tables import RayTables, arrow_map
-from dedup_assets.core.distributed.session import ray_session
-from dedup_assets.core.distributed.stall import RayStalled, watch_stalls
 from dedup_bench.corpus import generate
 
 from .conftest import require_ray
@@ -31,6 +27,12 @@ def test_the_whole_graph_on_two_one_cpu_nodes_gives_the_duckdb_release(ray_clust
 
 def test_an_execution_that_cannot_get_a_cpu_fails_naming_what_holds_them(ray_cluster, tmp_path):
     ray = require_ray()
+    # the ray engine's modules import Ray: here, so that the lean install collects this file
+    from dedup_assets.core.distributed.datasets import write_batches
+    from dedup_assets.core.distributed.ray_tables import RayTables, arrow_map
+    from dedup_assets.core.distributed.session import ray_session
+    from dedup_assets.core.distributed.stall import RayStalled, watch_stalls
+
     tables = RayTables(tmp_path / "datasets", partitions=4)
     write_batches(tables.root, "documents", [pa.record_batch({"doc_id": ["a", "b"], "body": ["x y", "y z"]})], 1)
 
