@@ -158,7 +158,8 @@ def test_threshold_change_rematerializes_downstream_without_fingerprinting(runne
     result = runner.run(FIXTURE, selection="scored_pairs*", jaccard_threshold=0.95)
     assert result.success
     assert _materialized(result) == {
-        "scored_pairs", "duplicate_pairs", "clusters", "boilerplate", "template_clusters", "deduped_documents", "manifest",
+        "scored_pairs", "duplicate_pairs", "reference_matches", "clusters", "boilerplate", "template_clusters",
+        "deduped_documents", "manifest",
         "recall_audit",
         "evaluation",
     }
@@ -263,7 +264,7 @@ def test_same_input_gives_byte_identical_release_files(tmp_path, cluster_mode):
     first.run(HARD_FIXTURE, cluster_mode=cluster_mode)
     second.run(HARD_FIXTURE, cluster_mode=cluster_mode)
     files = sha256_of_files(first.output_dir)
-    assert len(files) == 22 and "deduped_documents/part-00000.parquet" in files
+    assert len(files) == 23 and "deduped_documents/part-00000.parquet" in files
     assert files == sha256_of_files(second.output_dir)
     assert {output["file"]: output["sha256"] for output in first.manifest()["outputs"]} == {
         name: sha256 for name, sha256 in files.items() if name != "manifest.json"

@@ -85,6 +85,7 @@ def test_full_run_then_single_asset_rerun(cli_env):
         "boilerplate.csv",
         "template_clusters.csv",
         "boilerplate.png",
+        "reference_matches.csv",
     }
     with duckdb.connect(cli_env["DEDUP_DATABASE"], read_only=True) as connection:
         assert connection.execute("select count(*) from dedup.deduped_documents").fetchone()[0] == 12

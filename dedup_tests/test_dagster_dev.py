@@ -158,8 +158,8 @@ def test_ui_shows_the_graph_and_materializes_it(dagster_dev):
     assert sorted(n["assetKey"]["path"][-1] for n in nodes) == sorted(
         [
             "documents", "rejected_documents", "fingerprinted", "band_memberships", "candidate_pairs", "scored_pairs",
-            "duplicate_pairs", "clusters", "deduped_documents", "manifest", "recall_audit", "evaluation",
-            "boilerplate", "template_clusters",
+            "duplicate_pairs", "reference_matches", "clusters", "deduped_documents", "manifest", "recall_audit",
+            "evaluation", "boilerplate", "template_clusters",
         ]
     )
     assert all(n["description"] for n in every_node)

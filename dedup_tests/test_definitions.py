@@ -26,6 +26,7 @@ ASSETS = {
     "candidate_pairs",
     "scored_pairs",
     "duplicate_pairs",
+    "reference_matches",
     "clusters",
     "template_clusters",
     "deduped_documents",

@@ -46,7 +46,8 @@ def test_library_runner_writes_the_asset_graphs_release(runner, tmp_path, source
 
     graph, library = sha256_of_files(runner.output_dir), sha256_of_files(library_release)
     assert set(library) == set(graph)
-    assert "manifest.json" in graph and len(graph) == 22  # the audit's, the evaluation's, the diagnostics', the boilerplate's and the pictures included
+    # the audit's, the evaluation's, the diagnostics', the boilerplate's, the references' and the pictures included
+    assert "manifest.json" in graph and len(graph) == 23
     different = [name for name in graph if graph[name] != library[name]]
     assert not different, different
     assert result["duplicates"] == runner.manifest()["counts"]["duplicate_pair_rows"] > 0

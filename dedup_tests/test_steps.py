@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 from dedup_assets.core.cluster import build_clusters
+from dedup_assets.core.reference import no_reference_matches
 from dedup_assets.core.lsh import (
     BucketPressure,
     PairBudgetExceeded,
@@ -329,6 +330,7 @@ def _cluster_tables(connection) -> list[str]:
     ]
     _load(connection, "scored_pairs", edges)
     _load(connection, "duplicate_pairs", edges)
+    write_table(connection, "reference_matches", no_reference_matches())  # a run without references
     return [d[0] for d in documents]
 
 

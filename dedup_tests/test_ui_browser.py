@@ -40,8 +40,8 @@ CHROMIUM_ARGS = [
 UI_TIMEOUT_MS = 30_000
 GRAPH_ASSETS = [
     "documents", "rejected_documents", "fingerprinted", "band_memberships", "candidate_pairs", "scored_pairs",
-    "duplicate_pairs", "clusters", "deduped_documents", "manifest", "recall_audit", "evaluation", "boilerplate",
-    "template_clusters",
+    "duplicate_pairs", "reference_matches", "clusters", "deduped_documents", "manifest", "recall_audit", "evaluation",
+    "boilerplate", "template_clusters",
 ]
 # asset -> its metadata entries that are Markdown pictures (embedded PNG)
 PICTURES = {"scored_pairs": "jaccard_histogram", "candidate_pairs": "scurve", "clusters": "cluster_sizes"}

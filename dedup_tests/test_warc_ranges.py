@@ -231,7 +231,8 @@ def test_lineage_of_fetched_records_reaches_deduped_documents(server, tmp_path):
     runner = GraphRunner(tmp_path)
     result = runner.run(
         targets, selection=["documents", "rejected_documents", "fingerprinted", "band_memberships",
-                            "candidate_pairs", "scored_pairs", "duplicate_pairs", "clusters", "deduped_documents"],
+                            "candidate_pairs", "scored_pairs", "duplicate_pairs", "reference_matches", "clusters",
+                            "deduped_documents"],
         warc_base_url=_base_url(server), fetch_retries=2,
     )
     assert result.success

@@ -8,6 +8,7 @@ from .labelled_evaluation import evaluation
 from .fingerprinting import band_memberships, fingerprinted
 from .input_tables import documents
 from .manifest import manifest
+from .reference import reference_matches
 from .scoring import duplicate_pairs, scored_pairs
 
 PIPELINE_ASSETS = [
@@ -17,6 +18,7 @@ PIPELINE_ASSETS = [
     candidate_pairs,
     scored_pairs,
     duplicate_pairs,
+    reference_matches,
     clusters,
     boilerplate,
     template_clusters,

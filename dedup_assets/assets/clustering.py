@@ -47,7 +47,7 @@ def _describe_clusters(cursor, table: str, mode: str) -> dict:
 @asset(
     group_name=GROUP,
     kinds=KINDS | {"networkx", "sql"},
-    deps=["documents", "fingerprinted", "scored_pairs", "duplicate_pairs"],
+    deps=["documents", "fingerprinted", "scored_pairs", "duplicate_pairs", "reference_matches"],
     io_manager_key=WAREHOUSE_TABLES,
 )
 def clusters(
@@ -62,7 +62,9 @@ def clusters(
     earlier in `prefer_domains`, then the newest `crawled_at`, then the most tokens; the smallest
     `doc_id` last): `representative_rank` 1 is kept (`decision = kept_representative`), the
     others are `removed_duplicate` with `representative_doc_id` naming what replaced them and
-    `keep_reason` the rule that decided, with both values.
+    `keep_reason` the rule that decided, with both values. A document that matches a reference
+    (`reference_matches`) is `matched_reference`, in cluster `reference-` + that reference
+    document's id, which `representative_doc_id` names; it joins no component.
     `jaccard_to_representative` is each member's exact Jaccard with it; `chained` marks a member
     below the threshold, in a cluster only through other members.
     """

@@ -46,13 +46,18 @@ COLUMNS: dict[str, str] = {
     "is_duplicate": "Whether the pair is an edge: jaccard at or above jaccard_threshold",
     "reason": "Why the pair was accepted or not: jaccard_and_minhash, jaccard_match, minhash_only_rejected or below_jaccard_threshold",
     # clusters
-    "cluster_id": "The cluster: cluster- and the smallest doc_id of its first copies' component",
+    "cluster_id": "The cluster: cluster- and the smallest doc_id of its first copies' component; reference- and the reference document a matched one matches",
     "cluster_size": "Documents in the cluster",
     "representative_rank": "The document's place by the keep rule (1: kept)",
-    "representative_doc_id": "The document kept for the cluster",
-    "decision": "kept_representative or removed_duplicate",
+    "representative_doc_id": "The document kept for the cluster (for matched_reference: the reference document)",
+    "decision": "kept_representative, removed_duplicate, or matched_reference (removed: it matches a reference document)",
     "jaccard_to_representative": "Exact Jaccard with the kept document (1 for the kept one)",
     "chained": "In the cluster through others, below jaccard_threshold with the kept document",
+    # reference_matches
+    "reference": "The reference corpus, as the reference setting names it",
+    "reference_doc_id": "The reference document matched: the best exact Jaccard, the smallest doc_id on a tie",
+    "reference_source_file": "The file of the reference that holds it",
+    "reference_input_row": "Its row in that file",
     # boilerplate and template_clusters
     "passage_rank": "The passage's place, the most shared first",
     "passage": "Tokens that boilerplate shingles cover in a row, normalized and joined",

@@ -38,13 +38,20 @@ def one_representative_per_cluster(connection: duckdb.DuckDBPyConnection, cluste
         connection,
         f"""
         select cluster_id, count(*) filter (where decision = 'kept_representative') as kept
-        from {clusters} group by cluster_id having kept <> 1 order by cluster_id
+        from {clusters} where decision <> 'matched_reference'
+        group by cluster_id having kept <> 1 order by cluster_id
         """,
     )
-    total = fetch_rows(connection, f"select count(distinct cluster_id) from {clusters}")[0][0]
+    total, matched = fetch_rows(
+        connection,
+        f"select count(distinct cluster_id) filter (where decision <> 'matched_reference'), "
+        f"count(distinct cluster_id) filter (where decision = 'matched_reference') from {clusters}",
+    )[0]
+    # a reference's document, never removed, stands for its cluster of matched documents
+    references = f" (and {counted(matched, 'cluster')} of a reference document)" if matched else ""
     return check_result(
         [f"{cluster_id} has {counted(kept, 'representative')}" for cluster_id, kept in wrong],
-        f"{counted(total, 'cluster')}, one representative each",
+        f"{counted(total, 'cluster')}, one representative each{references}",
     )
 
 
@@ -56,7 +63,7 @@ def representatives_account_for_input(
         f"""
         select (select count(*) from {documents}),
                (select count(*) from {deduped}),
-               (select count(*) from {clusters} where decision = 'removed_duplicate')
+               (select count(*) from {clusters} where decision in ('removed_duplicate', 'matched_reference'))
         """,
     )[0]
     mismatched = fetch_rows(

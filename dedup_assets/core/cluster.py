@@ -44,8 +44,11 @@ def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa
     first copy (``first_copies``), so the graph holds one node per distinct text and the other
     edges with copies, which connect nothing more, are never read. Documents without an edge are
     left out; the clusters query makes them singletons."""
+    # a document that matches a reference (reference_matches) is removed for it, and joins nothing
     edges = connection.execute(
-        f"select left_doc_id, right_doc_id from {tables.duplicate_pairs} where found_by = 'lsh'"
+        f"select left_doc_id, right_doc_id from {tables.duplicate_pairs} where found_by = 'lsh' "
+        f"and left_doc_id not in (select doc_id from {tables.reference_matches}) "
+        f"and right_doc_id not in (select doc_id from {tables.reference_matches})"
     ).fetchall()
     connection.register("lsh_components", edge_components(edges).rename_columns(["doc_id", "component"]))
     # a content_hash pair has Jaccard 1, so every one is an edge too: read them there
@@ -67,7 +70,8 @@ def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa
             )
             select doc_id, min(doc_id) over (partition by component) as root_doc_id, text_doc_id
             from members
-            """
+            where doc_id not in (select doc_id from {reference_matches})
+            """.format(reference_matches=tables.reference_matches)
         ).to_arrow_table()
     finally:
         connection.unregister("lsh_components")
@@ -295,12 +299,32 @@ def build_clusters(
     (chained), its decision. Progress goes to ``log``."""
     params = typed_params(connection, params, tables)
     members = star_members(connection, tables, component_roots(connection, tables), params, log)
+    members = members.append_column("reference", pa.nulls(members.num_rows, pa.string()))
+    members = pa.concat_tables([members, _matched(connection, tables).cast(members.schema)])
     decided = member_decision_sql("(" + sql("clusters", tables) + ")")
     return TableBuild(
-        sql=f"select * exclude (document_position) from ({decided}) order by document_position",
+        sql=(
+            "select * exclude (document_position, reference) "
+            "replace (if(reference is null, decision, 'matched_reference') as decision) "
+            f"from ({decided}) order by document_position"
+        ),
         arrow_inputs={"star_members": members},
         params=[params.threshold],
     )
+
+
+def _matched(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
+    """The documents that match a reference, as star_members' rows: the reference document
+    stands where a representative would, ranked ahead of them (it is never removed)."""
+    return connection.sql(
+        f"""
+        select doc_id, reference_doc_id as representative_doc_id, 2::bigint as representative_rank,
+               jaccard as jaccard_to_representative,
+               'matches ' || reference_doc_id || ' of reference ' || reference || ', which is never removed' as keep_reason,
+               reference
+        from {tables.reference_matches}
+        """
+    ).to_arrow_table()
 
 
 def build_deduped_documents(tables: Tables) -> TableBuild:

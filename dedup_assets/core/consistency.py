@@ -14,6 +14,7 @@ import duckdb
 
 from .capabilities import REFERENCE
 from .cluster import build_clusters, build_deduped_documents
+from .reference import no_reference_matches
 from .pipeline import run_core_steps
 from .settings import Settings
 from .store import TableBuild, write_table
@@ -35,6 +36,8 @@ def engine_differences(
         # a table, in input order: the DuckDB steps find first copies by row order
         write_table(connection, scratch.documents, TableBuild(sql=f"select * from {tables.documents}"))
         run_core_steps(connection, scratch, duckdb_settings, log)
+        # an engine that runs references is the one compared with: none are matched here
+        write_table(connection, scratch.reference_matches, no_reference_matches())
         write_table(connection, scratch.clusters, build_clusters(connection, scratch, duckdb_settings.cluster_params()))
         write_table(connection, scratch.deduped_documents, build_deduped_documents(scratch))
         return {

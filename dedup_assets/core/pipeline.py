@@ -27,6 +27,7 @@ from .incremental.index_reports import batch_release_queries
 from .incremental.index_tables import IndexTables
 from .lsh import BucketPressure
 from .publish import publish_batch_release, publish_release
+from .reference import match_references
 from .setting_lineage import value_sources
 from .setting_choices import DEFAULT_DUCKDB_MEMORY
 from .settings import Settings
@@ -119,6 +120,8 @@ def run_library(
         with stage("documents"):
             ingested = steps.ingest(run(), Path(input_path))
         pressure = run_core_steps(connection, tables, settings, log, stage, engine_for=engine).pressure
+        with stage("reference"):
+            match_references(run(), database_path, duckdb_memory)
         with stage("cluster"):
             steps.clusters(run())
             steps.deduped_documents(run())

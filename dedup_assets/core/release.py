@@ -30,7 +30,8 @@ from .setting_choices import DEFAULT_COMPRESSION
 from .settings import Settings
 from .streams import Progress, ThroughputLog
 from .summary import reason_counts, rejected_by_reason, run_counts
-from .tables import HOT_BUCKETS, Tables, beside, sql
+from .store import read_lineage
+from .tables import HOT_BUCKETS, REFERENCES, Tables, beside, sql
 
 SUMMARY_FILE = "candidate_summary.csv"
 HOT_BUCKETS_FILE = "hot_buckets.csv"
@@ -75,6 +76,7 @@ def release_queries(tables: Tables, signatures: bool = True) -> dict[str, str]:
         "scored_pairs.parquet": f"select * from {tables.scored_pairs}",
         "duplicate_pairs.csv": f"select * from {tables.duplicate_pairs}",
         "clusters.csv": f"select * from {tables.clusters} order by cluster_id, representative_rank",
+        "reference_matches.csv": f"select * from {tables.reference_matches}",
         "cluster_inspection.csv": sql("cluster_inspection", tables),
         "boilerplate.csv": f"select * from {tables.boilerplate} order by passage_rank",
         "template_clusters.csv": f"select * from {tables.template_clusters} order by cluster_size desc, cluster_id",
@@ -146,6 +148,11 @@ def manifest_entries(
             # an input folder's files that no reader reads, not read
             "skipped_files": list(input_file.skipped),
         },
+        # each reference the input was deduplicated against: its documents and input's sha256
+        "references": [
+            {key: value for key, value in entry.items() if key != "index"}
+            for entry in read_lineage(cursor, tables.reference_matches).get(REFERENCES, [])
+        ],
         "versions": library_versions(),
         "counts": counts,
         "pair_reasons": reason_counts(cursor, tables.scored_pairs),

@@ -27,6 +27,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     # it decides none, and a change of it rebuilds nothing)
     "candidate_pairs": ("hot_buckets", "hot_bucket_limit"),
     "scored_pairs": ("jaccard_threshold", "signature_overlap_threshold"),
+    "reference_matches": ("reference",),
     "clusters": ("cluster_mode", "keep", "prefer_domains"),
     # template_clusters reads boilerplate's passages and the clusters: nothing of its own
     "evaluation": ("labels_path",),  # a file location, like input_path: the resource's, not Settings'

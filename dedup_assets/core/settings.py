@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
-from .capabilities import CAPABILITIES
+from .capabilities import CAPABILITIES, engine_refusal
 from .errors import SettingsError
 from .input_settings import FetchSettings, InputPolicy, SourceFormat
 from .keep_rule import DEFAULT_KEEP, KeepPolicy, checked_domains
@@ -194,6 +194,14 @@ class Settings:
         "news.example.com), regardless of case; unlisted domains come after every listed one.",
         factory=list,
     )
+    reference: list[str] = _setting(
+        "verify",
+        "Corpora the input is deduplicated against, never removed or rewritten: inputs in any supported "
+        "format (each fingerprinted once into an index beside the database, reused while it is as it "
+        "was), or such an index (.duckdb). A document that matches one is removed, naming the "
+        "reference document and the score (reference_matches). Empty: none.",
+        factory=list,
+    )
     auto_bands: bool = _setting(
         "lsh",
         "Choose the LSH bands and rows (bands x rows <= num_perm) that minimize the weighted "
@@ -301,17 +309,11 @@ class Settings:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise SettingsError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        if not CAPABILITIES[self.engine].star_clusters and self.cluster_mode != "components":
-            raise SettingsError(
-                "cluster_mode star runs on engine duckdb only: its rounds compare whole components "
-                "on one node. Use cluster_mode components with engine ray (the chained members are "
-                "still flagged), or engine duckdb."
-            )
-        if not CAPABILITIES[self.engine].skip_hot_buckets and self.hot_buckets == "skip":
-            raise SettingsError(
-                "hot_buckets skip runs on engine duckdb only. Use engine duckdb, or hot_buckets "
-                "refuse (the default) with engine ray."
-            )
+        refusal = engine_refusal(self.engine, self.cluster_mode, self.hot_buckets, self.reference)
+        if refusal:
+            raise SettingsError(refusal)
+        if isinstance(self.reference, str) or not all(isinstance(r, str) and r.strip() for r in self.reference):
+            raise SettingsError(f'reference must be a list of inputs, e.g. ["corpus.parquet"], got {self.reference!r}')
         if self.batch_size > MAX_BATCH_SIZE:
             raise SettingsError(f"batch_size must be at most {MAX_BATCH_SIZE:,}, got {self.batch_size:,}")
 

@@ -196,17 +196,21 @@ class _Source:
 
 
 def _schema_and_name(table: str) -> tuple[str, str]:
-    return tuple(table.split(".")) if "." in table else ("main", table)
+    """(``[catalog.]schema``, name) of ``[[catalog.]schema.]name``."""
+    schema, _, name = table.rpartition(".")
+    return schema or "main", name
 
 
 def table_exists(connection: duckdb.DuckDBPyConnection, table: str, kind: str | None = None) -> bool:
-    """Whether ``schema.name`` exists (as a ``"BASE TABLE"`` or ``"VIEW"`` when ``kind`` is given)."""
+    """Whether ``[[catalog.]schema.]name`` exists (as a ``"BASE TABLE"`` or ``"VIEW"`` when
+    ``kind`` is given), in the catalog named (an attached database), else in any."""
     schema, name = _schema_and_name(table)
+    catalog, _, schema = schema.rpartition(".")
     return bool(
         connection.execute(
-            "select count(*) from information_schema.tables where table_schema = ? and "
-            "table_name = ? and (? is null or table_type = ?)",
-            [schema, name, kind, kind],
+            "select count(*) from information_schema.tables where table_catalog = coalesce(?, table_catalog) "
+            "and table_schema = ? and table_name = ? and (? is null or table_type = ?)",
+            [catalog or None, schema, name, kind, kind],
         ).fetchall()[0][0]
     )
 

@@ -63,6 +63,11 @@ def run_counts(
         "representative_rows": counts["representative_rows"],
         "removed_document_rows": documents - counts["representative_rows"],
         "retained_ratio": round(counts["representative_rows"] / documents, 4) if documents else 0.0,
+        # where each document stands: it matches a reference (reference_matches), shares a cluster
+        # with another input document, or neither
+        "reference_matched_rows": counts["reference_matched_rows"],
+        "within_input_duplicate_rows": counts["within_input_duplicate_rows"],
+        "unique_document_rows": documents - counts["reference_matched_rows"] - counts["within_input_duplicate_rows"],
     }
 
 

@@ -30,7 +30,9 @@ SCHEMA = "dedup"  # where the pipeline's tables live in the database
 #    its exact copies are a copy group (fingerprinted, band_memberships and the pairs change).
 # 10: clusters name each removed member's keep_reason (the keep policy's rule and both values);
 #     boilerplate and template_clusters are new.
-TABLE_LAYOUT = 10
+# 11: reference_matches is new, and a document that matches a reference is in clusters as
+#     matched_reference.
+TABLE_LAYOUT = 11
 PIPELINE_TABLES = (
     "documents",
     "rejected_documents",
@@ -39,6 +41,7 @@ PIPELINE_TABLES = (
     "candidate_pairs",
     "scored_pairs",
     "duplicate_pairs",
+    "reference_matches",
     "clusters",
     "boilerplate",
     "template_clusters",
@@ -62,6 +65,8 @@ READ_IN_PLACE = "input_read_in_place"
 INPUT_SKIPPED_FILES = "input_skipped_files"
 # the documents lineage entry with each input file's stamp before it was hashed (InputFile.stamps)
 INPUT_STAMPS = "input_stamps"
+# the reference_matches lineage entry (and manifest.json's) naming each reference and its input
+REFERENCES = "references"
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ class Tables:
     candidate_pairs: str
     scored_pairs: str
     duplicate_pairs: str
+    reference_matches: str
     clusters: str
     boilerplate: str
     template_clusters: str

@@ -165,5 +165,11 @@ def index_settings(settings: Settings) -> dict:
             "the batches with hot_buckets 'refuse', or the one-shot graph over the batch folder "
             "(DEDUP_INPUT) with hot_buckets 'skip'."
         )
+    if settings.reference:
+        raise SettingsError(
+            "reference applies to the one-shot graph only: a batch is deduplicated against the "
+            "index of the earlier batches, which holds no reference. Run the batches without "
+            "reference, or the one-shot graph over the batch folder (DEDUP_INPUT) with it."
+        )
     values = {**settings.as_dict(), **settings.derived(), "table_layout": INDEX_LAYOUT}
     return {name: values[name] for name in INDEX_SETTINGS}

@@ -2,18 +2,21 @@
 -- star_members gives them (doc_id, representative_doc_id, representative_rank,
 -- jaccard_to_representative, keep_reason), named by its smallest doc_id; everything else is its own cluster,
 -- and its representative. star_members ranked each cluster's members by the keep rule
--- (core/keep_rule.py); sql/member_decision.sql then decides on every member.
+-- (core/keep_rule.py); sql/member_decision.sql then decides on every member. A document that
+-- matches a reference (star_members' reference is set) is in the cluster of that reference
+-- document, which no input row holds: build_clusters decides it matched_reference.
 -- Rows are stored in input order (fingerprinted's rowid, which follows documents: input files in
 -- order, rows in file order; documents may be a view, which has no rowid), so the two line up
 -- position by position.
 with stars as (
   select
     doc_id,
-    min(doc_id) over (partition by representative_doc_id) as root_doc_id,
+    min(doc_id) over (partition by reference, representative_doc_id) as root_doc_id,
     representative_doc_id,
     representative_rank,
     jaccard_to_representative,
-    keep_reason
+    keep_reason,
+    reference
   from star_members
 ),
 membership as (
@@ -22,13 +25,16 @@ membership as (
     f.rowid as document_position,
     d.source_file,
     d.input_row,
-    'cluster-' || coalesce(s.root_doc_id, d.doc_id) as cluster_id,
+    -- matched to a reference (reference_matches): the cluster of that reference document's matches
+    if(s.reference is null, 'cluster-' || coalesce(s.root_doc_id, d.doc_id), 'reference-' || s.representative_doc_id)
+      as cluster_id,
     d.crawled_at,
     f.token_count,
     coalesce(s.representative_rank, 1) as representative_rank,
     coalesce(s.representative_doc_id, d.doc_id) as representative_doc_id,
     s.jaccard_to_representative,
-    s.keep_reason
+    s.keep_reason,
+    s.reference
   from {documents} d
   join {fingerprinted} f on f.doc_id = d.doc_id
   left join stars s on s.doc_id = d.doc_id
@@ -45,5 +51,6 @@ select
   representative_doc_id,
   jaccard_to_representative,
   keep_reason,
-  document_position
+  document_position,
+  reference
 from membership

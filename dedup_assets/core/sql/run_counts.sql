@@ -22,4 +22,7 @@ select
   (select count(*) filter (where cluster_size = 1) from {clusters}) as singleton_cluster_rows,
   (select coalesce(max(cluster_size), 0) from {clusters}) as max_cluster_size,
   (select count(*) filter (where chained) from {clusters}) as chained_member_rows,
-  (select count(*) filter (where representative_rank = 1) from {clusters}) as representative_rows
+  (select count(*) filter (where representative_rank = 1) from {clusters}) as representative_rows,
+  (select count(*) filter (where decision = 'matched_reference') from {clusters}) as reference_matched_rows,
+  (select count(*) filter (where decision <> 'matched_reference' and cluster_size > 1) from {clusters})
+    as within_input_duplicate_rows
