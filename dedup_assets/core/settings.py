@@ -403,9 +403,7 @@ class Settings:
 
     def signatures_released(self, documents: int) -> bool:
         """Whether the release's fingerprinted.parquet has the signature column."""
-        if self.release_signatures is None:
-            return documents <= SIGNATURES_RELEASED_UP_TO
-        return self.release_signatures
+        return documents <= SIGNATURES_RELEASED_UP_TO if self.release_signatures is None else self.release_signatures
 
     def derived(self) -> dict:
         """The LSH bands in use: what rows_per_band, or auto_bands with the threshold, came to; and
