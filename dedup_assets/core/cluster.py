@@ -17,6 +17,7 @@ import gc
 from dataclasses import replace
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 import duckdb
 import numpy as np
@@ -35,6 +36,9 @@ from .text import Shingling
 from .jaccard import shingle_sets
 from .verify import ensure_memory, first_copies
 from .tables import Tables, sql, sql_over
+
+
+Node = TypeVar("Node")
 
 
 def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
@@ -92,17 +96,23 @@ def decided_members(members: pa.Table, threshold: float) -> pa.Table:
         return connection.sql(member_decision_sql("members"), params=[threshold]).to_arrow_table()
 
 
-def edge_components(edges: Iterable[tuple[str, str]]) -> pa.Table:
-    """``doc_id``, ``root_doc_id``: every document of an edge and the smallest doc_id of its
-    connected component (networkx, in this process)."""
-    members, roots = [], []
+def connected_components(edges: Iterable[tuple[Node, Node]]) -> list[list[Node]]:
+    """The connected components of the graph of ``edges``, each sorted, in the order of their
+    smallest nodes: the one place a graph is clustered in this process (networkx), for one-shot
+    runs and incremental batches alike (the ray engine's are ``distributed/components.py``)."""
     with _collector_paused():
         import networkx as nx  # here: its import alone takes half a second of every run's start
 
-        for component in nx.connected_components(nx.Graph(edges)):
-            root = min(component)
-            members.extend(component)
-            roots.extend([root] * len(component))
+        return sorted((sorted(component) for component in nx.connected_components(nx.Graph(edges))), key=lambda c: c[0])
+
+
+def edge_components(edges: Iterable[tuple[str, str]]) -> pa.Table:
+    """``doc_id``, ``root_doc_id``: every document of an edge and the smallest doc_id of its
+    connected component."""
+    members, roots = [], []
+    for component in connected_components(edges):
+        members.extend(component)
+        roots.extend([component[0]] * len(component))
     return pa.table({"doc_id": pa.array(members, pa.string()), "root_doc_id": pa.array(roots, pa.string())})
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-import networkx as nx
 import numpy as np
 import pyarrow as pa
 
+from ..cluster import connected_components
 from ..keep_rule import KeepPolicy
 from ..store import TableBuild, table_exists
 from .index_tables import BRIDGE_COLUMNS, KEPT, REMOVED, IndexTables
@@ -89,10 +89,10 @@ def build_batch_clusters(
             )
         finally:
             connection.unregister("old_docs")
-    graph = nx.Graph()
-    for left, right in edges:
-        graph.add_edge(*(("doc", d) if d in new else ("cluster", old_cluster[d]) for d in (left, right)))
-    components = sorted((sorted(component) for component in nx.connected_components(graph)), key=lambda c: c[0])
+    # a new document is a node of its own; an earlier one stands for its whole cluster
+    components = connected_components(
+        tuple(("doc", d) if d in new else ("cluster", old_cluster[d]) for d in (left, right)) for left, right in edges
+    )
     affected = sorted({name for component in components for kind, name in component if kind == "cluster"})
     sizes, kept, members_of = _old_clusters(connection, tables, affected, key, start, keep)
     rows, moves, bridges, compared = [], [], [], []
