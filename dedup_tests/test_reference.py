@@ -118,6 +118,23 @@ def test_the_reference_is_fingerprinted_once_and_never_written_again(tmp_path):
     assert any(f"fingerprinting it into {index}, as {reference} changed since its index was built" in line for line in third)
 
 
+def test_a_file_added_to_a_reference_folder_fingerprints_it_again(tmp_path):
+    reference, new = _corpora(tmp_path)
+    folder = tmp_path / "reference"
+    folder.mkdir()
+    reference.rename(folder / "part-1.csv")
+    settings = Settings(reference=[str(folder)], **SURE)
+    run_library(str(new), str(tmp_path / "db.duckdb"), None, settings)
+    write_csv(folder / "part-2.csv", [document("r-twin", _words("twin"))])
+    log = []
+    run_library(str(new), str(tmp_path / "db.duckdb"), None, settings, log=log.append)
+    assert any("as files were added to it or taken from it since its index was built" in line for line in log)
+    # the new file's page is a reference document now: both twins match it
+    assert _rows(tmp_path / "db.duckdb", "select doc_id, reference_doc_id from dedup.reference_matches where reference_doc_id = 'r-twin'") == [
+        ("twin-1", "r-twin"), ("twin-2", "r-twin")
+    ]
+
+
 def test_a_named_index_of_another_scheme_is_refused_in_one_line_with_the_command_that_rebuilds_it(tmp_path):
     reference, new = _corpora(tmp_path)
     database = tmp_path / "db.duckdb"

@@ -36,8 +36,8 @@ from .engines import DuckDBEngine
 from .errors import DedupError
 from .ingest import document_bodies
 from .jaccard import pair_jaccard
-from .readers import InputFile
-from .readers.files import input_changes
+from .readers import InputError, InputFile
+from .readers.files import input_changes, input_files
 from .setting_lineage import STAGE_SETTINGS
 from .settings import Settings
 from .sketch_scheme import described_differences, scheme_differences
@@ -115,7 +115,14 @@ def _why_stale(record: dict | None, reference: str, built_with: dict) -> str | N
     input_file = InputFile(**{**record["input"], "stamps": tuple(tuple(s) for s in record["input"]["stamps"])})
     if Path(input_file.path).expanduser().resolve() != Path(reference).expanduser().resolve():
         return f"its index was built from {input_file.path}"
-    edited = [change.path for change in input_changes(input_file, record["read"].get("source_format")) if change.edited]
+    source_format = record["read"].get("source_format")
+    try:
+        now = [str(path) for path in input_files(Path(input_file.path), source_format)]
+    except InputError as error:
+        raise ReferenceError(f"reference {reference}: {error}") from None
+    if now != [stamp[0] for stamp in input_file.stamps]:
+        return "files were added to it or taken from it since its index was built"
+    edited = [change.path for change in input_changes(input_file, source_format) if change.edited]
     if edited:
         return f"{edited[0]} changed since its index was built"
     return None
