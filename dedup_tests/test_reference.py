@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.reference import ReferenceError, index_path
+from dedup_assets.core.reference_index import ReferenceError, index_path
 from dedup_assets.core.settings import Settings, SettingsError
 from dedup_assets.core.text import Shingling, document_shingles
 
@@ -31,9 +31,8 @@ def _words(prefix: str, count: int = 100) -> str:
 
 def _corpora(folder: Path) -> tuple[Path, Path]:
     """A reference of four pages (two of them one text), and new pages: an exact copy of a
-    reference page under an id the reference also uses, a near copy (J 0.96), a copy of a near
-    copy's reference page that is itself near only the new page (a chain the reference does not
-    reach), two copies of each other, and a page of its own."""
+    reference page under an id the reference also uses, a near copy (J 0.96), two copies of each
+    other, and a page of its own."""
     reference = write_csv(folder / "reference.csv", [
         document("r-a", TEXT_OF_A_HUNDRED), document("r-a-copy", TEXT_OF_A_HUNDRED),
         document("r-b", OTHER_OF_A_HUNDRED), document("shared-id", _words("ref")),
@@ -78,7 +77,7 @@ def test_new_documents_that_match_the_reference_are_removed_naming_it_and_the_ex
         row[0]: row[1:]
         for row in _rows(database, "select doc_id, cluster_id, decision, representative_doc_id, keep_reason from dedup.clusters")
     }
-    assert clusters["shared-id"][:3] == ("reference-r-a", "matched_reference", "r-a")
+    assert clusters["shared-id"][:3] == (f"reference:{reference}:r-a", "matched_reference", "r-a")
     assert clusters["shared-id"][3] == f"matches r-a of reference {reference}, which is never removed"
     # duplicates inside the new data: the default keep policy keeps the longer
     assert clusters["twin-1"][1:3] == ("removed_duplicate", "twin-2")
@@ -118,6 +117,58 @@ def test_the_reference_is_fingerprinted_once_and_never_written_again(tmp_path):
     assert any(f"fingerprinting it into {index}, as {reference} changed since its index was built" in line for line in third)
 
 
+def _long(prefix: str, count: int) -> str:
+    return " ".join(f"{prefix}{n}" for n in range(count))
+
+
+def test_a_page_near_only_a_matched_page_stays_with_the_input_and_ids_of_two_references_stay_apart(tmp_path):
+    # far-b is near near-b (J 0.73) but not near first's x (J 0.65): near-b goes for the reference, far-b stays
+    base = _long("w", 100)
+    first = write_csv(tmp_path / "first.csv", [document("x", base), document("r-quiet", "!!! ???")])
+    second = write_csv(tmp_path / "second.csv", [document("x", _long("v", 100))])
+    new = write_csv(tmp_path / "new.csv", [
+        document("near-b", base + " " + _long("e", 12)),
+        document("far-b", base + " " + _long("e", 12) + " " + _long("f", 40)),
+        document("x", _long("v", 100) + " again"),  # the input's own x matches second's x
+        document("quiet", "!!! ???"),  # no tokens: an exact copy of the reference's page
+    ])
+    for mode in ("components", "star"):
+        database = tmp_path / f"{mode}.duckdb"
+        run_library(str(new), str(database), None, Settings(reference=[str(first), str(second)], cluster_mode=mode, **SURE))
+        rows = dict(
+            (row[0], row[1:])
+            for row in _rows(database, "select doc_id, cluster_id, decision, representative_doc_id from dedup.clusters")
+        )
+        assert rows["near-b"] == (f"reference:{first}:x", "matched_reference", "x")
+        assert rows["x"] == (f"reference:{second}:x", "matched_reference", "x")
+        assert rows["quiet"] == (f"reference:{first}:r-quiet", "matched_reference", "r-quiet")
+        assert rows["far-b"] == ("cluster-far-b", "kept_representative", "far-b")
+        assert _rows(database, "select count(*), count(distinct doc_id) from dedup.clusters") == [(4, 4)]
+
+
+def test_the_input_and_reference_share_a_boilerplate_bucket_refused_or_skipped(tmp_path):
+    footer = _long("footer", 60)
+    reference = write_csv(tmp_path / "reference.csv", [document(f"r{n}", _long(f"own{n}x", 3) + " " + footer) for n in range(8)])
+    new = write_csv(tmp_path / "new.csv", [document(f"n{n}", _long(f"new{n}x", 3) + " " + footer) for n in range(4)])
+    settings = {"reference": [str(reference)], "max_bucket_size": 5, **SURE}
+    with pytest.raises(ReferenceError, match=r"LSH buckets hold the input's and the reference's texts together, more than max_bucket_size=5"):
+        run_library(str(new), str(tmp_path / "db.duckdb"), None, Settings(**settings))
+    # skipped, the shared buckets make no pairs: fewer pages match than without the limit
+    run_library(str(new), str(tmp_path / "skip.duckdb"), None, Settings(hot_buckets="skip", **settings))
+    run_library(str(new), str(tmp_path / "all.duckdb"), None, Settings(**{**settings, "max_bucket_size": 1_000}))
+    count = "select count(*) from dedup.reference_matches"
+    assert _rows(tmp_path / "skip.duckdb", count)[0][0] < _rows(tmp_path / "all.duckdb", count)[0][0] == 4
+
+
+def test_another_ignored_passages_fingerprints_the_reference_again(tmp_path):
+    reference, new = _corpora(tmp_path)
+    run_library(str(new), str(tmp_path / "db.duckdb"), None, Settings(reference=[str(reference)], **SURE))
+    log = []
+    settings = Settings(reference=[str(reference)], ignored_passages=[_words("ref")], **SURE)
+    run_library(str(new), str(tmp_path / "db.duckdb"), None, settings, log=log.append)
+    assert any("as its index was built with other settings (ignored_passages)" in line for line in log)
+
+
 def test_a_file_added_to_a_reference_folder_fingerprints_it_again(tmp_path):
     reference, new = _corpora(tmp_path)
     folder = tmp_path / "reference"
@@ -154,7 +205,8 @@ def test_a_named_index_of_another_scheme_is_refused_in_one_line_with_the_command
     assert message == (
         f"reference index {named} was fingerprinted with another sketch scheme (permutations 64 (index) vs 128 "
         "(this run), bands 16 (index) vs 32 (this run)), whose fingerprints cannot be compared with this run's. "
-        f'Re-fingerprint it: name its input, "reference": ["{reference}"], instead of the index'
+        f'Run with the settings it was built with, or name its input instead of the index, "reference": ["{reference}"], '
+        "which fingerprints it again"
     )
     # what the message says to write works
     run_library(str(new), str(database), None, Settings(reference=[str(reference)], num_perm=128, **SURE))
@@ -203,6 +255,39 @@ def _cli_run(folder: Path, new: Path, reference: Path) -> subprocess.CompletedPr
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done
+
+
+_RUN = """
+import sys
+from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.settings import Settings
+run_library(sys.argv[1], sys.argv[2], None, Settings(reference=[sys.argv[3]]), log=print)
+"""
+
+
+@pytest.mark.faults
+def test_two_runs_at_once_build_the_reference_index_once(tmp_path):
+    reference = write_csv(tmp_path / "reference.csv", [document(f"r{n}", _words(f"page{n}x")) for n in range(3_000)])
+    _, new = _corpora(tmp_path)
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RUN, str(new), str(tmp_path / f"run{n}" / "db.duckdb"), str(reference)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for n in range(2)
+    ]
+    # the two databases are in two folders: each has its own reference_indexes/, so they share
+    # none; a third run beside the first shares the first's
+    runs.append(subprocess.Popen(
+        [sys.executable, "-c", _RUN, str(new), str(tmp_path / "run0" / "other.duckdb"), str(reference)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ))
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], [err[-2000:] for _, err in outputs]
+    beside = [outputs[0][0], outputs[2][0]]
+    assert sorted("fingerprinting it into" in out for out in beside) == [False, True]  # one built it, one waited and reused it
+    assert sum("not fingerprinted again" in out for out in beside) == 1
+    assert not list((tmp_path / "run0" / "reference_indexes").glob("*.partial*"))
 
 
 @pytest.mark.slow

@@ -18,10 +18,10 @@ MIRROR_PAIRS_SHOWN = 10
 def _describe_clusters(cursor, table: str, mode: str) -> dict:
     clusters, duplicate, singleton, largest, removed, chained = cursor.execute(
         f"""
-        select count(distinct cluster_id),
-               count(distinct cluster_id) filter (where cluster_size > 1),
-               count(*) filter (where cluster_size = 1),
-               max(cluster_size),
+        select count(distinct cluster_id) filter (where decision <> 'matched_reference'),
+               count(distinct cluster_id) filter (where cluster_size > 1 and decision <> 'matched_reference'),
+               count(*) filter (where cluster_size = 1 and decision <> 'matched_reference'),
+               max(cluster_size) filter (where decision <> 'matched_reference'),
                count(*) filter (where representative_rank > 1),
                count(*) filter (where chained)
         from {table}
@@ -63,8 +63,8 @@ def clusters(
     `doc_id` last): `representative_rank` 1 is kept (`decision = kept_representative`), the
     others are `removed_duplicate` with `representative_doc_id` naming what replaced them and
     `keep_reason` the rule that decided, with both values. A document that matches a reference
-    (`reference_matches`) is `matched_reference`, in cluster `reference-` + that reference
-    document's id, which `representative_doc_id` names; it joins no component.
+    (`reference_matches`) is `matched_reference`, in cluster `reference:<reference>:<its doc_id>`,
+    which `representative_doc_id` names; it joins no component.
     `jaccard_to_representative` is each member's exact Jaccard with it; `chained` marks a member
     below the threshold, in a cluster only through other members.
     """

@@ -46,7 +46,7 @@ COLUMNS: dict[str, str] = {
     "is_duplicate": "Whether the pair is an edge: jaccard at or above jaccard_threshold",
     "reason": "Why the pair was accepted or not: jaccard_and_minhash, jaccard_match, minhash_only_rejected or below_jaccard_threshold",
     # clusters
-    "cluster_id": "The cluster: cluster- and the smallest doc_id of its first copies' component; reference- and the reference document a matched one matches",
+    "cluster_id": "The cluster: cluster- and the smallest doc_id of its first copies' component; reference:, the reference and its document for one that matches it",
     "cluster_size": "Documents in the cluster",
     "representative_rank": "The document's place by the keep rule (1: kept)",
     "representative_doc_id": "The document kept for the cluster (for matched_reference: the reference document)",

@@ -142,7 +142,8 @@ def largest_cluster_within(connection: duckdb.DuckDBPyConnection, clusters: str,
         f"""
         select cluster_id, any_value(cluster_size) as size, any_value(representative_doc_id),
                count(*) filter (where chained) as chained
-        from {clusters} where cluster_size > 1 group by cluster_id order by size desc, cluster_id limit {SHOWN}
+        from {clusters} where cluster_size > 1 and decision <> 'matched_reference'
+        group by cluster_id order by size desc, cluster_id limit {SHOWN}
         """,
     )
     size = largest[0][1] if largest else 1

@@ -163,7 +163,7 @@ def template_clusters(
         from {tables.clusters} c
         join {tables.documents} d on d.doc_id = c.doc_id
         join {tables.documents} r on r.doc_id = c.representative_doc_id
-        where c.representative_rank = 2
+        where c.representative_rank = 2 and c.decision <> 'matched_reference'
         order by c.cluster_size desc, c.cluster_id
         limit {CLUSTERS_CHECKED}
         """

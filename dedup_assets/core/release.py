@@ -149,10 +149,7 @@ def manifest_entries(
             "skipped_files": list(input_file.skipped),
         },
         # each reference the input was deduplicated against: its documents and input's sha256
-        "references": [
-            {key: value for key, value in entry.items() if key != "index"}
-            for entry in read_lineage(cursor, tables.reference_matches).get(REFERENCES, [])
-        ],
+        "references": [{k: v for k, v in e.items() if k != "index"} for e in read_lineage(cursor, tables.reference_matches).get(REFERENCES, [])],
         "versions": library_versions(),
         "counts": counts,
         "pair_reasons": reason_counts(cursor, tables.scored_pairs),

@@ -26,8 +26,8 @@ membership as (
     d.source_file,
     d.input_row,
     -- matched to a reference (reference_matches): the cluster of that reference document's matches
-    if(s.reference is null, 'cluster-' || coalesce(s.root_doc_id, d.doc_id), 'reference-' || s.representative_doc_id)
-      as cluster_id,
+    if(s.reference is null, 'cluster-' || coalesce(s.root_doc_id, d.doc_id),
+       'reference:' || s.reference || ':' || s.representative_doc_id) as cluster_id,
     d.crawled_at,
     f.token_count,
     coalesce(s.representative_rank, 1) as representative_rank,

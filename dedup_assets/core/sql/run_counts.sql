@@ -16,11 +16,14 @@ select
   (select count(*) filter (where is_exact) from {duplicate_pairs}) as exact_duplicate_pair_rows,
   (select count(*) filter (where left_domain = right_domain) from {duplicate_pairs})
     as same_domain_duplicate_pair_rows,
-  (select count(distinct cluster_id) from {clusters}) as cluster_count,
-  (select count(distinct cluster_id) filter (where cluster_size > 1) from {clusters})
+  -- the input's own clusters: a reference document's matches are counted apart
+  (select count(distinct cluster_id) filter (where decision <> 'matched_reference') from {clusters}) as cluster_count,
+  (select count(distinct cluster_id) filter (where cluster_size > 1 and decision <> 'matched_reference') from {clusters})
     as duplicate_cluster_rows,
-  (select count(*) filter (where cluster_size = 1) from {clusters}) as singleton_cluster_rows,
-  (select coalesce(max(cluster_size), 0) from {clusters}) as max_cluster_size,
+  (select count(*) filter (where cluster_size = 1 and decision <> 'matched_reference') from {clusters})
+    as singleton_cluster_rows,
+  (select coalesce(max(cluster_size) filter (where decision <> 'matched_reference'), 0) from {clusters})
+    as max_cluster_size,
   (select count(*) filter (where chained) from {clusters}) as chained_member_rows,
   (select count(*) filter (where representative_rank = 1) from {clusters}) as representative_rows,
   (select count(*) filter (where decision = 'matched_reference') from {clusters}) as reference_matched_rows,
