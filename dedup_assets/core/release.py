@@ -148,8 +148,10 @@ def manifest_entries(
             # an input folder's files that no reader reads, not read
             "skipped_files": list(input_file.skipped),
         },
-        # each reference the input was deduplicated against: its documents and input's sha256
-        "references": [{k: v for k, v in e.items() if k != "index"} for e in read_lineage(cursor, tables.reference_matches).get(REFERENCES, [])],
+        # each reference deduplicated against: its documents and its input's sha256
+        "references": [
+            {k: v for k, v in e.items() if k != "index"} for e in read_lineage(cursor, tables.reference_matches).get(REFERENCES, [])
+        ],
         "versions": library_versions(),
         "counts": counts,
         "pair_reasons": reason_counts(cursor, tables.scored_pairs),
