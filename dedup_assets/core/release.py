@@ -104,9 +104,7 @@ def candidate_summary(counts: dict, pressure: BucketPressure, settings: Settings
         "largest_bucket_size": pressure.largest_bucket_size,
         "bands": params.bands,
         "rows_per_band": params.rows_per_band,
-        "lsh_probability_at_threshold": round(
-            lsh_probability(settings.jaccard_threshold, params.bands, params.rows_per_band), 4
-        ),
+        "lsh_probability_at_threshold": round(lsh_probability(settings.jaccard_threshold, params.bands, params.rows_per_band), 4),
     }
 
 
