@@ -157,22 +157,27 @@ def template_clusters(
     ``threshold``."""
     found = [text for (text,) in connection.execute(f"select passage from {passages}").fetchall()]
     frequent = set(passage_shingles(found, shingling.size, shingling.unit))
+    if not frequent:
+        return pa.Table.from_pylist([], schema=TEMPLATE_SCHEMA)
     pairs = connection.execute(
         f"""
-        select c.cluster_id, c.cluster_size, c.representative_doc_id, c.doc_id, r.body, d.body
-        from {tables.clusters} c
-        join {tables.documents} d on d.doc_id = c.doc_id
-        join {tables.documents} r on r.doc_id = c.representative_doc_id
-        where c.representative_rank = 2 and c.decision <> 'matched_reference'
-        order by c.cluster_size desc, c.cluster_id
+        select cluster_id, cluster_size, representative_doc_id, doc_id
+        from {tables.clusters}
+        where representative_rank = 2 and decision <> 'matched_reference'
+        order by cluster_size desc, cluster_id
         limit {CLUSTERS_CHECKED}
         """
     ).fetchall()
+    # by doc_id, not by a join: a join with documents read over its Parquet files decodes every
+    # body of the corpus (29 s of a 1M run), these are at most two per cluster checked
+    wanted = sorted({doc_id for _, _, representative, member in pairs for doc_id in (representative, member)})
+    bodies = document_bodies(connection, tables.documents, pa.array(wanted, pa.string()), in_order=False)
+    body_of = dict(zip(bodies.column("doc_id").to_pylist(), bodies.column("body").to_pylist()))
     found = []
-    for cluster_id, size, representative, member, kept_body, member_body in pairs if frequent else []:
+    for cluster_id, size, representative, member in pairs:
         kept, removed = (
-            set(_shingles(tokenize(normalize_text(body), shingling.unit), shingling.size, shingling.unit))
-            for body in (kept_body, member_body)
+            set(_shingles(tokenize(normalize_text(body_of[doc_id]), shingling.unit), shingling.size, shingling.unit))
+            for doc_id in (representative, member)
         )
         shared, union = kept & removed, kept | removed
         own_shared, own_union = len(shared - frequent), len(union - frequent)
