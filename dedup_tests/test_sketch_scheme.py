@@ -26,7 +26,7 @@ DEDUP = Path(sys.executable).parent / "dedup"  # the console script `dedup`, as 
 
 def test_the_scheme_names_the_sketch_the_versioned_hash_and_text_rule_and_the_settings():
     assert Settings().derived()["sketch_scheme"] == {
-        "sketch": "fss", "shingle_hash": "poly64-ms-v2", "normalization": "text-v1",
+        "sketch": "fss", "shingle_hash": "seq64-mix64-v1", "normalization": "text-v1",
         "shingle_unit": "word", "shingle_size": 5, "permutations": 64, "seed": 42, "bands": 8, "rows": 8,
         "dedup_version": project_version(),
     }
@@ -80,16 +80,12 @@ def test_a_batch_of_another_scheme_is_refused_in_one_line_and_the_command_it_giv
     assert {scheme["normalization"] for scheme in _recorded_schemes(database)} == {"text-v2"}
 
 
-def test_an_index_of_the_v1_shingle_hash_is_refused_and_another_setting_is_named_as_that_setting(tmp_path, monkeypatch):
+def test_a_new_shingle_hash_is_refused_and_another_setting_is_named_as_that_setting(tmp_path, monkeypatch):
     batches, _ = _fixture_in_three_batches(tmp_path / "batches")
     database = tmp_path / "index.duckdb"
-    with monkeypatch.context() as v1:  # an index built before issue 52's cheaper hash records v1
-        v1.setattr(scheme_module, "FSS_SHINGLE_HASH", "seq64-mix64-v1")
-        run_batch(batches, FIRST, str(database), None)
-    with pytest.raises(BatchOrderError, match=(
-        r"\(shingle_hash seq64-mix64-v1 \(index\) vs poly64-ms-v2 \(this version\)\), whose fingerprints cannot "
-        rf"be compared with this version's\. Re-fingerprint the index: `dedup forget-batches {FIRST}`"
-    )):
+    run_batch(batches, FIRST, str(database), None)
+    monkeypatch.setattr(scheme_module, "FSS_SHINGLE_HASH", "cheap64-v2")
+    with pytest.raises(BatchOrderError, match=r"\(shingle_hash seq64-mix64-v1 \(index\) vs cheap64-v2 \(this version\)\)"):
         run_batch(batches, SECOND, str(database), None)
     # a setting of the scheme is refused as that setting, with the index's value to run with
     with pytest.raises(BatchOrderError, match=r"the index has num_perm=64, this run num_perm=128\)") as refused:
@@ -136,10 +132,6 @@ def test_an_index_from_before_the_scheme_was_recorded_counts_as_built_with_the_f
 
     old = {name: value for name, value in index_settings(Settings()).items() if name != "sketch_scheme"}
     indexed = [IndexedBatch("2026-01-01", 1, 0, 10, "sha", "payload", old)]
-    # built with the v1 shingle hash, which this version no longer computes
-    [(name, built, now)] = settings_problems(indexed, index_settings(Settings()))
-    assert (name, built["shingle_hash"], now["shingle_hash"]) == ("sketch_scheme", "seq64-mix64-v1", "poly64-ms-v2")
-    monkeypatch.setattr(scheme_module, "FSS_SHINGLE_HASH", "seq64-mix64-v1")
     assert settings_problems(indexed, index_settings(Settings())) == []
     monkeypatch.setattr(scheme_module, "NORMALIZATION", "text-v2")
     [(name, built, now)] = settings_problems(indexed, index_settings(Settings()))

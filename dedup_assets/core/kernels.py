@@ -17,12 +17,9 @@ code after they change (a tokenizer's files are named in the kernels' signature 
 digest: ``tokenizers/``). ``mix64``, which the doc_id table's kernels inline too, is never changed
 in place: every stored fingerprint depends on it.
 
-Shingles are hashed from their tokens' 64-bit hashes, in order (the polynomial of
-:func:`_sequence_hash`, then one mix), so a shingle's hash identifies the string
-``" ".join(tokens)`` up to 64-bit collisions (docs/performance.md, "The fss-v2 shingle hash", says
-why those do not matter). Sketches use Fast Similarity Sketching (Dahlgaard, Knudsen, Thorup,
-FOCS'17): k bins filled round by round, O(n + k log k) per document, each round's hash of a
-shingle a multiply-shift of its mixed hash.
+Shingles are hashed from their tokens' 64-bit hashes, in order, so a shingle's hash identifies the
+string ``" ".join(tokens)`` up to 64-bit collisions. Sketches use Fast Similarity Sketching
+(Dahlgaard, Knudsen, Thorup, FOCS'17): k bins filled round by round, O(n + k log k) per document.
 """
 
 from __future__ import annotations
@@ -48,11 +45,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # The version of the bytes the fss scheme's kernels write for one text and one set of settings:
 # token and shingle hashes, mix64, the round seeds, the sketch's fill and the band keys. Raised
-# with any change to them: every index and fingerprinted table records it (``sketch_scheme.py``),
-# and one built with another version is refused rather than mixed with this one's fingerprints.
-# v1 (seq64-mix64) mixed every token into a shingle with mix64 and every round's hash with mix64;
-# v2 is a polynomial and one mix per shingle, a multiply per round (issue 52).
-FSS_SHINGLE_HASH = "poly64-ms-v2"
+# with any change to them (a cheaper per-shingle hash is FSS_SHINGLE_HASH "...-v2"): every index
+# and fingerprinted table records it (``sketch_scheme.py``), and one built with another version
+# is refused rather than mixed with this one's fingerprints.
+FSS_SHINGLE_HASH = "seq64-mix64-v1"
 
 
 def use_threads(count: int) -> None:
@@ -218,11 +214,9 @@ def _fast_similarity_sketch(shingles, count, round_seeds, out, hashed):
             continue
         seed = round_seeds[round_index]
         prefix = np.uint64(round_index) << np.uint64(_ROUND_SHIFT)
-        # a round's hashes first, in a loop without the scatter, so that it vectorizes: a
-        # multiply-shift of the (mixed) shingle hashes, whose top bits the bin and value take
-        multiplier = mix64(seed) | np.uint64(1)
+        # a round's hashes first, in a loop without the scatter, so that it vectorizes
         for index in range(count):
-            hashed[index] = (shingles[index] ^ seed) * multiplier
+            hashed[index] = mix64(shingles[index] ^ seed)
         for index in range(count):
             if round_index < k:
                 target = np.int64((hashed[index] >> np.uint64(32)) * np.uint64(k) >> np.uint64(32))
@@ -400,18 +394,13 @@ def _shingle_hashes(text, doc, shingle_size, scratch):
     # a document shorter than shingle_size is one shingle of all its tokens
     size = min(shingle_size, token_count)
     positions = token_count - size + 1
-    # A shingle's hash is the sequence hash of its tokens (:func:`_sequence_hash`): one multiply
-    # per token and one mix per shingle. All positions are hashed one token offset at a time:
-    # they are independent, so this loop vectorizes, while a loop per shingle over a runtime
-    # size does not.
-    multiplier = _SEQUENCE_POWERS[1]
-    shingles[:positions] = np.uint64(size)
-    for offset in range(size - 1):
+    # A shingle's hash starts at C * size and mixes in its tokens in order. All positions are
+    # hashed one token offset at a time: they are independent, so this loop pipelines, while a
+    # loop per shingle over a runtime size does not.
+    shingles[:positions] = np.uint64(0x9E3779B97F4A7C15) * np.uint64(size)
+    for offset in range(size):
         for first in range(positions):
-            shingles[first] = shingles[first] * multiplier + tokens[first + offset]
-    last = size - 1
-    for first in range(positions):
-        shingles[first] = mix64(shingles[first] * multiplier + tokens[first + last])
+            shingles[first] = mix64(shingles[first] ^ tokens[first + offset])
     if text.ignored.shape[0]:
         positions = _without_ignored(shingles, positions, text.ignored)
     return token_count, positions
