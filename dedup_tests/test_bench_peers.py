@@ -80,7 +80,7 @@ def test_the_vectorized_peer_finds_the_planted_pairs_of_the_python_one(tmp_path)
 
     corpus = tmp_path / "corpus.parquet"
     generate(2_000, corpus, seed=5)
-    python, vector = (run_peer(engine, corpus, 128) for engine in ("fastsketch-pre", "fastsketch-vec"))
+    python, vector = (run_peer(name, corpus, 128) for name in ("fastsketch-pre", "fastsketch-vec"))
     assert vector["engine"] == "fastsketch-vec (T=2)"
     # the same sets, so the same planted pairs to find; other hashes, so other sketches
     for field in ("documents", "shingles", "planted_positive"):

@@ -216,7 +216,7 @@ def run(corpus: Path, engine_name: str, perm: int) -> dict:
     front = FRONT_ENDS[engine.front_end]()
     hash_parts, count_parts, id_parts = [], [], []
     started = time.perf_counter()
-    batches = pq.ParquetFile(corpus).iter_batches(batch_size=front.batch_rows, columns=["doc_id", "body"])
+    batches = pq.ParquetFile(corpus).iter_batches(front.batch_rows, columns=["doc_id", "body"])
     while True:
         with stages("read"):
             batch = next(batches, None)
