@@ -42,3 +42,50 @@ def test_verification_is_the_exact_jaccard_of_normalized_shingles():
     hashes, offsets = hashed_sets([shingle_set(body) for body in bodies])
     scores = set_jaccard(hashes, offsets, np.array([0, 0, 3]), np.array([1, 2, 0]))
     assert scores.tolist() == pytest.approx([1.0, 5 / 7, 0.0])
+
+
+@pytest.mark.bench  # polars, from the bench extra
+def test_the_vectorized_front_end_makes_the_python_front_ends_sets():
+    import pyarrow as pa
+
+    from dedup_bench.peers import FRONT_ENDS, set_jaccard
+
+    bodies = pa.array(
+        [
+            "One, two; three four FIVE six seven eight nine ten",
+            "one two three four five six seven eight nine ten.",
+            "one two three four five six seven eight nine other",
+            "Two words",  # shorter than a shingle: one shingle of both
+            "two\twords!",
+            "",
+            None,
+            "a b c d e a b c d e a b c d e",  # 11 shingles, 5 distinct
+            "Café au lait, s'il vous plaît",
+        ]
+    )
+    python, vector = (
+        front.hash(front.shingle(front.bodies(bodies)))
+        for front in (FRONT_ENDS["python"](), FRONT_ENDS["vectorized"]())
+    )
+    assert np.diff(vector[1]).tolist() == np.diff(python[1]).tolist() == [6, 6, 6, 1, 1, 0, 0, 5, 3]
+    left, right = np.triu_indices(len(bodies), 1)
+    assert set_jaccard(*vector, left, right).tolist() == set_jaccard(*python, left, right).tolist()
+
+
+@pytest.mark.bench
+def test_the_vectorized_peer_finds_the_planted_pairs_of_the_python_one(tmp_path):
+    pytest.importorskip("FastSketchLSH")
+    from dedup_bench.corpus import generate
+    from dedup_bench.theirs import run_peer
+
+    corpus = tmp_path / "corpus.parquet"
+    generate(2_000, corpus, seed=5)
+    python, vector = (run_peer(name, corpus, 128) for name in ("fastsketch-pre", "fastsketch-vec"))
+    assert vector["engine"] == "fastsketch-vec (T=2)"
+    # the same sets, so the same planted pairs to find; other hashes, so other sketches
+    for field in ("documents", "shingles", "planted_positive"):
+        assert vector["report"][field] == python["report"][field]
+    assert vector["report"]["planted_positive"] > 200
+    assert vector["accepted"] == pytest.approx(python["accepted"], rel=0.05)
+    assert vector["recall"] == pytest.approx(python["recall"], abs=0.03)
+    assert vector["recall"] > 0.9

@@ -71,6 +71,7 @@ class Engine:
     modules: tuple[str, ...] = ()
     threads: int | None = None
     finds_pairs = True
+    front_end = "python"  # of peers.FRONT_ENDS
 
     def __init__(self, perm: int, bands: int):
         self.perm, self.bands = perm, bands
@@ -193,12 +194,20 @@ class FastSketchPre(FastSketch):
         )
 
 
+class FastSketchVec(FastSketchPre):
+    """As ``fastsketch-pre``, behind the vectorized front end."""
+
+    modules = ("FastSketchLSH", "polars")
+    front_end = "vectorized"
+
+
 ENGINES: dict[str, type[Engine]] = {
     "datasketch": Datasketch,
     "rensa": Rensa,
     "rensa-rows": RensaRows,
     "fastsketch": FastSketch,
     "fastsketch-pre": FastSketchPre,
+    "fastsketch-vec": FastSketchVec,
     "floor": Floor,
 }
 # what the harness itself imports, on top of an engine's library

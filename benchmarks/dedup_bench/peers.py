@@ -2,8 +2,9 @@
 
     python -m dedup_bench.peers CORPUS.parquet ENGINE [--perm 128|64]
 
-ENGINE is one of ``peer_engines.ENGINES``. Every engine gets the same front end, verification
-and clustering, written as a Python user of these libraries would write them:
+ENGINE is one of ``peer_engines.ENGINES``. Every engine gets the same verification and clustering,
+and, unless it names another (``front_end``), the same front end, written as a Python user of these
+libraries would write them:
 
     read     pyarrow batches of 4,096 bodies, as Python strings
     shingle  lowercase, ASCII punctuation to spaces, split on whitespace, the set of 5-token
@@ -14,6 +15,11 @@ and clustering, written as a Python user of these libraries would write them:
     lsh      the engine's index, and every candidate pair i < j
     verify   exact Jaccard of each candidate pair's hashed sets, kept at >= 0.7
     cc       scipy connected components of the kept pairs
+
+The vectorized front end (``fastsketch-vec``) reads batches of 16,384 bodies into polars, which
+lowercases, cuts tokens at the same characters and hashes every token (shingle); numpy combines each
+5 consecutive token hashes into one shingle hash, then each document's are sorted and made distinct
+(hash64): the same sets as above, other 64-bit values.
 
 It prints one JSON line: wall and CPU seconds per stage, the timed total, peak RSS, counts, and
 the recall of the planted pairs with exact Jaccard >= 0.7 in the corpus's ``*.truth.parquet``.
@@ -44,8 +50,10 @@ from scipy.sparse.csgraph import connected_components
 from .common import ROWS_PER_BAND, SHINGLE_SIZE, THRESHOLD, truth_path
 from .peer_engines import ENGINES
 
-READ_BATCH = 4096
 TO_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
+# what ``shingle_set`` cuts tokens at: ASCII punctuation and the whitespace bytes.split() knows
+CUT = r"[\t\n\x0B\x0C\r!-/:-@\[-`{-~]"
+MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 class Stages:
@@ -80,9 +88,83 @@ def hashed_sets(shingles: list[list[bytes]]) -> tuple[np.ndarray, np.ndarray]:
     hashes = np.fromiter(
         map(xxhash.xxh64_intdigest, chain.from_iterable(shingles)), np.uint64, offsets[-1]
     )
+    sort_each(hashes, offsets)
+    return hashes, offsets
+
+
+def sort_each(hashes: np.ndarray, offsets: np.ndarray) -> None:
     for start, end in pairwise(offsets.tolist()):
         hashes[start:end].sort()
-    return hashes, offsets
+
+
+class PythonFrontEnd:
+    """Python strings, ``shingle_set`` and ``hashed_sets``."""
+
+    batch_rows = 4096
+
+    def bodies(self, column: pa.Array) -> list[str]:
+        return column.to_pylist()
+
+    def shingle(self, bodies: list[str]) -> list[list[bytes]]:
+        return [shingle_set(body or "") for body in bodies]
+
+    def hash(self, shingles: list[list[bytes]]) -> tuple[np.ndarray, np.ndarray]:
+        return hashed_sets(shingles)
+
+
+class VectorFrontEnd:
+    """polars and numpy over a batch at a time (the module's docstring); ``shingle`` returns every
+    window's hash and each document's window count, ``hash`` the sorted distinct sets."""
+
+    batch_rows = 16_384
+
+    def __init__(self):
+        import polars
+
+        self.polars = polars
+
+    def bodies(self, column):
+        return self.polars.from_arrow(column).fill_null("")
+
+    def shingle(self, bodies):
+        text = self.polars.col("token")
+        tokens = (
+            bodies.to_frame("token").with_row_index("doc").lazy()
+            .select("doc", text.str.to_lowercase().str.replace_all(CUT, " ").str.split(" "))
+            .explode("token").filter(text != "")
+            .select("doc", text.hash()).collect()
+        )  # faster than str.extract_all of the tokens
+        doc = tokens["doc"].to_numpy()
+        lengths = np.bincount(doc, minlength=len(bodies))
+        # every document's tokens followed by SHINGLE_SIZE - 1 zeros, so that no window reaches
+        # into the next document and a document shorter than a shingle is one window, as in
+        # shingle_set: the window at p is sum(padded[p + k] * MIX ** (SHINGLE_SIZE - 1 - k))
+        pad = SHINGLE_SIZE - 1
+        padded = np.zeros(len(doc) + pad * len(lengths), dtype=np.uint64)
+        padded[np.arange(len(doc)) + pad * doc] = tokens["token"].to_numpy()
+        windows = padded.copy()
+        with np.errstate(over="ignore"):
+            for k in range(1, SHINGLE_SIZE):
+                windows[:-k] *= MIX
+                windows[:-k] += padded[k:]
+        counts = np.maximum(lengths - pad, np.minimum(lengths, 1))
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        starts = np.cumsum(lengths + pad) - lengths - pad
+        return windows[np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])], offsets
+
+    def hash(self, shingles):
+        hashes, offsets = shingles
+        sort_each(hashes, offsets)
+        distinct = np.ones(len(hashes) + 1, dtype=bool)
+        distinct[1:-1] = hashes[1:] != hashes[:-1]
+        distinct[offsets[:-1]] = True  # every document's first
+        kept = np.zeros(len(hashes) + 1, dtype=np.int64)
+        np.cumsum(distinct[:-1], out=kept[1:])
+        return hashes[distinct[:-1]], kept[offsets]
+
+
+FRONT_ENDS = {"python": PythonFrontEnd, "vectorized": VectorFrontEnd}
 
 
 def set_jaccard(
@@ -131,20 +213,21 @@ def planted_recall(corpus: Path, doc_ids: pa.Array, sets, candidates, accepted) 
 def run(corpus: Path, engine_name: str, perm: int) -> dict:
     stages = Stages()
     engine = ENGINES[engine_name](perm, perm // ROWS_PER_BAND)
+    front = FRONT_ENDS[engine.front_end]()
     hash_parts, count_parts, id_parts = [], [], []
     started = time.perf_counter()
-    batches = pq.ParquetFile(corpus).iter_batches(batch_size=READ_BATCH, columns=["doc_id", "body"])
+    batches = pq.ParquetFile(corpus).iter_batches(front.batch_rows, columns=["doc_id", "body"])
     while True:
         with stages("read"):
             batch = next(batches, None)
             if batch is None:
                 break
-            bodies = batch.column("body").to_pylist()
+            bodies = front.bodies(batch.column("body"))
         with stages("shingle"):
-            shingles = [shingle_set(body or "") for body in bodies]
+            shingles = front.shingle(bodies)
         del bodies
         with stages("hash64"):
-            hashes, offsets = hashed_sets(shingles)
+            hashes, offsets = front.hash(shingles)
         with stages("sketch"):
             engine.sketch(shingles, hashes, offsets)
         del shingles
