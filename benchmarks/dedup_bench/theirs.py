@@ -39,6 +39,7 @@ def run_peer(engine: str, corpus: Path, perm: int) -> dict:
     return {
         "engine": peer_label(engine),
         "finds_pairs": ENGINES[engine].finds_pairs,
+        "front_end": ENGINES[engine].front_end,
         "wall_s": run.wall_s,
         "cpu_s": run.cpu_s,
         "peak_rss_mb": run.peak_rss_mb,
