@@ -4,6 +4,7 @@ as template clusters, and planted copies are not; both are release files, with a
 ``ignored_passages`` naming the footer, no two distinct pages merge and the planted copies still do."""
 
 import csv
+import json
 import random
 
 import duckdb
@@ -110,6 +111,50 @@ def test_ignoring_the_footer_merges_no_two_distinct_pages_and_still_every_plante
         [f"copy-{n:03d}", f"page-{n:03d}"] for n in range(10)
     ]
     assert len(found["ignoring"]) == 300
+
+
+@pytest.mark.parametrize("hash_scheme", ["fss", "blake2b"])
+def test_a_share_threshold_finds_the_footer_and_leaves_it_out_as_the_listed_passage_does(tmp_path, hash_scheme):
+    rows, footer = footer_pages()
+    pages = write_csv(tmp_path / "pages.csv", rows)
+    database, release, log = tmp_path / "share.duckdb", tmp_path / "release", []
+    run_library(str(pages), str(database), str(release), Settings(hash_scheme=hash_scheme, ignore_shared_above=0.5), log=log.append)
+    clusters = _clusters(database)
+    assert sorted(sorted(members) for members in clusters if len(members) > 1) == [
+        [f"copy-{n:03d}", f"page-{n:03d}"] for n in range(10)
+    ]
+    assert len(clusters) == 300
+    # the footer, found in the sample, is named in the log, in fingerprinted's lineage and in the release
+    with duckdb.connect(str(database), read_only=True) as connection:
+        lineage = json.loads(connection.execute(
+            "select lineage from dedup.asset_lineage where table_name = 'fingerprinted'"
+        ).fetchall()[0][0])
+    assert lineage["ignored_passages_found"] == [footer]
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert manifest["derived_settings"]["ignored_passages_found"] == [footer]
+    assert manifest["settings"]["ignored_passages"] == [] and manifest["settings"]["ignore_shared_above"] == 0.5
+    assert any(line.startswith("fingerprinted: leaving out 1 passages that 0.5 or more") for line in log)
+
+
+def test_the_asset_graph_leaves_the_found_footer_out_of_every_step_and_its_checks_pass(runner, tmp_path):
+    rows, footer = footer_pages()
+    result = runner.run(write_csv(tmp_path / "pages.csv", rows), ignore_shared_above=0.5)
+    failed = [check.check_name for check in result.get_asset_check_evaluations() if not check.passed]
+    assert result.success and not failed, failed
+    clusters = runner.table("clusters")
+    assert clusters.cluster_id.nunique() == 300
+    # the steps after fingerprinted inherit what it found: verification scored without the footer
+    assert runner.lineage("scored_pairs")["ignored_passages_found"] == [footer]
+    assert runner.manifest()["derived_settings"]["ignored_passages_found"] == [footer]
+
+
+def test_a_share_threshold_is_refused_where_it_cannot_work():
+    from dedup_assets.core.incremental.batch_order import index_settings
+
+    with pytest.raises(SettingsError, match="ignore_shared_above must be between 0.01 and 1, got 0.001"):
+        Settings(ignore_shared_above=0.001)
+    with pytest.raises(SettingsError, match="ignore_shared_above applies to the one-shot graph only"):
+        index_settings(Settings(ignore_shared_above=0.5))
 
 
 def test_a_document_of_the_passage_alone_keeps_its_shingles_and_its_copies():

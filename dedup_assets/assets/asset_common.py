@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dagster import AssetExecutionContext
 
+from ..core.passages import with_found_passages
 from ..core.settings import Settings
 from ..core.steps import Lineage, StepRun
 from ..core.store import TableBuild
@@ -35,7 +36,8 @@ def checked_lineage(
         current = dedup.current_values()
         lineage = combined_lineage(name, current, lineages)
         refuse_changed_input(lineage, current)
-        return lineage, dedup.settings()
+        # after fingerprinted: with the passages it found to leave out (ignore_shared_above)
+        return lineage, with_found_passages(dedup.settings(), lineage)
 
 
 def step_run(

@@ -23,7 +23,8 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
     versions, every file's rows and sha256 and the run's counts (`dedup verify-release` checks a
     folder against it). The stored table holds the counts, one row per metric.
     """
-    lineage, settings = checked_lineage(context, dedup, warehouse)
+    lineage, _ = checked_lineage(context, dedup, warehouse)
+    settings = dedup.settings()  # as given: the passages fingerprinting found are beside them
     tables = warehouse.tables
     input_file = InputFile(
         lineage["input_path"], lineage["input_byte_size"], lineage["input_sha256"],

@@ -25,13 +25,12 @@ import duckdb
 import pyarrow as pa
 
 from .ingest import document_bodies
-from .passages import passage_shingles
+from .passages import MIN_SHARE, passage_shingles
 from .tables import Tables
 from .text import Shingling, joined, normalize_text, tokenize
 from .tokenizers import TOKENIZERS
 
 SAMPLE_SIZE = 2_000
-MIN_SHARE = 0.01
 MIN_DOCUMENTS = 5
 CLUSTERS_CHECKED = 1_000
 EXAMPLES = 5
@@ -132,6 +131,16 @@ def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, 
         ],
         schema=PASSAGE_SCHEMA,
     )
+
+
+def shared_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, shingling: Shingling, share: float) -> list[str]:
+    """The passages (of :func:`boilerplate_passages`) that at least ``share`` of the sample has,
+    most shared first: what ``ignore_shared_above`` leaves out. A passage shorter than a shingle
+    (of a document that short) would leave out nothing a longer document has, and is not one."""
+    found = boilerplate_passages(connection, tables, Shingling(shingling.size, shingling.unit))
+    return [
+        row["passage"] for row in found.to_pylist() if row["share"] >= share and row["tokens"] >= shingling.size
+    ]
 
 
 def _merged(having: dict[str, set[str]], lengths: dict[str, int], unit: str) -> list[str]:

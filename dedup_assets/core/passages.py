@@ -4,6 +4,8 @@ the reference, ``kernels._shingle_hashes`` in the kernels, which take their hash
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -12,6 +14,21 @@ import pyarrow as pa
 from . import kernels
 from .errors import SettingsError
 from .text import NO_IGNORED, Shingling, kernel_text, normalize_text, token_shingles, tokenize
+
+
+# a shingle is boilerplate when at least this share of the sampled documents has it
+# (boilerplate.py), and so the least share ignore_shared_above can name
+MIN_SHARE = 0.01
+# fingerprinted's lineage entry: the passages ignore_shared_above found, which every step after it
+# leaves out too, as it does ignored_passages (``with_found_passages``)
+FOUND_PASSAGES = "ignored_passages_found"
+
+
+def with_found_passages(settings, values: Mapping):
+    """``settings`` (a ``Settings``) with the passages a table's lineage ``values`` says
+    fingerprinting found added to its ignored_passages: the settings every step after it runs with."""
+    found = list(values.get(FOUND_PASSAGES, []))
+    return replace(settings, ignored_passages=[*settings.ignored_passages, *found]) if found else settings
 
 
 def checked_passages(passages: list[str], size: int, unit: str) -> None:
@@ -45,7 +62,8 @@ def lineage_shingling(values: dict) -> Shingling:
     """The shingling a table was built with, from the settings its lineage records (an older
     table, without ignored_passages, ignored none)."""
     size, unit = int(values["shingle_size"]), values["shingle_unit"]
-    return Shingling(size, unit, passage_shingles(values.get("ignored_passages", []), size, unit))
+    passages = [*values.get("ignored_passages", []), *values.get(FOUND_PASSAGES, [])]
+    return Shingling(size, unit, passage_shingles(passages, size, unit))
 
 
 @cache

@@ -31,7 +31,8 @@ from .reference import match_references
 from .setting_lineage import value_sources
 from .setting_choices import DEFAULT_DUCKDB_MEMORY
 from .settings import Settings
-from .store import TableBuild, open_database, write_table
+from .passages import with_found_passages
+from .store import TableBuild, open_database, read_lineage, write_table
 from .summary import run_counts
 from .tables import SCHEMA, Tables
 
@@ -69,6 +70,7 @@ def run_core_steps(
     run = _step_runs(connection, tables, settings, log, engine_for)
     with stage("fingerprint"):
         steps.fingerprint(run(), audit)
+        run = _step_runs(connection, tables, found_settings(connection, tables, settings), log, engine_for)
         steps.band_memberships(run())
     with stage("candidates"):
         found = steps.candidates(run())
@@ -76,6 +78,12 @@ def run_core_steps(
         steps.score(run())
         edges = steps.duplicate_pairs(run())
     return CoreRun(found.pressure, found.rows, edges)
+
+
+def found_settings(connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings) -> Settings:
+    """The settings the steps after fingerprinting run with: the passages it found to leave out
+    (``ignore_shared_above``) are ignored_passages too."""
+    return with_found_passages(settings, read_lineage(connection, tables.fingerprinted))
 
 
 def _step_runs(
@@ -120,6 +128,8 @@ def run_library(
         with stage("documents"):
             ingested = steps.ingest(run(), Path(input_path))
         pressure = run_core_steps(connection, tables, settings, log, stage, engine_for=engine).pressure
+        # the release records the settings as given, and what fingerprinting found beside them
+        run = _step_runs(connection, tables, found_settings(connection, tables, settings), log, engine)
         with stage("reference"):
             match_references(run(), database_path, duckdb_memory)
         with stage("cluster"):

@@ -30,6 +30,7 @@ from .setting_choices import DEFAULT_COMPRESSION
 from .settings import Settings
 from .streams import Progress, ThroughputLog
 from .summary import reason_counts, rejected_by_reason, run_counts
+from .passages import FOUND_PASSAGES
 from .store import read_lineage
 from .tables import HOT_BUCKETS, REFERENCES, Tables, beside, sql
 
@@ -137,6 +138,7 @@ def manifest_entries(
             "max_pair_slots": settings.pair_limits().max_pair_slots,
             "release_signatures": signatures,
             "preset_settings": settings.preset_settings(),
+            **({FOUND_PASSAGES: found} if (found := read_lineage(cursor, tables.fingerprinted).get(FOUND_PASSAGES)) else {}),
         },
         "input": {
             "path": input_file.path,
@@ -147,9 +149,7 @@ def manifest_entries(
             "skipped_files": list(input_file.skipped),
         },
         # each reference deduplicated against: its documents and its input's sha256
-        "references": [
-            {k: v for k, v in e.items() if k != "index"} for e in read_lineage(cursor, tables.reference_matches).get(REFERENCES, [])
-        ],
+        "references": [{k: v for k, v in e.items() if k != "index"} for e in read_lineage(cursor, tables.reference_matches).get(REFERENCES, [])],
         "versions": library_versions(),
         "counts": counts,
         "pair_reasons": reason_counts(cursor, tables.scored_pairs),

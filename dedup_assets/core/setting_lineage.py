@@ -22,6 +22,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     "fingerprinted": (
         "hash_scheme", "shingle_size", "shingle_unit", "num_perm", "minhash_seed", "rows_per_band", "auto_bands",
         "false_negative_weight", "bands", "rows_in_use", "sketch_scheme", "audit_sample_size", "ignored_passages",
+        "ignore_shared_above",
     ),
     # hot_bucket_limit: max_bucket_size where hot_buckets: skip makes it decide the rows (refused,
     # it decides none, and a change of it rebuilds nothing)

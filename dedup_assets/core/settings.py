@@ -34,7 +34,7 @@ from .setting_choices import (
 )
 from .sketch_scheme import SKETCH_SCHEME, sketch_scheme
 from .step_params import ClusterParams, HashScheme, PairLimits, SketchParams, Thresholds
-from .passages import checked_passages, passage_shingles
+from .passages import MIN_SHARE, checked_passages, passage_shingles
 from .text import Shingling, ShingleUnit
 from .tokenizers import TOKENIZERS
 
@@ -83,6 +83,13 @@ class Settings:
         "duplicates, while true copies still are. A document made of them alone keeps them. Empty: none.",
         factory=list,
     )
+    ignore_shared_above: float | None = _setting(
+        "fingerprint",
+        "Leave out, as ignored_passages does, every passage that at least this share of a seeded "
+        "sample of the documents has (boilerplate's share; 0.01 to 1): a footer on half the pages "
+        "at 0.5. The passages found are in fingerprinted's lineage and manifest.json. Unset: none.",
+        None,
+    )
     num_perm: int = _setting("fingerprint", "MinHash values per signature.", 64)
     rows_per_band: int = _setting(
         "lsh", "Signature values per LSH band; divides num_perm. Unused with auto_bands.", 8
@@ -113,24 +120,16 @@ class Settings:
         "measures what that cost (engine duckdb, one-shot runs).",
         "refuse",
     )
-    memory_budget_mb: int = _setting(
-        "lsh", "Refuse a self-join or a verification estimated to need more MB.", 3072
-    )
-    batch_size: int = _setting(
-        "engine", "Documents per streamed batch (memory follows this).", DEFAULT_BATCH_SIZE
-    )
-    max_body_bytes: int = _setting(
-        "ingest", "Reject a document whose body has more UTF-8 bytes.", InputPolicy.max_body_bytes
-    )
+    memory_budget_mb: int = _setting("lsh", "Refuse a self-join or a verification estimated to need more MB.", 3072)
+    batch_size: int = _setting("engine", "Documents per streamed batch (memory follows this).", DEFAULT_BATCH_SIZE)
+    max_body_bytes: int = _setting("ingest", "Reject a document whose body has more UTF-8 bytes.", InputPolicy.max_body_bytes)
     fail_on_reject: bool = _setting(
         "ingest",
         "Fail the run on the first input row that would be rejected, instead of recording it in "
         "rejected_documents.",
         InputPolicy.fail_on_reject,
     )
-    jsonl_fields: dict[str, str] = _setting(
-        "ingest", "Deprecated: the former name of fields (fields wins).", factory=dict
-    )
+    jsonl_fields: dict[str, str] = _setting("ingest", "Deprecated: the former name of fields (fields wins).", factory=dict)
     source_format: SourceFormat | None = _setting(
         "ingest",
         "csv, parquet, jsonl, warc or warc_ranges (a targets file of WARC byte ranges to fetch) for "
@@ -297,9 +296,9 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < minimum:
                 raise SettingsError(f"{name} must be at least {minimum}, got {value}")
-        for name in ("false_negative_weight", "min_recall"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise SettingsError(f"{name} must be between 0 and 1, got {getattr(self, name)}")
+        for name, least in (("false_negative_weight", 0.0), ("min_recall", 0.0), ("ignore_shared_above", MIN_SHARE)):
+            if getattr(self, name) is not None and not least <= getattr(self, name) <= 1.0:
+                raise SettingsError(f"{name} must be between {least:g} and 1, got {getattr(self, name)}")
         try:  # stored as the keep rule compares them, so lineage and the index see one value per rule
             checked_passages(self.ignored_passages, self.shingle_size, self.shingle_unit)
             object.__setattr__(self, "prefer_domains", checked_domains(self.prefer_domains))

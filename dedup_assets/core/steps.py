@@ -25,11 +25,12 @@ import pyarrow as pa
 from .audit import build_recall_audit, stored_true_pairs
 from .audit_probe import AUDIT_PAIRS, AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, documents_pass
 from .audit_sample import AUDIT_SAMPLE_BODIES, SampleBodies, no_sample_bodies
-from .boilerplate import boilerplate_passages, template_clusters as template_clusters_of
+from .boilerplate import boilerplate_passages, shared_passages, template_clusters as template_clusters_of
 from .engines import Engine, Log
 from .evaluation import EVALUATION_SUMMARY, build_evaluation_table
 from .ingest import build_documents, build_rejected_documents, input_identity
 from .lsh import BucketPressure, build_band_memberships, hot_buckets_build
+from .passages import FOUND_PASSAGES, with_found_passages
 from .readers import InputFile, InputStats
 from .settings import Settings
 from .store import TableBuild, read_lineage, write_table
@@ -121,8 +122,19 @@ class Fingerprinted:
 
 def fingerprint(run: StepRun, audit: bool = True) -> Fingerprinted:
     """``fingerprinted`` and, with ``audit``, the recall audit's true pairs (``audit_true_pairs``),
-    found while the bodies stream past."""
-    settings, params = run.settings, run.settings.sketch_params()
+    found while the bodies stream past. With ``ignore_shared_above``, the passages that share of a
+    sample has are found first, left out as ignored_passages are, and named in its lineage."""
+    settings, found = run.settings, {}
+    if settings.ignore_shared_above is not None:
+        with run.cursor() as cursor:
+            found = {FOUND_PASSAGES: shared_passages(cursor, run.tables, settings.shingling(), settings.ignore_shared_above)}
+        run.log(
+            f"fingerprinted: leaving out {len(found[FOUND_PASSAGES]):,} passages that {settings.ignore_shared_above:g} "
+            f"or more of the sampled documents share{': ' if found[FOUND_PASSAGES] else ''}"
+            + "; ".join(passage[:80] for passage in found[FOUND_PASSAGES][:3])
+        )
+        settings = with_found_passages(settings, found)
+    params = settings.sketch_params()
     with run.cursor() as reader:  # the build streams through it
         probe = (
             audit_probe(
@@ -133,7 +145,7 @@ def fingerprint(run: StepRun, audit: bool = True) -> Fingerprinted:
             else None
         )
         build = run.engine.fingerprinted(reader, run.tables, params, settings.batch_size, run.log, probe)
-        rows = run.write("fingerprinted", build, {})
+        rows = run.write("fingerprinted", build, found)
     if probe is None:
         return Fingerprinted(rows, 0, 0)
     return Fingerprinted(rows, len(probe.sample_ids), run.write(AUDIT_PAIRS, probe.build(), probe.lineage()))

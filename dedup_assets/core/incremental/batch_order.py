@@ -165,6 +165,12 @@ def index_settings(settings: Settings) -> dict:
             "the batches with hot_buckets 'refuse', or the one-shot graph over the batch folder "
             "(DEDUP_INPUT) with hot_buckets 'skip'."
         )
+    if settings.ignore_shared_above is not None:
+        raise SettingsError(
+            "ignore_shared_above applies to the one-shot graph only: every batch of an index must leave "
+            "out the same passages, and a share would find others in each batch. Name the passages in "
+            "ignored_passages instead (the one-shot run's boilerplate.csv lists them)."
+        )
     if settings.reference:
         raise SettingsError(
             "reference applies to the one-shot graph only: a batch is deduplicated against the "
