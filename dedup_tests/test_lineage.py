@@ -14,6 +14,7 @@ CURRENT = {
     **LAYOUT, "input_path": "/in.csv", "hash_scheme": "fss", "shingle_size": 5, "shingle_unit": "word",
     "num_perm": 64, "minhash_seed": 42, "rows_per_band": 8, "auto_bands": False, "false_negative_weight": 0.5, "bands": 8, "rows_in_use": 8,
     "jaccard_threshold": 0.7, "signature_overlap_threshold": 0.7, "audit_sample_size": 1000, "ignored_passages": [],
+    "ignore_shared_above": None,
 }
 CURRENT["sketch_scheme"] = sketch_scheme(CURRENT)
 
@@ -36,6 +37,7 @@ def test_lineage_accumulates_stage_settings():
         "sketch_scheme": CURRENT["sketch_scheme"],
         "audit_sample_size": 1000,  # the audit's sample is drawn while fingerprinting
         "ignored_passages": [],
+        "ignore_shared_above": None,
     }
 
 
