@@ -70,8 +70,10 @@ def index_path(reference: str, folder: Path) -> Path:
 
 
 def _reference_settings(settings: Settings) -> Settings:
-    # bodies copied into the index, so that it holds what verification reads; no recall audit
-    return replace(settings, engine="duckdb", parquet_bodies="copy", audit_sample_size=0)
+    # bodies copied into the index, so that it holds what verification reads; no recall audit;
+    # the passages the input's sample shares (ignore_shared_above) are in ignored_passages by now,
+    # and the reference leaves out those, not its own
+    return replace(settings, engine="duckdb", parquet_bodies="copy", audit_sample_size=0, ignore_shared_above=None)
 
 
 def _built_with(settings: Settings) -> dict:
