@@ -92,12 +92,16 @@ def test_a_giant_cluster_of_copies_is_not_blamed_on_chaining():
     """Issue 49's 2M one-word documents: clusters of 175,512 identical copies were warned of as
     chains through boilerplate, with cluster_mode 'star' as the way out, which splits nothing
     where no member is chained. A cluster with chained members still gets that advice."""
-    rows = [("cluster-copies", 5, "c0", False)] * 5 + [("cluster-chain", 4, "h0", doc == 3) for doc in range(4)]
+    rows = [("cluster-copies", 5, "c0", False, "removed_duplicate")] * 5 + [
+        ("cluster-chain", 4, "h0", doc == 3, "removed_duplicate") for doc in range(4)
+    ]
+    # the matches of one reference document are no cluster of the input's: never warned of
+    rows += [("reference:r.csv:r0", 9, "r0", False, "matched_reference")] * 9
     with duckdb.connect() as connection:
         connection.execute(
             "create table clusters as select * from (values "
-            + ", ".join(f"('{c}', {n}, '{r}', {str(x).lower()})" for c, n, r, x in rows)
-            + ") as t(cluster_id, cluster_size, representative_doc_id, chained)"
+            + ", ".join(f"('{c}', {n}, '{r}', {str(x).lower()}, '{d}')" for c, n, r, x, d in rows)
+            + ") as t(cluster_id, cluster_size, representative_doc_id, chained, decision)"
         )
         warned = cluster_rules.largest_cluster_within(connection, "clusters", 3)
         copies_only = cluster_rules.largest_cluster_within(connection, "(select * from clusters where cluster_id = 'cluster-copies')", 3)
