@@ -124,6 +124,13 @@ def test_a_share_threshold_finds_the_footer_and_leaves_it_out_as_the_listed_pass
         [f"copy-{n:03d}", f"page-{n:03d}"] for n in range(10)
     ]
     assert len(clusters) == 300
+    # every step after fingerprinting left the found footer out, as a run that lists it does
+    listed = tmp_path / "listed.duckdb"
+    run_library(str(pages), str(listed), None, Settings(hash_scheme=hash_scheme, ignored_passages=[footer]))
+    for table in ("fingerprinted", "scored_pairs", "clusters", "recall_audit"):
+        query = f"select * from dedup.{table}"
+        with duckdb.connect(str(database), read_only=True) as found, duckdb.connect(str(listed), read_only=True) as given:
+            assert found.sql(query).fetchall() == given.sql(query).fetchall(), table
     # the footer, found in the sample, is named in the log, in fingerprinted's lineage and in the release
     with duckdb.connect(str(database), read_only=True) as connection:
         lineage = json.loads(connection.execute(
@@ -133,7 +140,7 @@ def test_a_share_threshold_finds_the_footer_and_leaves_it_out_as_the_listed_pass
     manifest = json.loads((release / "manifest.json").read_text())
     assert manifest["derived_settings"]["ignored_passages_found"] == [footer]
     assert manifest["settings"]["ignored_passages"] == [] and manifest["settings"]["ignore_shared_above"] == 0.5
-    assert any(line.startswith("fingerprinted: leaving out 1 passages that 0.5 or more") for line in log)
+    assert any(line.startswith("fingerprinted: leaving out 1 passage(s) whose shingles 0.5 or more") for line in log)
 
 
 def test_the_asset_graph_leaves_the_found_footer_out_of_every_step_and_its_checks_pass(runner, tmp_path):

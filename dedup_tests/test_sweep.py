@@ -242,3 +242,21 @@ def test_kept_folders_a_killed_switch_moved_into_its_staging_folder_are_put_back
     publish(out, lambda folder: (folder / "manifest.json").write_text("{}"), "db", messages.append)
     assert (out / "tuning" / "sweep.csv").read_text() == "a,b\n" and (out / "batches" / "2026-11-01").is_dir()
     assert messages[0] == "put back batches/, tuning/ that a killed run had moved into .out.staging-4242"
+
+
+def test_a_share_threshold_sweeps_as_the_passages_it_finds_listed(tmp_path):
+    """ignore_shared_above: the sample's shared footer is left out of every combination's run and
+    of its truth alike, as a listed footer is (the truth once kept it: 38,975 true pairs)."""
+    from .test_boilerplate import footer_pages
+    from .conftest import write_csv
+
+    rows, footer = footer_pages()
+    pages = write_csv(tmp_path / "pages.csv", rows)
+    database = tmp_path / "db.duckdb"
+    run_library(str(pages), str(database), None, Settings(audit_sample_size=0))
+    sweep = SweepSettings(sample_size=0)
+    shared = _sweep(database, sweep, Settings(ignore_shared_above=0.5)).rows
+    listed = _sweep(database, sweep, Settings(ignored_passages=[footer])).rows
+    columns = [name for name in shared.column_names if name != "seconds"]
+    assert shared.select(columns).to_pylist() == listed.select(columns).to_pylist()
+    assert min(shared.column("true_pairs").to_pylist()) <= 30

@@ -21,7 +21,7 @@ from ..core.consistency import engine_differences
 from ..core.contract import contract_path_for
 from ..core.incremental.batch_order import index_settings, settings_problems
 from ..core.incremental.index_tables import IndexTables, indexed_batches
-from ..core.settings import Settings
+from ..core.settings import Settings, SettingsError
 from ..core.store import table_exists
 from ..core.passages import lineage_shingling
 from ..core.readers import count_input_records
@@ -201,7 +201,11 @@ def _index_not_comparable(settings: Settings, indexed: list) -> str | None:
     if settings.hot_buckets != "refuse":
         return "this run left hot buckets out of its join (hot_buckets skip); the incremental index refuses them"
     # the index is always the reference engine's; another's tables are compared with it the same
-    changed = settings_problems(indexed, index_settings(replace(settings, engine=REFERENCE)))
+    try:
+        current = index_settings(replace(settings, engine=REFERENCE))
+    except SettingsError as refused:  # settings an index cannot take (reference, ignore_shared_above)
+        return f"the incremental index cannot be built with this run's settings: {refused}"
+    changed = settings_problems(indexed, current)
     if changed:
         return (
             "the index was built with other settings ("

@@ -85,9 +85,13 @@ def _passages(tokens: list[str], shingles: list[str], frequent: set[str], size: 
     return runs
 
 
-def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, shingling: Shingling) -> pa.Table:
+def boilerplate_passages(
+    connection: duckdb.DuckDBPyConnection, tables: Tables, shingling: Shingling, share: float = MIN_SHARE,
+    min_documents: int = MIN_DOCUMENTS,
+) -> pa.Table:
     """The passages (``PASSAGE_SCHEMA``) of the seeded sample of ``tables.documents``, most
-    shared first."""
+    shared first: the runs of tokens that shingles in at least ``share`` of the sample (and in
+    ``min_documents``) cover."""
     total = connection.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
     # the sample: the doc_ids with the smallest md5, the same for the same documents on any run
     sampled_ids = connection.sql(
@@ -104,7 +108,7 @@ def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, 
         documents.append((doc_id, tokens, shingles))
         frequency.update(set(shingles))
     sampled = len(rows)
-    least = max(MIN_DOCUMENTS, math.ceil(MIN_SHARE * sampled))
+    least = max(min_documents, math.ceil(share * sampled))
     frequent = {shingle for shingle, count in frequency.items() if count >= least}
     having: dict[str, set[str]] = defaultdict(set)
     lengths: dict[str, int] = {}
@@ -134,13 +138,13 @@ def boilerplate_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, 
 
 
 def shared_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, shingling: Shingling, share: float) -> list[str]:
-    """The passages (of :func:`boilerplate_passages`) that at least ``share`` of the sample has,
-    most shared first: what ``ignore_shared_above`` leaves out. A passage shorter than a shingle
-    (of a document that short) would leave out nothing a longer document has, and is not one."""
-    found = boilerplate_passages(connection, tables, Shingling(shingling.size, shingling.unit))
-    return [
-        row["passage"] for row in found.to_pylist() if row["share"] >= share and row["tokens"] >= shingling.size
-    ]
+    """What ``ignore_shared_above`` leaves out: the passages made of the shingles that at least
+    ``share`` of the sample has, most shared first. Each is a run of such shingles in a document,
+    so leaving out the passages' shingles leaves out those shingles, however the passages that
+    hold them differ from page to page. A passage shorter than a shingle (of a document that
+    short) would leave out nothing a longer document has, and is not one."""
+    found = boilerplate_passages(connection, tables, Shingling(shingling.size, shingling.unit), share, 1)
+    return [row["passage"] for row in found.to_pylist() if row["tokens"] >= shingling.size]
 
 
 def _merged(having: dict[str, set[str]], lengths: dict[str, int], unit: str) -> list[str]:

@@ -15,7 +15,7 @@ import duckdb
 from .capabilities import REFERENCE
 from .cluster import build_clusters, build_deduped_documents
 from .reference import no_reference_matches
-from .pipeline import run_core_steps
+from .pipeline import found_settings, run_core_steps
 from .settings import Settings
 from .store import TableBuild, write_table
 from .tables import Tables
@@ -38,7 +38,9 @@ def engine_differences(
         run_core_steps(connection, scratch, duckdb_settings, log)
         # an engine that runs references is the one compared with: none are matched here
         write_table(connection, scratch.reference_matches, no_reference_matches())
-        write_table(connection, scratch.clusters, build_clusters(connection, scratch, duckdb_settings.cluster_params()))
+        # with the passages its fingerprinting found to leave out (ignore_shared_above), as the run's steps
+        found = found_settings(connection, scratch, duckdb_settings)
+        write_table(connection, scratch.clusters, build_clusters(connection, scratch, found.cluster_params()))
         write_table(connection, scratch.deduped_documents, build_deduped_documents(scratch))
         return {
             name: tuple(

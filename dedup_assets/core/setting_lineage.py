@@ -35,7 +35,7 @@ STAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     # the tuning group's leaf: besides its combinations, the run's settings that its rows depend on
     "parameter_sweep": (
         "hash_scheme", "minhash_seed", "max_pair_slots", "max_bucket_size", "memory_budget_mb",
-        "sweep_combinations", "sweep_sample_size",
+        "sweep_combinations", "sweep_sample_size", "ignored_passages", "ignore_shared_above",
     ),
 }
 

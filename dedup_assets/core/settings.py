@@ -85,9 +85,9 @@ class Settings:
     )
     ignore_shared_above: float | None = _setting(
         "fingerprint",
-        "Leave out, as ignored_passages does, every passage that at least this share of a seeded "
-        "sample of the documents has (boilerplate's share; 0.01 to 1): a footer on half the pages "
-        "at 0.5. The passages found are in fingerprinted's lineage and manifest.json. Unset: none.",
+        "Leave out, as ignored_passages does, every shingle that at least this share of a seeded "
+        "sample of the documents has (0.01 to 1): a footer on half the pages at 0.5. The passages "
+        "those shingles make are in fingerprinted's lineage and manifest.json. Unset: none.",
         None,
     )
     num_perm: int = _setting("fingerprint", "MinHash values per signature.", 64)

@@ -129,8 +129,8 @@ def fingerprint(run: StepRun, audit: bool = True) -> Fingerprinted:
         with run.cursor() as cursor:
             found = {FOUND_PASSAGES: shared_passages(cursor, run.tables, settings.shingling(), settings.ignore_shared_above)}
         run.log(
-            f"fingerprinted: leaving out {len(found[FOUND_PASSAGES]):,} passages that {settings.ignore_shared_above:g} "
-            f"or more of the sampled documents share{': ' if found[FOUND_PASSAGES] else ''}"
+            f"fingerprinted: leaving out {len(found[FOUND_PASSAGES]):,} passage(s) whose shingles {settings.ignore_shared_above:g} "
+            f"or more of the sampled documents have{': ' if found[FOUND_PASSAGES] else ''}"
             + "; ".join(passage[:80] for passage in found[FOUND_PASSAGES][:3])
         )
         settings = with_found_passages(settings, found)

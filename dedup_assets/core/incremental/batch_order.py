@@ -49,6 +49,7 @@ def settings_problems(indexed: list[IndexedBatch], current: dict) -> list[tuple[
         "prefer_domains": [],
         "keep": list(DEFAULT_KEEP),
         "ignored_passages": [],
+        "ignore_shared_above": None,
     }
     built = {**implied, **indexed[0].settings}
     # an index built before its sketch scheme was recorded was built by the first recorded
