@@ -60,7 +60,7 @@ test-all: setup-all
 DOCS ?= 100000
 PERM ?= 128
 bench: setup-bench
-	$(BIN)/python benchmarks/benchmark.py --docs $(DOCS) --perm $(PERM) --peers rensa,fastsketch-pre
+	$(BIN)/python benchmarks/benchmark.py --docs $(DOCS) --perm $(PERM) --peers rensa,fastsketch-pre,fastsketch-vec
 
 # the plain corpus with both of our runs, then a thousand web-length pages through the Dagster run
 bench-smoke: setup

@@ -19,7 +19,8 @@ libraries would write them:
 The vectorized front end (``fastsketch-vec``) reads batches of 16,384 bodies into polars, which
 lowercases, cuts tokens at the same characters and hashes every token (shingle); numpy combines each
 5 consecutive token hashes into one shingle hash, then each document's are sorted and made distinct
-(hash64): the same sets as above, other 64-bit values.
+(hash64): the same sets as above, other 64-bit values (but for letters whose lowercase is newer
+than the Unicode of Python's ``str.lower``, which polars lowers and Python leaves).
 
 It prints one JSON line: wall and CPU seconds per stage, the timed total, peak RSS, counts, and
 the recall of the planted pairs with exact Jaccard >= 0.7 in the corpus's ``*.truth.parquet``.

@@ -36,7 +36,7 @@ def speedup_target(ours: dict | None, peers: list[dict], targets: dict, web: boo
     one); ``web``: the run was on the web-length corpus."""
     fastest = fastest_peer(peers, front_end)
     if not (ours and fastest):
-        return None if front_end != "python" else "Dagster e2e vs fastest peer: n/a (needs the Dagster run and --peers)"
+        return None if front_end != "python" else "Dagster e2e vs fastest python peer: n/a (needs the Dagster run and a peer of the Python front end in --peers)"
     speedup = fastest["wall_s"] / ours["wall_s"]
     target = speed_target(web, front_end)
     key = "speedup_vs_fastest_peer" if front_end == "python" else f"speedup_vs_fastest_{front_end}_peer"

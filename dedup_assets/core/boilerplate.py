@@ -24,6 +24,7 @@ from collections import Counter, defaultdict
 import duckdb
 import pyarrow as pa
 
+from .errors import InconsistentTables
 from .ingest import document_bodies
 from .passages import MIN_SHARE, passage_shingles
 from .tables import Tables
@@ -184,8 +185,15 @@ def template_clusters(
     # by doc_id, not by a join: a join with documents read over its Parquet files decodes every
     # body of the corpus (29 s of a 1M run), these are at most two per cluster checked
     wanted = sorted({doc_id for _, _, representative, member in pairs for doc_id in (representative, member)})
+    if not wanted:
+        return pa.Table.from_pylist([], schema=TEMPLATE_SCHEMA)
     bodies = document_bodies(connection, tables.documents, pa.array(wanted, pa.string()), in_order=False)
     body_of = dict(zip(bodies.column("doc_id").to_pylist(), bodies.column("body").to_pylist()))
+    if len(body_of) < len(wanted):
+        raise InconsistentTables(
+            f"{len(wanted) - len(body_of):,} documents of the clusters are not in documents: re-materialize "
+            "documents and everything downstream"
+        )
     found = []
     for cluster_id, size, representative, member in pairs:
         kept, removed = (
