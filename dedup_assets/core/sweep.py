@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -27,9 +27,8 @@ import pyarrow.compute as pc
 from .audit import counted_pairs
 from .audit_probe import AuditProbe, probe_pass
 from .audit_sample import sample_doc_ids
-from .boilerplate import shared_passages
 from .lsh import PairBudgetExceeded
-from .pipeline import run_core_steps
+from .pipeline import found_settings, run_core_steps
 from .plots import FIGURE_SIZE, new_axes, png_bytes
 from .release import spreadsheet_safe
 from .settings import Settings
@@ -109,20 +108,10 @@ def run_sweep(
         )
         truths: dict[tuple[float, Shingling], pa.Table] = {}
         rows = []
-        # ignore_shared_above: the sample's shared passages, found once and listed for every
-        # combination, so that its runs and its truth leave out the same ones
-        applied = [_with_shared_passages(scratch, scratch_tables, settings) for settings in applied]
         for index, settings in enumerate(applied):
             log(f"parameter sweep: sweep_combinations[{index}], {_label(settings, varied)} ({index + 1} of {len(applied)})")
             rows.append({"combination": index, **_measure(scratch, scratch_tables, settings, truths, varied, log)})
     return SweepResult(pa.Table.from_pylist(rows, schema=SWEEP_COLUMNS), sampled)
-
-
-def _with_shared_passages(connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings) -> Settings:
-    if settings.ignore_shared_above is None:
-        return settings
-    found = shared_passages(connection, tables, settings.shingling(), settings.ignore_shared_above)
-    return replace(settings, ignored_passages=[*settings.ignored_passages, *found], ignore_shared_above=None)
 
 
 @contextmanager
@@ -205,6 +194,8 @@ def _measure(
         return {**row, "refused": str(error), "seconds": round(time.perf_counter() - started, 3)}
     row["seconds"] = round(time.perf_counter() - started, 3)
 
+    # its truth leaves out what its fingerprinting found to (ignore_shared_above), as its runs did
+    settings = found_settings(connection, tables, settings)
     key = (settings.jaccard_threshold, settings.shingling())
     if key not in truths:  # every text of the sample audited: its true pairs are all there are
         truths[key] = _text_pairs(connection, tables, settings)
