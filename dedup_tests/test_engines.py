@@ -19,6 +19,7 @@ from dedup_assets.core.setting_choices import ENGINES
 from dedup_assets.core.settings import Settings, SettingsError
 
 from .conftest import require_ray
+from .source_trees import parsed
 
 
 def _steps(cls) -> dict[str, list[str]]:
@@ -56,10 +57,10 @@ def test_an_engine_whose_extra_is_missing_is_refused_with_what_to_install(monkey
         engines.for_settings(Settings(engine="ray"), str(tmp_path / "db.duckdb"), session)
 
 
-def _engine_name_comparisons(path: Path) -> list[str]:
+def _engine_name_comparisons(path: Path, tree: ast.Module) -> list[str]:
     names = set(CAPABILITIES)
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             values = [e for o in operands for e in (o.elts if isinstance(o, (ast.Tuple, ast.List, ast.Set)) else [o])]
@@ -74,12 +75,13 @@ def test_only_the_engines_modules_compare_an_engine_name():
     benchmark."""
     package = Path(dedup_assets.__file__).parent
     own = {package / "core" / "engines.py", package / "core" / "capabilities.py"}
-    found = [
-        line
+    paths = [
+        path
         for path in sorted([*package.rglob("*.py"), *(package.parent / "benchmarks").rglob("*.py")])
         if path not in own and "distributed" not in path.parts
-        for line in _engine_name_comparisons(path)
     ]
+    trees = parsed([path.read_text(encoding="utf-8") for path in paths])
+    found = [line for path, tree in zip(paths, trees, strict=True) for line in _engine_name_comparisons(path, tree)]
     assert found == []
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import dedup_assets
 
+from .source_trees import parsed
+
 ROOT = dedup_assets.__name__
 # lowest first: a module may import from its own floor and those below. A name stands for the
 # module and everything under it; the package's own __init__ runs before any of them and is on none
@@ -50,11 +52,11 @@ def _runs(node: ast.AST) -> Iterator[ast.AST]:
                 yield from _runs(child)
 
 
-def imported(source: str, module: str, is_package: bool) -> Iterator[tuple[str, int]]:
+def imported(tree: ast.Module, module: str, is_package: bool) -> Iterator[tuple[str, int]]:
     """The absolute names ``module`` imports and their lines: ``from x import y`` gives ``x`` and
     ``x.y`` (``y`` may be a submodule; a name that is not one drops out of the graph)."""
     package = module if is_package else module.rpartition(".")[0]
-    for node in _runs(ast.parse(source)):
+    for node in _runs(tree):
         if isinstance(node, ast.Import):
             yield from ((alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -69,10 +71,11 @@ def import_graph(sources: Mapping[str, tuple[str, bool]]) -> dict[str, dict[str,
     each one imported and the packages above it, but for those above the importer itself, which
     have run before it."""
     graph: dict[str, dict[str, int]] = {}
-    for module, (source, is_package) in sources.items():
+    trees = parsed([source for source, _ in sources.values()])
+    for (module, (_, is_package)), tree in zip(sources.items(), trees, strict=True):
         own = {module.rsplit(".", depth)[0] for depth in range(module.count(".") + 1)}
         edges = graph.setdefault(module, {})
-        for name, line in imported(source, module, is_package):
+        for name, line in imported(tree, module, is_package):
             parts = name.split(".")
             for target in (".".join(parts[:end]) for end in range(1, len(parts) + 1)):
                 if target in sources and target not in own:
@@ -175,10 +178,12 @@ def test_every_module_imports_only_from_its_floor_and_below():
 
 
 def test_the_library_imports_neither_dagster_nor_the_rest_of_the_package():
+    library = {module: source for module, source in _package_sources().items() if floor(module) == 0}
+    trees = parsed([source for source, _ in library.values()])
     wrong = [
         f"{module} line {line}: {name}"
-        for module, (source, is_package) in _package_sources().items() if floor(module) == 0
-        for name, line in imported(source, module, is_package)
+        for (module, (_, is_package)), tree in zip(library.items(), trees, strict=True)
+        for name, line in imported(tree, module, is_package)
         if name.split(".")[0] == "dagster" or name.startswith("dagster_")
         or _under(name, ROOT) and not _under(name, LIBRARY)
     ]
