@@ -34,7 +34,7 @@ setup-bench: setup $(VENV)/.extra-bench
 setup-all: setup $(VENV)/.extra-ray $(VENV)/.extra-browser $(VENV)/.extra-bench
 
 # compiled kernels, cached beside the code: again whenever the kernels or the buffers they take change
-$(VENV)/.warm: $(VENV)/.installed dedup_assets/launch/warm.py dedup_assets/core/kernels.py dedup_assets/core/bucket_kernels.py dedup_assets/core/text.py dedup_assets/core/readers/doc_ids.py dedup_assets/core/readers/csv_scan.py
+$(VENV)/.warm: $(VENV)/.installed dedup_assets/launch/warm.py dedup_assets/core/sketch/kernels.py dedup_assets/core/lsh/bucket_kernels.py dedup_assets/core/text/normalize.py dedup_assets/core/read/doc_ids.py dedup_assets/core/read/csv_scan.py
 	$(BIN)/python -m dedup_assets.launch.warm
 	touch $@
 

@@ -46,7 +46,7 @@ from dedup_bench.scripts import measure_scripts, report_lines as scripts_report
 from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
 from dedup_bench.ours import warm_installation
-from dedup_assets.core.setting_choices import ENGINES
+from dedup_assets.core.settings.choices import ENGINES
 from dedup_bench.peer_engines import ENGINES as PEER_ENGINES
 from dedup_bench.incremental_report import print_incremental_report
 from dedup_bench.report import precision_errors, print_report

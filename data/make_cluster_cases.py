@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 import numpy as np
 import pyarrow as pa
 
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.sketch import fingerprint_batch
-from dedup_assets.core.jaccard import pair_jaccard
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.sketch.fingerprints import fingerprint_batch
+from dedup_assets.core.verify.jaccard import pair_jaccard
 
 OUTPUT = ROOT / "data" / "cluster_cases.csv"
 COLUMNS = ["doc_id", "source", "domain", "crawled_at", "title", "body"]

@@ -42,7 +42,7 @@ def verify_release_command(argv: list[str]) -> int:
     parser.add_argument("folder", type=Path)
     folder = parser.parse_args(argv).folder
     # imported here so that the command answers without loading Dagster
-    from .core.release import verify_release
+    from .core.release.files import verify_release
 
     if not folder.is_dir():
         print(f"Error: {folder}: no such folder. Give the release folder (DEDUP_OUTPUT_DIR).", file=sys.stderr)
@@ -80,7 +80,7 @@ def register_batches_command(argv: list[str]) -> int:
     from dagster import DagsterInstance
 
     from .batch_runs.batch_partitions import partition_keys, register_folder_batches
-    from .core.errors import DedupError
+    from .core.util.errors import DedupError
     from .core.incremental.batch_order import batch_command
 
     try:
@@ -115,8 +115,8 @@ def forget_batches_command(argv: list[str]) -> int:
     arguments = parser.parse_args(argv)
     from .core.incremental.index_changes import forget_batches
     from .core.incremental.index_tables import IndexTables
-    from .core.errors import DedupError
-    from .core.store import open_database
+    from .core.util.errors import DedupError
+    from .core.storage.store import open_database
 
     if not Path(arguments.database).expanduser().is_file():
         print(f"Error: {arguments.database}: no such database file. Check DEDUP_DATABASE.", file=sys.stderr)
@@ -139,9 +139,9 @@ def forget_batches_command(argv: list[str]) -> int:
 
 
 def cdx_targets_command(argv: list[str]) -> int:
-    from .core.errors import DedupError
-    from .core.readers.http_fetch import refuse_unacknowledged_terms
-    from .core.input_settings import COMMON_CRAWL_CDX_API_URL, FetchSettings
+    from .core.util.errors import DedupError
+    from .core.read.http_fetch import refuse_unacknowledged_terms
+    from .core.settings.input import COMMON_CRAWL_CDX_API_URL, FetchSettings
 
     parser = argparse.ArgumentParser(
         prog="dedup cdx-targets",
@@ -159,7 +159,7 @@ def cdx_targets_command(argv: list[str]) -> int:
         help=f"seconds each request may take in all (default: {FetchSettings.timeout_s:g})",
     )
     arguments = parser.parse_args(argv)
-    from .core.cdx import write_targets
+    from .core.read.cdx import write_targets
 
     try:
         refuse_unacknowledged_terms(

@@ -1,6 +1,6 @@
 """The ``engine`` resource: where the run's engine runs when it runs on a cluster (a local Ray, or
 a cluster's address) and where its tables' Parquet folders live. The settings' ``engine`` names
-the engine and the library opens it (``core/engines.py``, ``for_settings``); this resource only
+the engine and the library opens it (``core/pipeline/engines.py``, ``for_settings``); this resource only
 configures it, so an engine that needs none of it (duckdb) never reads it.
 
 What the engine starts (a Ray session) is opened on first use and held for the run: the run's
@@ -15,9 +15,9 @@ from contextlib import ExitStack
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from .core import engines
+from .core.pipeline import engines
 from .core.distributed.plan import PARTITION_BYTES, ClusterOptions, Shuffle
-from .core.settings import Settings
+from .core.settings.model import Settings
 
 DEFAULTS = ClusterOptions()
 

@@ -27,9 +27,9 @@ from dagster import AssetCheckSeverity, DagsterInstance, DagsterInvalidConfigErr
 from dotenv import load_dotenv  # noqa: E402
 
 from .assets.metadata import percent_fewer  # noqa: E402
-from .core.readers.registry import NAMED_FORMATS  # noqa: E402
-from .core.release import MANIFEST_FILE  # noqa: E402
-from .core.shell import python_command, sql_literal  # noqa: E402
+from .core.read.registry import NAMED_FORMATS  # noqa: E402
+from .core.release.files import MANIFEST_FILE  # noqa: E402
+from .core.util.shell import python_command, sql_literal  # noqa: E402
 from .definitions import PIPELINE_JOBS, defs  # noqa: E402
 from .launch.entry_point import DEDUP, ENTRY, dedup_program  # noqa: E402
 from .launch.user_messages import last_sentence, refused, user_message  # noqa: E402

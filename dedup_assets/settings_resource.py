@@ -21,13 +21,13 @@ from typing import Literal, Union, get_args, get_origin, get_type_hints
 from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr, ValidationError, create_model, model_validator
 
-from .core.publish import check_output_folder
-from .core.readers.registry import NAMED_FORMATS
-from .core.release_pointer import pointer_path
-from .core.settings import Settings
-from .core.setting_lineage import value_sources
-from .core.sweep_settings import SweepCombination, SweepSettings
-from .core.tables import TABLE_LAYOUT
+from .core.release.publish import check_output_folder
+from .core.read.registry import NAMED_FORMATS
+from .core.release.pointer import pointer_path
+from .core.settings.model import Settings
+from .core.settings.lineage import value_sources
+from .core.pipeline.sweep_settings import SweepCombination, SweepSettings
+from .core.storage.tables import TABLE_LAYOUT
 from .launch.environment import CACHE, INPUT, LABELS, OUTPUT_DIR
 from .launch.settings_file import SettingsFile, read_settings_file
 

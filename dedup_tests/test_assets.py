@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from dagster import Failure
 
-from dedup_assets.core.contract import load_contract
-from dedup_assets.core.lsh import bucket_pressure
-from dedup_assets.core.minhash import minhash_signature
-from dedup_assets.core.readers import read_documents
-from dedup_assets.core.step_params import HASH_SCHEMES
-from dedup_assets.core.tables import Tables
-from dedup_assets.core.text import Shingling, document_shingles
+from dedup_assets.core.audit.contract import load_contract
+from dedup_assets.core.lsh.candidates import bucket_pressure
+from dedup_assets.core.sketch.minhash import minhash_signature
+from dedup_assets.core.read import read_documents
+from dedup_assets.core.pipeline.step_params import HASH_SCHEMES
+from dedup_assets.core.storage.tables import Tables
+from dedup_assets.core.text.normalize import Shingling, document_shingles
 
 from .conftest import FIXTURE, HARD_FIXTURE, document, fixture_with_a_wrong_contract, sha256_of_files, write_csv
 

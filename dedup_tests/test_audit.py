@@ -18,18 +18,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dedup_assets.core.audit import band_labels, clustered_interval, wilson_interval
-from dedup_assets.core import audit_sample as audit_sample_module
-from dedup_assets.core.audit_probe import AuditProbe, audit_probe, probe_pass, sampled_pairs
-from dedup_assets.core.audit_sample import SampleBodies, sample_doc_ids
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.readers import read_documents
-from dedup_assets.core.release import verify_release
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.step_params import SketchParams
-from dedup_assets.core.store import write_table
-from dedup_assets.core.sketch import fingerprint_batch
-from dedup_assets.core.text import Shingling, document_shingles
+from dedup_assets.core.audit.recall import band_labels, clustered_interval, wilson_interval
+from dedup_assets.core.audit import sample as audit_sample_module
+from dedup_assets.core.audit.probe import AuditProbe, audit_probe, probe_pass, sampled_pairs
+from dedup_assets.core.audit.sample import SampleBodies, sample_doc_ids
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.read import read_documents
+from dedup_assets.core.release.files import verify_release
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.pipeline.step_params import SketchParams
+from dedup_assets.core.storage.store import write_table
+from dedup_assets.core.sketch.fingerprints import fingerprint_batch
+from dedup_assets.core.text.normalize import Shingling, document_shingles
 
 from .conftest import FIXTURE, HARD_FIXTURE, write_csv
 

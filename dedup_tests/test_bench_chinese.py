@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.jaccard import exact_jaccard
+from dedup_assets.core.verify.jaccard import exact_jaccard
 from dedup_bench.chinese_corpus import (
     KINDS,
     TRUTH_SHINGLING,

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.batches import find_batches
-from dedup_assets.core.pipeline import run_batch, run_library
+from dedup_assets.core.read.batches import find_batches
+from dedup_assets.core.pipeline.library import run_batch, run_library
 from dedup_bench.corpus import generate
 from dedup_bench.incremental_runs import (
     BATCH_FOLDER,

@@ -9,8 +9,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
 from dedup_bench.common import THRESHOLD, BenchmarkError, truth_path
 from dedup_bench.corpus import generate
 from dedup_bench.recall import (

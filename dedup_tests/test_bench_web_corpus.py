@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.jaccard import pair_jaccard, shingle_sets
-from dedup_assets.core.text import Shingling
+from dedup_assets.core.verify.jaccard import pair_jaccard, shingle_sets
+from dedup_assets.core.text.normalize import Shingling
 from dedup_bench.common import THRESHOLD, truth_path
 from dedup_bench.corpus import COPY_SHARE, MIRROR_SHARE, generate
 from dedup_bench.web_corpus import HEAVY_FRACTION, HEAVY_SHARE, LENGTH_SIGMA, WebPages

@@ -17,19 +17,19 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import Failure
 
-from dedup_assets.core import ingest
-from dedup_assets.core.errors import InconsistentTables
-from dedup_assets.core.ingest import build_documents, document_bodies
-from dedup_assets.core.input_settings import InputPolicy
-from dedup_assets.core.readers import (
+from dedup_assets.core.read import ingest
+from dedup_assets.core.util.errors import InconsistentTables
+from dedup_assets.core.read.ingest import build_documents, document_bodies
+from dedup_assets.core.settings.input import InputPolicy
+from dedup_assets.core.read import (
     InputStats,
     bodies_in_place,
     document_batches,
     document_rows,
 )
-from dedup_assets.core.readers.documents import KEPT
-from dedup_assets.core.store import rows_with_ids, write_table
-from dedup_assets.core.tables import READ_IN_PLACE
+from dedup_assets.core.read.documents import KEPT
+from dedup_assets.core.storage.store import rows_with_ids, write_table
+from dedup_assets.core.storage.tables import READ_IN_PLACE
 
 from .conftest import HARD_FIXTURE, GraphRunner, document, sha256_of_files
 

@@ -1,4 +1,4 @@
-"""Boilerplate you can see (core/boilerplate.py): a footer many distinct pages share is named, with
+"""Boilerplate you can see (core/text/boilerplate.py): a footer many distinct pages share is named, with
 its count, share and examples, before anything is removed; the clusters it alone made are named
 as template clusters, and planted copies are not; both are release files, with a picture. With
 ``ignored_passages`` naming the footer, no two distinct pages merge and the planted copies still do."""
@@ -11,12 +11,12 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.boilerplate import boilerplate_passages
-from dedup_assets.core.jaccard import exact_jaccard
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.core.tables import Tables
-from dedup_assets.core.text import Shingling
+from dedup_assets.core.text.boilerplate import boilerplate_passages
+from dedup_assets.core.verify.jaccard import exact_jaccard
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.storage.tables import Tables
+from dedup_assets.core.text.normalize import Shingling
 
 from .conftest import FIXTURE, document, write_csv
 

@@ -224,7 +224,7 @@ def test_dg_checks_the_definitions_and_launches_the_named_job(cli_env):
 
 FIXTURE_RUN = """
 import sys, tempfile
-from dedup_assets.core.pipeline import run_library
+from dedup_assets.core.pipeline.library import run_library
 from dedup_assets.launch.warm import compiled_here
 folder = tempfile.mkdtemp()
 run_library(sys.argv[1], folder + "/db.duckdb", folder + "/out")

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 
 from dedup_assets.checks import cluster_rules
-from dedup_assets.core.jaccard import shingle_set_jaccard
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.tables import Tables
-from dedup_assets.core.text import Shingling, document_shingles
+from dedup_assets.core.verify.jaccard import shingle_set_jaccard
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.storage.tables import Tables
+from dedup_assets.core.text.normalize import Shingling, document_shingles
 
 from .conftest import PROJECT_ROOT
 

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from dedup_assets.core.readers import (
+from dedup_assets.core.read import (
     InputError,
     InputPolicy,
     InputStats,

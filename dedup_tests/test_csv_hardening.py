@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.readers import (
+from dedup_assets.core.read import (
     InputError,
     InputPolicy,
     InputStats,
@@ -17,9 +17,9 @@ from dedup_assets.core.readers import (
     document_batches,
     read_documents,
 )
-from dedup_assets.core.readers import csv as csv_reader
-from dedup_assets.core.readers import csv_scan
-from dedup_assets.core.readers.csv import READER
+from dedup_assets.core.read import csv as csv_reader
+from dedup_assets.core.read import csv_scan
+from dedup_assets.core.read.csv import READER
 
 HEADER = "doc_id,source,domain,crawled_at,title,body\n"
 

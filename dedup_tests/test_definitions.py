@@ -10,7 +10,7 @@ from dagster import Definitions
 from dagster_duckdb import DuckDBResource
 from pydantic import ValidationError
 
-from dedup_assets.core.settings import STEPS, Settings
+from dedup_assets.core.settings.model import STEPS, Settings
 from dedup_assets.definitions import defs
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.stored_tables.warehouse import DuckDBWarehouse

@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dedup_assets.core.contract import load_contract
-from dedup_assets.core.diagnostics import (
+from dedup_assets.core.audit.contract import load_contract
+from dedup_assets.core.release.diagnostics import (
     CAPS,
     COLLISION_BUCKETS_FILE,
     DOMAIN_SUMMARY_FILE,
@@ -23,10 +23,10 @@ from dedup_assets.core.diagnostics import (
     max_collision_bucket_size,
     mirror_domain_pairs,
 )
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.lsh import bucket_pressure
-from dedup_assets.core.summary import run_counts
-from dedup_assets.core.tables import SCHEMA, Tables
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.lsh.candidates import bucket_pressure
+from dedup_assets.core.release.summary import run_counts
+from dedup_assets.core.storage.tables import SCHEMA, Tables
 
 from .conftest import FIXTURE, document, write_csv
 

@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pyarrow as pa
 
-from dedup_assets.core.readers.doc_ids import FirstSeen
+from dedup_assets.core.read.doc_ids import FirstSeen
 
 
 def _register(first_seen, source, ids, rows, eligible=None):

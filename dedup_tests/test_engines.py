@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import dedup_assets
-from dedup_assets.core import engines
-from dedup_assets.core.capabilities import CAPABILITIES
-from dedup_assets.core.engines import DuckDBEngine, Engine, EngineUnavailable
-from dedup_assets.core.setting_choices import ENGINES
-from dedup_assets.core.settings import Settings, SettingsError
+from dedup_assets.core.pipeline import engines
+from dedup_assets.core.pipeline.capabilities import CAPABILITIES
+from dedup_assets.core.pipeline.engines import DuckDBEngine, Engine, EngineUnavailable
+from dedup_assets.core.settings.choices import ENGINES
+from dedup_assets.core.settings.model import Settings, SettingsError
 
 from .conftest import require_ray
 from .source_trees import parsed
@@ -39,8 +39,8 @@ def test_the_factory_opens_the_duckdb_engine_without_importing_ray(tmp_path):
     script = (
         "import sys; from contextlib import ExitStack\n"
         "import dedup_assets.definitions\n"
-        "from dedup_assets.core.engines import for_settings\n"
-        "from dedup_assets.core.settings import Settings\n"
+        "from dedup_assets.core.pipeline.engines import for_settings\n"
+        "from dedup_assets.core.settings.model import Settings\n"
         "with ExitStack() as session:\n"
         f"    print(type(for_settings(Settings(engine='duckdb'), {str(tmp_path / 'db.duckdb')!r}, session)).__name__)\n"
         "print(sorted(name for name in sys.modules\n"
@@ -74,7 +74,7 @@ def test_only_the_engines_modules_compare_an_engine_name():
     that a new engine is added in one place, not found by its name across the package and the
     benchmark."""
     package = Path(dedup_assets.__file__).parent
-    own = {package / "core" / "engines.py", package / "core" / "capabilities.py"}
+    own = {package / "core" / "pipeline" / "engines.py", package / "core" / "pipeline" / "capabilities.py"}
     paths = [
         path
         for path in sorted([*package.rglob("*.py"), *(package.parent / "benchmarks").rglob("*.py")])

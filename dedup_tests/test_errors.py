@@ -9,17 +9,17 @@ import pytest
 import yaml
 from dagster import DagsterEventType, DagsterInstance, Failure, asset, materialize
 
-from dedup_assets.core.batches import BatchError
-from dedup_assets.core.errors import DedupError, InconsistentTables
+from dedup_assets.core.read.batches import BatchError
+from dedup_assets.core.util.errors import DedupError, InconsistentTables
 from dedup_assets.core.incremental.batch_order import BatchOrderError
-from dedup_assets.core.lsh import PairBudgetExceeded
-from dedup_assets.core.payloads import PayloadError
-from dedup_assets.core.publish import ReleaseError
-from dedup_assets.core.readers import InputError
-from dedup_assets.core.settings import SettingsError
-from dedup_assets.core.sketch import list_matrix
-from dedup_assets.core.store import DuckDBUnavailable
-from dedup_assets.core.verify import MemoryBudgetExceeded
+from dedup_assets.core.lsh.candidates import PairBudgetExceeded
+from dedup_assets.core.incremental.payloads import PayloadError
+from dedup_assets.core.release.publish import ReleaseError
+from dedup_assets.core.read import InputError
+from dedup_assets.core.settings.model import SettingsError
+from dedup_assets.core.sketch.fingerprints import list_matrix
+from dedup_assets.core.storage.store import DuckDBUnavailable
+from dedup_assets.core.verify.pairs import MemoryBudgetExceeded
 from dedup_assets.launch.entry_point import ENTRY, entry_point, how_to_fix
 from dedup_assets.launch.user_messages import refusal_text, user_errors
 from dedup_assets.stored_tables.lineage import StaleUpstream

@@ -10,10 +10,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from dedup_assets.core.evaluation import adjusted_rand_index, read_labels
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.readers import InputError
-from dedup_assets.core.store import read_lineage
+from dedup_assets.core.audit.evaluation import adjusted_rand_index, read_labels
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.read import InputError
+from dedup_assets.core.storage.store import read_lineage
 from dedup_assets.settings_resource import DedupSettings
 
 from .conftest import PROJECT_ROOT
@@ -46,7 +46,7 @@ def test_adjusted_rand_index_of_known_partitions():
 
 
 def _library_run(tmp_path, labels_path, mode="components"):
-    from dedup_assets.core.settings import Settings
+    from dedup_assets.core.settings.model import Settings
 
     database = tmp_path / "db.duckdb"
     run_library(str(CLUSTER_CASES), str(database), None, Settings(cluster_mode=mode), labels_path=str(labels_path))

@@ -7,10 +7,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.tables import SCHEMA, Tables
-from dedup_assets.core.verify import verification_memory_estimate
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.storage.tables import SCHEMA, Tables
+from dedup_assets.core.verify.pairs import verification_memory_estimate
 
 # more copies than max_bucket_size (1,000 distinct texts): one bucket of them all would be refused
 COPIES = 1_500

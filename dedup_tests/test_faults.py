@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.publish import remains
-from dedup_assets.core.release import MANIFEST_FILE, verify_release
-from dedup_assets.core.release_pointer import release_ids
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.release.publish import remains
+from dedup_assets.core.release.files import MANIFEST_FILE, verify_release
+from dedup_assets.core.release.pointer import release_ids
+from dedup_assets.core.settings.model import Settings
 from dedup_bench.corpus import generate
 
 from .conftest import FIXTURE, PROJECT_ROOT

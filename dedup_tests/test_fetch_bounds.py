@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
-from dedup_assets.core.readers import InputError
+from dedup_assets.core.read import InputError
 
 from .conftest import PROJECT_ROOT
 from .test_cli import cli_env  # noqa: F401 (a fixture)

@@ -6,14 +6,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.scurve import lsh_probability
-from dedup_assets.core.minhash import hash_int, lsh_band_keys, minhash_signature
-from dedup_assets.core.settings import SettingsError
-from dedup_assets.core.step_params import SketchParams
-from dedup_assets.core.sketch import fingerprint_batch
-from dedup_assets.core.jaccard import exact_jaccard
-from dedup_assets.core.verify import signature_overlap
-from dedup_assets.core.text import Shingling, document_shingles
+from dedup_assets.core.lsh.scurve import lsh_probability
+from dedup_assets.core.sketch.minhash import hash_int, lsh_band_keys, minhash_signature
+from dedup_assets.core.settings.model import SettingsError
+from dedup_assets.core.pipeline.step_params import SketchParams
+from dedup_assets.core.sketch.fingerprints import fingerprint_batch
+from dedup_assets.core.verify.jaccard import exact_jaccard
+from dedup_assets.core.verify.pairs import signature_overlap
+from dedup_assets.core.text.normalize import Shingling, document_shingles
 
 
 def params(scheme: str, num_perm: int = 64) -> SketchParams:

@@ -15,8 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dedup_assets.core.audit_sample import sample_doc_ids
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.audit.sample import sample_doc_ids
+from dedup_assets.core.settings.model import Settings
 from dedup_bench.giant_group import write_copies_corpus
 
 pytestmark = pytest.mark.faults

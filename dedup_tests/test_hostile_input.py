@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterInstance
 
-from dedup_assets.core.readers import InputError, InputPolicy, InputStats, count_input_records, document_batches
+from dedup_assets.core.read import InputError, InputPolicy, InputStats, count_input_records, document_batches
 
 from .conftest import PROJECT_ROOT, document, write_csv
 
@@ -53,7 +53,7 @@ def test_a_line_with_a_lone_surrogate_is_one_decode_error_and_the_others_are_rea
 _MEASURE = """
 import json, re, sys
 from pathlib import Path
-from dedup_assets.core.readers import InputStats, count_input_records, document_batches
+from dedup_assets.core.read import InputStats, count_input_records, document_batches
 def mib(figure):
     return int(re.search(figure + r":\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) / 1024
 imported, path, stats = mib("VmRSS"), Path(sys.argv[1]), InputStats()

@@ -61,7 +61,7 @@ def test_skipped_hot_buckets_are_listed_and_the_audit_measures_what_they_cost(ru
 
 def test_skip_is_refused_at_launch_where_it_does_not_apply():
     from dedup_assets.core.incremental.batch_order import index_settings
-    from dedup_assets.core.settings import Settings, SettingsError
+    from dedup_assets.core.settings.model import Settings, SettingsError
 
     with pytest.raises(SettingsError, match="hot_buckets skip runs on engine duckdb only"):
         Settings(engine="ray", hot_buckets="skip")

@@ -1,4 +1,4 @@
-"""Incremental batches (core/incremental/, core/batches.py, pipeline.run_batch): batches added
+"""Incremental batches (core/incremental/, core/read/batches.py, pipeline.run_batch): batches added
 in key order find the duplicate edges and clusters of one run over all of them, never take back
 an earlier decision, and refuse whatever would make the index differ from that run."""
 
@@ -12,19 +12,19 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.batches import BatchError, BatchFolder, find_batches
+from dedup_assets.core.read.batches import BatchError, BatchFolder, find_batches
 from dedup_assets.core.incremental.batch_order import BatchOrderError
 from dedup_assets.core.incremental.index_changes import add_batch, forget_batches
 from dedup_assets.core.incremental.index_reports import one_shot_differences
 from dedup_assets.core.incremental.index_tables import IndexTables, indexed_batches
-from dedup_assets.core.payloads import payload_folder
-from dedup_assets.core.pipeline import run_batch, run_library
-from dedup_assets.core.readers.protocol import InputError
-from dedup_assets.core.release import verify_release
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.store import read_lineage, write_lineage
-from dedup_assets.core.tables import SCHEMA, Tables
-from dedup_assets.core.jaccard import exact_jaccard
+from dedup_assets.core.incremental.payloads import payload_folder
+from dedup_assets.core.pipeline.library import run_batch, run_library
+from dedup_assets.core.read.protocol import InputError
+from dedup_assets.core.release.files import verify_release
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.storage.store import read_lineage, write_lineage
+from dedup_assets.core.storage.tables import SCHEMA, Tables
+from dedup_assets.core.verify.jaccard import exact_jaccard
 
 from .conftest import FIXTURE, document, sha256_of_files, write_csv
 

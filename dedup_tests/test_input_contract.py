@@ -1,4 +1,4 @@
-"""One input contract for every format (core/readers/input_contract.py): doc_id and body are
+"""One input contract for every format (core/read/input_contract.py): doc_id and body are
 required, the other columns are filled in the same way whether the input is CSV, Parquet or JSONL,
 and an undated copy is kept only where no dated one is."""
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.readers import InputError, InputPolicy, InputStats, count_input_records, document_batches
+from dedup_assets.core.read import InputError, InputPolicy, InputStats, count_input_records, document_batches
 
 from .conftest import document, write_csv
 

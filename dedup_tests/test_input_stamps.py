@@ -12,8 +12,8 @@ import subprocess
 import pytest
 from dagster import DagsterInstance
 
-from dedup_assets.core.ingest import confirmed_input
-from dedup_assets.core.readers import InputError, InputFile, describe_input, file_sha256
+from dedup_assets.core.read.ingest import confirmed_input
+from dedup_assets.core.read import InputError, InputFile, describe_input, file_sha256
 from dedup_assets.launch.user_messages import user_message
 
 from .conftest import FIXTURE, GraphRunner, sha256_of_files

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.readers import (
+from dedup_assets.core.read import (
     InputError,
     InputPolicy,
     InputStats,
@@ -20,7 +20,7 @@ from dedup_assets.core.readers import (
     document_batches,
     read_documents,
 )
-from dedup_assets.core.readers.files import input_files
+from dedup_assets.core.read.files import input_files
 
 from .conftest import PROJECT_ROOT, document, write_csv
 
@@ -67,7 +67,7 @@ def test_two_symlink_loops_end_quickly(tmp_path):
     (data / "self").symlink_to(".")
     (data / "sub" / "top").symlink_to("..")
     script = (
-        "import sys; from pathlib import Path; from dedup_assets.core.readers.files import input_files; "
+        "import sys; from pathlib import Path; from dedup_assets.core.read.files import input_files; "
         "print('\\n'.join(map(str, input_files(Path(sys.argv[1])))))"
     )
     found = subprocess.run(
@@ -259,7 +259,7 @@ def test_a_utf16_or_utf32_text_file_is_refused_with_how_to_re_encode(tmp_path, n
 
 
 def test_the_unreadable_message_names_the_path_and_what_to_do(tmp_path):
-    from dedup_assets.core.readers.files import unreadable
+    from dedup_assets.core.read.files import unreadable
 
     message = str(unreadable(tmp_path / "my input.csv"))
     assert message == (
@@ -296,7 +296,7 @@ def test_a_file_or_folder_that_cannot_be_opened_says_permission_denied(tmp_path,
 _PERMISSION_SCENARIO = """
 import sys
 from pathlib import Path
-from dedup_assets.core.readers import InputError, read_documents
+from dedup_assets.core.read import InputError, read_documents
 
 def error_for(path):
     try:

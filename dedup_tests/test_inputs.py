@@ -7,7 +7,7 @@ import pytest
 
 import pyarrow as pa
 
-from dedup_assets.core.readers import (
+from dedup_assets.core.read import (
     InputError,
     InputPolicy,
     InputStats,

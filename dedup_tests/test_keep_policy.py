@@ -1,4 +1,4 @@
-"""The keep policy (core/keep_rule.py, setting ``keep``): a user's column decides which copy is kept,
+"""The keep policy (core/keep/rule.py, setting ``keep``): a user's column decides which copy is kept,
 every removed copy names the rule that decided and both values, in one-shot runs (components and
 star), through the asset graph and its release, and in incremental batches; a policy that cannot
 work is refused saying what to write."""
@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet  # noqa: F401  (pa.parquet)
 import pytest
 
-from dedup_assets.core.batches import find_batches
-from dedup_assets.core.keep_rule import KeepPolicy
-from dedup_assets.core.pipeline import run_batch, run_library
-from dedup_assets.core.settings import Settings, SettingsError
+from dedup_assets.core.read.batches import find_batches
+from dedup_assets.core.keep.rule import KeepPolicy
+from dedup_assets.core.pipeline.library import run_batch, run_library
+from dedup_assets.core.settings.model import Settings, SettingsError
 
 from .conftest import TEXT_OF_A_HUNDRED as TEXT, document, scored_pages, write_csv
 

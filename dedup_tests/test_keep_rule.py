@@ -1,4 +1,4 @@
-"""The keep rule (core/keep_rule.py) and prefer_domains: one order for every path, a mirror kept by
+"""The keep rule (core/keep/rule.py) and prefer_domains: one order for every path, a mirror kept by
 default and its original with prefer_domains in one-shot runs (components and star), through the
 asset graph and in incremental batches, and prefer_domains checked at launch."""
 
@@ -10,12 +10,12 @@ import pyarrow as pa
 import pytest
 from pydantic import ValidationError
 
-from dedup_assets.core.batches import find_batches
+from dedup_assets.core.read.batches import find_batches
 from dedup_assets.core.incremental.batch_order import BatchOrderError, index_settings, settings_problems
 from dedup_assets.core.incremental.index_tables import IndexedBatch
-from dedup_assets.core.keep_rule import KeepPolicy
-from dedup_assets.core.pipeline import run_batch, run_library
-from dedup_assets.core.settings import Settings, SettingsError
+from dedup_assets.core.keep.rule import KeepPolicy
+from dedup_assets.core.pipeline.library import run_batch, run_library
+from dedup_assets.core.settings.model import Settings, SettingsError
 from dedup_assets.launch.user_messages import user_message
 from dedup_assets.settings_resource import DedupSettings
 

@@ -8,12 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core import bucket_kernels, kernels
-from dedup_assets.core.audit_probe import _probe_filter
-from dedup_assets.core.jaccard import shingle_sets
-from dedup_assets.core.kernels import probe_owners_kernel, probe_slots_kernel
-from dedup_assets.core.text import Shingling, kernel_text
-from dedup_assets.core.tokenizers import TOKENIZERS
+from dedup_assets.core.lsh import bucket_kernels
+from dedup_assets.core.sketch import kernels
+from dedup_assets.core.audit.probe import _probe_filter
+from dedup_assets.core.verify.jaccard import shingle_sets
+from dedup_assets.core.sketch.kernels import probe_owners_kernel, probe_slots_kernel
+from dedup_assets.core.text.normalize import Shingling, kernel_text
+from dedup_assets.core.text.tokenizers import TOKENIZERS
 
 MASK = (1 << 64) - 1
 
@@ -124,8 +125,8 @@ def test_openmp_threads_wait_passively_unless_the_user_chose(preset, expected):
         environment["OMP_WAIT_POLICY"] = preset
     script = (
         "import os, pyarrow as pa\n"
-        "from dedup_assets.core.step_params import SketchParams\n"
-        "from dedup_assets.core.sketch import fingerprint_batch\n"
+        "from dedup_assets.core.pipeline.step_params import SketchParams\n"
+        "from dedup_assets.core.sketch.fingerprints import fingerprint_batch\n"
         "fingerprint_batch(pa.array(['a']), pa.array(['one two three four five six']), "
         "SketchParams('fss', 5, 16, 8, 42))\n"
         "print(os.environ['OMP_WAIT_POLICY'])\n"

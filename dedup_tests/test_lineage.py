@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from dedup_assets.core.sketch_scheme import sketch_scheme
-from dedup_assets.core.tables import TABLE_LAYOUT
+from dedup_assets.core.sketch.scheme import sketch_scheme
+from dedup_assets.core.storage.tables import TABLE_LAYOUT
 from dedup_assets.launch.entry_point import how_to_fix
 from dedup_assets.launch.environment import INPUT
 from dedup_assets.stored_tables.lineage import StaleUpstream, combined_lineage

@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.batches import BatchError, find_batches, key_path_name
-from dedup_assets.core.pipeline import run_batch, run_library
-from dedup_assets.core.readers import InputError, InputStats, document_batches, read_documents
-from dedup_assets.core.readers.files import describe_input, input_files
-from dedup_assets.core.input_settings import InputPolicy
-from dedup_assets.core.tables import READ_IN_PLACE, duckdb_file
+from dedup_assets.core.read.batches import BatchError, find_batches, key_path_name
+from dedup_assets.core.pipeline.library import run_batch, run_library
+from dedup_assets.core.read import InputError, InputStats, document_batches, read_documents
+from dedup_assets.core.read.files import describe_input, input_files
+from dedup_assets.core.settings.input import InputPolicy
+from dedup_assets.core.storage.tables import READ_IN_PLACE, duckdb_file
 
 from .conftest import document, write_csv
 

@@ -5,10 +5,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_assets.core import kernels
-from dedup_assets.core.step_params import SketchParams
-from dedup_assets.core.sketch import fingerprint_batch, tokenless_keys
-from dedup_assets.core.text import kernel_text, normalize_text, token_shingles, tokenize
+from dedup_assets.core.sketch import kernels
+from dedup_assets.core.pipeline.step_params import SketchParams
+from dedup_assets.core.sketch.fingerprints import fingerprint_batch, tokenless_keys
+from dedup_assets.core.text.normalize import kernel_text, normalize_text, token_shingles, tokenize
 
 FSS = SketchParams("fss", 5, 64, 8, 42)
 FSS_CHARACTERS = SketchParams("fss", 3, 64, 8, 42, shingle_unit="char")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
 
 from .conftest import FIXTURE, HARD_FIXTURE, sha256_of_files
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dedup_assets.core import streams
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.streams import ThroughputLog
+from dedup_assets.core.util import streams
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.util.streams import ThroughputLog
 
 from .conftest import sha256_of_files
 
@@ -89,8 +89,8 @@ def test_the_documents_last_line_counts_every_record_while_the_next_batch_is_cou
     the count moved between two reads of it, and what it moved by was never counted."""
     import pyarrow as pa
 
-    from dedup_assets.core.ingest import document_stream
-    from dedup_assets.core.readers.documents import InputStats
+    from dedup_assets.core.read.ingest import document_stream
+    from dedup_assets.core.read.documents import InputStats
 
     class Counting(InputStats):
         """Records the other thread counts: 10 more each time the count is looked at."""

@@ -22,12 +22,12 @@ import pytest
 from dagster import AssetCheckKey, AssetKey
 
 from dedup_assets.checks import rules
-from dedup_assets.core import engines
+from dedup_assets.core.pipeline import engines
 from dedup_assets.core.distributed.datasets import in_position_order
 from dedup_assets.core.distributed.plan import ClusterOptions
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.tables import PIPELINE_TABLES
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.storage.tables import PIPELINE_TABLES
 from dedup_assets.engine_resource import EngineResource
 from dedup_bench.corpus import generate
 
@@ -167,9 +167,9 @@ def test_an_unreachable_cluster_in_the_environment_is_refused_with_where_to_set_
     require_ray()
     script = (
         "from contextlib import ExitStack\n"
-        "from dedup_assets.core.engines import for_settings\n"
-        "from dedup_assets.core.errors import DedupError\n"
-        "from dedup_assets.core.settings import Settings\n"
+        "from dedup_assets.core.pipeline.engines import for_settings\n"
+        "from dedup_assets.core.util.errors import DedupError\n"
+        "from dedup_assets.core.settings.model import Settings\n"
         "try:\n"
         "    with ExitStack() as session:\n"
         f"        for_settings(Settings(engine='ray'), {str(tmp_path / 'run.duckdb')!r}, session)\n"

@@ -6,9 +6,9 @@ import inspect
 import pandas as pd
 import pytest
 
-from dedup_assets.core.readers import READERS, InputError, InputPolicy, Reader, reader_for
-from dedup_assets.core.readers.registry import SUPPORTED_NAMES, format_stem
-from dedup_assets.core.input_settings import SOURCE_FORMATS, FetchSettings
+from dedup_assets.core.read import READERS, InputError, InputPolicy, Reader, reader_for
+from dedup_assets.core.read.registry import SUPPORTED_NAMES, format_stem
+from dedup_assets.core.settings.input import SOURCE_FORMATS, FetchSettings
 
 from .conftest import document, write_csv
 from .test_sources import _jsonl_lines

@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.scurve import lsh_probability
+from dedup_assets.core.lsh.scurve import lsh_probability
 from dedup_bench import recall_spread
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.reference_index import ReferenceError, index_path
-from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.core.text import Shingling, document_shingles
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.reference.index import ReferenceError, index_path
+from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.text.normalize import Shingling, document_shingles
 
 from .conftest import OTHER_OF_A_HUNDRED, TEXT_OF_A_HUNDRED, document, write_csv
 
@@ -259,8 +259,8 @@ def _cli_run(folder: Path, new: Path, reference: Path) -> subprocess.CompletedPr
 
 _RUN = """
 import sys
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
 run_library(sys.argv[1], sys.argv[2], None, Settings(reference=[sys.argv[3]]), log=print)
 """
 

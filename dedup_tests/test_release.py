@@ -19,16 +19,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core import release_pointer
-from dedup_assets.core.parquet_files import hash_columns, write_parquet
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.places import place_error
-from dedup_assets.core.publish import ReleaseError, ReleaseLocked, check_output_folder, publish, release_lock, remains
-from dedup_assets.core.readers import file_sha256
-from dedup_assets.core.release_pointer import release_ids
-from dedup_assets.core.release import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
-from dedup_assets.core.errors import SettingsError
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.release import pointer as release_pointer
+from dedup_assets.core.release.parquet_files import hash_columns, write_parquet
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.storage.places import place_error
+from dedup_assets.core.release.publish import ReleaseError, ReleaseLocked, check_output_folder, publish, release_lock, remains
+from dedup_assets.core.read import file_sha256
+from dedup_assets.core.release.pointer import release_ids
+from dedup_assets.core.release.files import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
+from dedup_assets.core.util.errors import SettingsError
+from dedup_assets.core.settings.model import Settings
 
 from .conftest import FIXTURE, PROJECT_ROOT, sha256_of_files
 from .test_cli import run_command
@@ -282,7 +282,7 @@ def test_a_full_or_read_only_output_disk_is_one_clear_error_and_leaves_no_partia
 def test_a_lock_is_released_when_its_holder_dies(tmp_path):
     out = tmp_path / "out"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys,time; from pathlib import Path; from dedup_assets.core.publish import release_lock\n"
+        [sys.executable, "-c", "import sys,time; from pathlib import Path; from dedup_assets.core.release.publish import release_lock\n"
          f"with release_lock(Path({str(out)!r}), {{'pid': 1}}):\n print('held', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
     )
@@ -386,7 +386,7 @@ def test_the_signatures_leave_the_release_when_asked_or_above_the_document_limit
     tmp_path, monkeypatch, release_signatures, documents_up_to, released
 ):
     # the fixture's 24 documents against the automatic limit, moved below them to stand for a large corpus
-    monkeypatch.setattr("dedup_assets.core.settings.SIGNATURES_RELEASED_UP_TO", documents_up_to)
+    monkeypatch.setattr("dedup_assets.core.settings.model.SIGNATURES_RELEASED_UP_TO", documents_up_to)
     settings = Settings(num_perm=64, release_signatures=release_signatures)
     run_library(str(FIXTURE), str(tmp_path / "db.duckdb"), str(tmp_path / "out"), settings)
     columns = pq.read_schema(tmp_path / "out" / "fingerprinted.parquet").names

@@ -19,10 +19,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core import parquet_files
-from dedup_assets.core.parquet_files import Layout, write_parquet_parts
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.release import MANIFEST_FILE, verify_release
+from dedup_assets.core.release import parquet_files
+from dedup_assets.core.release.parquet_files import Layout, write_parquet_parts
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.release.files import MANIFEST_FILE, verify_release
 
 from .conftest import FIXTURE, PROJECT_ROOT, sha256_of_files
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from dedup_assets.core.errors import SettingsError
-from dedup_assets.core.setting_choices import CHOICES
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.util.errors import SettingsError
+from dedup_assets.core.settings.choices import CHOICES
+from dedup_assets.core.settings.model import Settings
 
 # named here, not read from CHOICES, so a setting dropped from it fails rather than goes untested
 WORD_SETTINGS = ["cluster_mode", "engine", "hot_buckets", "parquet_bodies", "release_compression"]

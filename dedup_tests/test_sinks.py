@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dedup_assets.core import sinks
-from dedup_assets.core.sinks import BackgroundFile, DirectFile
+from dedup_assets.core.release import sinks
+from dedup_assets.core.release.sinks import BackgroundFile, DirectFile
 
 
 def test_background_file_writes_every_piece_in_order_and_hashes_them(tmp_path):

@@ -11,11 +11,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dedup_assets.core import sketch_scheme as scheme_module
+from dedup_assets.core.sketch import scheme as scheme_module
 from dedup_assets.core.incremental.batch_order import BatchOrderError, index_settings
-from dedup_assets.core.pipeline import run_batch
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.sketch_scheme import project_version, sketch_scheme
+from dedup_assets.core.pipeline.library import run_batch
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.sketch.scheme import project_version, sketch_scheme
 from dedup_assets.stored_tables.lineage import StaleUpstream, combined_lineage
 
 from .test_incremental import FIRST, SECOND, THIRD, _fixture_in_three_batches, _index, _indexed_keys

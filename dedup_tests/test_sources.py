@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 import pyarrow.parquet  # noqa: F401  (pa.parquet)
 
-from dedup_assets.core.readers import InputError, InputPolicy, InputStats, count_input_records, document_batches
+from dedup_assets.core.read import InputError, InputPolicy, InputStats, count_input_records, document_batches
 
 from .conftest import document, write_csv
 from .warc_fixtures import ARTICLE, write_crawl

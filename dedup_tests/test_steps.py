@@ -5,9 +5,9 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.cluster import build_clusters
-from dedup_assets.core.reference import no_reference_matches
-from dedup_assets.core.lsh import (
+from dedup_assets.core.cluster.components import build_clusters
+from dedup_assets.core.reference.matching import no_reference_matches
+from dedup_assets.core.lsh.candidates import (
     BucketPressure,
     PairBudgetExceeded,
     band_buckets,
@@ -17,14 +17,14 @@ from dedup_assets.core.lsh import (
     copy_groups,
     ensure_within_limits,
 )
-from dedup_assets.core.setting_choices import PAIR_SLOT_BYTES
-from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.core.sketch import tokenless_keys
-from dedup_assets.core.step_params import ClusterParams, PairLimits, SketchParams, Thresholds
-from dedup_assets.core.store import TableBuild, connect, write_table
-from dedup_assets.core.tables import Tables
-from dedup_assets.core.text import Shingling
-from dedup_assets.core.verify import MemoryBudgetExceeded, build_scored_pairs
+from dedup_assets.core.settings.choices import PAIR_SLOT_BYTES
+from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.sketch.fingerprints import tokenless_keys
+from dedup_assets.core.pipeline.step_params import ClusterParams, PairLimits, SketchParams, Thresholds
+from dedup_assets.core.storage.store import TableBuild, connect, write_table
+from dedup_assets.core.storage.tables import Tables
+from dedup_assets.core.text.normalize import Shingling
+from dedup_assets.core.verify.pairs import MemoryBudgetExceeded, build_scored_pairs
 
 TABLES = Tables.in_schema("main")
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dedup_assets.core.store import (
+from dedup_assets.core.storage.store import (
     DuckDBUnavailable,
     TableBuild,
     open_database,

@@ -14,10 +14,10 @@ from dataclasses import replace
 import duckdb
 import pytest
 
-from dedup_assets.core import kernels, sketch
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.streams import mapped_in_order
+from dedup_assets.core.sketch import kernels, fingerprints as sketch
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.util.streams import mapped_in_order
 
 from .conftest import sha256_of_files
 from .test_audit import _corpus, _generated
@@ -116,9 +116,9 @@ WORKQUEUE_RUN = """
 import sys
 from dataclasses import replace
 import numba
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
-from dedup_assets.core import kernels, sketch
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.sketch import kernels, fingerprints as sketch
 run_library(sys.argv[1], sys.argv[2], sys.argv[3], replace(Settings(), batch_size=7))
 print(numba.threading_layer(), sketch.stream_workers())
 """

@@ -1,5 +1,5 @@
 from dedup_assets.assets.metadata import percent_fewer
-from dedup_assets.core.summary import possible_pairs, reduction_ratio
+from dedup_assets.core.release.summary import possible_pairs, reduction_ratio
 
 
 def test_fixture_reduction_figures():

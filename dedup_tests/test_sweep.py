@@ -20,18 +20,18 @@ from dagster import materialize
 from pydantic import ValidationError
 
 from dedup_assets.assets.tuning import parameter_sweep
-from dedup_assets.core import sweep as sweep_module
-from dedup_assets.core.audit_sample import sample_doc_ids
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.publish import publish
-from dedup_assets.core.release import verify_release
-from dedup_assets.core.scurve import choose_bands
-from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.core.sweep_settings import SweepCombination, SweepSettings
-from dedup_assets.core.store import open_database
-from dedup_assets.core.sweep import SWEEP_COLUMNS, run_sweep
-from dedup_assets.core.tables import SCHEMA, Tables
-from dedup_assets.core.text import Shingling, document_shingles, normalize_text
+from dedup_assets.core.pipeline import sweep as sweep_module
+from dedup_assets.core.audit.sample import sample_doc_ids
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.release.publish import publish
+from dedup_assets.core.release.files import verify_release
+from dedup_assets.core.lsh.scurve import choose_bands
+from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.pipeline.sweep_settings import SweepCombination, SweepSettings
+from dedup_assets.core.storage.store import open_database
+from dedup_assets.core.pipeline.sweep import SWEEP_COLUMNS, run_sweep
+from dedup_assets.core.storage.tables import SCHEMA, Tables
+from dedup_assets.core.text.normalize import Shingling, document_shingles, normalize_text
 from dedup_assets.definitions import defs
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.stored_tables.warehouse import DuckDBWarehouse

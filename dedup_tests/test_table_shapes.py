@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from dedup_assets.core.tables import TABLE_LAYOUT
+from dedup_assets.core.storage.tables import TABLE_LAYOUT
 
 from .conftest import FIXTURE
 
@@ -43,7 +43,7 @@ def test_a_table_changes_shape_only_with_a_new_table_layout(runner):
     )
     assert not (changed and TABLE_LAYOUT == pinned["table_layout"]), (
         f"tables changed shape at table layout {TABLE_LAYOUT}: {', '.join(changed)}. Raise TABLE_LAYOUT in "
-        f"core/tables.py (saying what changed), then write {SHAPES.name} anew: {REWRITE}=1 pytest {Path(__file__).name}"
+        f"core/storage/tables.py (saying what changed), then write {SHAPES.name} anew: {REWRITE}=1 pytest {Path(__file__).name}"
     )
     assert found == pinned, (
         f"TABLE_LAYOUT is {TABLE_LAYOUT}, {SHAPES.name} pins layout {pinned['table_layout']}: write it anew with "

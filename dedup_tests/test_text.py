@@ -4,7 +4,7 @@ import unicodedata
 
 import pytest
 
-from dedup_assets.core.text import (
+from dedup_assets.core.text.normalize import (
     Shingling,
     document_shingles,
     joined,

@@ -11,15 +11,15 @@ import pyarrow as pa
 import pytest
 from dagster import Failure
 
-from dedup_assets.core.batches import find_batches
+from dedup_assets.core.read.batches import find_batches
 from dedup_assets.core.incremental.index_reports import one_shot_differences
 from dedup_assets.core.incremental.index_tables import IndexTables
-from dedup_assets.core.pipeline import run_batch, run_library
-from dedup_assets.core.scurve import lsh_probability
-from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.core.tables import SCHEMA, Tables
-from dedup_assets.core.text import Shingling, document_shingles, shingling_warning
-from dedup_assets.core.jaccard import exact_jaccard
+from dedup_assets.core.pipeline.library import run_batch, run_library
+from dedup_assets.core.lsh.scurve import lsh_probability
+from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.storage.tables import SCHEMA, Tables
+from dedup_assets.core.text.normalize import Shingling, document_shingles, shingling_warning
+from dedup_assets.core.verify.jaccard import exact_jaccard
 
 from .conftest import HAN, chinese_pages as _chinese_corpus, document, page_without_spaces as _page, write_csv
 

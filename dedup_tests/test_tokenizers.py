@@ -10,13 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.errors import SettingsError
-from dedup_assets.core.jaccard import shingle_sets
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.sketch import fingerprint_batch
-from dedup_assets.core.step_params import SketchParams
-from dedup_assets.core.text import Shingling, document_shingles, normalize_text
-from dedup_assets.core.tokenizers import TOKENIZERS, Tokenizer, TokenizerType, register
+from dedup_assets.core.util.errors import SettingsError
+from dedup_assets.core.verify.jaccard import shingle_sets
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.sketch.fingerprints import fingerprint_batch
+from dedup_assets.core.pipeline.step_params import SketchParams
+from dedup_assets.core.text.normalize import Shingling, document_shingles, normalize_text
+from dedup_assets.core.text.tokenizers import TOKENIZERS, Tokenizer, TokenizerType, register
 from dedup_assets.settings_resource import DedupSettings
 
 

@@ -6,10 +6,10 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.settings import Settings
-from dedup_assets.core.sketch import fingerprint_batch
-from dedup_assets.core.step_params import SketchParams
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
+from dedup_assets.core.sketch.fingerprints import fingerprint_batch
+from dedup_assets.core.pipeline.step_params import SketchParams
 
 from .conftest import document, write_csv
 

@@ -13,14 +13,14 @@ from dagster import DagsterInstance
 from PIL import Image
 
 from dedup_assets.checks import rules
-from dedup_assets.core.scurve import choose_bands, lsh_probability
-from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.core.step_params import SketchParams
-from dedup_assets.core.sweep_settings import SweepCombination
-from dedup_assets.core import kernels
-from dedup_assets.core.minhash import lsh_band_keys
-from dedup_assets.core.sketch import fingerprint_batch
-from dedup_assets.core.text import kernel_text
+from dedup_assets.core.lsh.scurve import choose_bands, lsh_probability
+from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.pipeline.step_params import SketchParams
+from dedup_assets.core.pipeline.sweep_settings import SweepCombination
+from dedup_assets.core.sketch import kernels
+from dedup_assets.core.sketch.minhash import lsh_band_keys
+from dedup_assets.core.sketch.fingerprints import fingerprint_batch
+from dedup_assets.core.text.normalize import kernel_text
 
 from .conftest import FIXTURE, HARD_FIXTURE
 

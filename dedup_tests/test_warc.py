@@ -10,7 +10,7 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from dedup_assets.core.readers import InputPolicy, InputStats, count_input_records, document_batches
+from dedup_assets.core.read import InputPolicy, InputStats, count_input_records, document_batches
 
 from .test_cli import DAGSTER, MODULE, PROJECT_ROOT
 from .warc_fixtures import ARTICLE, page, write_crawl, write_edge_records, write_pages

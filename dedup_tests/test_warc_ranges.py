@@ -19,13 +19,13 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from dedup_assets.cli import main
-from dedup_assets.core.readers import InputError, InputStats, count_input_records, document_batches, read_documents
-from dedup_assets.core.readers.csv import READER as CSV_READER
-from dedup_assets.core.readers.registry import reader_for
-from dedup_assets.core.readers import http_fetch
-from dedup_assets.core.readers.http_fetch import is_common_crawl
-from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.core.input_settings import COMMON_CRAWL_TERMS, InputPolicy
+from dedup_assets.core.read import InputError, InputStats, count_input_records, document_batches, read_documents
+from dedup_assets.core.read.csv import READER as CSV_READER
+from dedup_assets.core.read.registry import reader_for
+from dedup_assets.core.read import http_fetch
+from dedup_assets.core.read.http_fetch import is_common_crawl
+from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.settings.input import COMMON_CRAWL_TERMS, InputPolicy
 from dedup_assets.settings_resource import DedupSettings
 
 from .conftest import GraphRunner

@@ -61,7 +61,7 @@ def test_a_fresh_install_compiles_before_the_first_step_and_says_so(tmp_path, la
     said = [index for index, line in enumerate(lines) if COMPILE_LINE in line]
     saved = [index for index, line in enumerate(lines) if SAVED in line]
     assert len(said) == 1 and said[0] < first_step, lines[: first_step + 1]
-    # (one small kernel compiles at import, core/jaccard.py's seeds, before anything is said)
+    # (one small kernel compiles at import, core/verify/jaccard.py's seeds, before anything is said)
     assert any(index > said[0] for index in saved), "nothing compiled after the line"
     assert max(saved) < first_step, [lines[index] for index in saved if index > first_step]
     assert "inside the step" not in run.stdout

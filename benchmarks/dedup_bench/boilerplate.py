@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.settings.model import Settings
 
 from .common import BenchmarkError, last_json_line, module_command, progress, run_measured
 from .corpus import DEFAULT_SEED, SCHEMA, generate
@@ -64,8 +64,8 @@ def run_child(job: dict) -> dict:
     message it stopped with."""
     import duckdb
 
-    from dedup_assets.core.lsh import PairBudgetExceeded
-    from dedup_assets.core.pipeline import run_library
+    from dedup_assets.core.lsh.candidates import PairBudgetExceeded
+    from dedup_assets.core.pipeline.library import run_library
 
     settings = Settings(hot_buckets=job["hot_buckets"], max_bucket_size=job["max_bucket_size"], audit_sample_size=AUDIT_SAMPLE)
     try:

@@ -34,8 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_assets.core.jaccard import shingle_set_jaccard
-from dedup_assets.core.text import Shingling, document_shingles
+from dedup_assets.core.verify.jaccard import shingle_set_jaccard
+from dedup_assets.core.text.normalize import Shingling, document_shingles
 
 from .common import INSTALL_HINT, BenchmarkError, truth_path
 from .corpus import CRAWL_SECONDS, CRAWL_START, DEFAULT_SEED, SCHEMA, corpus_writer

@@ -33,11 +33,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dedup_assets.core.audit_probe import AuditProbe, probe_pass, sampled_pairs
-from dedup_assets.core.jaccard import shingle_set_jaccard
-from dedup_assets.core.presets import PRESETS
-from dedup_assets.core.settings import Settings, SettingsError
-from dedup_assets.core.text import document_shingles
+from dedup_assets.core.audit.probe import AuditProbe, probe_pass, sampled_pairs
+from dedup_assets.core.verify.jaccard import shingle_set_jaccard
+from dedup_assets.core.settings.presets import PRESETS
+from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.text.normalize import document_shingles
 
 from .chinese_corpus import KINDS, TRUTH_SHINGLING, write_corpus
 from .common import THRESHOLD, progress, truth_path

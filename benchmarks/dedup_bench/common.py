@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from dedup_assets.core.capabilities import CAPABILITIES, REFERENCE
+from dedup_assets.core.pipeline.capabilities import CAPABILITIES, REFERENCE
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = BENCH_DIR.parent
@@ -60,7 +60,7 @@ class Sketch:
 
     def bands(self) -> tuple[int, int]:
         """(bands, rows per band) in use."""
-        from dedup_assets.core.settings import Settings
+        from dedup_assets.core.settings.model import Settings
 
         params = Settings(**self.settings()).sketch_params()
         return params.bands, params.rows_per_band

@@ -155,7 +155,7 @@ def compare_child(index_db: Path, one_shot_db: Path) -> dict:
 
     from dedup_assets.core.incremental.index_reports import one_shot_differences
     from dedup_assets.core.incremental.index_tables import IndexTables
-    from dedup_assets.core.tables import SCHEMA, Tables
+    from dedup_assets.core.storage.tables import SCHEMA, Tables
 
     index, one_shot = IndexTables.in_schema(), Tables.in_schema(SCHEMA)
     quoted = str(one_shot_db).replace("'", "''")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dedup_assets.core.setting_choices import ENGINES
+from dedup_assets.core.settings.choices import ENGINES
 
 from .common import (
     REPO_ROOT,

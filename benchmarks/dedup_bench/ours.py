@@ -243,7 +243,7 @@ def run_library_core(corpus: Path, run_dir: Path, sketch: Sketch, head_rows: int
         "head_rows": head_rows,
     }
     sample = f" on the first {head_rows} documents" if head_rows else ""
-    progress(f"library: dedup_assets.core.pipeline.run_library{sample}")
+    progress(f"library: dedup_assets.core.pipeline.library.run_library{sample}")
     run, result = run_json_child("library run", "ours", json.dumps(job))
     stages = result["stages"]
     missing = [stage for stage in CORE_STAGES if stage not in stages]
@@ -287,8 +287,8 @@ def library_child(job: dict) -> dict:
     # imported here, not above: the measuring parent imports this module and stays small
     import pyarrow.parquet as pq
 
-    from dedup_assets.core.pipeline import run_library
-    from dedup_assets.core.settings import Settings
+    from dedup_assets.core.pipeline.library import run_library
+    from dedup_assets.core.settings.model import Settings
     from dedup_assets.launch.warm import compiled_here
 
     input_path = job["input_path"]

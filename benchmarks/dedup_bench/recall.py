@@ -35,8 +35,8 @@ class CorpusBodies:
     exceeds every doc_id of the corpus, since candidate pairs' keys use any document."""
 
     def __init__(self, corpus: Path, needed: np.ndarray, batch_size: int = 65_536):
-        from dedup_assets.core.text import Shingling
-        from dedup_assets.core.jaccard import exact_jaccard
+        from dedup_assets.core.text.normalize import Shingling
+        from dedup_assets.core.verify.jaccard import exact_jaccard
 
         wanted = pa.array(np.unique(needed), pa.int64())
         corpus_file = pq.ParquetFile(corpus)
@@ -118,8 +118,8 @@ def first_copies(database: Path) -> tuple[np.ndarray, np.ndarray]:
     """(copies, their first copies), sorted by copy, as the pipeline names them: the ray engine
     stores them (its views over Parquet have no rowid, which the DuckDB engine's query orders
     by); the DuckDB engine's are computed by its query."""
-    from dedup_assets.core.tables import Tables
-    from dedup_assets.core.verify import first_copies as pipeline_first_copies
+    from dedup_assets.core.storage.tables import Tables
+    from dedup_assets.core.verify.pairs import first_copies as pipeline_first_copies
 
     stored = ray_first_copies_folder(database)
     if stored.is_dir():
@@ -136,7 +136,7 @@ def first_copies(database: Path) -> tuple[np.ndarray, np.ndarray]:
 def audit_figures(database: Path) -> dict:
     """The stored recall audit's recall and 95% interval, every true pair (``audit_``) and the
     near copies (``audit_near_``); empty without an audit."""
-    from dedup_assets.core.audit import stored_audit_summary
+    from dedup_assets.core.audit.recall import stored_audit_summary
 
     with duckdb.connect(str(database), read_only=True) as connection:
         try:

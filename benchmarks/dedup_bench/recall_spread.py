@@ -69,10 +69,10 @@ def banded_hits(signatures: np.ndarray, left: np.ndarray, right: np.ndarray, row
 def sketchers(bodies: pa.Array, shingle_size: int, perm: int, rows_per_band: int) -> dict[str, Sketcher]:
     """Ours (through ``fingerprint_batch``) and the sketch of each installed peer library (the
     ``bench`` extra), all of the same shingle hashes."""
-    from dedup_assets.core.step_params import SketchParams
-    from dedup_assets.core.sketch import fingerprint_batch, list_matrix
-    from dedup_assets.core.text import Shingling
-    from dedup_assets.core.jaccard import shingle_sets
+    from dedup_assets.core.pipeline.step_params import SketchParams
+    from dedup_assets.core.sketch.fingerprints import fingerprint_batch, list_matrix
+    from dedup_assets.core.text.normalize import Shingling
+    from dedup_assets.core.verify.jaccard import shingle_sets
 
     doc_ids = pa.array(np.arange(len(bodies)).astype(str))
 

@@ -84,9 +84,9 @@ def measure_scripts(documents: int, perm: int) -> dict:
     """Each script's fingerprinting seconds (smallest of three), MB/s, and MB/s against English's.
     The three rounds each time every script and unit in turn, so that a load that comes and goes
     on the machine weighs on all of them alike."""
-    from dedup_assets.core.step_params import SketchParams
-    from dedup_assets.core.sketch import fingerprint_batch
-    from dedup_assets.core.text import kernel_text
+    from dedup_assets.core.pipeline.step_params import SketchParams
+    from dedup_assets.core.sketch.fingerprints import fingerprint_batch
+    from dedup_assets.core.text.normalize import kernel_text
 
     doc_ids = pa.array([str(row) for row in range(documents)])
     runs = [

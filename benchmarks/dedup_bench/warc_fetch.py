@@ -23,9 +23,9 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.readers import InputStats, document_batches
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.read import InputStats, document_batches
+from dedup_assets.core.settings.model import Settings
 
 from .common import progress
 from .loopback_warcs import page, range_server

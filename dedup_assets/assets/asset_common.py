@@ -1,15 +1,15 @@
 """What every asset module shares: the group, the kinds, the check of an asset's upstream
-tables against the run's settings, and the run of its step (``core/steps.py``)."""
+tables against the run's settings, and the run of its step (``core/pipeline/steps.py``)."""
 
 from __future__ import annotations
 
 from dagster import AssetExecutionContext
 
-from ..core.passages import with_found_passages
-from ..core.settings import Settings
-from ..core.steps import Lineage, StepRun
-from ..core.store import TableBuild
-from ..core.tables import PIPELINE_TABLES
+from ..core.text.passages import with_found_passages
+from ..core.settings.model import Settings
+from ..core.pipeline.steps import Lineage, StepRun
+from ..core.storage.store import TableBuild
+from ..core.storage.tables import PIPELINE_TABLES
 from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..stored_tables.lineage import combined_lineage, refuse_changed_input

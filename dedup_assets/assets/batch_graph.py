@@ -7,18 +7,18 @@ writes its release, so a batch that fails half way leaves the index as it was.""
 from dagster import AssetExecutionContext, AssetSpec, MaterializeResult, MetadataValue, asset, multi_asset
 
 from ..batch_runs.batch_partitions import BATCHES, folder_batches
-from ..core.batches import Batch, key_path_name
+from ..core.read.batches import Batch, key_path_name
 from ..core.incremental.batch_order import batch_command, index_settings
 from ..core.incremental.batch_steps import (
     BatchRun, add_to_index, stage_clusters, stage_documents, stage_fingerprints, stage_pairs,
 )
 from ..core.incremental.index_reports import batch_release_queries
 from ..core.incremental.index_tables import IndexTables
-from ..core.lsh import FOUND_BY
-from ..core.publish import publish_batch_release
-from ..core.sketch_scheme import setting_differs
-from ..core.store import read_lineage, table_exists
-from ..core.summary import reason_counts
+from ..core.lsh.candidates import FOUND_BY
+from ..core.release.publish import publish_batch_release
+from ..core.sketch.scheme import setting_differs
+from ..core.storage.store import read_lineage, table_exists
+from ..core.release.summary import reason_counts
 from ..launch.user_messages import refusal, user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse

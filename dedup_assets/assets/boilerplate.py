@@ -1,8 +1,8 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core import steps
-from ..core.boilerplate import CLUSTERS_CHECKED, MIN_DOCUMENTS, MIN_SHARE, SAMPLE_SIZE
-from ..core.plots import boilerplate_png, markdown_image
+from ..core.pipeline import steps
+from ..core.text.boilerplate import CLUSTERS_CHECKED, MIN_DOCUMENTS, MIN_SHARE, SAMPLE_SIZE
+from ..core.release.plots import boilerplate_png, markdown_image
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse

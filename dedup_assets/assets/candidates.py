@@ -1,10 +1,10 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core import steps
-from ..core.lsh import FOUND_BY
-from ..core.plots import markdown_image, scurve_png
-from ..core.scurve import lsh_probability
-from ..core.summary import possible_pairs, reduction_ratio
+from ..core.pipeline import steps
+from ..core.lsh.candidates import FOUND_BY
+from ..core.release.plots import markdown_image, scurve_png
+from ..core.lsh.scurve import lsh_probability
+from ..core.release.summary import possible_pairs, reduction_ratio
 from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings

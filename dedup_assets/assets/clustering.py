@@ -1,8 +1,8 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core import steps
-from ..core.diagnostics import mirror_domain_pairs
-from ..core.plots import cluster_sizes_png, markdown_image
+from ..core.pipeline import steps
+from ..core.release.diagnostics import mirror_domain_pairs
+from ..core.release.plots import cluster_sizes_png, markdown_image
 from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings

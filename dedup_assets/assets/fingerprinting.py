@@ -1,7 +1,7 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core import steps
-from ..core.text import shingling_warning
+from ..core.pipeline import steps
+from ..core.text.normalize import shingling_warning
 from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings

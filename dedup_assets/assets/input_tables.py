@@ -8,8 +8,8 @@ from dagster import (
     multi_asset,
 )
 
-from ..core import steps
-from ..core.readers import InputStats
+from ..core.pipeline import steps
+from ..core.read import InputStats
 from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..stored_tables.lineage import combined_lineage

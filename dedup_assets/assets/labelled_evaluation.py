@@ -1,6 +1,6 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core import steps
+from ..core.pipeline import steps
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse

@@ -1,12 +1,12 @@
 import pyarrow as pa
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.lsh import BucketPressure, bucket_pressure
-from ..core.readers import InputFile
-from ..core.publish import publish_release
+from ..core.lsh.candidates import BucketPressure, bucket_pressure
+from ..core.read import InputFile
+from ..core.release.publish import publish_release
 from ..launch.user_messages import user_errors
-from ..core.store import TableBuild
-from ..core.tables import INPUT_SKIPPED_FILES, INPUT_STAMPS, PIPELINE_TABLES
+from ..core.storage.store import TableBuild
+from ..core.storage.tables import INPUT_SKIPPED_FILES, INPUT_STAMPS, PIPELINE_TABLES
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .asset_common import GROUP, KINDS, checked_lineage

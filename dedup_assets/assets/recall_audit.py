@@ -1,7 +1,7 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core import steps
-from ..core.audit import NEAR_COPIES, audit_summary
+from ..core.pipeline import steps
+from ..core.audit.recall import NEAR_COPIES, audit_summary
 from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings

@@ -1,7 +1,7 @@
 from dagster import AssetExecutionContext, MaterializeResult, asset
 
-from ..core.reference import match_references
-from ..core.reference_index import INDEX_FOLDER
+from ..core.reference.matching import match_references
+from ..core.reference.index import INDEX_FOLDER
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse

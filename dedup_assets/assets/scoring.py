@@ -1,8 +1,8 @@
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core import steps
-from ..core.plots import jaccard_histogram_png, markdown_image
-from ..core.summary import reason_counts
+from ..core.pipeline import steps
+from ..core.release.plots import jaccard_histogram_png, markdown_image
+from ..core.release.summary import reason_counts
 from ..engine_resource import EngineResource
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings

@@ -3,10 +3,10 @@
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from ..core.plots import markdown_image
-from ..core.publish import publish_tuning_files
-from ..core.store import TableBuild
-from ..core.sweep import SWEEP_SAMPLED, SWEEP_TABLE, run_sweep, sweep_files, sweep_png
+from ..core.release.plots import markdown_image
+from ..core.release.publish import publish_tuning_files
+from ..core.storage.store import TableBuild
+from ..core.pipeline.sweep import SWEEP_SAMPLED, SWEEP_TABLE, run_sweep, sweep_files, sweep_png
 from ..launch.user_messages import user_errors
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse

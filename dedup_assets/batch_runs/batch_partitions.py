@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance, DynamicPartitionsDefinition
 
-from ..core.batches import BatchFolder, find_batches
+from ..core.read.batches import BatchFolder, find_batches
 from ..launch.environment import BATCHES as BATCHES_FOLDER
 
 BATCHES = DynamicPartitionsDefinition(name="batches")

@@ -21,10 +21,10 @@ from dagster import (
 )
 
 from ..assets.batch_graph import GROUP, TABLES
-from ..core.batches import Batch, BatchError, key_path_name
+from ..core.read.batches import Batch, BatchError, key_path_name
 from ..core.incremental.batch_order import batch_command, forget_command
 from ..core.incremental.index_tables import indexed_batches
-from ..core.release import BATCHES_FOLDER, MANIFEST_FILE
+from ..core.release.files import BATCHES_FOLDER, MANIFEST_FILE
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .batch_partitions import BATCHES, folder_batches, new_keys, partition_keys

@@ -15,16 +15,16 @@ from dagster import (
 
 from ..assets.batch_graph import staged_batch_lineage
 from ..batch_runs.batch_partitions import BATCHES, folder_batches
-from ..core.audit import stored_audit_summary
-from ..core.capabilities import CAPABILITIES, REFERENCE
-from ..core.consistency import engine_differences
-from ..core.contract import contract_path_for
+from ..core.audit.recall import stored_audit_summary
+from ..core.pipeline.capabilities import CAPABILITIES, REFERENCE
+from ..core.audit.consistency import engine_differences
+from ..core.audit.contract import contract_path_for
 from ..core.incremental.batch_order import index_settings, settings_problems
 from ..core.incremental.index_tables import IndexTables, indexed_batches
-from ..core.settings import Settings, SettingsError
-from ..core.store import table_exists
-from ..core.passages import lineage_shingling
-from ..core.readers import count_input_records
+from ..core.settings.model import Settings, SettingsError
+from ..core.storage.store import table_exists
+from ..core.text.passages import lineage_shingling
+from ..core.read import count_input_records
 from ..engine_resource import EngineResource
 from ..launch.entry_point import how_to_fix
 from ..launch.user_messages import user_errors

@@ -11,10 +11,10 @@ import pyarrow.compute as pc
 from dagster import AssetCheckResult, MetadataValue
 
 from ..core.incremental.index_tables import KEPT, REMOVED
-from ..core.ingest import document_bodies
-from ..core.jaccard import pair_jaccard, reference_pair_jaccard
-from ..core.tables import Tables, sql
-from ..core.text import Shingling
+from ..core.read.ingest import document_bodies
+from ..core.verify.jaccard import pair_jaccard, reference_pair_jaccard
+from ..core.storage.tables import Tables, sql
+from ..core.text.normalize import Shingling
 from .results import SHOWN, check_result, counted, fetch_rows, warning_result
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 import duckdb
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
-from ..core.capabilities import CAPABILITIES
-from ..core.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
+from ..core.pipeline.capabilities import CAPABILITIES
+from ..core.audit.contract import contract_mismatches, contract_path_for, load_contract, settings_mismatch
 from ..core.incremental.index_reports import one_shot_differences
 from ..core.incremental.index_tables import IndexTables
-from ..core.presets import recall_shortfalls
-from ..core.scurve import lsh_probability
-from ..core.settings import Settings
-from ..core.summary import duplicate_clusters, reason_counts
-from ..core.tables import Tables
+from ..core.settings.presets import recall_shortfalls
+from ..core.lsh.scurve import lsh_probability
+from ..core.settings.model import Settings
+from ..core.release.summary import duplicate_clusters, reason_counts
+from ..core.storage.tables import Tables
 from .results import check_result, counted, fetch_rows, warning_result
 
 

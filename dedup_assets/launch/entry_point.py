@@ -3,7 +3,7 @@ settings as the command that makes it once, and as the ``dedup.yaml`` lines that
 assets to materialize again, as that entry point selects them. It imports nothing of ours but the
 names of the variables, so the CLI, the settings resource and the Dagster layer all can.
 
-The library raises a :class:`~dedup_assets.core.errors.DedupError` whose message names no command;
+The library raises a :class:`~dedup_assets.core.util.errors.DedupError` whose message names no command;
 ``user_messages.user_errors`` adds :func:`how_to_fix` of its ``fix`` and ``select``."""
 
 from __future__ import annotations

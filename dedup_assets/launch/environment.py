@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from ..core.setting_choices import DEFAULT_DUCKDB_MEMORY
+from ..core.settings.choices import DEFAULT_DUCKDB_MEMORY
 
 
 class Variable(NamedTuple):

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from ..core.errors import DedupError
+from ..core.util.errors import DedupError
 from .environment import SETTINGS_FILE
 
 FIX = "Fix or remove it there (docs/settings.md says what each setting takes); a value in the run config wins over the file's."

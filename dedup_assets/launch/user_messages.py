@@ -9,8 +9,8 @@ from contextlib import contextmanager
 import duckdb
 from dagster import DagsterEventType, DagsterInvariantViolationError, Failure, OpExecutionContext
 
-from ..core.errors import DedupError
-from ..core.store import out_of_memory
+from ..core.util.errors import DedupError
+from ..core.storage.store import out_of_memory
 from .entry_point import how_to_fix
 
 FAILURE_CLASS = "Failure"  # the class name Dagster records for a Failure raised by a step

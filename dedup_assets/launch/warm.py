@@ -15,11 +15,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from ..core import bucket_kernels, kernel_cache, kernels
-from ..core.jaccard import shingle_sets
-from ..core.pipeline import run_library
-from ..core.settings import Settings
-from ..core.readers import csv_scan, doc_ids
+from ..core.lsh import bucket_kernels
+from ..core.util import kernel_cache
+from ..core.sketch import kernels
+from ..core.verify.jaccard import shingle_sets
+from ..core.pipeline.library import run_library
+from ..core.settings.model import Settings
+from ..core.read import csv_scan, doc_ids
 
 # every cached compiled function a run can enter
 CACHED_KERNELS = (

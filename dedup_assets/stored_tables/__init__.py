@@ -2,4 +2,4 @@
 every table lives in, ``warehouse``), the ``warehouse_tables`` IO manager that hands the published
 tables to assets of your own (``tables_io``), and the lineage every stored table carries, which
 refuses to mix tables built with other settings (``lineage``). How a table is written is
-``core/store.py``."""
+``core/storage/store.py``."""

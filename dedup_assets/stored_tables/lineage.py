@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..core.errors import DedupError
-from ..core.ingest import changed_in_place_files
-from ..core.setting_lineage import STAGE_SETTINGS, changed_settings
-from ..core.sketch_scheme import SKETCH_SCHEME, described_differences, scheme_differences, setting_differs
-from ..core.tables import READ_IN_PLACE
+from ..core.util.errors import DedupError
+from ..core.read.ingest import changed_in_place_files
+from ..core.settings.lineage import STAGE_SETTINGS, changed_settings
+from ..core.sketch.scheme import SKETCH_SCHEME, described_differences, scheme_differences, setting_differs
+from ..core.storage.tables import READ_IN_PLACE
 from ..launch.environment import INPUT
 
 

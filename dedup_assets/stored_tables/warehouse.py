@@ -24,10 +24,10 @@ from dagster import InitResourceContext
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
-from ..core.errors import DedupError
-from ..core.places import DATABASE, SPACE, said_of_the_place
-from ..core.store import TableBuild, open_database, read_lineage, table_exists, write_table
-from ..core.tables import SCHEMA, Tables
+from ..core.util.errors import DedupError
+from ..core.storage.places import DATABASE, SPACE, said_of_the_place
+from ..core.storage.store import TableBuild, open_database, read_lineage, table_exists, write_table
+from ..core.storage.tables import SCHEMA, Tables
 from ..launch.environment import DATABASE as DATABASE_FILE
 from ..launch.environment import DUCKDB_MEMORY
 from ..launch.user_messages import refusal, user_errors

@@ -10,7 +10,7 @@ import json
 import random
 import re
 
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.settings.model import Settings
 
 from .hostile_input import read_and_rejected
 from .outcome import Outcome, Work, account, library_release, library_run

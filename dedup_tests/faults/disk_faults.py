@@ -24,8 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 import duckdb
 import pyarrow as pa
 
-from dedup_assets.core.batches import key_path_name
-from dedup_assets.core.cdx import TARGET_COLUMNS
+from dedup_assets.core.read.batches import key_path_name
+from dedup_assets.core.read.cdx import TARGET_COLUMNS
 
 from .fault_runs import run_cli, tmpfs
 from .outcome import LibraryRun, Outcome, Work, account, describe_release, read_library_run

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.publish import remains as publish_remains
-from dedup_assets.core.release import MANIFEST_FILE
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.release.publish import remains as publish_remains
+from dedup_assets.core.release.files import MANIFEST_FILE
+from dedup_assets.core.settings.model import Settings
 
 from .outcome import LibraryRun, describe_error, read_library_run
 

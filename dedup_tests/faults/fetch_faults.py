@@ -13,8 +13,8 @@ import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from dedup_assets.core.readers import read_documents
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.read import read_documents
+from dedup_assets.core.settings.model import Settings
 from dedup_bench.loopback_warcs import reached_directly, serving
 
 from .fault_runs import Cli, started_runs

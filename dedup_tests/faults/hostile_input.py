@@ -15,8 +15,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_assets.core.release import MANIFEST_FILE
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.release.files import MANIFEST_FILE
+from dedup_assets.core.settings.model import Settings
 
 from .fault_runs import library_run_in_child
 from .outcome import (

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_assets.core.settings import Settings, SettingsError
+from dedup_assets.core.settings.model import Settings, SettingsError
 
 from .fault_runs import library_run_in_child, run_cli
 from .outcome import Outcome, Work, account, library_release, library_run, reasons

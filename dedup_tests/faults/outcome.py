@@ -12,9 +12,9 @@ from pathlib import Path
 
 import duckdb
 
-from dedup_assets.core.pipeline import run_library
-from dedup_assets.core.release import MANIFEST_FILE, verify_release
-from dedup_assets.core.settings import Settings
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.release.files import MANIFEST_FILE, verify_release
+from dedup_assets.core.settings.model import Settings
 from dedup_bench.corpus import generate
 
 

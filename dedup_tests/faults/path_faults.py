@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_assets.core.batches import find_batches, key_path_name
-from dedup_assets.core.pipeline import run_batch, run_library
+from dedup_assets.core.read.batches import find_batches, key_path_name
+from dedup_assets.core.pipeline.library import run_batch, run_library
 
 from .hostile_input import read_and_rejected
 from .outcome import (

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from dedup_assets.core.release import MANIFEST_FILE
+from dedup_assets.core.release.files import MANIFEST_FILE
 
 from .fault_runs import (
     Cli,

@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..settings import SettingsError
-from ..store import TableBuild
-from ..tables import duckdb_file, sql_string
+from ..settings.model import SettingsError
+from ..storage.store import TableBuild
+from ..storage.tables import duckdb_file, sql_string
 
 # Each document's place in input order: how the per-document tables are ordered, and which copy
 # of a text is its first copy. Stored in the datasets, hidden from the views (the DuckDB

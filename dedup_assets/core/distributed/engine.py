@@ -1,8 +1,8 @@
-"""The ``ray`` engine: the steps of ``core/engines.py``'s protocol as Ray Data pipelines over the
+"""The ``ray`` engine: the steps of ``core/pipeline/engines.py``'s protocol as Ray Data pipelines over the
 run's Parquet folders (``ray_sketch.py``, ``ray_candidates.py``, ``ray_verify.py``,
 ``ray_clusters.py``), each handed to DuckDB as a view.
 
-The rules are the DuckDB engine's (``lsh.py``, ``verify.py``, ``cluster.py`` and their SQL):
+The rules are the DuckDB engine's (``lsh/candidates.py``, ``verify/pairs.py``, ``cluster/components.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
 the bodies, connected components named by their smallest doc_id, the same keep rule. Reading the
 input, the recall audit and the release stay on the Dagster node (docs/scale-out.md).
@@ -14,10 +14,10 @@ import os
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..audit_probe import documents_pass
-from ..keep_columns import typed_params
-from ..lsh import HOT_BUCKET_ROWS_SCHEMA
-from ..verify import verification_memory_estimate
+from ..audit.probe import documents_pass
+from ..keep.columns import typed_params
+from ..lsh.candidates import HOT_BUCKET_ROWS_SCHEMA
+from ..verify.pairs import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
 from .datasets import table_bytes
 from .plan import ClusterOptions, shuffle_plan
@@ -47,7 +47,7 @@ class RayStepsEngine:
         return build
 
     def candidate_pairs(self, connection, tables, limits):
-        # hot buckets are refused on this engine (capabilities.py), so none is ever left out
+        # hot buckets are refused on this engine (pipeline/capabilities.py), so none is ever left out
         build, pressure = candidate_pairs(self.tables, limits)
         return build, pressure, HOT_BUCKET_ROWS_SCHEMA.empty_table()
 

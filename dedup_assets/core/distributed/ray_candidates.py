@@ -1,5 +1,5 @@
 """The ray engine's ``candidate_pairs`` and ``first_copies``: copy groups, band buckets sized and
-refused as ``lsh.py`` does, and the band self-join, in Ray Data shuffles."""
+refused as ``lsh/candidates.py`` does, and the band self-join, in Ray Data shuffles."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import ray
 import ray.data
 from ray.data.aggregate import Count, Min, Sum
 
-from ..bucket_kernels import bucket_pair_slots
-from ..lsh import BucketPressure, ensure_within_limits
-from ..step_params import PairLimits
-from ..sketch import list_matrix
-from ..store import TableBuild
+from ..lsh.bucket_kernels import bucket_pair_slots
+from ..lsh.candidates import BucketPressure, ensure_within_limits
+from ..pipeline.step_params import PairLimits
+from ..sketch.fingerprints import list_matrix
+from ..storage.store import TableBuild
 from .datasets import (
     POSITION,
     read_table,

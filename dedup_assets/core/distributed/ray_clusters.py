@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import ray
 import ray.data
 
-from .. import kernels
-from ..jaccard import shingle_sets
-from ..keep_columns import prepared
-from ..step_params import ClusterParams
-from ..sketch import kernel_blocks
-from ..store import TableBuild
+from ..sketch import kernels
+from ..verify.jaccard import shingle_sets
+from ..keep.columns import prepared
+from ..pipeline.step_params import ClusterParams
+from ..sketch.fingerprints import kernel_blocks
+from ..storage.store import TableBuild
 from .components import connected_components
 from .datasets import (
     POSITION,
@@ -39,7 +39,7 @@ from .ray_tables import (
 
 def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     """Whole duplicate components' rows (any number of components, each complete): the keep
-    rule's ranks within each (``keep_rule.py``, as the DuckDB engine ranks them) and each member's
+    rule's ranks within each (``keep/rule.py``, as the DuckDB engine ranks them) and each member's
     exact Jaccard with its representative, over 64-bit shingle hashes (as verification's under
     ``fss``), for all components at once; exact copies are not shingled again."""
 
@@ -103,7 +103,7 @@ def _cluster_rows(
             POSITION: group[POSITION],
         }
     )
-    from ..cluster import decided_members  # the rule the DuckDB engine decides by, in one place
+    from ..cluster.components import decided_members  # the rule the DuckDB engine decides by, in one place
 
     return decided_members(members, threshold).cast(CLUSTER_SCHEMA)
 
@@ -126,7 +126,7 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
         log(f"connected components: {count:,} edges, on the cluster (over {driver_edges:,} for this node)")
         return connected_components(edges, num_partitions=tables.partitions, log=log)
     log(f"connected components: {count:,} edges, on this node (at most {driver_edges:,} here)")
-    from ..cluster import edge_components  # networkx: only this node needs it
+    from ..cluster.components import edge_components  # networkx: only this node needs it
 
     pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
     pairs = pairs.filter(pc.not_equal(pairs["found_by"], IMPLIED))

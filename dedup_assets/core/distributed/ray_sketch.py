@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..step_params import SketchParams
-from ..sketch import fingerprint_batch, fingerprint_schema
-from ..store import TableBuild
+from ..pipeline.step_params import SketchParams
+from ..sketch.fingerprints import fingerprint_batch, fingerprint_schema
+from ..storage.store import TableBuild
 from .datasets import (
     POSITION,
     write_batches,

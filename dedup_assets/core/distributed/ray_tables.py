@@ -14,7 +14,7 @@ import ray
 import ray.data
 from ray.data import SaveMode
 
-from ..store import TableBuild
+from ..storage.store import TableBuild
 from .datasets import (
     POSITION,
     folder_rows,
@@ -121,7 +121,7 @@ def arrow_map(dataset: ray.data.Dataset, fn: Callable[[pa.Table], pa.Table], **o
 
 def use_task_cpus() -> None:
     """Kernel threads to the CPUs Ray gave this task, not every core of the node."""
-    from ..kernels import use_threads
+    from ..sketch.kernels import use_threads
 
     use_threads(ray.get_runtime_context().get_assigned_resources().get("CPU", 1))
 

@@ -1,5 +1,5 @@
 """The ray engine's ``scored_pairs`` and ``duplicate_pairs``: exact Jaccard from the bodies of the
-pairs LSH found, their first copies' scores for the others, as ``verify.py`` decides."""
+pairs LSH found, their first copies' scores for the others, as ``verify/pairs.py`` decides."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pyarrow.compute as pc
 import ray
 import ray.data
 
-from .. import kernels
-from ..jaccard import pair_jaccard
-from ..step_params import SketchParams, Thresholds
-from ..sketch import list_matrix
-from ..store import TableBuild
-from ..verify import decided_pairs
+from ..sketch import kernels
+from ..verify.jaccard import pair_jaccard
+from ..pipeline.step_params import SketchParams, Thresholds
+from ..sketch.fingerprints import list_matrix
+from ..storage.store import TableBuild
+from ..verify.pairs import decided_pairs
 from .datasets import (
     POSITION,
 )

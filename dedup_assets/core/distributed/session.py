@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import ray
 import ray.data
 
-from ..errors import DedupError
+from ..util.errors import DedupError
 
 LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 600_000}
 

@@ -16,7 +16,7 @@ import ray
 import ray.data
 from ray.data._internal.execution.execution_callback import ExecutionCallback
 
-from ..errors import DedupError
+from ..util.errors import DedupError
 
 TIMEOUT_KEY = "dedup_stall_timeout_s"  # in the DataContext's key-value config
 

@@ -12,9 +12,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ..cluster import connected_components
-from ..keep_rule import KeepPolicy
-from ..store import TableBuild, table_exists
+from ..cluster.components import connected_components
+from ..keep.rule import KeepPolicy
+from ..storage.store import TableBuild, table_exists
 from .index_tables import BRIDGE_COLUMNS, KEPT, REMOVED, IndexTables
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import shlex
 from dataclasses import fields
 
-from ..capabilities import CAPABILITIES
-from ..errors import DedupError
-from ..keep_rule import DEFAULT_KEEP
-from ..settings import Settings, SettingsError
-from ..sketch_scheme import SKETCH_SCHEME, described_differences, scheme_differences, setting_differs, unrecorded_scheme
+from ..pipeline.capabilities import CAPABILITIES
+from ..util.errors import DedupError
+from ..keep.rule import DEFAULT_KEEP
+from ..settings.model import Settings, SettingsError
+from ..sketch.scheme import SKETCH_SCHEME, described_differences, scheme_differences, setting_differs, unrecorded_scheme
 from .index_tables import INDEX_LAYOUT, INDEX_SETTINGS, IndexedBatch
 
 

@@ -12,12 +12,12 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .. import payloads
-from ..lsh import BucketPressure, build_band_memberships, build_candidate_pairs
-from ..step_params import PairLimits, SketchParams, Thresholds
-from ..store import TableBuild, table_exists, write_table
-from ..tables import sql
-from ..verify import build_scored_pairs
+from . import payloads
+from ..lsh.candidates import BucketPressure, build_band_memberships, build_candidate_pairs
+from ..pipeline.step_params import PairLimits, SketchParams, Thresholds
+from ..storage.store import TableBuild, table_exists, write_table
+from ..storage.tables import sql
+from ..verify.pairs import build_scored_pairs
 from .index_tables import PAIR_COLUMNS, IndexTables, indexed_batches, payload_folder
 
 

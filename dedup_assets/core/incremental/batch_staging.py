@@ -11,8 +11,8 @@ import json
 
 import duckdb
 
-from ..readers import InputError, InputStats
-from ..store import read_lineage, table_exists, transaction, write_lineage
+from ..read import InputError, InputStats
+from ..storage.store import read_lineage, table_exists, transaction, write_lineage
 from .batch_order import (
     BatchOrderError,
     batch_command,

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import duckdb
 
-from ..ingest import build_documents, build_rejected_documents, input_identity
-from ..readers import InputStats
-from ..release import library_versions
-from ..settings import Settings
-from ..sketch import build_fingerprinted
-from ..keep_columns import typed_policy
-from ..store import TableBuild, table_exists
-from ..streams import stop_on_signals
+from ..read.ingest import build_documents, build_rejected_documents, input_identity
+from ..read import InputStats
+from ..release.files import library_versions
+from ..settings.model import Settings
+from ..sketch.fingerprints import build_fingerprinted
+from ..keep.columns import typed_policy
+from ..storage.store import TableBuild, table_exists
+from ..util.streams import stop_on_signals
 from .batch_clusters import build_batch_clusters
 from .batch_order import index_settings, refuse_other_settings, refuse_out_of_order
 from .batch_pairs import BatchPairs, build_batch_pairs

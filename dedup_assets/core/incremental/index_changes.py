@@ -10,9 +10,9 @@ import json
 
 import duckdb
 
-from .. import payloads
-from ..store import transaction
-from ..tables import sql
+from . import payloads
+from ..storage.store import transaction
+from ..storage.tables import sql
 from .batch_staging import refuse_stale_staging
 from .index_tables import (
     INDEX_SETTINGS,

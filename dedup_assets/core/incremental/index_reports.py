@@ -9,9 +9,9 @@ import json
 
 import duckdb
 
-from ..release import DEDUPED_DOCUMENTS
-from ..store import table_exists
-from ..tables import Tables, sql
+from ..release.files import DEDUPED_DOCUMENTS
+from ..storage.store import table_exists
+from ..storage.tables import Tables, sql
 from .index_tables import (
     BRIDGE_COLUMNS,
     CLUSTER_COLUMNS,

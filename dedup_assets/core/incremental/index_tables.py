@@ -12,10 +12,10 @@ from pathlib import Path
 
 import duckdb
 
-from .. import payloads
-from ..setting_lineage import STAGE_SETTINGS
-from ..store import database_path, table_exists
-from ..tables import PIPELINE_TABLES, Tables
+from . import payloads
+from ..settings.lineage import STAGE_SETTINGS
+from ..storage.store import database_path, table_exists
+from ..storage.tables import PIPELINE_TABLES, Tables
 
 INDEX_SCHEMA = "incremental"
 # The version of the index tables' columns, the index's own ``table_layout``: raised when an index

@@ -1,0 +1,145 @@
+"""The engines a one-shot run's steps execute on, behind one protocol.
+
+``duckdb`` runs the library's steps on the run's DuckDB connection. ``ray`` runs the same steps
+as Ray Data pipelines over Parquet folders (``distributed/engine.py``) and hands each table to
+DuckDB as a view. An asset asks its engine for its step by the step's name and never asks which
+engine it has; what an engine cannot run is in its capabilities (``capabilities.py``), which the
+settings check at launch. Which engine a run has is asked once, in :func:`for_settings`. A new
+engine is a class with these methods, a row there and an opener here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Protocol
+
+import duckdb
+import pyarrow as pa
+
+from ..audit.probe import AuditProbe
+from ..cluster.components import build_clusters, build_deduped_documents
+from ..distributed.plan import ClusterOptions
+from ..util.errors import DedupError
+from ..lsh.candidates import BucketPressure, build_candidate_pairs
+from .step_params import ClusterParams, PairLimits, SketchParams, Thresholds
+from ..settings.model import Settings
+from ..sketch.fingerprints import build_fingerprinted
+from ..storage.store import TableBuild
+from ..storage.tables import Tables
+from ..verify.pairs import build_duplicate_pairs, build_scored_pairs
+
+Log = Callable[[str], None]
+
+
+class Engine(Protocol):
+    """The steps of the one-shot graph that depend on where the work runs; each returns what the
+    asset writes (a ``TableBuild``) and what it describes."""
+
+    def documents(self, build: TableBuild) -> TableBuild:
+        """The validated input stream (the readers' ``build``) as the engine stores it."""
+
+    def fingerprinted(
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        tables: Tables,
+        params: SketchParams,
+        batch_size: int,
+        log: Log,
+        probe: AuditProbe,
+    ) -> TableBuild:
+        """The fingerprints; ``probe`` (the recall audit's) has found its true pairs once the
+        build is written: fed on the fingerprinting pass where the engine can."""
+
+    def candidate_pairs(
+        self, connection: duckdb.DuckDBPyConnection, tables: Tables, limits: PairLimits
+    ) -> tuple[TableBuild, BucketPressure, pa.Table]:
+        """The candidate pairs, the buckets' pressure and the hot buckets left out."""
+
+    def scored_pairs(
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        tables: Tables,
+        params: SketchParams,
+        thresholds: Thresholds,
+        memory_budget_mb: int,
+        log: Log,
+    ) -> tuple[TableBuild, int]:
+        """The scored pairs and how many candidate documents were shingled again; progress to
+        ``log`` where the engine can tell it."""
+
+    def duplicate_pairs(self, tables: Tables) -> TableBuild: ...
+
+    def clusters(
+        self, connection: duckdb.DuckDBPyConnection, tables: Tables, params: ClusterParams, log: Log
+    ) -> TableBuild: ...
+
+    def deduped_documents(self, tables: Tables) -> TableBuild: ...
+
+    def first_copies(self, connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table | None:
+        """Each exact copy and its first copy where the engine keeps them; None: read them from
+        the DuckDB tables."""
+
+
+class DuckDBEngine:
+    """The library's steps on the run's DuckDB connection."""
+
+    def documents(self, build: TableBuild) -> TableBuild:
+        return build
+
+    def fingerprinted(self, connection, tables, params, batch_size, log, probe):
+        return build_fingerprinted(connection, tables, params, batch_size, log, probe)
+
+    def candidate_pairs(self, connection, tables, limits):
+        return build_candidate_pairs(connection, tables, limits)
+
+    def scored_pairs(self, connection, tables, params, thresholds, memory_budget_mb, log):
+        return build_scored_pairs(connection, tables, params, thresholds, memory_budget_mb, log)
+
+    def duplicate_pairs(self, tables):
+        return build_duplicate_pairs(tables)
+
+    def clusters(self, connection, tables, params, log):
+        return build_clusters(connection, tables, params, log)
+
+    def deduped_documents(self, tables):
+        return build_deduped_documents(tables)
+
+    def first_copies(self, connection, tables):
+        return None
+
+
+class EngineUnavailable(DedupError, RuntimeError):
+    """The settings' engine cannot be opened here (its extra is not installed)."""
+
+
+Opener = Callable[[str, ClusterOptions, ExitStack], Engine]
+
+
+def _duckdb(database: str, cluster: ClusterOptions, session: ExitStack) -> Engine:
+    return DuckDBEngine()
+
+
+def _ray(database: str, cluster: ClusterOptions, session: ExitStack) -> Engine:
+    try:  # here, so that the default install, which has no Ray, never imports it
+        from ..distributed.engine import open_ray_engine
+    except ImportError as error:
+        raise EngineUnavailable(
+            f"engine ray needs Ray, which is not installed ({error}). Install the ray extra (make "
+            "setup-ray in the project folder, or pip install -e '.[ray]' there), or set engine: duckdb."
+        ) from None
+    return open_ray_engine(database, cluster, session)
+
+
+# by the names of capabilities.py (test_engines.py holds them equal)
+OPENERS: dict[str, Opener] = {"duckdb": _duckdb, "ray": _ray}
+
+
+def for_settings(
+    settings: Settings, database: str, session: ExitStack, cluster: ClusterOptions = ClusterOptions()
+) -> Engine:
+    """The engine ``settings.engine`` names, for a run on the DuckDB file ``database``: the one
+    place that asks which engine runs. What it starts (a Ray session) stays open on ``session``
+    until the run closes it. A run asks again at each step, so that an engine can size a step's
+    work to the tables written before it."""
+    return OPENERS[settings.engine](database, cluster, session)
