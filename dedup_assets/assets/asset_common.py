@@ -7,7 +7,7 @@ from dagster import AssetExecutionContext
 
 from ..core.text.passages import with_found_passages
 from ..core.settings.model import Settings
-from ..core.pipeline.steps import Lineage, StepRun
+from ..core.pipeline.run import Lineage, Run
 from ..core.storage.store import TableBuild
 from ..core.storage.tables import PIPELINE_TABLES
 from ..engine_resource import EngineResource
@@ -46,7 +46,7 @@ def step_run(
     engine: EngineResource | None,
     lineage: dict,
     settings: Settings,
-) -> StepRun:
+) -> Run:
     """The asset's step as ``core.steps`` runs it: on the run's engine, which ``engine``
     configures (None: a step that asks for none), with the warehouse's cursors, writing each
     table with the asset's ``lineage`` and the step's own."""
@@ -55,7 +55,7 @@ def step_run(
         merged = (lambda: {**lineage, **own()}) if callable(own) else {**lineage, **own}
         return warehouse.write(name, build, merged)
 
-    return StepRun(
+    return Run(
         settings, warehouse.tables, lambda: engine.for_settings(settings, warehouse.path), warehouse.cursor,
         write, context.log.info,
     )

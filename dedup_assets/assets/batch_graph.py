@@ -4,14 +4,17 @@ of the ``incremental`` schema; ``batch_release`` adds it to the index in one tra
 writes its release, so a batch that fails half way leaves the index as it was."""
 
 
+from dataclasses import replace
+
 from dagster import AssetExecutionContext, AssetSpec, MaterializeResult, MetadataValue, asset, multi_asset
 
 from ..batch_runs.batch_partitions import BATCHES, folder_batches
 from ..core.read.batches import Batch, key_path_name
 from ..core.incremental.batch_order import batch_command, index_settings
 from ..core.incremental.batch_steps import (
-    BatchRun, add_to_index, stage_clusters, stage_documents, stage_fingerprints, stage_pairs,
+    add_to_index, stage_clusters, stage_documents, stage_fingerprints, stage_pairs,
 )
+from ..core.pipeline.run import Run
 from ..core.incremental.index_reports import batch_release_queries
 from ..core.incremental.index_tables import IndexTables
 from ..core.lsh.candidates import FOUND_BY
@@ -20,8 +23,10 @@ from ..core.sketch.scheme import setting_differs
 from ..core.storage.store import read_lineage, table_exists
 from ..core.release.summary import reason_counts
 from ..launch.user_messages import refusal, user_errors
+from ..engine_resource import EngineResource
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
+from .asset_common import step_run
 from .metadata import markdown_table, preview, scalar, table_metadata
 
 GROUP = "incremental"
@@ -34,13 +39,14 @@ def _batch(context: AssetExecutionContext) -> Batch:
         return folder_batches().batch(context.partition_key)
 
 
-def _batch_run(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> BatchRun:
-    """The partition's batch as ``core.incremental.batch_steps`` adds it, on the warehouse."""
+def _batch_run(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource | None = None
+) -> Run:
+    """The partition's batch as ``core.incremental.batch_steps`` adds it: a one-shot step's run
+    over the index's tables, with the batch's key (``engine``: for the steps that ask for one)."""
     with user_errors():
         settings = dedup.settings()
-    return BatchRun(
-        context.partition_key, settings, TABLES, warehouse.cursor, warehouse.write_table, context.log.info
-    )
+    return replace(step_run(context, warehouse, engine, {}, settings), tables=TABLES, batch=context.partition_key)
 
 
 def staged_batch_lineage(warehouse: DuckDBWarehouse, table: str, key: str) -> dict:
@@ -92,11 +98,13 @@ REJECTED_DESCRIPTION = """The batch's input rows that did not become documents, 
     ],
     partitions_def=BATCHES,
 )
-def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse):
+def batch_documents(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
+):
     key = context.partition_key
     batch = _batch(context)
     with user_errors():
-        staged = stage_documents(_batch_run(context, dedup, warehouse), batch.path, folder_batches().earlier(key))
+        staged = stage_documents(_batch_run(context, dedup, warehouse, engine), batch.path, folder_batches().earlier(key))
     lineage, stats, earlier_ids, rejected = staged.lineage, staged.stats, staged.earlier_doc_ids, staged.rejected
     if stats.rejected:
         context.log.warning(
@@ -128,12 +136,12 @@ def batch_documents(context: AssetExecutionContext, dedup: DedupSettings, wareho
 
 @asset(group_name=GROUP, kinds=KINDS | {"numba"}, partitions_def=BATCHES, deps=["batch_documents"])
 def batch_fingerprints(
-    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
 ) -> MaterializeResult:
     """The batch's fingerprints, as the one-shot `fingerprinted` makes them
     (`incremental.staged_fingerprints`)."""
     lineage = _staged_lineage(context, dedup, warehouse, TABLES.staged_documents)
-    rows = stage_fingerprints(_batch_run(context, dedup, warehouse), lineage)
+    rows = stage_fingerprints(_batch_run(context, dedup, warehouse, engine), lineage)
     with warehouse.cursor() as cursor:
         return MaterializeResult(
             metadata={

@@ -69,7 +69,8 @@ class DuckDBWarehouse(DuckDBResource):
         return Tables.in_schema(self.schema_name)
 
     def qualified(self, name: str) -> str:
-        return f"{self.schema_name}.{name}"
+        """``name`` in the run's schema; a schema-qualified name (an incremental index's) as is."""
+        return name if "." in name else f"{self.schema_name}.{name}"
 
     def open(self) -> None:
         """Open the run's connection unless it is open (a user error if the file is locked)."""

@@ -9,7 +9,7 @@ It runs the steps the assets run (``steps.py``), in the graph's order, with the 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +20,9 @@ from . import engines, steps
 from ..read.batches import BatchFolder
 from ..distributed.plan import ClusterOptions
 from .engines import DuckDBEngine, Engine
+from .run import Run, library_writer
 from ..incremental.batch_steps import (
-    BatchRun, add_to_index, stage_clusters, stage_documents, stage_fingerprints, stage_pairs,
+    add_to_index, stage_clusters, stage_documents, stage_fingerprints, stage_pairs,
 )
 from ..incremental.index_reports import batch_release_queries
 from ..incremental.index_tables import IndexTables
@@ -32,7 +33,7 @@ from ..settings.lineage import value_sources
 from ..settings.choices import DEFAULT_DUCKDB_MEMORY
 from ..settings.model import Settings
 from ..text.passages import with_found_passages
-from ..storage.store import TableBuild, open_database, read_lineage, write_table
+from ..storage.store import open_database, read_lineage
 from ..release.summary import run_counts
 from ..storage.tables import SCHEMA, Tables
 
@@ -45,7 +46,7 @@ def _timed(stages: dict[str, float], name: str) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
-class CoreRun:
+class CoreCounts:
     """What the core steps came to: the buckets the join was admitted with, and the rows of
     candidate_pairs and duplicate_pairs."""
 
@@ -62,7 +63,7 @@ def run_core_steps(
     stage: Callable[[str], AbstractContextManager] = lambda name: nullcontext(),
     audit: bool = True,
     engine_for: Callable[[], Engine] = DuckDBEngine,
-) -> CoreRun:
+) -> CoreCounts:
     """From the documents table to duplicate_pairs: fingerprints and bands (and, with ``audit``,
     the recall audit's true pairs, found on the same pass), candidates, exact verification; each
     step inside ``stage(name)`` (fingerprint, candidates, verify), on an engine from
@@ -77,7 +78,7 @@ def run_core_steps(
     with stage("verify"):
         steps.score(run())
         edges = steps.duplicate_pairs(run())
-    return CoreRun(found.pressure, found.rows, edges)
+    return CoreCounts(found.pressure, found.rows, edges)
 
 
 def found_settings(connection: duckdb.DuckDBPyConnection, tables: Tables, settings: Settings) -> Settings:
@@ -92,10 +93,10 @@ def _step_runs(
     settings: Settings,
     log: Callable[[str], None],
     engine_for: Callable[[], Engine],
-) -> Callable[[], steps.StepRun]:
+) -> Callable[[], Run]:
     """Each step's run, whose engine is asked for on the step's first use of it, as an asset's is."""
-    write = steps.library_writer(connection, tables)
-    return lambda: steps.StepRun(settings, tables, engine_for, connection.cursor, write, log)
+    write = library_writer(connection, tables)
+    return lambda: Run(settings, tables, engine_for, connection.cursor, write, log)
 
 
 def run_library(
@@ -178,12 +179,12 @@ def run_batch(
     seconds and the batch's counts."""
     tables = IndexTables.in_schema()
     stages: dict[str, float] = {}
-    with open_database(database_path, duckdb_memory, tables.schema) as connection:
+    with open_database(database_path, duckdb_memory, tables.schema) as connection, ExitStack() as session:
 
-        def write(table: str, build: TableBuild, lineage: Mapping) -> int:
-            return write_table(connection, table, build, lineage)
+        def engine() -> Engine:
+            return engines.for_settings(settings, database_path, session)
 
-        run = BatchRun(key, settings, tables, connection.cursor, write, log)
+        run = Run(settings, tables, engine, connection.cursor, library_writer(connection, tables), log, batch=key)
         with _timed(stages, "documents"):
             lineage = stage_documents(run, folder.batch(key).path, folder.earlier(key)).lineage
         with _timed(stages, "fingerprint"):

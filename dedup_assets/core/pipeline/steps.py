@@ -4,65 +4,34 @@ describe what they wrote; the library runner (``pipeline.run_library``), the par
 the engines' consistency check call them in the graph's order. So a step cannot differ between
 the graph and the library: there is one wiring, and only the describing is the assets' own.
 
-A step gets a :class:`StepRun`: the run's settings, tables and engine (made on first use: the
-ray engine starts Ray, which a step that needs no engine must not), a way to open a cursor, and
-``write``, which replaces one table (named in the run's schema) with the lineage the caller
-keeps (the asset's upstream lineage and settings; nothing more for the library) plus the step's own.
+A step gets the :class:`Run` every caller builds (``run.py``); its ``write`` replaces one table
+(named in the run's schema) with the lineage the caller keeps (the asset's upstream lineage and
+settings; nothing more for the library) plus the step's own.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 
 from ..audit.recall import build_recall_audit, stored_true_pairs
 from ..audit.probe import AUDIT_PAIRS, AUDIT_SAMPLED, AUDIT_THRESHOLD, audit_pairs_table, audit_probe, documents_pass
 from ..audit.sample import AUDIT_SAMPLE_BODIES, SampleBodies, no_sample_bodies
 from ..text.boilerplate import boilerplate_passages, shared_passages, template_clusters as template_clusters_of
-from .engines import Engine, Log
+from .run import Run
 from ..audit.evaluation import EVALUATION_SUMMARY, build_evaluation_table
 from ..read.ingest import build_documents, build_rejected_documents, input_identity
 from ..lsh.candidates import BucketPressure, build_band_memberships, hot_buckets_build
 from ..text.passages import FOUND_PASSAGES, with_found_passages
 from ..read import InputFile, InputStats
-from ..settings.model import Settings
-from ..storage.store import TableBuild, read_lineage, write_table
+from ..storage.store import TableBuild, read_lineage
 from ..util.streams import stop_on_signals
-from ..storage.tables import DOCUMENT_ROWS, HOT_BUCKETS, INPUT_SKIPPED_FILES, INPUT_STAMPS, READ_IN_PLACE, Tables, beside
-
-Lineage = Mapping | Callable[[], Mapping]
-# (table name in the run's schema, its build, the step's own lineage) -> rows written
-Write = Callable[[str, TableBuild, Lineage], int]
-
-
-@dataclass(frozen=True)
-class StepRun:
-    settings: Settings
-    tables: Tables
-    engine_for: Callable[[], Engine]
-    cursor: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
-    write: Write
-    log: Log
-
-    @cached_property
-    def engine(self) -> Engine:
-        return self.engine_for()
-
-
-def library_writer(connection: duckdb.DuckDBPyConnection, tables: Tables) -> Write:
-    """``StepRun.write`` for a run outside Dagster: each table with the step's own lineage only."""
-
-    def write(name: str, build: TableBuild, lineage: Lineage) -> int:
-        return write_table(connection, beside(tables.documents, name), build, lineage or None)
-
-    return write
+from ..storage.tables import DOCUMENT_ROWS, HOT_BUCKETS, INPUT_SKIPPED_FILES, INPUT_STAMPS, READ_IN_PLACE, beside
 
 
 @dataclass(frozen=True)
@@ -73,7 +42,21 @@ class Ingested:
     input_file: InputFile
 
 
-def ingest(run: StepRun, path: Path) -> Ingested:
+@contextmanager
+def reading(
+    run: Run, path: Path, rows_table: str | None = None, offer: Callable | None = None
+) -> Iterator[tuple[TableBuild, InputStats, Future]]:
+    """The input read once, for the one-shot ingest and a batch's alike: its validated stream as
+    the run's engine stores it, the stats its readers keep and its identity (size and sha256,
+    taken while it is read), both complete once the stream has been written. ``rows_table`` and
+    ``offer``: as :func:`build_documents` takes them."""
+    settings = run.settings
+    build, stats = build_documents(path, settings.batch_size, settings.input_policy(run.stop), run.log, rows_table, offer)
+    with stop_on_signals(run.stop), input_identity(path, settings.source_format) as identity:
+        yield run.engine.documents(build), stats, identity
+
+
+def ingest(run: Run, path: Path) -> Ingested:
     """``documents`` and ``rejected_documents`` from one read of the input; its size and sha256,
     taken while it is read, in both tables' lineage (``read_in_place`` too, where the bodies stay
     in the input's Parquet files). The recall audit's sampled documents are kept with their
@@ -81,7 +64,6 @@ def ingest(run: StepRun, path: Path) -> Ingested:
     every body again to find them."""
     settings = run.settings
     rows_table = beside(run.tables.documents, DOCUMENT_ROWS) if settings.bodies_read_in_place() else None
-    stop = threading.Event()  # for the fetches of a targets file, in threads a signal never reaches
     sample = (
         SampleBodies(settings.audit_sample_size, settings.minhash_seed)
         if settings.audit_sample_size
@@ -89,10 +71,7 @@ def ingest(run: StepRun, path: Path) -> Ingested:
     )
     # emptied first: a documents step that fails leaves no sample of an earlier input behind
     run.write(AUDIT_SAMPLE_BODIES, no_sample_bodies(), {})
-    build, stats = build_documents(
-        path, settings.batch_size, settings.input_policy(stop), run.log, rows_table, sample.offer if sample else None
-    )
-    with stop_on_signals(stop), input_identity(path, settings.source_format) as identity:
+    with reading(run, path, rows_table, sample.offer if sample else None) as (build, stats, identity):
 
         def input_lineage() -> dict:
             # the input's identity is known once the stream is read; it is written with the rows
@@ -104,7 +83,7 @@ def ingest(run: StepRun, path: Path) -> Ingested:
                 **in_place, **skipped,
             }
 
-        documents = run.write("documents", run.engine.documents(build), input_lineage)
+        documents = run.write("documents", build, input_lineage)
         rejected = run.write("rejected_documents", build_rejected_documents(stats), input_lineage)
         if sample is not None:
             run.write(AUDIT_SAMPLE_BODIES, sample.build(), input_lineage)
@@ -120,7 +99,7 @@ class Fingerprinted:
     audit_rows: int
 
 
-def fingerprint(run: StepRun, audit: bool = True) -> Fingerprinted:
+def fingerprint(run: Run, audit: bool = True) -> Fingerprinted:
     """``fingerprinted`` and, with ``audit``, the recall audit's true pairs (``audit_true_pairs``),
     found while the bodies stream past. With ``ignore_shared_above``, the passages that share of a
     sample has are found first, left out as ignored_passages are, and named in its lineage."""
@@ -151,7 +130,7 @@ def fingerprint(run: StepRun, audit: bool = True) -> Fingerprinted:
     return Fingerprinted(rows, len(probe.sample_ids), run.write(AUDIT_PAIRS, probe.build(), probe.lineage()))
 
 
-def band_memberships(run: StepRun) -> int:
+def band_memberships(run: Run) -> int:
     return run.write("band_memberships", build_band_memberships(run.tables), {})
 
 
@@ -162,7 +141,7 @@ class Candidates:
     hot: pa.Table  # the buckets left out of the join (hot_buckets: skip)
 
 
-def candidates(run: StepRun) -> Candidates:
+def candidates(run: Run) -> Candidates:
     """``candidate_pairs``, with the buckets' pressure in its lineage, and ``hot_buckets``."""
     with run.cursor() as cursor:
         build, pressure, hot = run.engine.candidate_pairs(cursor, run.tables, run.settings.pair_limits())
@@ -171,7 +150,7 @@ def candidates(run: StepRun) -> Candidates:
     return Candidates(rows, pressure, hot)
 
 
-def score(run: StepRun) -> tuple[int, int]:
+def score(run: Run) -> tuple[int, int]:
     """``scored_pairs``; its rows, and how many candidate documents were shingled again."""
     settings = run.settings
     with run.cursor() as cursor:
@@ -181,21 +160,21 @@ def score(run: StepRun) -> tuple[int, int]:
     return run.write("scored_pairs", build, {}), reshingled
 
 
-def duplicate_pairs(run: StepRun) -> int:
+def duplicate_pairs(run: Run) -> int:
     return run.write("duplicate_pairs", run.engine.duplicate_pairs(run.tables), {})
 
 
-def clusters(run: StepRun) -> int:
+def clusters(run: Run) -> int:
     with run.cursor() as cursor:
         build = run.engine.clusters(cursor, run.tables, run.settings.cluster_params(), run.log)
     return run.write("clusters", build, {})
 
 
-def deduped_documents(run: StepRun) -> int:
+def deduped_documents(run: Run) -> int:
     return run.write("deduped_documents", run.engine.deduped_documents(run.tables), {})
 
 
-def recall_audit(run: StepRun) -> tuple[int, int]:
+def recall_audit(run: Run) -> tuple[int, int]:
     """``recall_audit``: the true pairs ``fingerprint`` found, each marked found or missed; its
     rows and the sampled documents. After a rescore to a lower threshold than fingerprinting's,
     the pairs between were never looked for, so the probe reads the bodies on a pass of its own."""
@@ -220,14 +199,14 @@ def recall_audit(run: StepRun) -> tuple[int, int]:
     return run.write("recall_audit", build, {AUDIT_SAMPLED: sampled}), sampled
 
 
-def boilerplate(run: StepRun) -> int:
+def boilerplate(run: Run) -> int:
     """``boilerplate``: the passages a seeded sample of the documents shares (``text/boilerplate.py``)."""
     with run.cursor() as cursor:
         passages = boilerplate_passages(cursor, run.tables, run.settings.shingling())
     return run.write("boilerplate", TableBuild(sql="select * from passages", arrow_inputs={"passages": passages}), {})
 
 
-def template_clusters(run: StepRun) -> int:
+def template_clusters(run: Run) -> int:
     """``template_clusters``: the largest clusters whose members share mostly boilerplate."""
     with run.cursor() as cursor:
         found = template_clusters_of(
@@ -236,7 +215,7 @@ def template_clusters(run: StepRun) -> int:
     return run.write("template_clusters", TableBuild(sql="select * from found", arrow_inputs={"found": found}), {})
 
 
-def evaluation(run: StepRun, labels: Path | None) -> tuple[int, dict]:
+def evaluation(run: Run, labels: Path | None) -> tuple[int, dict]:
     """``evaluation`` against ``labels`` (None: nothing evaluated); its rows and summary."""
     with run.cursor() as cursor:
         build, summary = build_evaluation_table(

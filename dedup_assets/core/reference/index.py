@@ -24,6 +24,7 @@ import duckdb
 
 from ..pipeline import steps
 from ..pipeline.engines import DuckDBEngine
+from ..pipeline.run import Run, library_writer
 from ..util.errors import DedupError
 from ..read import InputError, InputFile
 from ..read.files import input_changes, input_files
@@ -146,7 +147,7 @@ def _build_index(reference: str, path: Path, settings: Settings, memory: str, lo
     tables = Tables.in_schema(SCHEMA)
     try:
         with open_database(str(partial), memory, SCHEMA) as connection:
-            run = steps.StepRun(settings, tables, DuckDBEngine, connection.cursor, steps.library_writer(connection, tables), log)
+            run = Run(settings, tables, DuckDBEngine, connection.cursor, library_writer(connection, tables), log)
             ingested = steps.ingest(run, Path(reference).expanduser())
             steps.fingerprint(run, audit=False)
             record = {**_built_with(settings), "input": asdict(ingested.input_file), "documents": ingested.documents}

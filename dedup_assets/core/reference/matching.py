@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..pipeline import steps
+from ..pipeline.run import Run
 from ..read.ingest import document_bodies
 from ..verify.jaccard import pair_jaccard
 from .index import ReferenceError, ReferenceIndex, reference_indexes
@@ -166,7 +166,7 @@ def build_reference_matches(
     )
 
 
-def match_references(run: steps.StepRun, database: str, memory: str) -> tuple[int, list[ReferenceIndex]]:
+def match_references(run: Run, database: str, memory: str) -> tuple[int, list[ReferenceIndex]]:
     """``reference_matches``, each reference's index built or reused first (in
     ``reference_indexes/`` beside ``database``): its rows and the indexes."""
     indexes = reference_indexes(run.settings, database, memory, run.log)

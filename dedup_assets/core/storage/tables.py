@@ -98,6 +98,11 @@ def beside(table: str, name: str) -> str:
     return f"{table.rpartition('.')[0]}.{name}"
 
 
+def in_schema_of(table: str, name: str) -> str:
+    """``name`` as it stands when schema-qualified, else :func:`beside` ``table``."""
+    return name if "." in name else beside(table, name)
+
+
 def sql_string(text: str) -> str:
     """``text`` as a quoted SQL literal, quotes doubled: for a view, which cannot take bound
     parameters, naming files."""
