@@ -1,9 +1,9 @@
 """The ``dedup`` resource: every algorithm setting of a run, typed and checked at launch, and
 where the input and the release files are.
 
-Its algorithm fields are made from :class:`core.settings.Settings`, where each setting's type,
+Its algorithm fields are made from :class:`core.settings.model.Settings`, where each setting's type,
 default, step and description are written once (a choice among names becomes an enum, as Dagster
-config takes), and a sweep combination's from :class:`core.sweep_settings.SweepCombination`; the
+config takes), and a sweep combination's from :class:`core.pipeline.sweep_settings.SweepCombination`; the
 sweep's other fields and the paths' are its own. Every field is set in the launchpad
 or with ``--config-json '{"resources": {"dedup": {"config": {...}}}}'``, or in the settings file
 (``launch/settings_file.py``), which the run config wins over.

@@ -1,4 +1,4 @@
-"""The tokenizer registry (``core/tokenizers/``) is the one list of shingle units: the settings
+"""The tokenizer registry (``core/text/tokenizers/``) is the one list of shingle units: the settings
 take its names, and a tokenizer registered from outside the library runs through the reference
 (blake2b) and the kernels (fss) alike, without a change to ``kernels.py``."""
 

@@ -47,7 +47,7 @@ def step_run(
     lineage: dict,
     settings: Settings,
 ) -> Run:
-    """The asset's step as ``core.steps`` runs it: on the run's engine, which ``engine``
+    """The asset's step as ``core.pipeline.steps`` runs it: on the run's engine, which ``engine``
     configures (None: a step that asks for none), with the warehouse's cursors, writing each
     table with the asset's ``lineage`` and the step's own."""
 

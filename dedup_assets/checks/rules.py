@@ -220,7 +220,7 @@ def engine_matches_duckdb(
     engine: str, differences: dict[str, tuple[int, int]] | None, documents: int, max_documents: int
 ) -> AssetCheckResult:
     """The ``engine``'s candidate pairs, edges, clusters and survivors are the DuckDB engine's,
-    row for row (``differences`` from ``core.consistency``; None when not compared)."""
+    row for row (``differences`` from ``core.audit.consistency``; None when not compared)."""
     if CAPABILITIES[engine].reference:
         description = f"engine {engine}: these tables are the reference others are compared with"
         return check_result([], description, compared=False)
