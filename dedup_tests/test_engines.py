@@ -101,7 +101,7 @@ def test_the_ray_engine_implements_every_step_of_the_protocol():
 
 @pytest.mark.parametrize(
     ("setting", "value", "named"),
-    [("cluster_mode", "star", "cluster_mode star"), ("hot_buckets", "skip", "hot_buckets skip")],
+    [("cluster_mode", "star", "cluster_mode star"), ("reference", ["corpus.parquet"], "reference")],
 )
 def test_a_setting_the_engine_cannot_run_is_refused_at_launch(setting, value, named):
     with pytest.raises(SettingsError, match=named):
