@@ -109,6 +109,22 @@ def test_ray_leaves_out_and_lists_the_hot_buckets_duckdb_does(ray_cluster, tmp_p
     assert listed[1] == listed[0]  # the same rows in the same order
 
 
+@pytest.mark.parametrize(
+    "fixture, ray_options",
+    [(FIXTURE, ON_DRIVER), (HARD_FIXTURE, ON_DRIVER), (CLUSTER_CASES, ON_CLUSTER)],
+    ids=["documents", "hard_cases", "cluster_cases-components_on_cluster"],
+)
+def test_ray_gives_the_duckdb_release_in_star_mode(ray_cluster, tmp_path, fixture, ray_options):
+    runners = run_both(tmp_path, fixture, ray_options, cluster_mode="star")
+    _assert_same_release(*runners)
+    if fixture == CLUSTER_CASES:  # the chain's two ends are kept, as star mode keeps them on duckdb
+        clusters = runners[1].table("clusters").set_index("doc_id")
+        assert clusters.loc[["chain-a", "chain-b", "chain-c"], "decision"].tolist() == [
+            "kept_representative", "removed_duplicate", "kept_representative"
+        ]
+        assert not clusters["chained"].any()
+
+
 def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, result) -> None:
     evaluation = check_result(result, CONSISTENCY)
     assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
