@@ -141,6 +141,17 @@ def mirror_pages() -> list[dict]:
     ]
 
 
+def boilerplate_pages() -> list[dict]:
+    """Ten pages that are one shared footer and a few words of their own (near duplicates of
+    each other through it), and two unrelated pages that are near duplicates of each other:
+    with max_bucket_size 3, the footer's buckets are hot."""
+    rng = random.Random(7)
+    footer = " ".join(f"footer{n}" for n in range(150))
+    rows = [document(f"page{n}", f"{' '.join(f'own{n}x{w}' for w in range(6))} {footer}") for n in range(10)]
+    story = " ".join(f"story{rng.randrange(10_000)}" for _ in range(120))
+    return rows + [document("story-a", story), document("story-b", story + " one more line at the end")]
+
+
 TEXT_OF_A_HUNDRED = " ".join(f"word{n}" for n in range(100))
 OTHER_OF_A_HUNDRED = " ".join(f"other{n}" for n in range(100))
 

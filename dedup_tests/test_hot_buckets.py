@@ -6,27 +6,14 @@ from __future__ import annotations
 
 import csv
 import json
-import random
 
 import pytest
 
-from .conftest import document, write_csv
-
-FOOTER = " ".join(f"footer{n}" for n in range(150))
-
-
-def _boilerplate_corpus(path):
-    """Ten pages that are one shared footer and a few words of their own (near duplicates of
-    each other through it), and two unrelated pages that are near duplicates of each other."""
-    rng = random.Random(7)
-    rows = [document(f"page{n}", f"{' '.join(f'own{n}x{w}' for w in range(6))} {FOOTER}") for n in range(10)]
-    story = " ".join(f"story{rng.randrange(10_000)}" for _ in range(120))
-    rows += [document("story-a", story), document("story-b", story + " one more line at the end")]
-    return write_csv(path, rows)
+from .conftest import boilerplate_pages, write_csv
 
 
 def test_a_hot_bucket_is_refused_by_default_and_the_message_names_the_way_out(runner, tmp_path):
-    result = runner.run(_boilerplate_corpus(tmp_path / "pages.csv"), max_bucket_size=3, raise_on_error=False)
+    result = runner.run(write_csv(tmp_path / "pages.csv", boilerplate_pages()), max_bucket_size=3, raise_on_error=False)
     assert not result.success
     (failure,) = result.get_step_failure_events()
     message = failure.event_specific_data.error.message
@@ -35,7 +22,7 @@ def test_a_hot_bucket_is_refused_by_default_and_the_message_names_the_way_out(ru
 
 def test_skipped_hot_buckets_are_listed_and_the_audit_measures_what_they_cost(runner, tmp_path):
     result = runner.run(
-        _boilerplate_corpus(tmp_path / "pages.csv"), max_bucket_size=3, hot_buckets="skip", audit_sample_size=0
+        write_csv(tmp_path / "pages.csv", boilerplate_pages()), max_bucket_size=3, hot_buckets="skip", audit_sample_size=0
     )
     assert result.success
     hot = runner.table("hot_buckets")
@@ -63,8 +50,6 @@ def test_skip_is_refused_at_launch_where_it_does_not_apply():
     from dedup_assets.core.incremental.batch_order import index_settings
     from dedup_assets.core.settings.model import Settings, SettingsError
 
-    with pytest.raises(SettingsError, match="hot_buckets skip runs on engine duckdb only"):
-        Settings(engine="ray", hot_buckets="skip")
     with pytest.raises(SettingsError, match="hot_buckets 'skip' applies to the one-shot graph only"):
         index_settings(Settings(hot_buckets="skip"))
     with pytest.raises(SettingsError, match="hot_buckets must be one of refuse, skip"):

@@ -5,6 +5,7 @@ killed while it fingerprints."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,8 +33,8 @@ from dedup_assets.engine_resource import EngineResource
 from dedup_bench.corpus import generate
 
 from .conftest import (
-    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, chinese_pages, mirror_pages, require_ray, scored_pages,
-    sha256_of_files, write_csv,
+    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, boilerplate_pages, chinese_pages, mirror_pages, require_ray,
+    scored_pages, sha256_of_files, write_csv,
 )
 
 # the ray_cluster fixture requires Ray (and fails under DEDUP_REQUIRE_RAY without it)
@@ -92,6 +93,36 @@ def test_ray_gives_the_duckdb_release_keeping_the_original_with_prefer_domains(r
     _assert_same_release(*runners)
     kept = runners[1].table("clusters").set_index("doc_id")["decision"].to_dict()
     assert kept == {"original": "kept_representative", "mirror": "removed_duplicate", "other": "kept_representative"}
+
+
+@pytest.mark.parametrize(
+    "pages, max_bucket_size", [(None, 2), (boilerplate_pages, 3)], ids=["hard_cases", "boilerplate"]
+)
+def test_ray_leaves_out_and_lists_the_hot_buckets_duckdb_does(ray_cluster, tmp_path, pages, max_bucket_size):
+    # the hard cases copied away from their contract, which is written for every bucket joined
+    corpus = Path(shutil.copy(HARD_FIXTURE, tmp_path)) if pages is None else write_csv(tmp_path / "pages.csv", pages())
+    runners = run_both(tmp_path, corpus, hot_buckets="skip", max_bucket_size=max_bucket_size)
+    _assert_same_release(*runners)  # hot_buckets.csv among the files
+    duckdb_hot, ray_hot = (runner.table("hot_buckets") for runner in runners[:2])
+    assert len(duckdb_hot) and (duckdb_hot["texts"] > max_bucket_size).all()
+    listed = [hot.assign(example_doc_ids=hot["example_doc_ids"].map(list)).to_dict("records") for hot in (duckdb_hot, ray_hot)]
+    assert listed[1] == listed[0]  # the same rows in the same order
+
+
+@pytest.mark.parametrize(
+    "fixture, ray_options",
+    [(FIXTURE, ON_DRIVER), (HARD_FIXTURE, ON_DRIVER), (CLUSTER_CASES, ON_CLUSTER)],
+    ids=["documents", "hard_cases", "cluster_cases-components_on_cluster"],
+)
+def test_ray_gives_the_duckdb_release_in_star_mode(ray_cluster, tmp_path, fixture, ray_options):
+    runners = run_both(tmp_path, fixture, ray_options, cluster_mode="star")
+    _assert_same_release(*runners)
+    if fixture == CLUSTER_CASES:  # the chain's two ends are kept, as star mode keeps them on duckdb
+        clusters = runners[1].table("clusters").set_index("doc_id")
+        assert clusters.loc[["chain-a", "chain-b", "chain-c"], "decision"].tolist() == [
+            "kept_representative", "removed_duplicate", "kept_representative"
+        ]
+        assert not clusters["chained"].any()
 
 
 def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, result) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import replace
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -129,16 +129,18 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-class _TextScores:
+class TextScores:
     """Exact Jaccard of pairs of texts (by text index): verification's where it scored the pair
-    (``sql/component_scores.sql``), otherwise measured here over the 64-bit shingle hashes of
-    the texts :meth:`shingle` was given."""
+    (``sql/component_scores.sql``; None: none known), otherwise measured here over the 64-bit
+    shingle hashes of the texts :meth:`shingle` was given."""
 
-    def __init__(self, scored: pa.Table, texts: int):
+    def __init__(self, scored: pa.Table | None, texts: int):
         self.texts = texts
-        keys = self._keys(scored.column("left_index").to_numpy(), scored.column("right_index").to_numpy())
-        order = np.argsort(keys)
-        self.keys, self.jaccard = keys[order], scored.column("jaccard").to_numpy()[order]
+        self.keys, self.jaccard = np.zeros(0, np.int64), np.zeros(0)
+        if scored is not None:
+            keys = self._keys(scored.column("left_index").to_numpy(), scored.column("right_index").to_numpy())
+            order = np.argsort(keys)
+            self.keys, self.jaccard = keys[order], scored.column("jaccard").to_numpy()[order]
         self.row = np.full(texts, -1, dtype=np.int64)  # a text's row in the shingle sets, if shingled
         self.values, self.offsets = np.zeros(0, np.uint64), np.zeros(1, np.int64)
 
@@ -202,7 +204,7 @@ def star_members(
         ).to_arrow_table()
         members = members.take(params.keep.order(members, within="component_index"))
         texts = connection.sql(sql("component_texts", tables)).to_arrow_table()
-        scores = _TextScores(connection.sql(sql("component_scores", tables)).to_arrow_table(), texts.num_rows)
+        scores = TextScores(connection.sql(sql("component_scores", tables)).to_arrow_table(), texts.num_rows)
     finally:
         connection.unregister("component_roots")
     distinct_texts = pc.count_distinct(roots.column("text_doc_id")).as_py()
@@ -215,11 +217,46 @@ def star_members(
             "and everything downstream"
         )
     sizes = texts.column("shingle_count").to_numpy().astype(np.int64)
-    text = members.column("text_index").to_numpy().astype(np.int64)
-    component = members.column("component_index").to_numpy().astype(np.int64)
+
+    def shingle(unsettled: np.ndarray) -> None:
+        _shingle_components(
+            connection, tables, scores, texts.column("text_doc_id"), sizes, unsettled, params.shingling,
+            params.memory_budget_mb, log,
+        )
+
+    representative, jaccard = choose_representatives(
+        members.column("component_index").to_numpy().astype(np.int64),
+        members.column("text_index").to_numpy().astype(np.int64), sizes, params, scores, shingle,
+    )
+    doc_ids = members.column("doc_id")
+    return pa.table(
+        {
+            "doc_id": doc_ids,
+            "representative_doc_id": doc_ids.take(pa.array(representative)),
+            "representative_rank": pa.array(ranks_in_clusters(representative)),
+            "jaccard_to_representative": pa.array(jaccard),
+            "keep_reason": params.keep.reasons(members, representative),
+        }
+    )
+
+
+def choose_representatives(
+    component: np.ndarray,
+    text: np.ndarray,
+    sizes: np.ndarray,
+    params: ClusterParams,
+    scores: TextScores,
+    shingle: Callable[[np.ndarray], None],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each member's representative (its row) and Jaccard with it, by the rounds
+    :func:`star_members` describes, for members (rows) in keep-rule order within their components
+    (``component``, each contiguous) whose texts are ``text`` (indexes of ``sizes``, the texts'
+    shingle counts, and of ``scores``). ``shingle`` is called once, after the first round, with
+    the texts of every component a measurement can need (repeats allowed), and gives ``scores``
+    their shingle sets: every engine decides by this one loop."""
     representative = np.full(len(text), -1, dtype=np.int64)
     jaccard = np.zeros(len(text), dtype=np.float64)
-    left = np.arange(len(text), dtype=np.int64)  # members are in keep-rule order within components
+    left = np.arange(len(text), dtype=np.int64)
     first_round = True
     while len(left):
         starts = np.r_[True, component[left][1:] != component[left][:-1]]
@@ -239,10 +276,7 @@ def star_members(
             unsettled[measure] = True
             if params.mode == "star":  # a member not taken now is paired again in a later round
                 unsettled |= ~same & (round_scores < params.threshold)
-            _shingle_components(
-                connection, tables, scores, texts.column("text_doc_id"), sizes,
-                text[np.isin(component, component[left[unsettled]])], params.shingling, params.memory_budget_mb, log,
-            )
+            shingle(text[np.isin(component, component[left[unsettled]])])
             first_round = False
         if len(measure):
             round_scores[measure] = scores.measured(text[left][measure], text[best][measure])
@@ -250,19 +284,10 @@ def star_members(
         representative[left[taken]] = best[taken]
         jaccard[left[taken]] = round_scores[taken]
         left = left[~taken]
-    doc_ids = members.column("doc_id")
-    return pa.table(
-        {
-            "doc_id": doc_ids,
-            "representative_doc_id": doc_ids.take(pa.array(representative)),
-            "representative_rank": pa.array(_ranks_in_clusters(representative)),
-            "jaccard_to_representative": pa.array(jaccard),
-            "keep_reason": params.keep.reasons(members, representative),
-        }
-    )
+    return representative, jaccard
 
 
-def _ranks_in_clusters(representative: np.ndarray) -> np.ndarray:
+def ranks_in_clusters(representative: np.ndarray) -> np.ndarray:
     """Each member's rank in its cluster (1: the representative), from members in keep-rule
     order within their components: a cluster is part of one component, so its members keep
     that order."""
@@ -278,7 +303,7 @@ def _ranks_in_clusters(representative: np.ndarray) -> np.ndarray:
 def _shingle_components(
     connection: duckdb.DuckDBPyConnection,
     tables: Tables,
-    scores: _TextScores,
+    scores: TextScores,
     text_doc_ids: pa.ChunkedArray,
     sizes: np.ndarray,
     texts: np.ndarray,

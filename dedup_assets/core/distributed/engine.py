@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..audit.probe import documents_pass
 from ..keep.columns import typed_params
-from ..lsh.candidates import HOT_BUCKET_ROWS_SCHEMA
+from ..lsh.candidates import hot_bucket_rows
 from ..verify.pairs import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
 from .datasets import table_bytes
@@ -47,9 +47,9 @@ class RayStepsEngine:
         return build
 
     def candidate_pairs(self, connection, tables, limits):
-        # hot buckets are refused on this engine (pipeline/capabilities.py), so none is ever left out
-        build, pressure = candidate_pairs(self.tables, limits)
-        return build, pressure, HOT_BUCKET_ROWS_SCHEMA.empty_table()
+        build, pressure, hot = candidate_pairs(self.tables, limits)
+        # listed by the DuckDB engine's query: only when buckets were left out, over the band keys' view
+        return build, pressure, hot_bucket_rows(connection, tables, hot)
 
     def scored_pairs(self, connection, tables, params, thresholds, memory_budget_mb, log):
         build = scored_pairs(self.tables, params, thresholds)

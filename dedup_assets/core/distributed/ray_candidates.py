@@ -1,5 +1,5 @@
-"""The ray engine's ``candidate_pairs`` and ``first_copies``: copy groups, band buckets sized and
-refused as ``lsh/candidates.py`` does, and the band self-join, in Ray Data shuffles."""
+"""The ray engine's ``candidate_pairs`` and ``first_copies``: copy groups, band buckets sized,
+refused or left out as hot as ``lsh/candidates.py`` does, and the band self-join, in Ray Data shuffles."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import ray.data
 from ray.data.aggregate import Count, Min, Sum
 
 from ..lsh.bucket_kernels import bucket_pair_slots
-from ..lsh.candidates import BucketPressure, ensure_within_limits
+from ..lsh.candidates import HOT_BUCKET_SCHEMA, BucketPressure, ensure_within_limits
 from ..pipeline.step_params import PairLimits
 from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
@@ -129,11 +129,27 @@ def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
     )
 
 
+def _hot(buckets: ray.data.Dataset) -> pa.Table:
+    """The hot buckets (``buckets`` over max_bucket_size) as ``lsh.band_buckets`` lists them
+    (``HOT_BUCKET_SCHEMA``, band by band, key by key), gathered here: a band of n texts has at
+    most n / (max_bucket_size + 1) of them."""
+    buckets = buckets.materialize()
+    if not buckets.count():
+        return HOT_BUCKET_SCHEMA.empty_table()
+    # by blocks, not rows: Ray turns uint64 keys above 2**63 into Python objects
+    hot = pa.concat_tables(
+        block.select(["band_index", "lsh_band", "size", "documents"]).rename_columns(HOT_BUCKET_SCHEMA.names).cast(HOT_BUCKET_SCHEMA)
+        for block in ray.get(buckets.to_arrow_refs())
+        if block.num_rows
+    )
+    return hot.sort_by([("band_index", "ascending"), ("lsh_band", "ascending")])
 
 
-def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, BucketPressure]:
+def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, BucketPressure, pa.Table]:
     """``candidate_pairs`` (and ``first_copies``, which verification and the audit read),
-    refusing buckets over ``limits`` before the join, as ``lsh.build_candidate_pairs``.
+    refusing buckets over ``limits`` before the join, or leaving them out (hot_buckets: skip),
+    as ``lsh.build_candidate_pairs``; and the hot buckets (``HOT_BUCKET_SCHEMA``), which count in
+    neither the pressure nor the join.
 
     Joins with a side that has no rows are left out: Ray Data loses the columns of an empty
     dataset, and such a join adds nothing (or keeps the other side whole)."""
@@ -159,8 +175,11 @@ def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, 
         .aggregate(Count(alias_name="size"), Sum("copies", alias_name="documents"))
         .materialize()
     )
+    limit = limits.max_bucket_size
+    hot = _hot(buckets.filter(expr=f"size > {limit}"))
+    buckets = buckets.filter(expr=f"size <= {limit}").materialize()
     pressure = _pressure(buckets)
-    ensure_within_limits(pressure, limits)
+    ensure_within_limits(pressure, limits, hot)
 
     def pairs(left, right, shared_bands, found_by: str) -> pa.Table:
         low, high = ordered_pairs(left, right)
@@ -215,7 +234,7 @@ def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, 
     else:
         candidates = ray.data.from_arrow(PAIR_SCHEMA.empty_table())
     tables.write("candidate_pairs", candidates, PAIR_SCHEMA)
-    return tables.view("candidate_pairs"), pressure
+    return tables.view("candidate_pairs"), pressure, hot
 
 
 def first_copies(tables: RayTables) -> pa.Table:

@@ -1,6 +1,6 @@
 """The ray engine's ``clusters`` and ``deduped_documents``: connected components (on the driver
-while the edges are few), every member ranked by the keep rule and measured against its
-representative."""
+while the edges are few), each split into clusters (one, or the stars of ``cluster_mode: star``)
+with every member ranked by the keep rule and measured against its representative."""
 
 from __future__ import annotations
 
@@ -14,11 +14,9 @@ import pyarrow.parquet as pq
 import ray
 import ray.data
 
-from ..sketch import kernels
 from ..verify.jaccard import shingle_sets
 from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
-from ..sketch.fingerprints import kernel_blocks
 from ..storage.store import TableBuild
 from .components import connected_components
 from .datasets import (
@@ -38,38 +36,47 @@ from .ray_tables import (
 
 
 def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
-    """Whole duplicate components' rows (any number of components, each complete): the keep
-    rule's ranks within each (``keep/rule.py``, as the DuckDB engine ranks them) and each member's
-    exact Jaccard with its representative, over 64-bit shingle hashes (as verification's under
-    ``fss``), for all components at once; exact copies are not shingled again."""
+    """Whole duplicate components' rows (any number of components, each complete): each member's
+    representative and exact Jaccard with it by the DuckDB engine's rounds
+    (``cluster/components.py``'s ``choose_representatives``: the component's best-ranked member, or in ``star`` mode
+    the stars) and its rank in its cluster by the keep rule (``keep/rule.py``), for all
+    components at once. Jaccard is measured over 64-bit shingle hashes (as verification's under
+    ``fss``); each distinct text is shingled once, and copies of one text score 1."""
 
     def rank(members: pa.Table) -> pa.Table:
+        from ..cluster.components import TextScores, choose_representatives, ranks_in_clusters
+
         use_task_cpus()
         members = prepared(params.keep, members)
         members = members.take(params.keep.order(members, within="root_doc_id"))
-        count = members.num_rows
         roots = members["root_doc_id"].combine_chunks()
-        starts = np.flatnonzero(np.concatenate([[True], pc.not_equal(roots[1:], roots[:-1]).to_numpy(zero_copy_only=False)]))
-        sizes = np.diff(np.append(starts, count))
-        first = np.repeat(starts, sizes)  # each row's representative: its component's first row
-        # each distinct text is shingled once (copies share their first copy's text_doc_id), and
-        # every member's Jaccard is its text's with its representative's
+        component = np.cumsum(np.concatenate([[False], pc.not_equal(roots[1:], roots[:-1]).to_numpy(zero_copy_only=False)]))
+        # texts numbered in doc_id order (copies share their first copy's text_doc_id)
         texts = members["text_doc_id"].combine_chunks().to_numpy(zero_copy_only=False)
-        _, text_rows, text_of_row = np.unique(texts, return_index=True, return_inverse=True)
+        _, text_rows, text = np.unique(texts, return_index=True, return_inverse=True)
         counts = members["shingle_count"].to_numpy().astype(np.int64)[text_rows]
-        values, offsets = shingle_sets(members["body"].take(pa.array(text_rows)), params.shingling, counts)
-        text_of_row = text_of_row.astype(np.int64)
-        representative_text = text_of_row[first]
-        jaccard = kernels.pair_jaccard_kernel(values, offsets, text_of_row, representative_text, kernel_blocks())
-        jaccard[text_of_row == representative_text] = 1.0
+        scores = TextScores(None, len(text_rows))
+
+        def shingle(wanted: np.ndarray) -> None:
+            wanted = np.unique(wanted)
+            if len(wanted):
+                bodies = members["body"].take(pa.array(text_rows[wanted]))
+                scores.shingle(wanted, *shingle_sets(bodies, params.shingling, counts[wanted]))
+
+        representative, jaccard = choose_representatives(component, text.astype(np.int64), counts, params, scores, shingle)
+        # a cluster is named by its smallest doc_id (sql/clusters.sql)
+        doc_ids = members["doc_id"].combine_chunks()
+        names, order = np.unique(doc_ids.to_numpy(zero_copy_only=False), return_inverse=True)
+        smallest = np.full(len(representative), len(names), dtype=np.int64)
+        np.minimum.at(smallest, representative, order)
         return _cluster_rows(
             members,
-            cluster_id=pc.binary_join_element_wise("cluster-", roots.cast(pa.string()), ""),
-            size=np.repeat(sizes, sizes).astype(np.int64),
-            ranks=np.arange(count, dtype=np.int64) - first + 1,
-            representatives=members["doc_id"].take(pa.array(first)),
+            cluster_id=pc.binary_join_element_wise("cluster-", pa.array(names[smallest[representative]], pa.string()), ""),
+            size=np.bincount(representative, minlength=len(representative))[representative].astype(np.int64),
+            ranks=ranks_in_clusters(representative),
+            representatives=doc_ids.take(pa.array(representative)),
             jaccard=pa.array(jaccard),
-            reasons=params.keep.reasons(members, first),
+            reasons=params.keep.reasons(members, representative),
             threshold=params.threshold,
         )
 
@@ -137,10 +144,10 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
 def clusters(
     tables: RayTables, params: ClusterParams, driver_edges: int, log: Callable[[str], None]
 ) -> TableBuild:
-    """``clusters``: connected components of the accepted edges (``_component_roots``), every member
-    ranked by the params' keep policy and measured against its
-    representative; every other document its own cluster. In input order. (Joins with a side of
-    no rows are left out, as in candidate_pairs.)"""
+    """``clusters``: connected components of the accepted edges (``_component_roots``), each on
+    one task with its whole rows (``_rank_clusters``), every member ranked by the params' keep
+    policy and measured against its representative; every other document its own cluster. In
+    input order. (Joins with a side of no rows are left out, as in candidate_pairs.)"""
     partitions = tables.partitions
     read = ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]
     # the keep policy's columns as read; prepared() gives each its rule's field

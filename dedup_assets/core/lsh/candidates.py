@@ -204,8 +204,8 @@ def ensure_within_limits(pressure: BucketPressure, limits: PairLimits, hot: pa.T
             f"different texts, above max_bucket_size={limits.max_bucket_size:,}{others}: every two of "
             "them would be paired and scored. So many different pages in one bucket are near "
             f"duplicates, usually through shared boilerplate or a template. {advice}; raise "
-            "max_bucket_size if they are near duplicates you want clustered; or, in a one-shot run "
-            "on engine duckdb, set hot_buckets: skip to leave such buckets out of the join (the "
+            "max_bucket_size if they are near duplicates you want clustered; or, in a one-shot run, "
+            "set hot_buckets: skip to leave such buckets out of the join (the "
             "release lists each one, and the recall audit measures what leaving them out cost)."
         )
     if pressure.pair_slots > limits.max_pair_slots:

@@ -24,7 +24,7 @@ CAPABILITIES = {
         reference=True,
     ),
     "ray": Capabilities(
-        star_clusters=False, skip_hot_buckets=False, bodies_in_place=False, incremental=False,
+        star_clusters=True, skip_hot_buckets=True, bodies_in_place=False, incremental=False,
         reference_corpora=False, reference=False,
     ),
 }

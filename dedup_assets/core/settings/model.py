@@ -117,7 +117,7 @@ class Settings:
         "lsh",
         "refuse: a bucket over max_bucket_size stops the run, as the published method does; skip: "
         "such buckets are left out of the join and listed in hot_buckets.csv, and the recall audit "
-        "measures what that cost (engine duckdb, one-shot runs).",
+        "measures what that cost (one-shot runs).",
         "refuse",
     )
     memory_budget_mb: int = _setting("lsh", "Refuse a self-join or a verification estimated to need more MB.", 3072)
