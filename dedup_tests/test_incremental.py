@@ -1,4 +1,4 @@
-"""Incremental batches (core/incremental/, core/read/batches.py, pipeline.run_batch): batches added
+"""Incremental batches (core/incremental/, core/read/batches.py, pipeline/library.py's run_batch): batches added
 in key order find the duplicate edges and clusters of one run over all of them, never take back
 an earlier decision, and refuse whatever would make the index differ from that run."""
 

@@ -52,7 +52,7 @@ def _rows(database: Path, query: str) -> list[tuple]:
 
 
 def _jaccard(left: str, right: str) -> float:
-    """The string Jaccard of two bodies' shingles, by the reference shingling (``text.py``)."""
+    """The string Jaccard of two bodies' shingles, by the reference shingling (``core/text/normalize.py``)."""
     left, right = document_shingles(left, Shingling()), document_shingles(right, Shingling())
     return len(left & right) / len(left | right)
 

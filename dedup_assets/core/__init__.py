@@ -1,11 +1,13 @@
-"""The deduplication library: no Dagster, arranged by the pipeline's steps.
+"""The deduplication library: no Dagster, a folder per stage of the pipeline, in the order a run
+goes through them (docs/architecture.md, "The library's stage folders").
 
-readers (input) -> ingest (documents) -> text -> sketch (fingerprinted) -> lsh (band_memberships,
-candidate_pairs) -> verify (scored_pairs, duplicate_pairs) -> cluster (clusters,
-deduped_documents) -> release (the files and manifest.json).
+read (the input -> documents) -> text (normalization, tokenizers) -> sketch (fingerprinted) ->
+lsh (band_memberships, candidate_pairs) -> verify (scored_pairs, duplicate_pairs) -> reference
+(reference_matches) -> cluster and keep (clusters, deduped_documents) -> audit (recall_audit,
+evaluation) -> release (the files and manifest.json); incremental adds a batch to a stored index.
 
-``settings`` holds every setting with its default; ``tables`` the table names and the SQL loader;
-``store`` how a step's table is written; ``engines`` where a step's work runs; ``steps`` each step
-once (what it reads, builds and writes), which the assets and ``pipeline.run_library`` (every
-step in one call) both run.
+``pipeline`` holds the one ``Run`` every step gets, each step once (``pipeline/steps.py``: what it
+reads, builds and writes, which the assets and ``pipeline/library.py``'s ``run_library`` both
+run) and the engines it runs on; ``settings`` every setting with its default; ``storage`` the
+table names, the SQL loader and how a step's table is written; ``distributed`` the ray engine.
 """

@@ -99,7 +99,7 @@ def _band_rows(distinct: ray.data.Dataset) -> ray.data.Dataset:
 
 
 def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
-    """The totals of ``lsh.band_buckets`` from the bucket rows (band_index, lsh_band, size in
+    """The totals of ``lsh/candidates.py``'s ``band_buckets`` from the bucket rows (band_index, lsh_band, size in
     distinct texts, documents): the same slots, and the same largest bucket (the first band,
     then the smallest key, among equals)."""
     bucket_count = buckets.count()
@@ -130,7 +130,7 @@ def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
 
 
 def _hot(buckets: ray.data.Dataset) -> pa.Table:
-    """The hot buckets (``buckets`` over max_bucket_size) as ``lsh.band_buckets`` lists them
+    """The hot buckets (``buckets`` over max_bucket_size) as ``lsh/candidates.py``'s ``band_buckets`` lists them
     (``HOT_BUCKET_SCHEMA``, band by band, key by key), gathered here: a band of n texts has at
     most n / (max_bucket_size + 1) of them."""
     buckets = buckets.materialize()
@@ -148,7 +148,7 @@ def _hot(buckets: ray.data.Dataset) -> pa.Table:
 def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, BucketPressure, pa.Table]:
     """``candidate_pairs`` (and ``first_copies``, which verification and the audit read),
     refusing buckets over ``limits`` before the join, or leaving them out (hot_buckets: skip),
-    as ``lsh.build_candidate_pairs``; and the hot buckets (``HOT_BUCKET_SCHEMA``), which count in
+    as ``lsh/candidates.py``'s ``build_candidate_pairs``; and the hot buckets (``HOT_BUCKET_SCHEMA``), which count in
     neither the pressure nor the join.
 
     Joins with a side that has no rows are left out: Ray Data loses the columns of an empty
@@ -238,5 +238,5 @@ def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, 
 
 
 def first_copies(tables: RayTables) -> pa.Table:
-    """Each exact copy and its first copy, as ``verify.first_copies`` gives them."""
+    """Each exact copy and its first copy, as ``verify/pairs.py``'s ``first_copies`` gives them."""
     return read_table(tables.root, "first_copies")

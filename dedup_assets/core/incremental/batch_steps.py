@@ -1,6 +1,6 @@
 """Each step of adding one batch, defined once: what it refuses, builds and stages, and the
 transaction that adds the staged batch to the index. The ``incremental`` assets
-(``assets/batch_graph.py``) call these steps and describe what they staged; ``pipeline.run_batch``
+(``assets/batch_graph.py``) call these steps and describe what they staged; ``pipeline/library.py``'s ``run_batch``
 calls them in order. A batch's run is the one-shot steps' :class:`Run` with the batch's key, over
 the index's tables; its input is read, and its fingerprints made, by the one-shot steps' calls
 on the run's engine. Every staged table is written with the batch's lineage, which the next step

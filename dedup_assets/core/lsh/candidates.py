@@ -3,7 +3,7 @@ pairs of documents that share a band.
 
 A bucket is one band key of one band; a pair of documents in the same bucket is a candidate.
 Documents of one normalized text form a copy group (``sql/copy_groups.sql``; without a token, of one
-trimmed body: ``sketch.tokenless_keys``).
+trimmed body: ``sketch/fingerprints.py``'s ``tokenless_keys``).
 Only its first copy (the first in input order) is paired by LSH; every other copy is paired with
 the first directly (``found_by`` ``content_hash``) and with each of its LSH partners
 (``lsh_via_copy``). So a page copied a million times costs a million rows and no pair slots, not

@@ -1,7 +1,7 @@
 """The one run every step gets: a one-shot run's step (``steps.py``), a batch added to the
 incremental index (``incremental/batch_steps.py``), the library runner and the sweep (``library.py``),
-the Dagster assets (``assets/asset_common.py``, ``assets/batch_graph.py``) and the benchmark all
-build a :class:`Run`, so a step never asks which of them called it.
+the Dagster assets (``assets/asset_common.py``, ``assets/batch_graph.py``), and through
+``run_library`` the benchmark, all build a :class:`Run`, so a step never asks which called it.
 
 A run has its settings, its tables (a one-shot run's :class:`Tables`, or the index's tables for a
 batch), its engine (made on first use: the ray engine starts Ray, which a step that needs no

@@ -1,6 +1,6 @@
 """Each step of a one-shot run, defined once: what it reads, which engine call builds its tables,
 and what it writes, with the lineage it adds. The assets (``assets/``) call these steps and
-describe what they wrote; the library runner (``pipeline.run_library``), the parameter sweep and
+describe what they wrote; the library runner (``library.py``'s ``run_library``), the parameter sweep and
 the engines' consistency check call them in the graph's order. So a step cannot differ between
 the graph and the library: there is one wiring, and only the describing is the assets' own.
 

@@ -10,8 +10,8 @@ from typing import Literal, get_args
 
 from ..util.errors import SettingsError
 
-# The names of readers/registry.py READERS, which cannot be read from there: every reader imports
-# this module (and readers/ imports model.py, whose source_format is typed with this), so the
+# The names of read/registry.py READERS, which cannot be read from there: every reader imports
+# this module (and read/ imports model.py, whose source_format is typed with this), so the
 # registry comes after both. test_readers holds the two equal.
 SourceFormat = Literal["csv", "parquet", "jsonl", "warc", "warc_ranges"]
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)

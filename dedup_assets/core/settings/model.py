@@ -308,7 +308,7 @@ class Settings:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise SettingsError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        refusal = engine_refusal(self.engine, self.cluster_mode, self.hot_buckets, self.reference)
+        refusal = engine_refusal(self.engine, self.reference)
         if refusal:
             raise SettingsError(refusal)
         if isinstance(self.reference, str) or not all(isinstance(r, str) and r.strip() for r in self.reference):

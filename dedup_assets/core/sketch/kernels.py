@@ -9,12 +9,12 @@ code point through a table built from the reference ``normalize_text`` (``text/n
 exact for the Basic Multilingual Plane except capital sigma, whose lowercase depends on its
 neighbours; documents with those are normalized by the reference itself (``text.kernel_text``).
 
-Each shingle unit (``tokenizers/``) says where a document's tokens are; hashing their bytes and
+Each shingle unit (``text/tokenizers/``) says where a document's tokens are; hashing their bytes and
 every kernel that inlines it (the sketch, the shingle sets, the recall audit's probe) stay in this
 one module although it is long: numba's on-disk cache notices a change only to the file that
 defines a cached kernel, so a kernel split from the functions it inlines would keep running stale
 code after they change (a tokenizer's files are named in the kernels' signature instead, by a
-digest: ``tokenizers/``). ``mix64``, which the doc_id table's kernels inline too, is never changed
+digest: ``text/tokenizers/``). ``mix64``, which the doc_id table's kernels inline too, is never changed
 in place: every stored fingerprint depends on it.
 
 Shingles are hashed from their tokens' 64-bit hashes, in order, so a shingle's hash identifies the
@@ -129,7 +129,7 @@ def _big_endian_at(words, position):
 @nb.njit(cache=True)
 def token_hashes_of_bytes(data, start, end, out, lowered, token_bounds, tokenizer):
     """Hash each token of data[start:end] into ``out``; returns the token count. The tokens are
-    where ``tokenizer.bounds`` (its ``bounds``, ``tokenizers/``) puts them, given the bytes'
+    where ``tokenizer.bounds`` (its ``bounds``, ``text/tokenizers/``) puts them, given the bytes'
     classes. ``lowered`` (bytes) and ``token_bounds`` (2 x tokens) are scratch; ``lowered`` holds
     ``end - start + 128``.
 
@@ -387,7 +387,7 @@ def _shingle_hashes(text, doc, shingle_size, scratch):
     """The hash of every shingle of one document, repeats included, into ``scratch.shingles``
     (as they are before :func:`_distinct` marks them); (tokens, shingles)."""
     tokens, shingles = scratch.tokens, scratch.shingles
-    # the unit's kernel entry point, which the tokenizer's type names (``tokenizers/``)
+    # the unit's kernel entry point, which the tokenizer's type names (``text/tokenizers/``)
     token_count = text.tokenizer.token_hashes(text, doc, scratch)
     if token_count == 0:
         return 0, 0

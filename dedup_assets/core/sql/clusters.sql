@@ -2,7 +2,7 @@
 -- star_members gives them (doc_id, representative_doc_id, representative_rank,
 -- jaccard_to_representative, keep_reason), named by its smallest doc_id; everything else is its own cluster,
 -- and its representative. star_members ranked each cluster's members by the keep rule
--- (core/keep_rule.py); sql/member_decision.sql then decides on every member. A document that
+-- (core/keep/rule.py); sql/member_decision.sql then decides on every member. A document that
 -- matches a reference (star_members' reference is set) is in the cluster of that reference
 -- document, which no input row holds: build_clusters decides it matched_reference.
 -- Rows are stored in input order (fingerprinted's rowid, which follows documents: input files in

@@ -1,6 +1,6 @@
 -- The largest LSH buckets (band_index, lsh_band) that hold two documents or more, the largest
 -- first, then by band and key. Documents are counted with their exact copies: the pipeline joins
--- one first copy per text (lsh.py), but member_count and potential_pairs are what joining every
+-- one first copy per text (lsh/candidates.py), but member_count and potential_pairs are what joining every
 -- document would meet. Only a document of a candidate pair can share a bucket with another (two
 -- texts in one bucket are an 'lsh' pair, a copy is paired with its first copy), so only their
 -- band rows are grouped: usually a small share, and never the buckets of the other documents.

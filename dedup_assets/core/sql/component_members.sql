@@ -1,6 +1,6 @@
 -- Every member of a duplicate component (component_roots: doc_id, root_doc_id, text_doc_id), with
 -- the index of its component and of its text in sql/component_texts.sql, and the columns the keep
--- rule reads (core/keep_rule.py, which orders them; keep_columns: the columns its rules add, each
+-- rule reads (core/keep/rule.py, which orders them; keep/columns.py: the columns its rules add, each
 -- ", d.<column> as <field>"). No parameters.
 select
   r.doc_id,

@@ -1,6 +1,6 @@
 -- The cluster rule's decisions, written once: sql/clusters.sql runs it over its members, the
 -- ray engine over each batch of its own. Rank 1 of a cluster (the keep rule's first,
--- core/keep_rule.py) is kept and every other member is removed in its favour; a member is chained
+-- core/keep/rule.py) is kept and every other member is removed in its favour; a member is chained
 -- when its Jaccard with the representative is below the threshold: only connected components
 -- (cluster_mode components) put it there. It reads "members": doc_id through
 -- representative_doc_id, then jaccard_to_representative, then any columns of the caller's, which

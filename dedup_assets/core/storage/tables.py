@@ -57,7 +57,7 @@ DOCUMENT_ROWS = "document_rows"
 # few bodies can be read by row number (``ingest.document_bodies``)
 IN_PLACE_FILES = "in_place_files"
 # the buckets over max_bucket_size that hot_buckets: skip left out of the self-join
-# (``lsh.hot_bucket_rows``): a table of the candidate_pairs asset, beside it in its schema
+# (``lsh/candidates.py``'s ``hot_bucket_rows``): a table of the candidate_pairs asset, beside it in its schema
 HOT_BUCKETS = "hot_buckets"
 # the documents lineage entry naming those files: [path, bytes, mtime_ns] each
 READ_IN_PLACE = "input_read_in_place"

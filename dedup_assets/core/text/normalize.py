@@ -14,7 +14,7 @@ The rule, in the specification's terms (the README's "Text in every script" says
   A document shorter than ``size`` is one whole-document shingle.
 
 :func:`normalize_text`, :func:`tokenize` and :func:`token_shingles` are the reference (a unit's
-tokens and what joins them come from its tokenizer, ``tokenizers/``). The kernels read a column's
+tokens and what joins them come from its tokenizer, ``text/tokenizers/``). The kernels read a column's
 UTF-8 bytes (:func:`utf8_buffers`) and normalize through a per-code-point table
 (:func:`code_point_table`): a document's normalization is the concatenation of its code points'
 own, except where a character's result depends on its neighbours. The table records, for each
