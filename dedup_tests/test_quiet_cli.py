@@ -28,6 +28,15 @@ def test_dedup_run_help_is_whole_and_names_every_option():
     assert "dedup_all: Every asset of the deduplication graph" in text and "rescore: Score the stored" in text
 
 
+def test_the_quiet_run_starts_without_what_only_some_steps_or_inputs_need():
+    """Start-up is paid by every run: the HTTP client (WARC targets only), pictures and graphs
+    (the steps that draw or cluster) load where they are used, not with the definitions."""
+    unused = ("httpx", "idna", "matplotlib", "networkx")
+    script = f"import sys, dedup_assets.run\nprint(sorted(set({unused!r}) & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
 def test_input_sets_the_input_over_dedup_input(cli_env, tmp_path):
     # the environment names the fixture; --input, a file that is not there, wins
     result = run_command([DEDUP, "run", "--input", str(tmp_path / "nowhere.csv")], cli_env)
