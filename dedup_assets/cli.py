@@ -203,10 +203,14 @@ def _command(argv: list[str]) -> int:
         return forget_batches_command(argv[1:])
     if argv[0] == "cdx-targets":
         return cdx_targets_command(argv[1:])
-    # imported here, so that the other commands answer without loading Dagster and the definitions
+    # imported here, so that the other commands answer without loading Dagster and the definitions;
+    # the options are parsed before the run's module loads them, so --help answers at once too
+    from .launch.run_arguments import run_arguments
+
+    arguments = run_arguments(argv[1:])
     from .run import main as run
 
-    return run(argv[1:])
+    return run(*arguments)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from .batch_runs.batch_sensor import new_batches
 from .checks import PIPELINE_CHECKS
 from .engine_resource import EngineResource
 from .launch.executor import warming_in_process_executor
+from .launch.run_arguments import JOB_DESCRIPTIONS
 from .launch.run_health import dead_runs
 from .settings_resource import DedupSettings
 from .stored_tables.tables_io import with_tables_io
@@ -24,7 +25,7 @@ from .stored_tables.warehouse import DuckDBWarehouse
 dedup_all = define_asset_job(
     "dedup_all",
     selection=AssetSelection.groups(GROUP),
-    description="Every asset of the deduplication graph, from the input to the release files.",
+    description=JOB_DESCRIPTIONS["dedup_all"],
 )
 
 # after changing jaccard_threshold or signature_overlap_threshold: the stored candidates are
@@ -32,7 +33,7 @@ dedup_all = define_asset_job(
 rescore = define_asset_job(
     "rescore",
     selection=AssetSelection.assets("scored_pairs").downstream(),
-    description="Score the stored candidate pairs again and rebuild edges, clusters and the release.",
+    description=JOB_DESCRIPTIONS["rescore"],
 )
 
 PIPELINE_JOBS = [dedup_all, rescore]

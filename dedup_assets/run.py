@@ -27,10 +27,9 @@ from dagster import AssetCheckSeverity, DagsterInstance, DagsterInvalidConfigErr
 from dotenv import load_dotenv  # noqa: E402
 
 from .assets.metadata import percent_fewer  # noqa: E402
-from .core.read.registry import NAMED_FORMATS  # noqa: E402
 from .core.release.files import MANIFEST_FILE  # noqa: E402
 from .core.util.shell import python_command, sql_literal  # noqa: E402
-from .definitions import PIPELINE_JOBS, defs  # noqa: E402
+from .definitions import defs  # noqa: E402
 from .launch.entry_point import DEDUP, ENTRY, dedup_program  # noqa: E402
 from .launch.user_messages import last_sentence, refused, user_message  # noqa: E402
 from .launch.run_health import fail_dead_runs, new_run  # noqa: E402
@@ -227,36 +226,11 @@ def _instance() -> DagsterInstance:
     raise AssertionError("unreachable")
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="dedup run",
-        description="Run the deduplication graph in this process: one line per step, a problem said "
-        "once at the end, and the counts of the release. The run and its full log are in the UI's "
-        "run history (make dev) when DAGSTER_HOME is set, as make and env.sh set it.",
-    )
-    parser.add_argument(
-        "--input", metavar="PATH", help=f"input file, folder or glob ({NAMED_FORMATS}); default: env DEDUP_INPUT, "
-        "else data/documents.csv",
-    )
-    parser.add_argument(
-        "--job", default="dedup_all", choices=[job.name for job in PIPELINE_JOBS],
-        help=" ".join(f"{job.name}: {job.description}" for job in PIPELINE_JOBS) + " Default: dedup_all.",
-    )
-    parser.add_argument(
-        "--config-json", default="{}",
-        help='run config, as for dagster asset materialize: settings go in {"resources": {"dedup": '
-        '{"config": {...}}}} (docs/settings.md)',
-    )
-    args = parser.parse_args(argv)
+def main(args: argparse.Namespace, config: dict) -> int:
+    """The run of ``dedup run``'s options, as ``launch.run_arguments`` parsed them."""
     os.environ.setdefault(ENTRY, DEDUP)  # a fix is written for dedup run, unless make ran it
     if args.input:  # read where DEDUP_INPUT is, by the resource, in this process
         os.environ["DEDUP_INPUT"] = args.input
-    try:
-        config = json.loads(args.config_json)
-    except json.JSONDecodeError as error:
-        parser.error(f"--config-json is not JSON: {error}")
-    if not isinstance(config, dict):
-        parser.error('--config-json must be a JSON object, e.g. {"resources": {"dedup": {"config": {}}}}')
     # a .env in the working directory, as dagster asset materialize reads it: a value already set wins
     load_dotenv(Path.cwd() / ".env", override=False)
 

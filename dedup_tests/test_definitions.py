@@ -11,7 +11,8 @@ from dagster_duckdb import DuckDBResource
 from pydantic import ValidationError
 
 from dedup_assets.core.settings.model import STEPS, Settings
-from dedup_assets.definitions import defs
+from dedup_assets.definitions import PIPELINE_JOBS, defs
+from dedup_assets.launch.run_arguments import JOB_DESCRIPTIONS
 from dedup_assets.settings_resource import DedupSettings
 from dedup_assets.stored_tables.warehouse import DuckDBWarehouse
 
@@ -61,6 +62,11 @@ def test_definitions_load_with_the_documented_assets():
         assert node.description and len(node.description) > 40, name
         assert node.kinds, name
     assert {sensor.name for sensor in defs.sensors} == {"dead_runs", "new_batches"}
+
+
+def test_dedup_run_offers_every_named_job_with_its_description():
+    # dedup run parses --job before the definitions load, from JOB_DESCRIPTIONS
+    assert {job.name: job.description for job in PIPELINE_JOBS} == JOB_DESCRIPTIONS
 
 
 def test_checks_are_registered_and_the_key_ones_block():

@@ -28,6 +28,27 @@ def test_dedup_run_help_is_whole_and_names_every_option():
     assert "dedup_all: Every asset of the deduplication graph" in text and "rescore: Score the stored" in text
 
 
+def test_dedup_run_help_and_a_bad_option_answer_before_dagster_loads():
+    script = (
+        "import sys\nfrom dedup_assets.cli import main\n"
+        "for argv in (['run', '--help'], ['run', '--config-json', '[]']):\n"
+        "    try:\n        main(argv)\n    except SystemExit as end:\n        print('exit', end.code)\n"
+        "print(sorted({'dagster', 'dedup_assets.definitions'} & set(sys.modules)))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-3:] == ["exit 0", "exit 2", "[]"]
+    assert "--config-json must be a JSON object" in result.stderr
+
+
+def test_the_quiet_run_starts_without_what_only_some_steps_or_inputs_need():
+    """Start-up is paid by every run: the HTTP client (WARC targets only), pictures and graphs
+    (the steps that draw or cluster) load where they are used, not with the definitions."""
+    unused = ("httpx", "idna", "matplotlib", "networkx")
+    script = f"import sys, dedup_assets.run\nprint(sorted(set({unused!r}) & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
 def test_input_sets_the_input_over_dedup_input(cli_env, tmp_path):
     # the environment names the fixture; --input, a file that is not there, wins
     result = run_command([DEDUP, "run", "--input", str(tmp_path / "nowhere.csv")], cli_env)

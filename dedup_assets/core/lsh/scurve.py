@@ -23,17 +23,34 @@ def lsh_probability(similarity: float | np.ndarray, bands: int, rows_per_band: i
     return 1.0 - (1.0 - similarity**rows_per_band) ** bands
 
 
-def _area(values: np.ndarray, points: np.ndarray) -> float:
-    """The trapezoid rule (numpy's own is named differently before numpy 2)."""
-    return float(np.sum((values[1:] + values[:-1]) * np.diff(points)) / 2.0)
+def _area(values: np.ndarray, steps: np.ndarray) -> float:
+    """The trapezoid rule over points ``steps`` apart (numpy's own is named differently before numpy 2)."""
+    return float(np.sum((values[1:] + values[:-1]) * steps) / 2.0)
+
+
+class _Areas:
+    """:func:`error_areas` at one threshold, keeping what its (b, r) pairs share: the grid's halves
+    and steps, and 1 - s^r per r. choose_bands asks for up to 1,500 pairs, once per process for
+    each setting it checks (a third of a second of every start, the sweep's at the defaults, before)."""
+
+    def __init__(self, threshold: float):
+        self.below, self.above = _GRID[_GRID <= threshold], _GRID[_GRID >= threshold]
+        self.steps = np.diff(self.below), np.diff(self.above)
+        self._misses: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __call__(self, bands: int, rows_per_band: int) -> tuple[float, float]:
+        # the same operations on the same values as lsh_probability, so the same bits
+        if rows_per_band not in self._misses:
+            self._misses[rows_per_band] = (1.0 - self.below**rows_per_band, 1.0 - self.above**rows_per_band)
+        below, above = self._misses[rows_per_band]
+        false_positive = _area(1.0 - below**bands, self.steps[0])
+        false_negative = _area(1.0 - (1.0 - above**bands), self.steps[1])
+        return false_positive, false_negative
 
 
 def error_areas(threshold: float, bands: int, rows_per_band: int) -> tuple[float, float]:
     """(false-positive area: under the curve over [0, t]; false-negative area: above it over [t, 1])."""
-    below, above = _GRID[_GRID <= threshold], _GRID[_GRID >= threshold]
-    false_positive = _area(lsh_probability(below, bands, rows_per_band), below)
-    false_negative = _area(1.0 - lsh_probability(above, bands, rows_per_band), above)
-    return false_positive, false_negative
+    return _Areas(threshold)(bands, rows_per_band)
 
 
 def lsh_recall(threshold: float, bands: int, rows_per_band: int) -> float:
@@ -47,10 +64,10 @@ def choose_bands(threshold: float, num_perm: int, false_negative_weight: float) 
     """The (bands, rows per band) with bands x rows <= ``num_perm`` that minimize
     ``(1 - w) * false-positive area + w * false-negative area`` at ``threshold``; among equals,
     the fewest signature values, then the most rows."""
-    best = None
+    best, areas = None, _Areas(threshold)
     for bands in range(1, num_perm + 1):
         for rows in range(1, num_perm // bands + 1):
-            false_positive, false_negative = error_areas(threshold, bands, rows)
+            false_positive, false_negative = areas(bands, rows)
             error = (1.0 - false_negative_weight) * false_positive + false_negative_weight * false_negative
             key = (round(error, 12), bands * rows, -rows)
             if best is None or key < best[0]:

@@ -26,12 +26,14 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
-
-import httpx
 
 from ..settings.input import COMMON_CRAWL_TERMS, FetchSettings
 from .protocol import InputError
+
+if TYPE_CHECKING:  # imported where a request is made: a run of local files never loads httpx
+    import httpx
 
 # Common Crawl's bucket, virtual-hosted (commoncrawl.s3[.region].amazonaws.com) or path-style
 # (s3[.region].amazonaws.com/commoncrawl)
@@ -211,6 +213,8 @@ class Http:
     """Records from an http(s) ``base_url``, fetched from any of the worker threads."""
 
     def __init__(self, base_url: str, fetch: FetchSettings, stop: threading.Event):
+        import httpx
+
         self.base_url = base_url.rstrip("/") + "/"
         base = httpx.URL(self.base_url)
         self._origin, self._base_path = (base.scheme, base.host, base.port), base.path
@@ -229,6 +233,8 @@ class Http:
     def _line(self) -> _Line:
         line = getattr(self._local, "line", None)
         if line is None:
+            import httpx
+
             client = httpx.Client(
                 timeout=self.timeout_s,
                 limits=httpx.Limits(max_connections=1),
@@ -264,6 +270,8 @@ class Http:
             raise _Outside(str(url))
 
     def get(self, target: Target) -> bytes:
+        import httpx
+
         filename = target.filename.lstrip("/")
         if has_dot_segment(filename):
             raise Rejected(

@@ -37,7 +37,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-import httpx
 import pyarrow as pa
 
 from ..settings.input import FetchSettings, InputPolicy
@@ -301,6 +300,8 @@ def _entry(target: Target, data: bytes, max_body_bytes: int) -> Entry:
 
 def _outcome(source, cache: _Cache | None, target: Target, max_body_bytes: int) -> Entry:
     """The target's entry, or its reject: whatever goes wrong in a fetch is the row's, never the run's."""
+    import httpx  # here, not at the top: a run of local files never loads it (test_cli)
+
     try:
         if target.length > max_body_bytes + _HEADERS_ROOM:
             raise Rejected(
