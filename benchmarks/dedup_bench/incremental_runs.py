@@ -103,7 +103,7 @@ def prepare_batches(options: Options) -> tuple[Path, BatchFiles]:
     if not folder.is_dir():
         progress(f"splitting {corpus.name} into {len(sizes)} batch files in {folder}")
         split = ("split", str(corpus), str(folder), json.dumps(sizes))
-        require_success(run_measured(module_command("incremental", *split)), "batch split")
+        require_success(run_measured(module_command("incremental_runs", *split)), "batch split")
     keys = batch_keys(len(sizes))
     return corpus, BatchFiles(folder / ONE_SHOT_FOLDER, folder / BATCH_FOLDER, keys)
 
@@ -142,7 +142,7 @@ def compare(index_db: Path, one_shot_db: Path) -> dict:
     """The comparison of the index with the one-shot run, in a child (it reads both databases)."""
     progress("comparing the batches' edges and clusters with the one-shot run's")
     command = ("compare", str(index_db), str(one_shot_db))
-    return run_json_child("comparison with the one-shot run", "incremental", *command)[1]
+    return run_json_child("comparison with the one-shot run", "incremental_runs", *command)[1]
 
 
 def compare_child(index_db: Path, one_shot_db: Path) -> dict:
