@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .common import (
     Sketch,
+    cli,
     module_command,
     progress,
     require_success,
@@ -111,8 +112,7 @@ def prepare_batches(options: Options) -> tuple[Path, BatchFiles]:
 def register_batches(files: BatchFiles, home: str) -> None:
     """Every batch file as a partition of the instance in ``home``, as a user runs
     ``dedup register-batches`` before the batches' commands."""
-    dedup = Path(sys.executable).parent / "dedup"
-    run = run_measured([str(dedup), "register-batches"], {"DAGSTER_HOME": home, "DEDUP_BATCHES": str(files.folder)})
+    run = run_measured([cli("dedup"), "register-batches"], {"DAGSTER_HOME": home, "DEDUP_BATCHES": str(files.folder)})
     require_success(run, "registering the batches")
 
 
