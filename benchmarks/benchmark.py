@@ -34,11 +34,11 @@ whole process tree (``memory``), and, on a cluster, of every node's.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from dataclasses import fields
 from pathlib import Path
 
-from dedup_bench.common import REFERENCE, REPO_ROOT, THRESHOLD, BenchmarkError, is_reference
+from dedup_bench.common import REFERENCE, REPO_ROOT, THRESHOLD, BenchmarkError, append_json, is_reference
 from dedup_bench.incremental_runs import measure_incremental
 from dedup_bench.boilerplate import measure_boilerplate, print_boilerplate_report
 from dedup_bench.giant_group import measure_copies_of_one, print_copies_report
@@ -218,22 +218,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--web generates the web-length corpus: give --docs N or --smoke, without --incremental")
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    if args.boilerplate is not None:
-        if args.boilerplate < 2 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
-            parser.error("--boilerplate N takes N ≥ 2 pages and none of --peers, --incremental, --recall-seeds, --auto-bands")
-        return args
     if args.copies_of_one is not None:
         if args.docs is None or not 1 <= args.copies_of_one <= args.docs or args.web or args.peers or args.incremental or args.recall_seeds:
             parser.error("--copies-of-one C takes --docs N with 1 ≤ C ≤ N, and none of --web, --peers, --incremental, --recall-seeds")
         return args
-    if args.scripts is not None:
-        if args.scripts < 1 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
-            parser.error("--scripts N takes N ≥ 1 documents and none of --peers, --incremental, --recall-seeds, --auto-bands")
-        return args
-    if args.warc_fetch is not None:
-        if args.warc_fetch < 1 or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
-            parser.error("--warc-fetch N takes N ≥ 1 records and none of --peers, --incremental, --recall-seeds, --auto-bands")
-        return args
+    for option, least, unit in (("boilerplate", 2, "pages"), ("scripts", 1, "documents"), ("warc_fetch", 1, "records")):
+        count = getattr(args, option)
+        if count is not None:
+            if count < least or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
+                parser.error(f"--{option.replace('_', '-')} N takes N ≥ {least} {unit} and none of --peers, --incremental, --recall-seeds, --auto-bands")
+            return args
     if args.incremental:
         check_incremental(parser, args)
     elif args.smoke:
@@ -294,32 +288,25 @@ def check_incremental(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser.error("--incremental K needs 1 ≤ K ≤ the --docs N documents")
 
 
-def append_json(path: Path | None, record: dict) -> None:
-    """One JSON line for the run, appended to ``--json-out`` if given."""
-    if path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
-
-
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     try:
-        warm_installation()  # every mode times the kernels
+        return run(args, argv)
     except BenchmarkError as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 1
+
+
+def run(args: argparse.Namespace, argv: list[str]) -> int:
+    """The mode ``args`` ask for: its record printed, appended to ``--json-out``, and its exit code."""
+    warm_installation()  # every mode times the kernels
     if args.boilerplate:
         record = measure_boilerplate(args.workdir.resolve(), args.boilerplate)
         print_boilerplate_report(record)
         append_json(args.json_out, {"mode": "boilerplate", "argv": argv, **record})
         return 0 if record["every_document_accounted_for"] else 1
     if args.copies_of_one:
-        try:
-            record = measure_copies_of_one(args.workdir.resolve(), args.docs, args.copies_of_one)
-        except BenchmarkError as error:
-            print(f"benchmark failed: {error}", file=sys.stderr)
-            return 1
+        record = measure_copies_of_one(args.workdir.resolve(), args.docs, args.copies_of_one)
         print_copies_report(record)
         append_json(args.json_out, {"mode": "copies_of_one", "argv": argv, **record})
         return 0 if (record["copies_cluster_size"], record["copies_kept"]) == (args.copies_of_one, 1) else 1
@@ -333,31 +320,14 @@ def main(argv: list[str]) -> int:
         print("\n".join(["## dedup-assets benchmark: WARC records by byte range", "", *record["lines"]]))
         append_json(args.json_out, {"mode": "warc_fetch", "argv": argv, **record})
         return 0
-    options = Options(
-        workdir=args.workdir.resolve(),
-        docs=args.docs,
-        corpus=args.corpus,
-        perm=args.perm,
-        scheme=args.scheme,
-        false_negative_weight=args.auto_bands,
-        peers=[engine.strip() for engine in args.peers.split(",") if engine.strip()],
-        recall_seeds=args.recall_seeds,
-        skip_dagster=args.skip_dagster,
-        skip_library=args.skip_library,
-        incremental=args.incremental,
-        engine=args.engine,
-        compare_engines=args.compare_engines,
-        both_engines=args.both_engines,
-        ray_nodes=args.ray_nodes,
-        ray_object_store_mb=args.ray_object_store_mb,
-        web=args.web,
-        runs=args.runs,
-    )
-    try:
-        record = (measure_incremental if options.incremental else measure)(options, argv)
-    except BenchmarkError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 1
+    # the options of the same name, and three that the command line spells otherwise
+    options = Options(**{
+        **{field.name: getattr(args, field.name) for field in fields(Options) if hasattr(args, field.name)},
+        "workdir": args.workdir.resolve(),
+        "false_negative_weight": args.auto_bands,
+        "peers": [engine.strip() for engine in args.peers.split(",") if engine.strip()],
+    })
+    record = (measure_incremental if options.incremental else measure)(options, argv)
     (print_incremental_report if options.incremental else print_report)(record)
     append_json(args.json_out, record)
     if options.incremental:

@@ -17,6 +17,8 @@ import random
 import time
 from collections import Counter
 
+from dedup_bench.markdown import markdown_table
+
 WORDS = (
     "routing alert team service catalogue minute ownership rule engineer page escalation "
     "manager queue platform release decision reviewer replay policy retention ledger invoice "
@@ -79,19 +81,16 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(7)
     pages = [make_page(rng) for _ in range(args.pages)]
-    print(f"{args.pages} synthetic pages, one core\n")
-    print("| extractor | pages/s | token precision | token recall |")
-    print("|---|---|---|---|")
+    rows = []
     for name, extract in (("resiliparse", resiliparse_extract), ("trafilatura", trafilatura_extract)):
         extract(pages[0][0])  # import and warm up outside the timing
         started = time.perf_counter()
         results = [extract(html) for html, _ in pages]
         elapsed = time.perf_counter() - started
         precision, recall = zip(*(score(text, truth) for text, (_, truth) in zip(results, pages)))
-        print(
-            f"| {name} | {args.pages / elapsed:,.0f} | {sum(precision) / len(precision):.3f} "
-            f"| {sum(recall) / len(recall):.3f} |"
-        )
+        rows.append([name, f"{args.pages / elapsed:,.0f}", f"{sum(precision) / len(precision):.3f}", f"{sum(recall) / len(recall):.3f}"])
+    print(f"{args.pages} synthetic pages, one core\n")
+    print(markdown_table(["extractor", "pages/s", "token precision", "token recall"], rows))
 
 
 if __name__ == "__main__":

@@ -54,16 +54,16 @@ EXCEPTIONS = {
     '{"resources": {"dedup": {"config": {"acknowledge_common_crawl_terms": true}}}}':
     "fetches from data.commoncrawl.org (no internet here); test_warc_ranges.py runs it against a loopback server",
     # docs/fault-matrix.md: issue 49's four untried cases, measured at full size. Each input only
-    # feeds its run below; test_bench_untried_cases.py makes untried_cases.py's inputs small
-    ".venv/bin/python -m dedup_bench.untried_cases one-word cases/one_word.parquet":
+    # feeds its run below; test_untried_cases.py makes untried_cases.py's inputs small
+    ".venv/bin/python -m dedup_tests.faults.untried_cases one-word cases/one_word.parquet":
     "2M documents for fault-matrix.md's case 1, whose run is excepted below",
-    ".venv/bin/python -m dedup_bench.untried_cases footer cases/footer.parquet":
+    ".venv/bin/python -m dedup_tests.faults.untried_cases footer cases/footer.parquet":
     "200k web-length pages for fault-matrix.md's case 2a, whose run is excepted below",
-    ".venv/bin/python -m dedup_bench.untried_cases footer cases/footer_short.parquet --words 20 60":
+    ".venv/bin/python -m dedup_tests.faults.untried_cases footer cases/footer_short.parquet --words 20 60":
     "200k pages for fault-matrix.md's case 2b, whose run is excepted below",
     ".venv/bin/python -m dedup_bench.corpus 100000 cases/corpus.parquet":
     "100k documents for fault-matrix.md's case 3, whose run is excepted below",
-    ".venv/bin/python -m dedup_bench.untried_cases small-files cases/small_files":
+    ".venv/bin/python -m dedup_tests.faults.untried_cases small-files cases/small_files":
     "5,000 files for fault-matrix.md's case 4, whose run is excepted below",
     "DEDUP_INPUT=cases/one_word.parquet DEDUP_DATABASE=cases/1.duckdb DEDUP_OUTPUT_DIR=cases/1-out .venv/bin/dedup run":
     "2M documents: three minutes and 2.7 GB",

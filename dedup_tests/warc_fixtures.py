@@ -1,5 +1,5 @@
 """Small real WARC files, written with warcio's own writer, for the tests; the real HTTP server on
-127.0.0.1 that serves them by byte range is the benchmark package's (``loopback_warcs``)."""
+127.0.0.1 that serves them by byte range is ``loopback_warcs``'s."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from dedup_bench.loopback_warcs import page, range_server  # noqa: F401 (the tests' server)
+from .loopback_warcs import page, range_server  # noqa: F401 (the tests' server)
 
 ARTICLE = (
     "Incident routing sends every alert to the team that owns the failing service. The router "

@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 
 from dedup_assets.core.settings.model import Settings
 
-from .common import BenchmarkError, last_json_line, module_command, progress, run_measured
+from .common import progress, run_json_child
 from .corpus import DEFAULT_SEED, SCHEMA, generate
+from .markdown import fmt_number, markdown_table
 from .ours import DUCKDB_MEMORY, fresh_dir
 
 FOOTER_EVERY = 5  # every fifth page carries the footer
@@ -96,10 +97,7 @@ def run_child(job: dict) -> dict:
 def measure_boilerplate(workdir: Path, documents: int, max_bucket_size: int = Settings.max_bucket_size) -> dict:
     """Both runs of the boilerplate corpus, each in a measured child (the corpus is written in
     a child too: a child's peak RSS starts at its parent's)."""
-    written = run_measured(module_command("boilerplate", "corpus", str(documents), str(workdir)))
-    if written.returncode != 0:
-        raise BenchmarkError(f"writing the boilerplate corpus failed:\n{written.stderr_tail()}")
-    corpus = Path(last_json_line(written.stdout, "the boilerplate corpus")["corpus"])
+    corpus = Path(run_json_child("writing the boilerplate corpus", "boilerplate", "corpus", str(documents), str(workdir))[1]["corpus"])
     runs = {}
     for mode in ("refuse", "skip"):
         folder = fresh_dir(workdir / f"boilerplate-{mode}")
@@ -111,10 +109,8 @@ def measure_boilerplate(workdir: Path, documents: int, max_bucket_size: int = Se
             "max_bucket_size": max_bucket_size,
         }
         progress(f"boilerplate: run_library with hot_buckets: {mode}")
-        run = run_measured(module_command("boilerplate", "run", json.dumps(job)))
-        if run.returncode != 0:
-            raise BenchmarkError(f"the hot_buckets: {mode} run failed:\n{run.stderr_tail()}")
-        runs[mode] = {"wall_s": run.wall_s, "peak_rss_mb": run.peak_rss_mb, **last_json_line(run.stdout, mode)}
+        run, figures = run_json_child(f"the hot_buckets: {mode} run", "boilerplate", "run", json.dumps(job))
+        runs[mode] = {"wall_s": run.wall_s, "peak_rss_mb": run.peak_rss_mb, **figures}
     skip = runs["skip"]
     accounted = skip["input_rows"] == skip["documents"] + skip["rejected"] and skip["clustered"] == skip["documents"]
     return {"documents": documents, "corpus": str(corpus), "runs": runs, "every_document_accounted_for": accounted}
@@ -123,19 +119,17 @@ def measure_boilerplate(workdir: Path, documents: int, max_bucket_size: int = Se
 def print_boilerplate_report(record: dict) -> None:
     runs = record["runs"]
     print(f"## Boilerplate: {record['documents']:,} pages, every {FOOTER_EVERY}th with a shared ~3 KB footer\n")
-    print("| hot_buckets | wall s | peak RSS MB | outcome |")
-    print("|---|---|---|---|")
     refuse, skip = runs["refuse"], runs["skip"]
-    outcome = refuse.get("refused", "not refused")
-    print(f"| refuse | {refuse['wall_s']:.1f} | {refuse['peak_rss_mb']:,.0f} | {outcome[:160]}… |")
     audit = skip["recall_audit"]
-    print(
-        f"| skip | {skip['wall_s']:.1f} | {skip['peak_rss_mb']:,.0f} | hot buckets left out: "
-        f"{skip['hot_buckets_skipped']:,} (largest {skip['largest_hot_bucket_texts']:,} texts); {skip['documents']:,} documents, "
-        f"{skip['rejected']:,} rejected, {skip['clustered']:,} in clusters; {skip['candidates']:,} candidates, "
-        f"{skip['duplicate_pairs']:,} duplicate pairs; audited recall {audit['recall']} "
-        f"({audit['ci_low']}–{audit['ci_high']}, {audit['found_pairs']:,} of {audit['true_pairs']:,}) |"
-    )
+    outcomes = {
+        "refuse": refuse.get("refused", "not refused")[:160] + "…",
+        "skip": f"hot buckets left out: {skip['hot_buckets_skipped']:,} (largest {skip['largest_hot_bucket_texts']:,} "
+        f"texts); {skip['documents']:,} documents, {skip['rejected']:,} rejected, {skip['clustered']:,} in clusters; "
+        f"{skip['candidates']:,} candidates, {skip['duplicate_pairs']:,} duplicate pairs; audited recall {audit['recall']} "
+        f"({audit['ci_low']}–{audit['ci_high']}, {audit['found_pairs']:,} of {audit['true_pairs']:,})",
+    }
+    rows = [[mode, fmt_number(runs[mode]["wall_s"], 1), fmt_number(runs[mode]["peak_rss_mb"]), said] for mode, said in outcomes.items()]
+    print(markdown_table(["hot_buckets", "wall s", "peak RSS MB", "outcome"], rows))
     print(f"\nEvery document accounted for: {record['every_document_accounted_for']}")
     for key, texts, examples in skip["largest_hot_buckets"]:
         print(f"- bucket {key}: {texts:,} texts, e.g. {', '.join(examples)}")

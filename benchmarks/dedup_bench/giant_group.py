@@ -23,11 +23,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .common import BenchmarkError, last_json_line, module_command, progress, run_measured, truth_path
+from .common import cli, progress, require_success, run_json_child, run_measured, truth_path
 from .corpus import DEFAULT_SEED, ROW_GROUP_DOCS, SCHEMA, generate
+from .markdown import fmt_number, markdown_table
 from .memory import SAMPLE_INTERVAL_S, TreeSampler
 from .ours import DUCKDB_MEMORY, dagster_home, fresh_dir
 
@@ -79,9 +81,6 @@ class TimedSamples:
     sample (``time.time()``, the clock Dagster stamps its events with)."""
 
     def __init__(self) -> None:
-        import psutil
-
-        self.psutil = psutil
         self.samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="timed-samples", daemon=True)
@@ -98,10 +97,10 @@ class TimedSamples:
         sampler = None
         while not self._stop.wait(SAMPLE_INTERVAL_S):
             if sampler is None:
-                children = self.psutil.Process().children()
+                children = psutil.Process().children()
                 if not children:
                     continue
-                sampler = TreeSampler(self.psutil, children[0].pid, lambda: b"")
+                sampler = TreeSampler(children[0].pid, lambda: b"")
             sample = sampler.sample()
             if sample is not None:
                 self.samples.append((time.time(), sample.private_mb))
@@ -120,12 +119,9 @@ def step_peaks(samples: list[tuple[float, float]], steps: dict[str, list[float]]
 def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
     """The corpus written (in a measured child: a child's peak RSS starts at its parent's), then
     one ``dedup run`` of it at the defaults, sampled."""
-    written = run_measured(module_command("giant_group", "corpus", str(documents), str(copies), str(workdir)))
-    if written.returncode != 0:
-        raise BenchmarkError(f"writing the copies corpus failed:\n{written.stderr_tail()}")
-    corpus = Path(last_json_line(written.stdout, "the copies corpus")["corpus"])
+    written = run_json_child("writing the copies corpus", "giant_group", "corpus", str(documents), str(copies), str(workdir))
+    corpus = Path(written[1]["corpus"])
     folder = fresh_dir(workdir / f"copies-{documents}-{copies}")
-    dedup = Path(sys.executable).parent / "dedup"
     with dagster_home() as home:
         env = {
             "DAGSTER_HOME": home,
@@ -133,14 +129,13 @@ def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
             "DEDUP_OUTPUT_DIR": str(folder / "out"),
             "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY,
         }
-        command = [str(dedup), "run", "--input", str(corpus)]
+        command = [cli("dedup"), "run", "--input", str(corpus)]
         progress(f"copies of one: {' '.join(command)}")
         with TimedSamples() as sampled:
             run = run_measured(command, env)
-        if run.returncode != 0:
-            raise BenchmarkError(f"dedup run failed:\n{run.stderr_tail()}")
-        steps = last_json_line(run_measured(module_command("giant_group", "steps"), {"DAGSTER_HOME": home}).stdout, "steps")
-    outcome = run_measured(module_command("giant_group", "outcome", str(folder / "out"), str(documents - copies)))
+        require_success(run, "dedup run")
+        steps = run_json_child("reading the run's steps", "giant_group", "steps", extra_env={"DAGSTER_HOME": home})[1]
+    outcome = run_json_child("reading the release", "giant_group", "outcome", str(folder / "out"), str(documents - copies))[1]
     return {
         "documents": documents,
         "copies": copies,
@@ -150,7 +145,7 @@ def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
         "peak_rss_mb": run.peak_rss_mb,
         "peak_tree_mb": round(max((mb for _, mb in sampled.samples), default=0.0), 1),
         "steps": step_peaks(sampled.samples, steps),
-        **last_json_line(outcome.stdout, "outcome"),
+        **outcome,
     }
 
 
@@ -160,11 +155,8 @@ def print_copies_report(record: dict) -> None:
         f"`{record['command']}` at the defaults: {record['wall_s']:.1f} s, peak {record['peak_tree_mb']:,.0f} MB "
         f"(process tree, anonymous + /dev/shm; largest process RSS {record['peak_rss_mb']:,.0f} MB)\n"
     )
-    print("| step | s | peak MB |")
-    print("|---|---|---|")
-    for step, figures in record["steps"].items():
-        peak = "–" if figures["peak_mb"] is None else f"{figures['peak_mb']:,.0f}"
-        print(f"| {step} | {figures['seconds']:.1f} | {peak} |")
+    steps = record["steps"].items()
+    print(markdown_table(["step", "s", "peak MB"], [[step, f"{got['seconds']:.1f}", fmt_number(got["peak_mb"])] for step, got in steps]))
     print(
         f"\nThe copies: one cluster of {record['copies_cluster_size']:,} ({record['copies_kept']} kept); "
         f"{record['clusters']:,} clusters, {record['kept']:,} kept, {record['removed']:,} removed; audited recall "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .markdown import fmt_number, fmt_share, markdown_table, verdict
+from .markdown import fmt_number, fmt_share, markdown_table, number, records_table, verdict
 from .report import dagster_steps_table, settings_line, warmup_line
 from .targets import TARGET_PEAK_RSS_MB
 
@@ -70,33 +70,17 @@ def incremental_rows(one_shot: dict, batches: list[dict], small: dict) -> list[d
     return rows
 
 
-def incremental_table(rows: list[dict]) -> str:
-    header = [
-        "run",
-        "documents",
-        "wall s (whole process)",
-        "Dagster run s (in process)",
-        "peak RSS MB",
-        "edges found",
-        "edges in total",
-        "wall ÷ one-shot wall",
-        "Dagster run ÷ one-shot wall",
-    ]
-    body = [
-        [
-            row["run"],
-            fmt_number(row["documents"]),
-            fmt_number(row["wall_s"], 2),
-            fmt_number(row["in_process_s"], 2),
-            fmt_number(row["peak_rss_mb"]),
-            fmt_number(row["new_edges"]),
-            fmt_number(row["total_edges"]),
-            fmt_share(row["wall_share"]),
-            fmt_share(row["in_process_share"]),
-        ]
-        for row in rows
-    ]
-    return markdown_table(header, body)
+INCREMENTAL_COLUMNS = {
+    "run": ("run", str),
+    "documents": ("documents", number()),
+    "wall s (whole process)": ("wall_s", number(2)),
+    "Dagster run s (in process)": ("in_process_s", number(2)),
+    "peak RSS MB": ("peak_rss_mb", number()),
+    "edges found": ("new_edges", number()),
+    "edges in total": ("total_edges", number()),
+    "wall ÷ one-shot wall": ("wall_share", fmt_share),
+    "Dagster run ÷ one-shot wall": ("in_process_share", fmt_share),
+}
 
 
 def batch_steps_table(runs: list[dict]) -> str:
@@ -188,7 +172,7 @@ def print_incremental_report(record: dict) -> None:
         f"({Path(record['corpus']).name})\n"
     )
     print(settings_line(record) + "\n")
-    print(incremental_table(record["table"]) + "\n")
+    print(records_table(INCREMENTAL_COLUMNS, record["table"]) + "\n")
     print(
         "Each row is one `dagster asset materialize` process; the batches add to one index, in key "
         "order. Dagster run = its executor's `Finished steps in process` time (the steps, resource "

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .common import (
     Sketch,
+    cli,
     module_command,
     progress,
     require_success,
@@ -103,7 +104,7 @@ def prepare_batches(options: Options) -> tuple[Path, BatchFiles]:
     if not folder.is_dir():
         progress(f"splitting {corpus.name} into {len(sizes)} batch files in {folder}")
         split = ("split", str(corpus), str(folder), json.dumps(sizes))
-        require_success(run_measured(module_command("incremental", *split)), "batch split")
+        require_success(run_measured(module_command("incremental_runs", *split)), "batch split")
     keys = batch_keys(len(sizes))
     return corpus, BatchFiles(folder / ONE_SHOT_FOLDER, folder / BATCH_FOLDER, keys)
 
@@ -111,8 +112,7 @@ def prepare_batches(options: Options) -> tuple[Path, BatchFiles]:
 def register_batches(files: BatchFiles, home: str) -> None:
     """Every batch file as a partition of the instance in ``home``, as a user runs
     ``dedup register-batches`` before the batches' commands."""
-    dedup = Path(sys.executable).parent / "dedup"
-    run = run_measured([str(dedup), "register-batches"], {"DAGSTER_HOME": home, "DEDUP_BATCHES": str(files.folder)})
+    run = run_measured([cli("dedup"), "register-batches"], {"DAGSTER_HOME": home, "DEDUP_BATCHES": str(files.folder)})
     require_success(run, "registering the batches")
 
 
@@ -142,7 +142,7 @@ def compare(index_db: Path, one_shot_db: Path) -> dict:
     """The comparison of the index with the one-shot run, in a child (it reads both databases)."""
     progress("comparing the batches' edges and clusters with the one-shot run's")
     command = ("compare", str(index_db), str(one_shot_db))
-    return run_json_child("comparison with the one-shot run", "incremental", *command)[1]
+    return run_json_child("comparison with the one-shot run", "incremental_runs", *command)[1]
 
 
 def compare_child(index_db: Path, one_shot_db: Path) -> dict:

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def records_table(columns: dict[str, tuple[str, Callable]], records: list[dict]) -> str:
+    """One row per record: each column's header maps to the record's key and its format."""
+    rows = [[show(record.get(key)) for key, show in columns.values()] for record in records]
+    return markdown_table(list(columns), rows)
+
+
+def number(digits: int = 0) -> Callable:
+    return lambda value: fmt_number(value, digits)
 
 
 def fmt_number(value: float | int | None, digits: int = 0) -> str:

@@ -190,14 +190,12 @@ class TreeSampler:
 
     def __init__(
         self,
-        psutil,
         pid: int,
         read_log: Callable[[], bytes],
         interval: float = SAMPLE_INTERVAL_S,
         nodes: dict[str, list[int]] | None = None,
         on_step_end: Callable[[str, dict], None] = lambda step, peak: None,
     ):
-        self.psutil = psutil
         self.on_step_end = on_step_end
         self.pid = pid
         self.nodes = nodes or {}
@@ -258,11 +256,10 @@ class TreeSampler:
     def tree(self) -> list:
         """The child and every descendant now."""
         if self.root is None:
-            self.root = self.psutil.Process(self.pid)
+            self.root = psutil.Process(self.pid)
         return [self.root, *self.root.children(recursive=True)]
 
     def sample(self) -> Sample | None:
-        psutil = self.psutil
         try:
             members = self.tree()
         except psutil.Error:
@@ -286,8 +283,7 @@ class TreeSampler:
             self.pss_cpu_s += time.thread_time() - started
             self.pss_samples += 1
         shm = self.shm.held_bytes([process.pid for process, _ in alive])
-        read, written = self.moved_bytes(process for process, _ in alive)
-        cpu_seconds = self.cpu_seconds(process for process, _ in alive)
+        read, written, cpu_seconds = self.counters(process for process, _ in alive)
         self.samples += 1
         self.max_processes = max(self.max_processes, len(alive))
         return Sample(
@@ -302,39 +298,27 @@ class TreeSampler:
             cpu_seconds=cpu_seconds,
         )
 
-    def moved_bytes(self, processes: Iterable) -> tuple[int | None, int | None]:
-        """The read() and write() bytes of ``processes`` so far (their reaped children's
-        included); None when no process's counters can be read."""
-        read = written = 0
-        readable = False
+    def counters(self, processes: Iterable) -> tuple[int | None, int | None, float | None]:
+        """The read() and write() bytes and the user and system CPU seconds of ``processes`` so
+        far (their reaped children's included); None where no process's figure can be read."""
+        read = written = cpu = None
         for process in processes:
             try:
-                counters = process.io_counters()
-            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied, AttributeError):
-                continue
-            read += counters.read_chars
-            written += counters.write_chars
-            readable = True
-        return (read, written) if readable else (None, None)
-
-    def cpu_seconds(self, processes: Iterable) -> float | None:
-        """The user and system CPU seconds of ``processes`` so far (their reaped children's
-        included); None when no process's times can be read."""
-        total, readable = 0.0, False
-        for process in processes:
+                moved = process.io_counters()
+                read, written = (read or 0) + moved.read_chars, (written or 0) + moved.write_chars
+            except (psutil.NoSuchProcess, psutil.AccessDenied, AttributeError):
+                pass
             try:
                 times = process.cpu_times()
-            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
-                continue
-            total += times.user + times.system + times.children_user + times.children_system
-            readable = True
-        return total if readable else None
+                cpu = (cpu or 0.0) + times.user + times.system + times.children_user + times.children_system
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        return read, written, cpu
 
     def node_sample(self, node: str, roots: list[int]) -> tuple[str, float, int]:
         """One Ray node of a cluster the run joined: the anonymous memory of the processes Ray
         started for it and their descendants (its workers), plus the /dev/shm files they hold
         open (its object store), and how many processes that is."""
-        psutil = self.psutil
         members = {}
         for pid in roots:
             try:
@@ -353,7 +337,7 @@ class TreeSampler:
         for process in processes:
             try:
                 alive.append((process, process.memory_info()))
-            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
         return alive
 
@@ -372,4 +356,4 @@ def print_step_line(step: str, peak: dict) -> None:
 def start_sampler(pid: int, log_fd: int, nodes: dict[str, list[int]] | None = None) -> TreeSampler:
     """A running sampler of ``pid``'s tree, its steps read from the log file ``log_fd``, and of
     the trees of ``nodes``' processes, per node, which prints each step's peaks as it ends."""
-    return TreeSampler(psutil, pid, FileTail(log_fd).read, nodes=nodes, on_step_end=print_step_line).start()
+    return TreeSampler(pid, FileTail(log_fd).read, nodes=nodes, on_step_end=print_step_line).start()

@@ -19,11 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .common import (
-    INSTALL_HINT,
     REFERENCE,
     BenchmarkError,
     ProcessRun,
     Sketch,
+    cli,
     is_reference,
     progress,
     require_success,
@@ -95,12 +95,9 @@ def dagster_home() -> Iterator[str]:
     run about 0.4 s."""
     with tempfile.TemporaryDirectory(prefix="bench-dagster-home-") as home:
         Path(home, "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
-        dagster = Path(sys.executable).parent / "dagster"
-        if not dagster.exists():
-            raise BenchmarkError(f"{dagster} not found: {INSTALL_HINT}")
         try:
             made = subprocess.run(
-                [str(dagster), "instance", "migrate"], env={**os.environ, "DAGSTER_HOME": home}, capture_output=True,
+                [cli("dagster"), "instance", "migrate"], env={**os.environ, "DAGSTER_HOME": home}, capture_output=True,
                 text=True, check=False, timeout=300,
             )
         except subprocess.TimeoutExpired:
@@ -125,11 +122,8 @@ def materialize(
     from the environment, and none may fall back to a default. With ``sample_memory``, the
     memory of its process tree is sampled per step (``memory.py``), and of ``nodes``' processes
     per node."""
-    dagster = Path(sys.executable).parent / "dagster"
-    if not dagster.exists():
-        raise BenchmarkError(f"{dagster} not found: {INSTALL_HINT}")
     command = [
-        str(dagster),
+        cli("dagster"),
         "asset",
         "materialize",
         "-m",

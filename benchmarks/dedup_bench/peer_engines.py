@@ -18,13 +18,17 @@ SKETCH_SEED = 42
 MIX = np.uint64(0xBF58476D1CE4E5B9)
 
 
+def pair_keys(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """One integer per unordered pair of row positions (below 2**32)."""
+    low, high = np.minimum(left, right).astype(np.uint64), np.maximum(left, right).astype(np.uint64)
+    return (low << np.uint64(32)) | high
+
+
 def unique_pairs(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct unordered pairs of row positions (below 2**32), without self-pairs, as (i, j)
     arrays with i < j."""
     other = left != right
-    low = np.minimum(left, right)[other].astype(np.uint64)
-    high = np.maximum(left, right)[other].astype(np.uint64)
-    keys = np.unique((low << np.uint64(32)) | high)
+    keys = np.unique(pair_keys(left[other], right[other]))
     return (keys >> np.uint64(32)).astype(np.int64), (keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 

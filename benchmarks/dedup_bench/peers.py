@@ -49,7 +49,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .common import ROWS_PER_BAND, SHINGLE_SIZE, THRESHOLD, truth_path
-from .peer_engines import ENGINES
+from .peer_engines import ENGINES, pair_keys
 
 TO_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
 # what ``shingle_set`` cuts tokens at: ASCII punctuation and the whitespace bytes.split() knows
@@ -183,12 +183,6 @@ def set_jaccard(
             common = int(np.count_nonzero(found))
             scores[pair] = common / (len(small) + len(large) - common)
     return scores
-
-
-def pair_keys(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """One integer per unordered pair of row positions (below 2**32)."""
-    low, high = np.minimum(left, right).astype(np.uint64), np.maximum(left, right).astype(np.uint64)
-    return (low << np.uint64(32)) | high
 
 
 def planted_recall(corpus: Path, doc_ids: pa.Array, sets, candidates, accepted) -> dict:

@@ -108,20 +108,15 @@ def stored_pairs(database: Path, table: str) -> tuple[np.ndarray, np.ndarray] | 
     return np.asarray(columns["left_id"], np.int64), np.asarray(columns["right_id"], np.int64)
 
 
-def ray_first_copies_folder(database: Path) -> Path:
-    """Where a ray engine run keeps its ``first_copies`` table: a Parquet folder under its
-    dataset root, ``<database>.datasets`` (``ours.run_dagster`` sets it there)."""
-    return Path(f"{database}.datasets") / "first_copies"
-
-
 def first_copies(database: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(copies, their first copies), sorted by copy, as the pipeline names them: the ray engine
-    stores them (its views over Parquet have no rowid, which the DuckDB engine's query orders
-    by); the DuckDB engine's are computed by its query."""
+    """(copies, their first copies), sorted by copy, as the pipeline names them: an engine that
+    stores its tables as Parquet under the dataset root, ``<database>.datasets`` (where
+    ``ours.run_dagster`` puts it), stores them (its views have no rowid, which the DuckDB
+    engine's query orders by); the DuckDB engine's are computed by its query."""
     from dedup_assets.core.storage.tables import Tables
     from dedup_assets.core.verify.pairs import first_copies as pipeline_first_copies
 
-    stored = ray_first_copies_folder(database)
+    stored = Path(f"{database}.datasets") / "first_copies"
     if stored.is_dir():
         table = pq.read_table(stored, columns=["doc_id", "first_copy_doc_id"])
     else:

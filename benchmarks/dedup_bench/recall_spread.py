@@ -18,6 +18,8 @@ from importlib.util import find_spec
 import numpy as np
 import pyarrow as pa
 
+from .markdown import markdown_table
+
 # Far enough apart that no two seeds share a round seed: the fss scheme draws 2 * num_perm
 # consecutive round seeds from minhash_seed, at most 1,024.
 SEED_SPACING = 4096
@@ -126,16 +128,9 @@ def independent_expectation(jaccard: np.ndarray, bands: int, rows_per_band: int)
 
 
 def spread_table(rows: list[SpreadRow]) -> str:
-    lines = [
-        "| sketch (same shingle hashes) | seeds | mean recall | std. dev. | min | max |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row.engine} | {len(row.recalls)} | {row.mean:.4f} | {row.stdev:.4f} | "
-            f"{min(row.recalls):.4f} | {max(row.recalls):.4f} |"
-        )
-    return "\n".join(lines)
+    header = ["sketch (same shingle hashes)", "seeds", "mean recall", "std. dev.", "min", "max"]
+    figures = [(row, (row.mean, row.stdev, min(row.recalls), max(row.recalls))) for row in rows]
+    return markdown_table(header, [[row.engine, str(len(row.recalls)), *(f"{value:.4f}" for value in values)] for row, values in figures])
 
 
 def comparison(ours: SpreadRow, peers: list[SpreadRow]) -> str:

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .common import THRESHOLD, engine_of, is_reference
-from .markdown import fmt_number, fmt_ratio, fmt_share, markdown_table
+from .markdown import fmt_number, fmt_ratio, fmt_share, markdown_table, number, records_table
 from .ours import CORE_STAGES, WARMUP_ROWS, assurance_steps, step_kind
 from .stage_tables import engines_stages_table, floors_line, memory_note, nodes_table, roofline_table, stages_table, step_memory
 
@@ -66,39 +66,20 @@ def engine_rows(
     return our_rows + peer_rows
 
 
-def engines_table(rows: list[dict]) -> str:
-    header = [
-        "engine",
-        "wall s (whole process)",
-        "CPU s (user + sys)",
-        "timed s (in-process)",
-        "docs/s",
-        "peak RSS MB",
-        "candidates",
-        "accepted edges",
-        "recall J>=0.7",
-        "cand. recall",
-        "ours ÷ theirs",
-        "× faster",
-    ]
-    body = [
-        [
-            row["engine"],
-            fmt_number(row["wall_s"], 2),
-            fmt_number(row.get("cpu_s"), 1),
-            fmt_number(row["timed_s"], 2),
-            fmt_number(row["docs_per_s"]),
-            fmt_number(row["peak_rss_mb"]),
-            fmt_number(row["candidates"]),
-            fmt_number(row["accepted"]),
-            fmt_number(row.get("recall"), 4),
-            fmt_number(row.get("candidate_recall"), 4),
-            fmt_ratio(row["ours_over_theirs"]),
-            fmt_ratio(row["times_faster"]),
-        ]
-        for row in rows
-    ]
-    return markdown_table(header, body)
+ENGINE_COLUMNS = {
+    "engine": ("engine", str),
+    "wall s (whole process)": ("wall_s", number(2)),
+    "CPU s (user + sys)": ("cpu_s", number(1)),
+    "timed s (in-process)": ("timed_s", number(2)),
+    "docs/s": ("docs_per_s", number()),
+    "peak RSS MB": ("peak_rss_mb", number()),
+    "candidates": ("candidates", number()),
+    "accepted edges": ("accepted", number()),
+    "recall J>=0.7": ("recall", number(4)),
+    "cand. recall": ("candidate_recall", number(4)),
+    "ours ÷ theirs": ("ours_over_theirs", fmt_ratio),
+    "× faster": ("times_faster", fmt_ratio),
+}
 
 
 def dagster_steps_table(ours: dict) -> str:
@@ -179,7 +160,7 @@ def print_report(record: dict) -> None:
         + "\n"
     )
     print(settings_line(record) + "\n")
-    print(engines_table(record["table"]) + "\n")
+    print(records_table(ENGINE_COLUMNS, record["table"]) + "\n")
     if record.get("runs", 1) > 1:
         print(runs_line(record) + "\n")
     print(warmup_line(record) + "\n")

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from .common import ROWS_PER_BAND, SHINGLE_SIZE
 from .corpus import vocabulary
+from .markdown import markdown_table
 
 DOCUMENT_BYTES = 3_000
 TIMED_RUNS = 3
@@ -125,16 +126,12 @@ def measure_scripts(documents: int, perm: int) -> dict:
 
 
 def report_lines(record: dict) -> list[str]:
-    lines = [
+    header = ["script", "unit", "MB", "seconds", "MB/s", "shingles per KB", "by the reference", "slower than English per byte"]
+    columns = ("script", "unit", "megabytes", "seconds", "mb_per_s", "shingles_per_kb", "documents_by_reference")
+    rows = [[*(str(row[column]) for column in columns), f"{row['vs_english_per_byte']}×"] for row in record["rows"]]
+    return [
         f"{record['documents']:,} documents of about {DOCUMENT_BYTES:,} bytes per script, num_perm "
         f"{record['perm']}, {ROWS_PER_BAND} rows per band; seconds are the smallest of {TIMED_RUNS} runs",
         "",
-        "| script | unit | MB | seconds | MB/s | shingles per KB | by the reference | slower than English per byte |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        markdown_table(header, rows),
     ]
-    for row in record["rows"]:
-        lines.append(
-            f"| {row['script']} | {row['unit']} | {row['megabytes']} | {row['seconds']} | {row['mb_per_s']} | "
-            f"{row['shingles_per_kb']} | {row['documents_by_reference']} | {row['vs_english_per_byte']}× |"
-        )
-    return lines

@@ -4,7 +4,7 @@ memory was measured."""
 
 from __future__ import annotations
 
-from .markdown import fmt_number, fmt_ratio, markdown_table, ratio
+from .markdown import fmt_number, fmt_ratio, markdown_table, number, ratio, records_table
 from .memory import OUTSIDE_STEPS, PSS_CPU_SHARE, WHOLE_RUN
 from .roofline import AT_LIMIT, HASHING_STEPS, floor_s, hashed_mb
 
@@ -38,55 +38,48 @@ def stage_label(stage: str) -> str:
     return {WHOLE_RUN: "**whole process**", OUTSIDE_STEPS: "(outside steps)"}.get(stage, stage)
 
 
-def fmt_samples(peak: dict) -> str:
-    """How many samples a step's peaks rest on, and how many of them read PSS."""
-    return f"{peak.get('samples', 0)} ({peak.get('pss_samples', 0)})"
+def stage_records(run: dict, stages: list[str] | None = None) -> list[dict]:
+    """Per step (by default the run's), then outside the steps and the whole process: its label,
+    seconds and sampled peaks."""
+    memory = step_memory(run)
+    return [
+        {**memory.get(stage, {}), "step": stage_label(stage), "seconds": stage_seconds(run, stage)}
+        for stage in [*(stage_names(run) if stages is None else stages), OUTSIDE_STEPS, WHOLE_RUN]
+    ]
+
+
+STAGE_COLUMNS = {
+    "step": ("step", str),
+    "seconds": ("seconds", number(3)),
+    "peak MB (private + object store)": ("private_mb", number()),
+    "peak MB (PSS sum)": ("pss_mb", number()),
+    "peak MB (RSS sum)": ("rss_mb", number()),
+    "/dev/shm MB": ("shm_mb", number()),
+    "processes": ("processes", number()),
+    "samples (with PSS)": ("sampled", str),  # how many samples the peaks rest on, how many read PSS
+}
 
 
 def stages_table(run: dict) -> str:
     """Per step: Dagster's seconds and the peak memory of the run's process tree while it ran."""
-    header = [
-        "step",
-        "seconds",
-        "peak MB (private + object store)",
-        "peak MB (PSS sum)",
-        "peak MB (RSS sum)",
-        "/dev/shm MB",
-        "processes",
-        "samples (with PSS)",
-    ]
-    memory = step_memory(run)
-    rows = []
-    for stage in [*stage_names(run), OUTSIDE_STEPS, WHOLE_RUN]:
-        peak = memory.get(stage, {})
-        rows.append(
-            [
-                stage_label(stage),
-                fmt_number(stage_seconds(run, stage), 3),
-                fmt_number(peak.get("private_mb")),
-                fmt_number(peak.get("pss_mb")),
-                fmt_number(peak.get("rss_mb")),
-                fmt_number(peak.get("shm_mb")),
-                fmt_number(peak.get("processes")),
-                fmt_samples(peak),
-            ]
-        )
-    return markdown_table(header, rows)
+    records = stage_records(run)
+    for record in records:
+        record["sampled"] = f"{record.get('samples', 0)} ({record.get('pss_samples', 0)})"
+    return records_table(STAGE_COLUMNS, records)
 
 
 def nodes_table(run: dict) -> str:
     """Per step, on a cluster the run joined: each Ray node's peak memory (private + object
     store, over the processes Ray started for it and their workers) and processes."""
     nodes = list(run["ray_cluster"]["nodes"])
-    memory = step_memory(run)
     rows = []
-    for stage in [*stage_names(run), OUTSIDE_STEPS, WHOLE_RUN]:
-        peaks = memory.get(stage, {}).get("nodes", {})
+    for record in stage_records(run):
+        peaks = record.get("nodes", {})
         cells = [
             f"{fmt_number(peaks[node]['private_mb'])} ({peaks[node]['processes']})" if node in peaks else "-"
             for node in nodes
         ]
-        rows.append([stage_label(stage), fmt_number(stage_seconds(run, stage), 3), *cells])
+        rows.append([record["step"], fmt_number(record["seconds"], 3), *cells])
     return markdown_table(["step", "seconds", *(f"{node}: peak MB (processes)" for node in nodes)], rows)
 
 
@@ -166,17 +159,14 @@ def engines_stages_table(reference: dict, other: dict) -> str:
     stages = stage_names(reference)
     stages += [stage for stage in stage_names(other) if stage not in stages]
     rows = []
-    for stage in [*stages, OUTSIDE_STEPS, WHOLE_RUN]:
-        seconds = [stage_seconds(run, stage) for run in (reference, other)]
-        peaks = [step_memory(run).get(stage, {}).get("private_mb") for run in (reference, other)]
+    for first, second in zip(stage_records(reference, stages), stage_records(other, stages)):
+        seconds, peaks = (first["seconds"], second["seconds"]), (first.get("private_mb"), second.get("private_mb"))
         rows.append(
             [
-                stage_label(stage),
-                fmt_number(seconds[0], 3),
-                fmt_number(seconds[1], 3),
+                first["step"],
+                *(fmt_number(value, 3) for value in seconds),
                 fmt_ratio(ratio(seconds[1], seconds[0])),
-                fmt_number(peaks[0]),
-                fmt_number(peaks[1]),
+                *map(fmt_number, peaks),
                 fmt_ratio(ratio(peaks[1], peaks[0])),
             ]
         )
@@ -186,11 +176,6 @@ def engines_stages_table(reference: dict, other: dict) -> str:
 def memory_note(runs: list[dict]) -> str:
     """How the per-stage memory was measured, and what it leaves out."""
     sampled = [run for run in runs if run.get("memory")]
-    if not sampled:
-        return (
-            "No memory was sampled: psutil is not importable (neither installed nor vendored by "
-            "an installed Ray); the seconds are Dagster's own."
-        )
 
     def facts(run: dict) -> str:
         memory = run["memory"]
@@ -203,30 +188,16 @@ def memory_note(runs: list[dict]) -> str:
         )
 
     interval = sampled[0]["memory"]["interval_s"]
+    # what each figure counts and leaves out is written once, in memory.py's docstring
     return (
         f"Memory: sampled every {interval:g} s by a thread of the benchmark process over the CLI "
-        "process and all its descendants (Dagster's log-capture helpers; on engine ray the local "
-        "Ray's GCS, raylet, workers, actors and agents, all started under the CLI): "
+        "process and all its descendants (on engine ray the local Ray's processes too): "
         + "; ".join(facts(run) for run in sampled)
-        + ". Private + object store: every process's anonymous resident memory (RSS less its "
-        "file-backed and shared pages) plus the /dev/shm files the tree holds open, once; it leaves "
-        "out shared libraries and mapped files; read on every sample. PSS splits each shared page "
-        "among the processes that map it, so its sum counts every page once, libraries included; "
-        "reading it costs the kernel a page-table walk per process, "
-        f"so it is read only while that stays within {PSS_CPU_SHARE:.0%} of one CPU: a step's PSS "
-        "peak rests on fewer samples (in brackets), and a short step may have none. The RSS sum "
-        "counts shared pages once per process that maps them (the object store's, the libraries'), "
-        "so it overstates for Ray. /dev/shm MB: the space allocated to the /dev/shm files the tree "
-        "holds open, each once: Ray's object store (raylet's unlinked /dev/shm/plasma file), not "
-        "other Rays on the machine; pages the store has written stay allocated, so it shows the "
-        "store's high-water mark rather than its live objects. It is inside the private figure; PSS "
-        "has only the store's pages that a live process has mapped, so it can be below the private "
-        "figure once the workers that wrote objects have exited. A sample counts for "
-        "every step that ran since the sample before it, so a step's peak is the highest sample "
-        "from the first after its start to the first after its end (a sample at a boundary counts "
-        "for both steps, and a spike shorter than the interval can be missed). Not included: the "
-        "page cache of the files written and read, processes outside the CLI's tree (a remote Ray "
-        "cluster), the benchmark process. Seconds are Dagster's own per step; (outside steps) is "
-        "the whole process's wall less the steps: the CLI's start-up, definitions load and "
-        "teardown (Ray starts inside the first ray step)."
+        + ". Private + object store: anonymous memory of every process plus the /dev/shm files the "
+        f"tree holds open, once; PSS is read while it costs within {PSS_CPU_SHARE:.0%} of one CPU, so "
+        "a step's PSS peak rests on fewer samples (in brackets); the RSS sum counts shared pages once "
+        "per process, so it overstates for Ray. A sample counts for every step that ran since the "
+        "sample before it. Not included: the page cache, processes outside the CLI's tree, the "
+        "benchmark process. (outside steps) is the whole process's wall less Dagster's step seconds. "
+        "How each figure is read: dedup_bench/memory.py."
     )

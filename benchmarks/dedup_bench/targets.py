@@ -10,9 +10,8 @@ from .stage_tables import step_memory
 
 # issue 52: the whole Dagster run at 1M against the fastest peer as its users run it (the
 # idiomatic Python front end): 6x in wall time, 4x in CPU seconds, 6x on web-length pages too;
-# and 3x against the fastest peer behind a vectorized front end (fastsketch-vec)
+# and 3x against the fastest peer behind a vectorized front end (fastsketch-vec), on either corpus
 TARGET_SPEEDUP = {"python": 6.0, "vectorized": 3.0}
-TARGET_WEB_SPEEDUP = {"python": 6.0, "vectorized": 3.0}
 TARGET_CPU_RATIO = 4.0
 TARGET_LIBRARY_DOCS_PER_S = 50_000
 TARGET_PEAK_RSS_MB = 4096
@@ -26,11 +25,6 @@ def fastest_peer(peers: list[dict], front_end: str = "python") -> dict | None:
     return min(engines, key=lambda peer: peer["wall_s"]) if engines else None
 
 
-def speed_target(web: bool, front_end: str = "python") -> float:
-    """How many times the fastest peer's wall ours must beat; ``web``: on the web-length corpus."""
-    return (TARGET_WEB_SPEEDUP if web else TARGET_SPEEDUP)[front_end]
-
-
 def speedup_target(ours: dict | None, peers: list[dict], targets: dict, web: bool = False, front_end: str = "python") -> str | None:
     """Ours against the fastest peer behind ``front_end`` (none run: no line for the vectorized
     one); ``web``: the run was on the web-length corpus."""
@@ -38,7 +32,7 @@ def speedup_target(ours: dict | None, peers: list[dict], targets: dict, web: boo
     if not (ours and fastest):
         return None if front_end != "python" else "Dagster e2e vs fastest python peer: n/a (needs the Dagster run and a peer of the Python front end in --peers)"
     speedup = fastest["wall_s"] / ours["wall_s"]
-    target = speed_target(web, front_end)
+    target = TARGET_SPEEDUP[front_end]
     key = "speedup_vs_fastest_peer" if front_end == "python" else f"speedup_vs_fastest_{front_end}_peer"
     targets[key] = {"peer": fastest["engine"], "value": speedup, "target": target}
     cpu = ""
@@ -52,7 +46,7 @@ def speedup_target(ours: dict | None, peers: list[dict], targets: dict, web: boo
     )
 
 
-def cpu_floor_line(ours: dict | None, peers: list[dict], cpus: int, targets: dict, web: bool = False) -> str | None:
+def cpu_floor_line(ours: dict | None, peers: list[dict], cpus: int, targets: dict) -> str | None:
     """What the run's CPU seconds allow on this machine: no run can take less wall time than its
     CPU seconds over the CPUs, so where that floor is above the speed target's wall, the target
     needs less work, not better use of the CPUs."""
@@ -60,7 +54,7 @@ def cpu_floor_line(ours: dict | None, peers: list[dict], cpus: int, targets: dic
     if not (ours and ours.get("cpu_s") and fastest and cpus):
         return None
     floor = ours["cpu_s"] / cpus
-    needed = fastest["wall_s"] / speed_target(web)
+    needed = fastest["wall_s"] / TARGET_SPEEDUP["python"]
     targets["cpu_floor_s"] = {"cpu_s": ours["cpu_s"], "cpus": cpus, "floor_s": floor, "target_wall_s": needed}
     theirs = f"; {fastest['engine']} used {fastest['cpu_s']:,.1f}" if fastest.get("cpu_s") else ""
     return (
@@ -223,7 +217,7 @@ def target_lines(
     lines = [
         speedup_target(ours, peers, targets, web),
         speedup_target(ours, peers, targets, web, "vectorized"),
-        cpu_floor_line(ours, peers, cpus, targets, web),
+        cpu_floor_line(ours, peers, cpus, targets),
         library_target(library, targets, library_skipped),
         rss_target(ours_runs, targets),
         recall_target(ours_runs, peers, targets),

@@ -5,8 +5,9 @@ and the whole library pipeline's documents per second with fetching in the loop.
     .venv/bin/python benchmarks/benchmark.py --warc-fetch 10000
 
 The WARC files (warcio-written, 1,000 records each, pages of seeded random words) and their
-targets file are made once under ``--workdir``. The server (``loopback_warcs``, the tests' too) runs in its
-own process, so it does not share the reader's interpreter lock.
+targets file are made once under ``--workdir``. The server (``range_server``, which the tests'
+misbehaving one in ``dedup_tests/loopback_warcs.py`` extends) runs in its own process, so it does
+not share the reader's interpreter lock.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import multiprocessing
 import random
 import signal
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BytesIO
 from pathlib import Path
 
@@ -28,10 +31,61 @@ from dedup_assets.core.read import InputStats, document_batches
 from dedup_assets.core.settings.model import Settings
 
 from .common import progress
-from .loopback_warcs import page, range_server
 
 PER_FILE = 1_000
 WORDS = [f"w{number}" for number in range(5_000)]
+
+
+def page(title: str, article: str, boilerplate: str = "") -> bytes:
+    return (
+        f"<html><head><title>{title}</title></head><body><nav>{boilerplate}</nav>"
+        f"<article><h1>{title}</h1><p>{article}</p></article>"
+        f"<footer>{boilerplate}</footer></body></html>"
+    ).encode("utf-8")
+
+
+class RangeHandler(BaseHTTPRequestHandler):
+    """Serves the server's folder, honouring ``Range: bytes=first-last``."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+    disable_nagle_algorithm = True  # else the body waits for the headers' delayed ACK (40 ms)
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        path = self.server.folder / self.path.lstrip("/")
+        if not path.is_file():
+            self.send_error(404)
+            return
+        first, last = (int(part) for part in self.headers["Range"].removeprefix("bytes=").split("-"))
+        self.send_range(path, first, last)
+
+    def send_range(self, path: Path, first: int, last: int) -> None:
+        with path.open("rb") as handle:
+            handle.seek(first)
+            body = handle.read(last + 1 - first)
+        self.send_body(206, body, f"bytes {first}-{last}/{path.stat().st_size}")
+
+    def send_body(self, status: int, body: bytes, content_range: str | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        if content_range:
+            self.send_header("Content-Range", content_range)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def range_server(folder: Path, handler: type[RangeHandler] = RangeHandler, **state) -> ThreadingHTTPServer:
+    """A running server of ``folder`` on a free loopback port (its address in ``url``), with
+    ``state`` as attributes for ``handler``. Stop it with ``shutdown()`` and ``server_close()``."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True  # a handler still sending does not hold the process at exit
+    httpd.folder, httpd.url = folder, f"http://127.0.0.1:{httpd.server_address[1]}"
+    for name, value in state.items():
+        setattr(httpd, name, value)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
 
 
 def _write(folder: Path, records: int, record_kb: int) -> Path:

@@ -8,8 +8,8 @@ observed, how many records were lost and what became of the release.
 Run it from the project's root: the tests are not installed, and ``-m`` finds them there. It
 tests the pipeline rather than measuring it, so it lives in the test tree; pytest collects none of
 its modules (none is named ``test_*``), and ``test_faults_script.py`` (marker ``faults``) runs a
-few of its cases. What it shares with the benchmark (the corpus generator, the loopback WARC
-server) it imports from ``dedup_bench``.
+few of its cases. What it shares with the benchmark (the corpus generator, the fetch benchmark's
+Range server) it imports from ``dedup_bench``.
 
 Release and process faults run the real CLI (``python -m dedup_assets.cli run``) in processes
 of their own and kill, stop, race or starve them; input faults run the library
@@ -33,7 +33,7 @@ break a reader: a lone surrogate, a decompression bomb, another encoding, wrong 
 characters in ids), ``path_faults`` (file names and batch keys with ``*`` ``?`` ``[``, batch keys
 one file system takes for one, an output folder inside the input), ``fetch_faults`` (a targets
 file against a loopback server that trickles, redirects elsewhere or is asked for a dot segment,
-and a CLI run stopped in a fetch; the server is ``dedup_bench.loopback_warcs``), ``boilerplate_faults``
+and a CLI run stopped in a fetch; the server is ``dedup_tests.loopback_warcs``), ``boilerplate_faults``
 (a shared footer filling buckets past max_bucket_size, refused and skipped), ``disk_faults``
 (a full disk under the database and its payload files, under ``dedup run``, and under a targets
 file), ``scale_faults``

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from dedup_assets.core.read import read_documents
 from dedup_assets.core.settings.model import Settings
-from dedup_bench.loopback_warcs import reached_directly, serving
 
+from ..loopback_warcs import reached_directly, serving
 from .fault_runs import Cli, started_runs
 from .hostile_input import read_and_rejected, rejected_rows
 from .outcome import (

@@ -1,8 +1,9 @@
-"""The inputs of issue 49's four untried cases, which docs/fault-matrix.md runs through ``dedup run``.
+"""The inputs of issue 49's four untried cases, which docs/fault-matrix.md runs through ``dedup run``:
+extreme inputs of the fault matrix, so they live in the test tree (run from the project's root).
 
-    python -m dedup_bench.untried_cases one-word OUT.parquet [--documents 2000000]
-    python -m dedup_bench.untried_cases footer OUT.parquet [--documents 200000] [--words 200 400]
-    python -m dedup_bench.untried_cases small-files FOLDER [--files 5000]
+    python -m dedup_tests.faults.untried_cases one-word OUT.parquet [--documents 2000000]
+    python -m dedup_tests.faults.untried_cases footer OUT.parquet [--documents 200000] [--words 200 400]
+    python -m dedup_tests.faults.untried_cases small-files FOLDER [--files 5000]
 
 (The fourth case, DuckDB held to 64 MB, runs the benchmark's corpus: ``python -m dedup_bench.corpus``.)
 
@@ -29,8 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .corpus import vocabulary
-from .tokens import ZipfSampler
+from dedup_bench.corpus import vocabulary
+from dedup_bench.tokens import ZipfSampler
 
 FOOTER_WORDS = 150
 SCHEMA = pa.schema([("doc_id", pa.string()), ("body", pa.string())])

@@ -1,4 +1,4 @@
-"""The inputs of docs/fault-matrix.md's untried cases (benchmarks/dedup_bench/untried_cases.py),
+"""The inputs of docs/fault-matrix.md's untried cases (dedup_tests/faults/untried_cases.py),
 made small: what each case's page says of its input holds, and the command the page shows runs."""
 
 import csv
@@ -7,7 +7,8 @@ import sys
 
 import pyarrow.parquet as pq
 
-from dedup_bench.untried_cases import FOOTER_WORDS, footer_pages, one_word
+from .conftest import PROJECT_ROOT
+from .faults.untried_cases import FOOTER_WORDS, footer_pages, one_word
 
 
 def test_one_word_bodies_repeat_in_groups_and_each_is_one_word(tmp_path):
@@ -29,8 +30,8 @@ def test_footer_pages_are_distinct_and_end_with_one_footer(tmp_path):
 
 def test_small_files_as_the_page_shows_them_made_with_repeated_ids_across_files(tmp_path):
     made = subprocess.run(
-        [sys.executable, "-m", "dedup_bench.untried_cases", "small-files", str(tmp_path / "in"), "--files", "300"],
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "dedup_tests.faults.untried_cases", "small-files", str(tmp_path / "in"), "--files", "300"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120,
     )
     assert made.returncode == 0, made.stderr
     files = sorted((tmp_path / "in").glob("*.csv"))

@@ -1,5 +1,5 @@
-"""WARC pages and a loopback HTTP server that serves files by byte range, misbehaving where asked:
-what the tests, the fault matrix and the fetch benchmark share, so each starts the same server."""
+"""The tests' and the fault matrix's loopback WARC server: the fetch benchmark's Range server
+(``dedup_bench.warc_fetch``), misbehaving where asked, and counting every path's requests."""
 
 from __future__ import annotations
 
@@ -11,34 +11,23 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+from dedup_bench.warc_fetch import RangeHandler, page
+from dedup_bench.warc_fetch import range_server as plain_server
+
 NO_PROXY = ("NO_PROXY", "no_proxy")
+__all__ = ["page", "range_server", "reached_directly", "serving"]
 
 
-def page(title: str, article: str, boilerplate: str = "") -> bytes:
-    return (
-        f"<html><head><title>{title}</title></head><body><nav>{boilerplate}</nav>"
-        f"<article><h1>{title}</h1><p>{article}</p></article>"
-        f"<footer>{boilerplate}</footer></body></html>"
-    ).encode("utf-8")
-
-
-class _RangeHandler(BaseHTTPRequestHandler):
-    """Serves the server's folder, honouring Range; a file named in ``faults`` misbehaves: "reset"
-    (the connection is reset), "503 twice" (then answers), "503" (always), "slow 404" (after
-    0.3 s), "ignores range" (200, the whole file), "truncated" (206 with 100 bytes too few),
-    "wrong range" (206 with as many bytes, from one byte on), "trickle" (a byte every 50 ms, for
-    5 s) or "trickle <seconds>" (the body spread over that long), "trickle headers" (a header
-    line a second, for two minutes), "redirect loop" (302 to itself), or "redirect <url>" (302
-    there)."""
-
-    protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
-    disable_nagle_algorithm = True  # else the body waits for the headers' delayed ACK (40 ms)
-
-    def log_message(self, *args) -> None:
-        pass
+class _FaultyHandler(RangeHandler):
+    """The benchmark's Range handler, but a file named in ``faults`` misbehaves: "reset" (the
+    connection is reset), "503 twice" (then answers), "503" (always), "slow 404" (after 0.3 s),
+    "ignores range" (200, the whole file), "truncated" (206 with 100 bytes too few), "wrong range"
+    (206 with as many bytes, from one byte on), "trickle" (a byte every 50 ms, for 5 s) or
+    "trickle <seconds>" (the body spread over that long), "trickle headers" (a header line a
+    second, for two minutes), "redirect loop" (302 to itself), or "redirect <url>" (302 there)."""
 
     def do_GET(self) -> None:
         server = self.server
@@ -46,58 +35,43 @@ class _RangeHandler(BaseHTTPRequestHandler):
         with server.lock:
             server.requests[name] += 1
             seen = server.requests[name]
-        fault = server.faults.get(name)
+        fault = self.fault = server.faults.get(name)
         if fault == "reset":
             # linger 0: closing sends a TCP reset instead of an orderly end
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             self.close_connection = True
-            return
-        if fault == "503" or (fault == "503 twice" and seen <= 2):
+        elif fault == "503" or (fault == "503 twice" and seen <= 2):
             self.send_error(503)
-            return
-        if fault == "slow 404":
+        elif fault == "slow 404":
             time.sleep(0.3)
             self.send_error(404)
-            return
-        if fault == "trickle headers":
+        elif fault == "trickle headers":
             self._trickle_headers()
-            return
-        if fault and fault.startswith("redirect"):
+        elif fault and fault.startswith("redirect"):
             location = self.path if fault == "redirect loop" else fault.removeprefix("redirect ")
             self.send_response(302)
             self.send_header("Location", location)
             self.send_header("Content-Length", "0")
             self.end_headers()
-            return
-        path = server.folder / name
-        if not path.is_file():
-            self.send_error(404)
-            return
+        else:
+            super().do_GET()
+
+    def send_range(self, path: Path, first: int, last: int) -> None:
+        fault = self.fault
         if fault == "ignores range":
-            self._send(200, path.read_bytes())
-            return
-        first, last = (int(part) for part in self.headers["Range"].removeprefix("bytes=").split("-"))
-        if fault == "wrong range":
-            first, last = first + 1, last + 1
-        if fault and fault.startswith("trickle"):
+            self.send_body(200, path.read_bytes())
+        elif fault and fault.startswith("trickle"):
             body = path.read_bytes()[first : last + 1]
             seconds = fault.removeprefix("trickle")
             self._trickle(body, float(seconds), float(seconds) / len(body)) if seconds else self._trickle(body, 5, 0.05)
-            return
-        with path.open("rb") as handle:
-            handle.seek(first)
-            body = handle.read(last + 1 - first)
-        content_range = f"bytes {first}-{last}/{path.stat().st_size}"
-        self._send(206, body[:-100] if fault == "truncated" else body, content_range)
+        elif fault == "wrong range":
+            super().send_range(path, first + 1, last + 1)
+        else:
+            super().send_range(path, first, last)
 
-    def _send(self, status: int, body: bytes, content_range: str | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body)))
-        if content_range:
-            self.send_header("Content-Range", content_range)
-        self.end_headers()
-        self.wfile.write(body)
+    def send_body(self, status: int, body: bytes, content_range: str | None = None) -> None:
+        super().send_body(status, body[:-100] if self.fault == "truncated" else body, content_range)
 
     def _trickle(self, body: bytes, seconds: float, interval: float) -> None:
         """A 206 whose body comes a byte every ``interval`` s, each before a per-read timeout
@@ -140,12 +114,8 @@ def range_server(folder: Path, faults: dict[str, str] | None = None) -> Threadin
     ``faults`` maps a path (``name`` or ``sub/name``, as requested) to its fault, and may be filled
     once the url is known; ``requests`` counts each path's requests. Stop it with ``shutdown()``
     and ``server_close()``."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RangeHandler)
-    httpd.daemon_threads = True  # a handler still trickling does not hold the process at exit
-    httpd.folder, httpd.faults, httpd.requests, httpd.lock = folder, {} if faults is None else faults, Counter(), threading.Lock()
-    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
+    faults = {} if faults is None else faults
+    return plain_server(folder, _FaultyHandler, faults=faults, requests=Counter(), lock=threading.Lock())
 
 
 @contextmanager
