@@ -96,9 +96,13 @@ def test_ray_gives_the_duckdb_release_keeping_the_original_with_prefer_domains(r
 
 
 @pytest.mark.parametrize(
-    "pages, max_bucket_size", [(None, 2), (boilerplate_pages, 3)], ids=["hard_cases", "boilerplate"]
+    "pages, max_bucket_size, every_bucket_hot",
+    [(None, 2, False), (boilerplate_pages, 3, False), (lambda: boilerplate_pages()[:10], 3, True)],
+    ids=["hard_cases", "boilerplate", "every_bucket_hot"],  # the footer pages alone: an empty join
 )
-def test_ray_leaves_out_and_lists_the_hot_buckets_duckdb_does(ray_cluster, tmp_path, pages, max_bucket_size):
+def test_ray_leaves_out_and_lists_the_hot_buckets_duckdb_does(
+    ray_cluster, tmp_path, pages, max_bucket_size, every_bucket_hot
+):
     # the hard cases copied away from their contract, which is written for every bucket joined
     corpus = Path(shutil.copy(HARD_FIXTURE, tmp_path)) if pages is None else write_csv(tmp_path / "pages.csv", pages())
     runners = run_both(tmp_path, corpus, hot_buckets="skip", max_bucket_size=max_bucket_size)
@@ -107,6 +111,8 @@ def test_ray_leaves_out_and_lists_the_hot_buckets_duckdb_does(ray_cluster, tmp_p
     assert len(duckdb_hot) and (duckdb_hot["texts"] > max_bucket_size).all()
     listed = [hot.assign(example_doc_ids=hot["example_doc_ids"].map(list)).to_dict("records") for hot in (duckdb_hot, ray_hot)]
     assert listed[1] == listed[0]  # the same rows in the same order
+    joined = [len(runner.table("candidate_pairs")) for runner in runners[:2]]
+    assert joined[1] == joined[0] and (joined[0] == 0) == every_bucket_hot
 
 
 @pytest.mark.parametrize(
