@@ -65,7 +65,8 @@ def test_definitions_load_with_the_documented_assets():
 
 
 def test_dedup_run_offers_every_named_job_with_its_description():
-    # dedup run parses --job before the definitions load, from JOB_DESCRIPTIONS
+    # dedup run parses --job before the definitions load, from JOB_DESCRIPTIONS: the jobs must be
+    # the same (the descriptions are JOB_DESCRIPTIONS' by construction)
     assert {job.name: job.description for job in PIPELINE_JOBS} == JOB_DESCRIPTIONS
 
 

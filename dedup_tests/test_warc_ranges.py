@@ -7,6 +7,8 @@ import base64
 import dataclasses
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -441,6 +443,27 @@ def test_odd_targets_in_a_local_folder_are_rejected_with_a_reason(tmp_path):
     details = _details(stats)
     assert "outside warc_base_url" in details[5] and "outside warc_base_url" in details[6]
     assert "max_body_bytes" in details[7] and "nothing was fetched" in details[7]
+
+
+def test_targets_in_a_local_folder_never_load_the_http_client(tmp_path):
+    """httpx is loaded by the source that fetches over HTTP, not by every target's outcome: a run
+    of local files, its rejects included, never imports it."""
+    folder = tmp_path / "warcs"
+    folder.mkdir()
+    good = target_rows(write_pages(folder / "pages.warc.gz", 2), "pages.warc.gz")
+    targets = _write_targets(tmp_path / "targets.parquet", [good[0], {**good[1], "offset": 10**30}, good[1]])
+    script = (
+        "import sys\nfrom pathlib import Path\n"
+        "from dedup_assets.core.read import InputStats, document_batches\n"
+        "from dedup_assets.core.settings.model import Settings\n"
+        "stats = InputStats()\n"
+        f"policy = Settings(warc_base_url={str(folder)!r}).input_policy()\n"
+        f"rows = sum(batch.num_rows for batch in document_batches(Path({str(targets)!r}), stats, 5, policy))\n"
+        "print(rows, [r['reason'] for r in stats.rejected], 'httpx' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[0] == "2 ['fetch_failed'] False"
 
 
 def test_only_records_that_check_out_are_cached(server, tmp_path):

@@ -176,6 +176,8 @@ def engines_stages_table(reference: dict, other: dict) -> str:
 def memory_note(runs: list[dict]) -> str:
     """How the per-stage memory was measured, and what it leaves out."""
     sampled = [run for run in runs if run.get("memory")]
+    if not sampled:
+        return "Memory: no run was sampled."
 
     def facts(run: dict) -> str:
         memory = run["memory"]

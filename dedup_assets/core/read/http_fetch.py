@@ -215,6 +215,7 @@ class Http:
     def __init__(self, base_url: str, fetch: FetchSettings, stop: threading.Event):
         import httpx
 
+        self.errors = (httpx.HTTPError,)  # what a fetch may raise beside OSError, for its row's reject
         self.base_url = base_url.rstrip("/") + "/"
         base = httpx.URL(self.base_url)
         self._origin, self._base_path = (base.scheme, base.host, base.port), base.path

@@ -154,6 +154,8 @@ def _digest_value(digest: str) -> str:
 
 
 class _Folder:
+    errors = ()  # a read raises OSError alone
+
     def __init__(self, folder: Path):
         self.folder = folder.expanduser().resolve()
 
@@ -299,9 +301,9 @@ def _entry(target: Target, data: bytes, max_body_bytes: int) -> Entry:
 
 
 def _outcome(source, cache: _Cache | None, target: Target, max_body_bytes: int) -> Entry:
-    """The target's entry, or its reject: whatever goes wrong in a fetch is the row's, never the run's."""
-    import httpx  # here, not at the top: a run of local files never loads it (test_cli)
-
+    """The target's entry, or its reject: whatever goes wrong in a fetch is the row's, never the run's.
+    ``source.errors``: what its fetches raise beside these (httpx's, named by the source that loads
+    it, so a run of local files never does)."""
     try:
         if target.length > max_body_bytes + _HEADERS_ROOM:
             raise Rejected(
@@ -317,7 +319,7 @@ def _outcome(source, cache: _Cache | None, target: Target, max_body_bytes: int) 
         return entry
     except Rejected as rejected:
         return "", rejected.reason, rejected.detail
-    except (httpx.HTTPError, OSError, ValueError, OverflowError) as error:
+    except (*source.errors, OSError, ValueError, OverflowError) as error:
         detail = " ".join(str(error).split()) or "no detail"
         return "", "fetch_failed", (
             f"{target.where()}: {type(error).__name__}: {detail}; check warc_base_url, the filename and the server"

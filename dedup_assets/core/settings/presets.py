@@ -42,7 +42,7 @@ def more_recall(settings, max_perm: int) -> tuple[dict, object] | None:
 
 
 def recall_shortfalls(audit: dict, min_recall: float) -> list[tuple[str, dict]]:
-    """The audit's figures (``core.audit.audit_summary``) below ``min_recall``, each named: every
+    """The audit's figures (``audit/recall.py``'s ``audit_summary``) below ``min_recall``, each named: every
     true pair, the near copies, then each Jaccard band (all at or above the threshold), since a
     healthy total can hide the band of light edits that the bands in use mostly miss."""
     near = audit.get("near_copies") or {}
