@@ -30,6 +30,7 @@ from .ray_tables import (
     RayTables,
     arrow_map,
     column_or_nulls,
+    kept,
     renamed,
     use_task_cpus,
 )
@@ -177,7 +178,7 @@ def clusters(
     # every document once with its root (null: no edge), split into components and singletons
     placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
     # the members' first copies joined while their rows are narrow, then their bodies taken in place
-    members = placed.filter(expr="is_valid(root_doc_id)")
+    members = kept(placed, lambda b: pc.is_valid(b["root_doc_id"]))
     copies = tables.read("first_copies")
     if copies.count():
         members = members.join(renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
