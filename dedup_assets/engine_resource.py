@@ -18,6 +18,7 @@ from pydantic import Field, PrivateAttr
 from .core.pipeline import engines
 from .core.distributed.plan import PARTITION_BYTES, ClusterOptions, Shuffle
 from .core.settings.model import Settings
+from .core.storage.tables import SCHEMA
 
 DEFAULTS = ClusterOptions()
 
@@ -79,9 +80,9 @@ class EngineResource(ConfigurableResource):
             self._session.close()
             self._session = None
 
-    def for_settings(self, settings: Settings, database: str) -> engines.Engine:
-        """The run's engine (``engines.for_settings``) for a step on the DuckDB file ``database``,
-        with what it starts held until the run ends."""
+    def for_settings(self, settings: Settings, database: str, schema: str = SCHEMA) -> engines.Engine:
+        """The run's engine (``engines.for_settings``) for a step on the DuckDB file ``database``
+        over tables in ``schema``, with what it starts held until the run ends."""
         if self._session is None:
             self._session = ExitStack()
         cluster = ClusterOptions(
@@ -92,4 +93,4 @@ class EngineResource(ConfigurableResource):
             components_on_driver_up_to_edges=self.components_on_driver_up_to_edges,
             stall_timeout_s=self.stall_timeout_s,
         )
-        return engines.for_settings(settings, database, self._session, cluster)
+        return engines.for_settings(settings, database, self._session, cluster, schema)

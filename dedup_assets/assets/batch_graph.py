@@ -46,7 +46,11 @@ def _batch_run(
     over the index's tables, with the batch's key (``engine``: for the steps that ask for one)."""
     with user_errors():
         settings = dedup.settings()
-    return replace(step_run(context, warehouse, engine, {}, settings), tables=TABLES, batch=context.partition_key)
+    run = step_run(context, warehouse, engine, {}, settings)
+    return replace(
+        run, tables=TABLES, batch=context.partition_key,
+        engine_for=lambda: engine.for_settings(settings, warehouse.path, TABLES.schema),
+    )
 
 
 def staged_batch_lineage(warehouse: DuckDBWarehouse, table: str, key: str) -> dict:

@@ -17,12 +17,14 @@ from pathlib import Path
 from ..audit.probe import documents_pass
 from ..keep.columns import typed_params
 from ..lsh.candidates import hot_bucket_rows
+from ..storage.store import table_exists
+from ..storage.tables import SCHEMA
 from ..verify.pairs import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
 from .datasets import table_bytes
 from .plan import ClusterOptions, shuffle_plan
 from .ray_clusters import clusters, deduped_documents
-from .ray_sketch import documents, fingerprint
+from .ray_sketch import documents, documents_of_table, fingerprint
 from .ray_tables import RayTables
 from .ray_verify import duplicate_pairs, scored_pairs
 from .session import cluster_cpus, cluster_object_store, ray_session, use_disk_shuffle
@@ -41,9 +43,13 @@ class RayStepsEngine:
         return documents(self.tables, build.batches)
 
     def fingerprinted(self, connection, tables, params, batch_size, log, probe):
+        if table_exists(connection, tables.documents, "BASE TABLE"):
+            # rows the run keeps in DuckDB, not a view of this engine's folder: a batch's
+            # documents, screened against the index after this engine wrote them
+            documents_of_table(self.tables, connection, tables.documents, batch_size)
         build = fingerprint(self.tables, params, batch_size)
-        # the Ray workers do not carry the probe: it reads the bodies on a pass of its own, here
-        documents_pass(connection, tables.documents, probe, batch_size)
+        if probe is not None:  # the Ray workers do not carry it: it reads the bodies on a pass of its own, here
+            documents_pass(connection, tables.documents, probe, batch_size)
         return build
 
     def candidate_pairs(self, connection, tables, limits):
@@ -69,13 +75,14 @@ class RayStepsEngine:
         return first_copies(self.tables)
 
 
-def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack) -> RayStepsEngine:
-    """The ray engine over the Parquet folders of the run on ``database``, with Ray started or
-    joined on ``session`` (a session already open is used as is, so each step may ask again), and
-    the shuffle planned for the documents written so far."""
+def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack, schema: str = SCHEMA) -> RayStepsEngine:
+    """The ray engine over the Parquet folders of the run on ``database`` (those of tables in
+    another schema than the one-shot run's, a batch's, in a folder of that name), with Ray started
+    or joined on ``session`` (a session already open is used as is, so each step may ask again),
+    and the shuffle planned for the documents written so far."""
     session.enter_context(ray_session(cluster.address or os.environ.get("DEDUP_RAY_ADDRESS") or None))
     root = cluster.dataset_root or os.environ.get("DEDUP_DATASETS") or f"{Path(database).expanduser()}.datasets"
-    root = Path(root).expanduser().resolve()
+    root = Path(root).expanduser().resolve() / ("" if schema == SCHEMA else schema)
     documents = table_bytes(root, "documents")
     plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
     use_disk_shuffle(plan.disk)

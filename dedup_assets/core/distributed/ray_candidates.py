@@ -24,6 +24,7 @@ from .ray_tables import (
     PAIR_SCHEMA,
     RayTables,
     arrow_map,
+    kept,
     ordered_pairs,
     renamed,
 )
@@ -52,23 +53,21 @@ def _copies(texts: ray.data.Dataset, partitions: int) -> tuple[ray.data.Dataset 
     ``sql/copy_groups.sql`` and the candidate query's ``copies``; (None, None) when no text has
     two copies."""
     key = ("content_hash", "first_band_key")
-    groups = (
-        texts.groupby(list(key), num_partitions=partitions)
-        .aggregate(Count(alias_name="copies"), Min(POSITION, alias_name="first_position"))
-        .filter(expr="copies > 1")
-        .materialize()
+    counted = texts.groupby(list(key), num_partitions=partitions).aggregate(
+        Count(alias_name="copies"), Min(POSITION, alias_name="first_position")
     )
+    groups = kept(counted, lambda b: pc.greater(b["copies"], 1)).materialize()
     if not groups.count():
         return None, None
     members = texts.select_columns(["doc_id", POSITION, *key, "lsh_bands"]).join(
         groups, "inner", partitions, on=key
     )
     first = arrow_map(
-        members.filter(expr=f"{POSITION} == first_position"),
+        kept(members, lambda b: pc.equal(b[POSITION], b["first_position"])),
         lambda batch: pa.table({"content_hash": batch["content_hash"], "first_band_key": batch["first_band_key"], "first_copy_doc_id": batch["doc_id"]}),
     )
     copies = arrow_map(
-        members.filter(expr=f"{POSITION} != first_position").join(first, "inner", partitions, on=key),
+        kept(members, lambda b: pc.not_equal(b[POSITION], b["first_position"])).join(first, "inner", partitions, on=key),
         lambda batch: pa.table(
             {
                 "doc_id": batch["doc_id"],

@@ -30,6 +30,7 @@ from .ray_tables import (
     RayTables,
     arrow_map,
     column_or_nulls,
+    kept,
     renamed,
     use_task_cpus,
 )
@@ -51,9 +52,13 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
         members = members.take(params.keep.order(members, within="root_doc_id"))
         roots = members["root_doc_id"].combine_chunks()
         component = np.cumsum(np.concatenate([[False], pc.not_equal(roots[1:], roots[:-1]).to_numpy(zero_copy_only=False)]))
-        # texts numbered in doc_id order (copies share their first copy's text_doc_id)
+        # texts numbered in doc_id order (copies share their first copy's text_doc_id); each
+        # text's row is its first copy's, the one with the body
         texts = members["text_doc_id"].combine_chunks().to_numpy(zero_copy_only=False)
-        _, text_rows, text = np.unique(texts, return_index=True, return_inverse=True)
+        unique, text = np.unique(texts, return_inverse=True)
+        bodied = np.flatnonzero(pc.is_valid(members["body"]).to_numpy(zero_copy_only=False))
+        text_rows = np.empty(len(unique), dtype=np.int64)
+        text_rows[text[bodied]] = bodied
         counts = members["shingle_count"].to_numpy().astype(np.int64)[text_rows]
         scores = TextScores(None, len(text_rows))
 
@@ -81,6 +86,26 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
         )
 
     return rank
+
+
+def _one_body_per_text(tables: RayTables, members: ray.data.Dataset) -> ray.data.Dataset:
+    """``members`` with the body of each distinct text on its first copy's row, and none on a
+    copy's: a copy is measured by its first copy's text, so a component of 200,000 copies of one
+    page holds one body, not 200,000."""
+
+    def text_body(batch: pa.Table) -> pa.Table:  # one type in both parts, for the grouping
+        body = batch["body"] if "body" in batch.column_names else pa.nulls(batch.num_rows, pa.large_string())
+        return batch.drop_columns([name for name in ["body"] if name in batch.column_names]).append_column(
+            "body", pc.cast(body, pa.large_string())
+        )
+
+    def first(batch: pa.Table) -> pa.Array:
+        return pc.equal(batch["doc_id"], batch["text_doc_id"])
+
+    texts = arrow_map(AtPositions(kept(members, first)).take(tables, "documents", ["body"]), text_body)
+    copies = kept(members, lambda batch: pc.invert(first(batch))).materialize()
+    # a union with a part of no rows fails in Ray Data (see candidate_pairs' add)
+    return texts.union(arrow_map(copies, text_body)) if copies.count() else texts
 
 
 def _component_buckets(members: pa.Table, buckets: int) -> pa.Table:
@@ -177,7 +202,7 @@ def clusters(
     # every document once with its root (null: no edge), split into components and singletons
     placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
     # the members' first copies joined while their rows are narrow, then their bodies taken in place
-    members = placed.filter(expr="is_valid(root_doc_id)")
+    members = kept(placed, lambda b: pc.is_valid(b["root_doc_id"]))
     copies = tables.read("first_copies")
     if copies.count():
         members = members.join(renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
@@ -187,7 +212,7 @@ def clusters(
             "text_doc_id", pc.coalesce(column_or_nulls(batch, "text_doc_id", pa.string()), batch["doc_id"])
         ),
     )
-    members = AtPositions(members).take(tables, "documents", ["body"])
+    members = _one_body_per_text(tables, members.materialize())
     # components grouped by bucket, not one call per component: the ranking is vectorized over
     # a call's components, and per-call overhead times hundreds of thousands of components is
     # what a grouping by root cost

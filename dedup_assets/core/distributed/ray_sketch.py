@@ -3,6 +3,7 @@ and the compiled sketch mapped over its blocks."""
 
 from __future__ import annotations
 
+import duckdb
 import pyarrow as pa
 
 from ..pipeline.step_params import SketchParams
@@ -28,6 +29,12 @@ def documents(tables: RayTables, batches) -> TableBuild:
     with each document's position."""
     write_batches(tables.root, "documents", batches, DOCUMENTS_PER_FILE)
     return tables.view("documents")
+
+
+def documents_of_table(tables: RayTables, connection: duckdb.DuckDBPyConnection, table: str, batch_size: int) -> None:
+    """``documents`` written again from a DuckDB table's rows, in its row order."""
+    rows = connection.sql(f"select * from {table} order by rowid").to_arrow_reader(batch_size)
+    write_batches(tables.root, "documents", rows, DOCUMENTS_PER_FILE, rows.schema)
 
 
 def fingerprint(tables: RayTables, params: SketchParams, batch_size: int) -> TableBuild:

@@ -119,6 +119,13 @@ def arrow_map(dataset: ray.data.Dataset, fn: Callable[[pa.Table], pa.Table], **o
     return dataset.map_batches(fn, batch_format="pyarrow", zero_copy_batch=True, **options)
 
 
+def kept(dataset: ray.data.Dataset, condition: Callable[[pa.Table], pa.Array]) -> ray.data.Dataset:
+    """The rows where ``condition`` holds, for a dataset a join takes. Not ``Dataset.filter``: a
+    block it empties has no columns, and a join's reduce task that gets only such blocks from
+    one side fails ("unable to find column left_doc_id": 50 documents, 2 measured pairs)."""
+    return arrow_map(dataset, lambda batch: batch.filter(condition(batch)))
+
+
 def use_task_cpus() -> None:
     """Kernel threads to the CPUs Ray gave this task, not every core of the node."""
     from ..sketch.kernels import use_threads

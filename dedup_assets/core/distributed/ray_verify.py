@@ -25,6 +25,7 @@ from .ray_tables import (
     RayTables,
     arrow_map,
     column_or_nulls,
+    kept,
     ordered_pairs,
     renamed,
     use_task_cpus,
@@ -47,8 +48,7 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
         return renamed(positions, {"doc_id": f"{side}_doc_id", POSITION: f"{side}_position"})
 
     pairs = (
-        tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
-        .filter(expr="found_by == 'lsh'")
+        kept(tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"]), lambda b: pc.equal(b["found_by"], "lsh"))
         .select_columns(["left_doc_id", "right_doc_id"])
         .join(side_positions("left"), "inner", partitions, on=("left_doc_id",))
         .join(side_positions("right"), "inner", partitions, on=("right_doc_id",))

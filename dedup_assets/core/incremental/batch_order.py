@@ -9,7 +9,6 @@ from __future__ import annotations
 import shlex
 from dataclasses import fields
 
-from ..pipeline.capabilities import CAPABILITIES
 from ..util.errors import DedupError
 from ..keep.rule import DEFAULT_KEEP
 from ..settings.model import Settings, SettingsError
@@ -144,20 +143,13 @@ def refuse_other_scheme(indexed: list[IndexedBatch], built: dict, now: dict, key
 def index_settings(settings: Settings) -> dict:
     """The settings every batch of one index shares: those that change any table (the input's
     path aside, which is each batch's own). Refuses ``cluster_mode`` star: a batch's decisions
-    are final, and a star split of a component could move a document another batch kept; and
-    ``engine`` ray, which the index does not run on."""
+    are final, and a star split of a component could move a document another batch kept."""
     if settings.cluster_mode != "components":
         raise SettingsError(
             f"cluster_mode {settings.cluster_mode!r} applies to the one-shot graph only: the "
             "incremental index clusters batches by connected components. Run the batches with "
             "cluster_mode 'components', or run the one-shot graph over the batch folder (DEDUP_INPUT) "
             "for star clusters."
-        )
-    if not CAPABILITIES[settings.engine].incremental:
-        raise SettingsError(
-            f"engine {settings.engine!r} runs the one-shot graph only: the incremental index lives "
-            "in the DuckDB file and adds each batch there. Run the batches with engine 'duckdb', "
-            "or the one-shot graph over the batch folder (DEDUP_INPUT) with engine 'ray'."
         )
     if settings.hot_buckets != "refuse":
         raise SettingsError(

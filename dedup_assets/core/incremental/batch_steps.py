@@ -3,13 +3,14 @@ transaction that adds the staged batch to the index. The ``incremental`` assets
 (``assets/batch_graph.py``) call these steps and describe what they staged; ``pipeline/library.py``'s ``run_batch``
 calls them in order. A batch's run is the one-shot steps' :class:`Run` with the batch's key, over
 the index's tables; its input is read, and its fingerprints made, by the one-shot steps' calls
-on the run's engine. Every staged table is written with the batch's lineage, which the next step
+on the run's engine (which keeps any files of its own in a folder of the index's schema); the
+pairs against the index and the decisions are SQL on the index, in the DuckDB file. Every staged table is written with the batch's lineage, which the next step
 reads to know it stages on top of the same batch and settings."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -20,7 +21,7 @@ from ..release.files import library_versions
 from ..pipeline.run import Run
 from ..pipeline.steps import reading
 from ..keep.columns import typed_policy
-from ..storage.store import table_exists
+from ..storage.store import TableBuild, table_exists
 from .batch_clusters import build_batch_clusters
 from .batch_order import index_settings, refuse_other_settings, refuse_out_of_order
 from .batch_pairs import BatchPairs, build_batch_pairs
@@ -51,7 +52,7 @@ def stage_documents(run: Run, path: Path, earlier_in_folder: list[str]) -> Stage
     refuse_out_of_order(indexed, earlier_in_folder, run.batch)
     refuse_other_settings(indexed, current, run.batch)
     with reading(run, path) as (build, stats, identity):
-        run.write(tables.staged_documents, build, UNSCREENED)
+        run.write(tables.staged_documents, _rows(build), UNSCREENED)
     lineage = staged_lineage(indexed, run.batch, current, identity.result())
     with run.cursor() as cursor:
         earlier = screen_indexed_doc_ids(cursor, tables, lineage, stats, settings.fail_on_reject)
@@ -66,7 +67,13 @@ def stage_fingerprints(run: Run, lineage: Mapping) -> int:
         build = run.engine.fingerprinted(
             reader, run.tables.staged(), settings.sketch_params(), settings.batch_size, run.log, None
         )
-        return run.write(run.tables.staged_fingerprints, build, lineage)
+        return run.write(run.tables.staged_fingerprints, _rows(build), lineage)
+
+
+def _rows(build: TableBuild) -> TableBuild:
+    """The build's rows: a staged table is added to the index, which keeps rows, never a view of
+    an engine's files (the next batch's replace them)."""
+    return replace(build, view=False)
 
 
 def stage_pairs(run: Run, lineage: Mapping) -> tuple[int, BatchPairs]:

@@ -31,7 +31,7 @@ INDEX_SETTINGS = tuple(
     name
     for stage in ("documents", "fingerprinted", "scored_pairs", "clusters")
     for name in STAGE_SETTINGS[stage]
-    # the index is always the DuckDB engine's, and clusters by components (index_settings); it
+    # every engine adds the same rows, and the index clusters by components (index_settings); it
     # has no recall audit, whose sample fingerprinting draws in one-shot runs
     if name not in ("input_path", "engine", "cluster_mode", "audit_sample_size")
 )

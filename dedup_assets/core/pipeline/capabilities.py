@@ -11,14 +11,13 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Capabilities:
     bodies_in_place: bool  # parquet_bodies in_place: documents reads a Parquet input's bodies from its files
-    incremental: bool  # the batch index, which lives in the DuckDB file
     reference_corpora: bool  # the reference setting: matches new documents against reference indexes
     reference: bool  # its tables are what the engine_matches_duckdb check compares the others with
 
 
 CAPABILITIES = {
-    "duckdb": Capabilities(bodies_in_place=True, incremental=True, reference_corpora=True, reference=True),
-    "ray": Capabilities(bodies_in_place=False, incremental=False, reference_corpora=False, reference=False),
+    "duckdb": Capabilities(bodies_in_place=True, reference_corpora=True, reference=True),
+    "ray": Capabilities(bodies_in_place=False, reference_corpora=False, reference=False),
 }
 # the engine whose tables the engine_matches_duckdb check compares the others' with
 REFERENCE = next(name for name, can in CAPABILITIES.items() if can.reference)

@@ -26,7 +26,7 @@ from .step_params import ClusterParams, PairLimits, SketchParams, Thresholds
 from ..settings.model import Settings
 from ..sketch.fingerprints import build_fingerprinted
 from ..storage.store import TableBuild
-from ..storage.tables import Tables
+from ..storage.tables import SCHEMA, Tables
 from ..verify.pairs import build_duplicate_pairs, build_scored_pairs
 
 Log = Callable[[str], None]
@@ -113,14 +113,14 @@ class EngineUnavailable(DedupError, RuntimeError):
     """The settings' engine cannot be opened here (its extra is not installed)."""
 
 
-Opener = Callable[[str, ClusterOptions, ExitStack], Engine]
+Opener = Callable[[str, ClusterOptions, ExitStack, str], Engine]
 
 
-def _duckdb(database: str, cluster: ClusterOptions, session: ExitStack) -> Engine:
+def _duckdb(database: str, cluster: ClusterOptions, session: ExitStack, schema: str) -> Engine:
     return DuckDBEngine()
 
 
-def _ray(database: str, cluster: ClusterOptions, session: ExitStack) -> Engine:
+def _ray(database: str, cluster: ClusterOptions, session: ExitStack, schema: str) -> Engine:
     try:  # here, so that the default install, which has no Ray, never imports it
         from ..distributed.engine import open_ray_engine
     except ImportError as error:
@@ -128,7 +128,7 @@ def _ray(database: str, cluster: ClusterOptions, session: ExitStack) -> Engine:
             f"engine ray needs Ray, which is not installed ({error}). Install the ray extra (make "
             "setup-ray in the project folder, or pip install -e '.[ray]' there), or set engine: duckdb."
         ) from None
-    return open_ray_engine(database, cluster, session)
+    return open_ray_engine(database, cluster, session, schema)
 
 
 # by the names of capabilities.py (test_engines.py holds them equal)
@@ -136,10 +136,16 @@ OPENERS: dict[str, Opener] = {"duckdb": _duckdb, "ray": _ray}
 
 
 def for_settings(
-    settings: Settings, database: str, session: ExitStack, cluster: ClusterOptions = ClusterOptions()
+    settings: Settings,
+    database: str,
+    session: ExitStack,
+    cluster: ClusterOptions = ClusterOptions(),
+    schema: str = SCHEMA,
 ) -> Engine:
-    """The engine ``settings.engine`` names, for a run on the DuckDB file ``database``: the one
-    place that asks which engine runs. What it starts (a Ray session) stays open on ``session``
-    until the run closes it. A run asks again at each step, so that an engine can size a step's
-    work to the tables written before it."""
-    return OPENERS[settings.engine](database, cluster, session)
+    """The engine ``settings.engine`` names, for a run on the DuckDB file ``database`` whose
+    tables are in ``schema``: the one place that asks which engine runs. What it starts (a Ray
+    session) stays open on ``session`` until the run closes it. An engine that keeps files of its
+    own keeps each schema's apart, so that a batch of the incremental index never replaces the
+    one-shot run's. A run asks again at each step, so that an engine can size a step's work to
+    the tables written before it."""
+    return OPENERS[settings.engine](database, cluster, session, schema)

@@ -182,7 +182,7 @@ def run_batch(
     with open_database(database_path, duckdb_memory, tables.schema) as connection, ExitStack() as session:
 
         def engine() -> Engine:
-            return engines.for_settings(settings, database_path, session)
+            return engines.for_settings(settings, database_path, session, schema=tables.schema)
 
         run = Run(settings, tables, engine, connection.cursor, library_writer(connection, tables), log, batch=key)
         with _timed(stages, "documents"):
