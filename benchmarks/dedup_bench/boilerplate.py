@@ -14,7 +14,6 @@ buckets left out, and the recall audit's measure of what they cost.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +96,7 @@ def run_child(job: dict) -> dict:
 def measure_boilerplate(workdir: Path, documents: int, max_bucket_size: int = Settings.max_bucket_size) -> dict:
     """Both runs of the boilerplate corpus, each in a measured child (the corpus is written in
     a child too: a child's peak RSS starts at its parent's)."""
-    corpus = Path(run_json_child("writing the boilerplate corpus", "boilerplate", "corpus", str(documents), str(workdir))[1]["corpus"])
+    corpus = Path(run_json_child("writing the boilerplate corpus", "boilerplate.corpus", documents, workdir)[1]["corpus"])
     runs = {}
     for mode in ("refuse", "skip"):
         folder = fresh_dir(workdir / f"boilerplate-{mode}")
@@ -109,7 +108,7 @@ def measure_boilerplate(workdir: Path, documents: int, max_bucket_size: int = Se
             "max_bucket_size": max_bucket_size,
         }
         progress(f"boilerplate: run_library with hot_buckets: {mode}")
-        run, figures = run_json_child(f"the hot_buckets: {mode} run", "boilerplate", "run", json.dumps(job))
+        run, figures = run_json_child(f"the hot_buckets: {mode} run", "boilerplate.run_child", job)
         runs[mode] = {"wall_s": run.wall_s, "peak_rss_mb": run.peak_rss_mb, **figures}
     skip = runs["skip"]
     accounted = skip["input_rows"] == skip["documents"] + skip["rejected"] and skip["clustered"] == skip["documents"]
@@ -135,8 +134,6 @@ def print_boilerplate_report(record: dict) -> None:
         print(f"- bucket {key}: {texts:,} texts, e.g. {', '.join(examples)}")
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "corpus":
-        print(json.dumps({"corpus": str(write_boilerplate_corpus(int(sys.argv[2]), Path(sys.argv[3])))}))
-    else:
-        print(json.dumps(run_child(json.loads(sys.argv[2]))))
+
+def corpus(documents: int, workdir: str) -> dict:
+    return {"corpus": write_boilerplate_corpus(documents, Path(workdir))}

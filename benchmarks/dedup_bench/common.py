@@ -31,6 +31,15 @@ def engine_of(run: dict) -> str:
     return run.get("engine") or REFERENCE
 
 
+def run_label(run: dict, table: bool = False) -> str:
+    """Our Dagster run's name in the engines table (``table``) or the target lines: as before
+    engines for the reference's, else with its engine."""
+    engine = "" if is_reference(engine_of(run)) else engine_of(run)
+    if table:
+        return f"dedup-assets (Dagster e2e{engine and ', ' + engine})"
+    return f"Dagster {engine}".strip()
+
+
 def is_reference(engine: str | None) -> bool:
     """Whether ``engine`` (None: the settings' default, the reference) is the engine the others are
     compared with: its run keeps the names it had before there were engines, and it is the one
@@ -79,9 +88,10 @@ def truth_path(corpus: Path) -> Path:
     return corpus.with_name(corpus.name.removesuffix(".parquet") + ".truth.parquet")
 
 
-def module_command(module: str, *args: str) -> list[str]:
-    """The command that runs ``dedup_bench.<module>`` as a script in a child process."""
-    return [sys.executable, "-m", f"dedup_bench.{module}", *args]
+def child_command(call: str, *args) -> list[str]:
+    """The command that runs ``dedup_bench.<call>`` (``module.function``) on ``args`` in a child
+    process (``child.py``)."""
+    return [sys.executable, "-m", "dedup_bench.child", call, json.dumps(args, default=str)]
 
 
 @dataclass
@@ -171,9 +181,9 @@ def require_success(run: ProcessRun, what: str) -> None:
         )
 
 
-def run_json_child(what: str, module: str, *args: str, extra_env: dict[str, str] | None = None) -> tuple[ProcessRun, dict]:
-    """Run ``dedup_bench.<module>`` as a measured child: the run and its JSON result line."""
-    run = run_measured(module_command(module, *args), extra_env)
+def run_json_child(what: str, call: str, *args, extra_env: dict[str, str] | None = None) -> tuple[ProcessRun, dict]:
+    """Run ``dedup_bench.<call>`` on ``args`` as a measured child: the run and what it returned."""
+    run = run_measured(child_command(call, *args), extra_env)
     require_success(run, what)
     return run, last_json_line(run.stdout, what)
 

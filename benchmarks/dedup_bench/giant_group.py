@@ -17,7 +17,6 @@ its end.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
@@ -45,6 +44,7 @@ def copy_page(seed: int) -> str:
 def write_copies_corpus(documents: int, copies: int, workdir: Path, seed: int = DEFAULT_SEED) -> Path:
     """``<workdir>/copies-N-C.parquet`` (made once): the generated corpus of N - C documents,
     then C copies of :func:`copy_page`, doc_ids going on from the corpus's."""
+    workdir = Path(workdir)
     out = workdir / f"copies-{documents}-{copies}.parquet"
     if out.exists():
         return out
@@ -119,8 +119,7 @@ def step_peaks(samples: list[tuple[float, float]], steps: dict[str, list[float]]
 def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
     """The corpus written (in a measured child: a child's peak RSS starts at its parent's), then
     one ``dedup run`` of it at the defaults, sampled."""
-    written = run_json_child("writing the copies corpus", "giant_group", "corpus", str(documents), str(copies), str(workdir))
-    corpus = Path(written[1]["corpus"])
+    corpus = Path(run_json_child("writing the copies corpus", "giant_group.copies_corpus", documents, copies, workdir)[1]["corpus"])
     folder = fresh_dir(workdir / f"copies-{documents}-{copies}")
     with dagster_home() as home:
         env = {
@@ -134,8 +133,8 @@ def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
         with TimedSamples() as sampled:
             run = run_measured(command, env)
         require_success(run, "dedup run")
-        steps = run_json_child("reading the run's steps", "giant_group", "steps", extra_env={"DAGSTER_HOME": home})[1]
-    outcome = run_json_child("reading the release", "giant_group", "outcome", str(folder / "out"), str(documents - copies))[1]
+        steps = run_json_child("reading the run's steps", "giant_group.run_steps", extra_env={"DAGSTER_HOME": home})[1]
+    outcome = run_json_child("reading the release", "giant_group.outcome", folder / "out", documents - copies)[1]
     return {
         "documents": documents,
         "copies": copies,
@@ -164,7 +163,11 @@ def print_copies_report(record: dict) -> None:
     )
 
 
-def _steps() -> dict[str, list[float]]:
+def copies_corpus(documents: int, copies: int, workdir: str) -> dict:
+    return {"corpus": write_copies_corpus(documents, copies, Path(workdir))}
+
+
+def run_steps() -> dict[str, list[float]]:
     """The step starts and ends of the one run in DAGSTER_HOME's instance."""
     from dagster import DagsterInstance
 
@@ -180,7 +183,7 @@ def _steps() -> dict[str, list[float]]:
     return steps
 
 
-def _outcome(output_dir: str, first_copy: int) -> dict:
+def outcome(output_dir: str, first_copy: int) -> dict:
     """The release's figures, and the cluster of the first copy (doc_id ``first_copy``)."""
     import duckdb
 
@@ -204,12 +207,3 @@ def _outcome(output_dir: str, first_copy: int) -> dict:
         "recall": audit["recall"],
     }
 
-
-if __name__ == "__main__":
-    mode, *rest = sys.argv[1:]
-    if mode == "corpus":
-        print(json.dumps({"corpus": str(write_copies_corpus(int(rest[0]), int(rest[1]), Path(rest[2])))}))
-    elif mode == "steps":
-        print(json.dumps(_steps()))
-    else:
-        print(json.dumps(_outcome(rest[0], int(rest[1]))))

@@ -3,9 +3,6 @@ documents, the same N documents added as K batches through the Dagster CLI into 
 whether the batches' edges and clusters are the one-shot run's, and then one small batch of N/100
 more documents against the N indexed.
 
-    python -m dedup_bench.incremental_runs split CORPUS FOLDER SIZES_JSON   (writes the batch files)
-    python -m dedup_bench.incremental_runs compare INDEX_DB ONE_SHOT_DB     (prints one JSON line)
-
 The corpus is generated once with N + N/100 documents: the generator copies uniformly chosen
 earlier documents, so the small batch holds planted duplicates of documents the index has.
 As in ``measure``, this process loads no corpus data: splitting and comparing are children.
@@ -16,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +20,6 @@ from pathlib import Path
 from .common import (
     Sketch,
     cli,
-    module_command,
     progress,
     require_success,
     run_json_child,
@@ -64,7 +59,7 @@ class BatchFiles:
     keys: list[str]
 
 
-def write_batches(corpus: Path, folder: Path, sizes: list[int]) -> None:
+def write_batches(corpus: Path, folder: Path, sizes: list[int]) -> dict:
     """Cut the corpus's rows, in order, into one file per size: every batch into
     ``folder/batches``, and the first K (all but the small one) hard-linked into
     ``folder/one-shot``, so both runs read the same bytes. Written aside and renamed into place,
@@ -73,6 +68,7 @@ def write_batches(corpus: Path, folder: Path, sizes: list[int]) -> None:
 
     from .corpus import ROW_GROUP_DOCS, corpus_writer
 
+    corpus, folder = Path(corpus), Path(folder)
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     batches, one_shot = partial / BATCH_FOLDER, partial / ONE_SHOT_FOLDER
@@ -93,6 +89,7 @@ def write_batches(corpus: Path, folder: Path, sizes: list[int]) -> None:
     for key in keys[:-1]:
         os.link(batches / f"{key}.parquet", one_shot / f"{key}.parquet")
     partial.rename(folder)
+    return {"folder": folder}
 
 
 def prepare_batches(options: Options) -> tuple[Path, BatchFiles]:
@@ -103,8 +100,7 @@ def prepare_batches(options: Options) -> tuple[Path, BatchFiles]:
     folder = corpus.with_name(f"{corpus.stem}.batches-{options.incremental}")
     if not folder.is_dir():
         progress(f"splitting {corpus.name} into {len(sizes)} batch files in {folder}")
-        split = ("split", str(corpus), str(folder), json.dumps(sizes))
-        require_success(run_measured(module_command("incremental_runs", *split)), "batch split")
+        run_json_child("batch split", "incremental_runs.write_batches", corpus, folder, sizes)
     keys = batch_keys(len(sizes))
     return corpus, BatchFiles(folder / ONE_SHOT_FOLDER, folder / BATCH_FOLDER, keys)
 
@@ -141,8 +137,7 @@ def run_batch(files: BatchFiles, key: str, index: Path, home: str, sketch: Sketc
 def compare(index_db: Path, one_shot_db: Path) -> dict:
     """The comparison of the index with the one-shot run, in a child (it reads both databases)."""
     progress("comparing the batches' edges and clusters with the one-shot run's")
-    command = ("compare", str(index_db), str(one_shot_db))
-    return run_json_child("comparison with the one-shot run", "incremental_runs", *command)[1]
+    return run_json_child("comparison with the one-shot run", "incremental_runs.compare_child", index_db, one_shot_db)[1]
 
 
 def compare_child(index_db: Path, one_shot_db: Path) -> dict:
@@ -210,19 +205,3 @@ def measure_incremental(options: Options, argv: list[str]) -> dict:
         "targets": targets,
     }
 
-
-def main(argv: list[str]) -> int:
-    command, *args = argv
-    if command == "split":
-        corpus, folder, sizes = args
-        write_batches(Path(corpus), Path(folder), json.loads(sizes))
-    elif command == "compare":
-        index_db, one_shot_db = args
-        print(json.dumps(compare_child(Path(index_db), Path(one_shot_db))))
-    else:
-        sys.exit(f"unknown command {command!r}; usage:\n{__doc__}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -28,10 +28,9 @@ from .common import (
     child_env,
     engine_of,
     is_reference,
-    module_command,
+    child_command,
     progress,
-    require_success,
-    run_measured,
+    run_json_child,
     truth_path,
 )
 from .ours import run_dagster, run_folder, run_library_core, warm_kernels
@@ -95,8 +94,7 @@ def prepare_corpus(options: Options) -> Path:
         return corpus
     options.workdir.mkdir(parents=True, exist_ok=True)
     progress(f"generating {options.docs:,} {'web-length ' if options.web else ''}documents into {corpus}")
-    command = module_command("corpus", str(options.docs), str(corpus), *(["--web"] if options.web else []))
-    require_success(run_measured(command), "corpus generation")
+    run_json_child("corpus generation", "corpus.write", options.docs, corpus, options.web)
     return corpus
 
 
@@ -109,7 +107,7 @@ def ray_cluster(nodes: int, object_store_mb: int) -> Iterator[dict | None]:
         return
     progress(f"starting a local Ray cluster: {nodes} nodes of 1 CPU, {object_store_mb:,} MB object store each")
     process = subprocess.Popen(
-        module_command("ray_cluster", str(nodes), str(object_store_mb)),
+        child_command("ray_cluster.serve", nodes, object_store_mb),
         cwd=REPO_ROOT, env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:

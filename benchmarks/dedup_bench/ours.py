@@ -1,9 +1,6 @@
 """Our two runs, each in its own measured process: the real ``dagster asset materialize`` CLI
 end to end (on either engine, duckdb or ray), and the library core (``run_library``, DuckDB only)
-without Dagster.
-
-    python -m dedup_bench.ours JOB_JSON     (the library run's child side; prints one JSON line)
-"""
+without Dagster."""
 
 from __future__ import annotations
 
@@ -238,7 +235,7 @@ def run_library_core(corpus: Path, run_dir: Path, sketch: Sketch, head_rows: int
     }
     sample = f" on the first {head_rows} documents" if head_rows else ""
     progress(f"library: dedup_assets.core.pipeline.library.run_library{sample}")
-    run, result = run_json_child("library run", "ours", json.dumps(job))
+    run, result = run_json_child("library run", "ours.library_child", job)
     stages = result["stages"]
     missing = [stage for stage in CORE_STAGES if stage not in stages]
     if missing:
@@ -299,7 +296,3 @@ def library_child(job: dict) -> dict:
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )
     return {**result, "compiled_kernels": compiled_here()}
-
-
-if __name__ == "__main__":
-    print(json.dumps(library_child(json.loads(sys.argv[1]))))

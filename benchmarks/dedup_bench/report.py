@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from .common import THRESHOLD, engine_of, is_reference
+from .common import THRESHOLD, engine_of, is_reference, run_label
 from .markdown import fmt_number, fmt_ratio, fmt_share, markdown_table, number, records_table
 from .ours import CORE_STAGES, WARMUP_ROWS, assurance_steps, step_kind
 from .stage_tables import engines_stages_table, floors_line, memory_note, nodes_table, roofline_table, stages_table, step_memory
@@ -32,12 +32,6 @@ def table_row(engine: str, run: dict, timed_s: float, n_docs: int) -> dict:
     }
 
 
-def dagster_label(run: dict) -> str:
-    """The Dagster run's name in the tables: as before engines for duckdb, else with its engine."""
-    engine = engine_of(run)
-    return "dedup-assets (Dagster e2e)" if is_reference(engine) else f"dedup-assets (Dagster e2e, {engine})"
-
-
 def engine_rows(
     n_docs: int,
     ours: dict | None,
@@ -49,7 +43,7 @@ def engine_rows(
     else the library run) to theirs, both as whole-process wall times. ``others`` are Dagster
     runs on other engines than the reference's (--both-engines)."""
     our_rows = [
-        table_row(dagster_label(run), run, sum(run["steps"].values()), n_docs)
+        table_row(run_label(run, table=True), run, sum(run["steps"].values()), n_docs)
         for run in [ours, *(others or [])]
         if run
     ]

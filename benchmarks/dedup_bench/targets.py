@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import THRESHOLD, engine_of, is_reference
+from .common import THRESHOLD, run_label
 from .markdown import fmt_number, fmt_share, verdict
 from .memory import WHOLE_RUN
 from .ours import assurance_steps
@@ -193,12 +193,6 @@ def compile_line(ours_runs: dict[str, dict], targets: dict) -> str | None:
     return f"kernels compiled while timed (should be none): {found} — {verdict(not compiled)}"
 
 
-def run_name(run: dict) -> str:
-    """Our Dagster run's name in the target lines: Dagster, or Dagster ray."""
-    engine = engine_of(run)
-    return "Dagster" if is_reference(engine) else f"Dagster {engine}"
-
-
 def target_lines(
     ours: dict | None,
     library: dict | None,
@@ -211,7 +205,7 @@ def target_lines(
     """The target lines of the report and the same facts as a dict for the JSON record; ``web``:
     the runs were on the web-length corpus; ``cpus``: the machine's."""
     targets: dict = {}
-    ours_runs = {run_name(run): run for run in (ours, *(others or [])) if run}
+    ours_runs = {run_label(run): run for run in (ours, *(others or [])) if run}
     if library:
         ours_runs["library"] = library
     lines = [
