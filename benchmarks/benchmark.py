@@ -11,7 +11,6 @@
     python benchmarks/benchmark.py --warc-fetch N [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --boilerplate N [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --docs N --copies-of-one C [--workdir DIR] [--json-out FILE]
-    python benchmarks/benchmark.py --scripts N [--perm 128|64] [--json-out FILE]
 
 The work is done by the ``dedup_bench`` package beside this script: ``corpus`` generates the
 corpus (``--web``: the web-length one of ``web_corpus``, pages of log-normal length with their
@@ -20,8 +19,7 @@ in its own process, and ``report`` prints the tables. ``--incremental K`` runs `
 instead: the one-shot Dagster run, the same documents as K batches, and one small batch after
 them. ``--boilerplate N`` runs ``boilerplate``: N pages, a fifth of them with one shared footer,
 through the library with ``hot_buckets`` refuse and skip. ``--docs N --copies-of-one C`` runs ``giant_group``: N documents of which C are copies of one
-page, through ``dedup run``, with each step's peak memory and wall time. ``--scripts N`` runs ``scripts``: the
-fingerprinting of N documents in each of English, Chinese, Japanese and Thai, in bytes per second. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
+page, through ``dedup run``, with each step's peak memory and wall time. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
 server. The machine is shared and noisy, so compare the runs of one invocation as ratios.
 
 ``--engine ray`` runs the Dagster graph on the ray engine (a local Ray started for the run) and no
@@ -42,7 +40,6 @@ from dedup_bench.common import REFERENCE, REPO_ROOT, THRESHOLD, BenchmarkError, 
 from dedup_bench.incremental_runs import measure_incremental
 from dedup_bench.boilerplate import measure_boilerplate, print_boilerplate_report
 from dedup_bench.giant_group import measure_copies_of_one, print_copies_report
-from dedup_bench.scripts import measure_scripts, report_lines as scripts_report
 from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
 from dedup_bench.ours import warm_installation
@@ -83,13 +80,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="N",
         help="the boilerplate benchmark instead: N generated pages, every fifth with one shared "
         "~3 KB footer, through the library with hot_buckets refuse and then skip",
-    )
-    source.add_argument(
-        "--scripts",
-        type=int,
-        metavar="N",
-        help="the scripts benchmark instead: fingerprinting throughput of N generated documents "
-        "in each of English, Chinese, Japanese and Thai, word and character shingles",
     )
     source.add_argument(
         "--smoke",
@@ -222,7 +212,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if args.docs is None or not 1 <= args.copies_of_one <= args.docs or args.web or args.peers or args.incremental or args.recall_seeds:
             parser.error("--copies-of-one C takes --docs N with 1 ≤ C ≤ N, and none of --web, --peers, --incremental, --recall-seeds")
         return args
-    for option, least, unit in (("boilerplate", 2, "pages"), ("scripts", 1, "documents"), ("warc_fetch", 1, "records")):
+    for option, least, unit in (("boilerplate", 2, "pages"), ("warc_fetch", 1, "records")):
         count = getattr(args, option)
         if count is not None:
             if count < least or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
@@ -255,7 +245,7 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     chosen = compared or args.compare_engines or args.ray_nodes
     if not chosen:
         return
-    if args.warc_fetch is not None or args.boilerplate is not None or args.scripts is not None or args.incremental or args.smoke:
+    if args.warc_fetch is not None or args.boilerplate is not None or args.incremental or args.smoke:
         parser.error(
             "--engine ray, --both-engines, --compare-engines and --ray-nodes are for the engines "
             "benchmark: not with --warc-fetch, --boilerplate, --incremental or --smoke (the CI smoke run stays on duckdb)"
@@ -310,11 +300,6 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         print_copies_report(record)
         append_json(args.json_out, {"mode": "copies_of_one", "argv": argv, **record})
         return 0 if (record["copies_cluster_size"], record["copies_kept"]) == (args.copies_of_one, 1) else 1
-    if args.scripts:
-        record = measure_scripts(args.scripts, args.perm)
-        print("\n".join(["## dedup-assets benchmark: fingerprinting by script", "", *scripts_report(record)]))
-        append_json(args.json_out, {"mode": "scripts", "argv": argv, **record})
-        return 0
     if args.warc_fetch:
         record = measure_warc_fetch(args.workdir, args.warc_fetch)
         print("\n".join(["## dedup-assets benchmark: WARC records by byte range", "", *record["lines"]]))
