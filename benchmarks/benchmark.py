@@ -9,7 +9,6 @@
     python benchmarks/benchmark.py (--docs N | --smoke) --incremental K
         [--perm 128|64] [--scheme fss|blake2b] [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --warc-fetch N [--workdir DIR] [--json-out FILE]
-    python benchmarks/benchmark.py --boilerplate N [--workdir DIR] [--json-out FILE]
     python benchmarks/benchmark.py --docs N --copies-of-one C [--workdir DIR] [--json-out FILE]
 
 The work is done by the ``dedup_bench`` package beside this script: ``corpus`` generates the
@@ -17,8 +16,7 @@ corpus (``--web``: the web-length one of ``web_corpus``, pages of log-normal len
 sites' boilerplate), ``ours`` runs the Dagster CLI and the library core, ``peers`` runs one peer engine, each
 in its own process, and ``report`` prints the tables. ``--incremental K`` runs ``incremental``
 instead: the one-shot Dagster run, the same documents as K batches, and one small batch after
-them. ``--boilerplate N`` runs ``boilerplate``: N pages, a fifth of them with one shared footer,
-through the library with ``hot_buckets`` refuse and skip. ``--docs N --copies-of-one C`` runs ``giant_group``: N documents of which C are copies of one
+them. ``--docs N --copies-of-one C`` runs ``giant_group``: N documents of which C are copies of one
 page, through ``dedup run``, with each step's peak memory and wall time. ``--warc-fetch N`` runs ``warc_fetch``: N WARC records fetched by byte range from a loopback
 server. The machine is shared and noisy, so compare the runs of one invocation as ratios.
 
@@ -38,7 +36,6 @@ from pathlib import Path
 
 from dedup_bench.common import REFERENCE, REPO_ROOT, THRESHOLD, BenchmarkError, append_json, is_reference
 from dedup_bench.incremental_runs import measure_incremental
-from dedup_bench.boilerplate import measure_boilerplate, print_boilerplate_report
 from dedup_bench.giant_group import measure_copies_of_one, print_copies_report
 from dedup_bench.warc_fetch import measure_warc_fetch
 from dedup_bench.measure import Options, measure
@@ -73,13 +70,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="N",
         help="the Common Crawl fetch benchmark instead: N records of about 20 KB by byte range from "
         "a loopback server, as a local folder, and through the whole library pipeline",
-    )
-    source.add_argument(
-        "--boilerplate",
-        type=int,
-        metavar="N",
-        help="the boilerplate benchmark instead: N generated pages, every fifth with one shared "
-        "~3 KB footer, through the library with hot_buckets refuse and then skip",
     )
     source.add_argument(
         "--smoke",
@@ -212,7 +202,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if args.docs is None or not 1 <= args.copies_of_one <= args.docs or args.web or args.peers or args.incremental or args.recall_seeds:
             parser.error("--copies-of-one C takes --docs N with 1 ≤ C ≤ N, and none of --web, --peers, --incremental, --recall-seeds")
         return args
-    for option, least, unit in (("boilerplate", 2, "pages"), ("warc_fetch", 1, "records")):
+    for option, least, unit in (("warc_fetch", 1, "records"),):
         count = getattr(args, option)
         if count is not None:
             if count < least or args.peers or args.incremental or args.recall_seeds or args.auto_bands is not None:
@@ -245,10 +235,10 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     chosen = compared or args.compare_engines or args.ray_nodes
     if not chosen:
         return
-    if args.warc_fetch is not None or args.boilerplate is not None or args.incremental or args.smoke:
+    if args.warc_fetch is not None or args.incremental or args.smoke:
         parser.error(
             "--engine ray, --both-engines, --compare-engines and --ray-nodes are for the engines "
-            "benchmark: not with --warc-fetch, --boilerplate, --incremental or --smoke (the CI smoke run stays on duckdb)"
+            "benchmark: not with --warc-fetch, --incremental or --smoke (the CI smoke run stays on duckdb)"
         )
     if args.skip_dagster:
         parser.error(
@@ -290,11 +280,6 @@ def main(argv: list[str]) -> int:
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     """The mode ``args`` ask for: its record printed, appended to ``--json-out``, and its exit code."""
     warm_installation()  # every mode times the kernels
-    if args.boilerplate:
-        record = measure_boilerplate(args.workdir.resolve(), args.boilerplate)
-        print_boilerplate_report(record)
-        append_json(args.json_out, {"mode": "boilerplate", "argv": argv, **record})
-        return 0 if record["every_document_accounted_for"] else 1
     if args.copies_of_one:
         record = measure_copies_of_one(args.workdir.resolve(), args.docs, args.copies_of_one)
         print_copies_report(record)
