@@ -135,7 +135,7 @@ def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
         require_success(run, "dedup run")
         steps = run_json_child("reading the run's steps", "giant_group.run_steps", extra_env={"DAGSTER_HOME": home})[1]
     outcome = run_json_child("reading the release", "giant_group.outcome", folder / "out", documents - copies)[1]
-    return {
+    record = {
         "documents": documents,
         "copies": copies,
         "corpus": str(corpus),
@@ -146,25 +146,20 @@ def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
         "steps": step_peaks(sampled.samples, steps),
         **outcome,
     }
+    title = f"Giant copy group: {documents:,} documents, {copies:,} of them copies of one page"
+    return {**record, "title": title, "lines": report_lines(record), "ok": (outcome["copies_cluster_size"], outcome["copies_kept"]) == (copies, 1)}
 
 
-def print_copies_report(record: dict) -> None:
-    print(
-        f"## Giant copy group: {record['documents']:,} documents, {record['copies']:,} of them copies of one page\n\n"
-        f"`{record['command']}` at the defaults: {record['wall_s']:.1f} s, peak {record['peak_tree_mb']:,.0f} MB "
-        f"(process tree, anonymous + /dev/shm; largest process RSS {record['peak_rss_mb']:,.0f} MB)\n"
-    )
+def report_lines(record: dict) -> list[str]:
     steps = record["steps"].items()
-    print(markdown_table(["step", "s", "peak MB"], [[step, f"{got['seconds']:.1f}", fmt_number(got["peak_mb"])] for step, got in steps]))
-    print(
+    return [
+        f"`{record['command']}` at the defaults: {record['wall_s']:.1f} s, peak {record['peak_tree_mb']:,.0f} MB "
+        f"(process tree, anonymous + /dev/shm; largest process RSS {record['peak_rss_mb']:,.0f} MB)\n",
+        markdown_table(["step", "s", "peak MB"], [[step, f"{got['seconds']:.1f}", fmt_number(got["peak_mb"])] for step, got in steps]),
         f"\nThe copies: one cluster of {record['copies_cluster_size']:,} ({record['copies_kept']} kept); "
         f"{record['clusters']:,} clusters, {record['kept']:,} kept, {record['removed']:,} removed; audited recall "
-        f"{record['recall']} ({record['found_pairs']:,} of {record['true_pairs']:,} true pairs)"
-    )
-
-
-def copies_corpus(documents: int, copies: int, workdir: str) -> dict:
-    return {"corpus": write_copies_corpus(documents, copies, Path(workdir))}
+        f"{record['recall']} ({record['found_pairs']:,} of {record['true_pairs']:,} true pairs)",
+    ]
 
 
 def run_steps() -> dict[str, list[float]]:

@@ -41,8 +41,7 @@ from .theirs import check_peers, run_peer
 
 @dataclass
 class Options:
-    """What to run; ``benchmark.py`` parses them from its command line. With ``incremental``
-    (K batches), ``dedup_bench.incremental_runs`` runs instead of the engines."""
+    """What to run; ``benchmark.py`` parses them from its command line."""
 
     workdir: Path
     docs: int | None = None
@@ -54,7 +53,6 @@ class Options:
     recall_seeds: int = 0
     skip_dagster: bool = False
     skip_library: bool = False
-    incremental: int = 0
     engine: str = REFERENCE  # the Dagster run's engine; another skips the library run
     compare_engines: bool = False  # ray: let engine_matches_duckdb run DuckDB again and compare
     both_engines: bool = False  # the Dagster run on duckdb, then on ray; duckdb's is the reference

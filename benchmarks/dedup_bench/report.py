@@ -1,7 +1,6 @@
 """The engines benchmark's markdown report: the engines side by side, our per-step and per-stage
 times, the recall of the sketches, and the target lines (``targets``; also kept as a dict in the
-JSON record). The per-stage tables are in ``stage_tables``, the incremental report in
-``incremental_report``."""
+JSON record). The per-stage tables are in ``stage_tables``."""
 
 from __future__ import annotations
 
