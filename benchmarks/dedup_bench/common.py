@@ -124,6 +124,7 @@ def run_measured(
     extra_env: dict[str, str] | None = None,
     sample_memory: bool = False,
     nodes: dict[str, list[int]] | None = None,
+    timeline: bool = False,
 ) -> ProcessRun:
     """Run ``command`` from the repository root and wait for it with ``os.wait4``.
 
@@ -135,7 +136,8 @@ def run_measured(
     Dirty pages of the previous run are flushed first, so that their writeback does not land in
     this run's time. With ``sample_memory``, a thread samples the memory of the child's whole
     process tree while it runs, per Dagster step of its log (``memory.py``),
-    and the trees of ``nodes``' processes (the Ray cluster it joins), per node.
+    and the trees of ``nodes``' processes (the Ray cluster it joins), per node; with ``timeline``,
+    every sample's time and figure too.
     """
     env = child_env(extra_env)
     os.sync()
@@ -148,7 +150,7 @@ def run_measured(
         if sample_memory:
             from .memory import start_sampler
 
-            sampler = start_sampler(process.pid, err.fileno(), nodes)
+            sampler = start_sampler(process.pid, err.fileno(), nodes, timeline)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
         memory = sampler.stop() if sampler else None
