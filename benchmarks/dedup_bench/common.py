@@ -157,15 +157,9 @@ def run_measured(
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
+        stdout, stderr = (stream.read().decode("utf-8", errors="replace") for stream in (out, err))
         return ProcessRun(
-            command=command,
-            returncode=process.returncode,
-            wall_s=wall,
-            peak_rss_mb=usage.ru_maxrss / 1024,
-            stdout=out.read().decode("utf-8", errors="replace"),
-            stderr=err.read().decode("utf-8", errors="replace"),
-            memory=memory,
-            cpu_s=usage.ru_utime + usage.ru_stime,
+            command, process.returncode, wall, usage.ru_maxrss / 1024, stdout, stderr, memory, usage.ru_utime + usage.ru_stime
         )
 
 

@@ -75,18 +75,12 @@ def library_target(library: dict | None, targets: dict, skipped: str | None = No
     )
 
 
-def tree_peak_mb(run: dict) -> float | None:
-    """The highest sampled memory of the run's process tree: private + object store, or PSS
-    sum, whichever is higher; None when unsampled."""
-    whole = step_memory(run).get(WHOLE_RUN, {})
-    figures = [whole[name] for name in ("private_mb", "pss_mb") if whole.get(name) is not None]
-    return max(figures) if figures else None
-
-
 def run_peak_mb(run: dict) -> tuple[float, str]:
     """The run's peak memory for the target: its ru_maxrss (one process's), or, when its tree's
-    sampled memory is higher (engine ray's dozens of processes), that."""
-    tree = tree_peak_mb(run)
+    sampled memory (private + object store, or PSS sum) is higher (engine ray's dozens of
+    processes), that."""
+    whole = step_memory(run).get(WHOLE_RUN, {})
+    tree = max((whole[name] for name in ("private_mb", "pss_mb") if whole.get(name) is not None), default=None)
     if tree is None or tree <= run["peak_rss_mb"]:
         return run["peak_rss_mb"], "RSS"
     return tree, "its whole process tree, sampled"
