@@ -31,6 +31,15 @@ def engine_of(run: dict) -> str:
     return run.get("engine") or REFERENCE
 
 
+def run_label(run: dict, table: bool = False) -> str:
+    """Our Dagster run's name in the engines table (``table``) or the target lines: as before
+    engines for the reference's, else with its engine."""
+    engine = "" if is_reference(engine_of(run)) else engine_of(run)
+    if table:
+        return f"dedup-assets (Dagster e2e{engine and ', ' + engine})"
+    return f"Dagster {engine}".strip()
+
+
 def is_reference(engine: str | None) -> bool:
     """Whether ``engine`` (None: the settings' default, the reference) is the engine the others are
     compared with: its run keeps the names it had before there were engines, and it is the one
@@ -79,9 +88,10 @@ def truth_path(corpus: Path) -> Path:
     return corpus.with_name(corpus.name.removesuffix(".parquet") + ".truth.parquet")
 
 
-def module_command(module: str, *args: str) -> list[str]:
-    """The command that runs ``dedup_bench.<module>`` as a script in a child process."""
-    return [sys.executable, "-m", f"dedup_bench.{module}", *args]
+def child_command(call: str, *args) -> list[str]:
+    """The command that runs ``dedup_bench.<call>`` (``module.function``) on ``args`` in a child
+    process (``child.py``)."""
+    return [sys.executable, "-m", "dedup_bench.child", call, json.dumps(args, default=str)]
 
 
 @dataclass
@@ -114,6 +124,7 @@ def run_measured(
     extra_env: dict[str, str] | None = None,
     sample_memory: bool = False,
     nodes: dict[str, list[int]] | None = None,
+    timeline: bool = False,
 ) -> ProcessRun:
     """Run ``command`` from the repository root and wait for it with ``os.wait4``.
 
@@ -125,7 +136,8 @@ def run_measured(
     Dirty pages of the previous run are flushed first, so that their writeback does not land in
     this run's time. With ``sample_memory``, a thread samples the memory of the child's whole
     process tree while it runs, per Dagster step of its log (``memory.py``),
-    and the trees of ``nodes``' processes (the Ray cluster it joins), per node.
+    and the trees of ``nodes``' processes (the Ray cluster it joins), per node; with ``timeline``,
+    every sample's time and figure too.
     """
     env = child_env(extra_env)
     os.sync()
@@ -138,22 +150,16 @@ def run_measured(
         if sample_memory:
             from .memory import start_sampler
 
-            sampler = start_sampler(process.pid, err.fileno(), nodes)
+            sampler = start_sampler(process.pid, err.fileno(), nodes, timeline)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
         memory = sampler.stop() if sampler else None
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
+        stdout, stderr = (stream.read().decode("utf-8", errors="replace") for stream in (out, err))
         return ProcessRun(
-            command=command,
-            returncode=process.returncode,
-            wall_s=wall,
-            peak_rss_mb=usage.ru_maxrss / 1024,
-            stdout=out.read().decode("utf-8", errors="replace"),
-            stderr=err.read().decode("utf-8", errors="replace"),
-            memory=memory,
-            cpu_s=usage.ru_utime + usage.ru_stime,
+            command, process.returncode, wall, usage.ru_maxrss / 1024, stdout, stderr, memory, usage.ru_utime + usage.ru_stime
         )
 
 
@@ -171,9 +177,9 @@ def require_success(run: ProcessRun, what: str) -> None:
         )
 
 
-def run_json_child(what: str, module: str, *args: str, extra_env: dict[str, str] | None = None) -> tuple[ProcessRun, dict]:
-    """Run ``dedup_bench.<module>`` as a measured child: the run and its JSON result line."""
-    run = run_measured(module_command(module, *args), extra_env)
+def run_json_child(what: str, call: str, *args, extra_env: dict[str, str] | None = None) -> tuple[ProcessRun, dict]:
+    """Run ``dedup_bench.<call>`` on ``args`` as a measured child: the run and what it returned."""
+    run = run_measured(child_command(call, *args), extra_env)
     require_success(run, what)
     return run, last_json_line(run.stdout, what)
 

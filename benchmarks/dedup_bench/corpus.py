@@ -241,6 +241,13 @@ def generate(documents: int, out: Path, seed: int = DEFAULT_SEED, pages: type = 
     }
 
 
+def write(documents: int, out: str, web: bool = False, seed: int = DEFAULT_SEED) -> dict:
+    """``generate`` with the plain or the web-length pages (``web_corpus.WebPages``)."""
+    from .web_corpus import WebPages  # it builds on this module
+
+    return generate(documents, Path(out), seed, WebPages if web else PlainPages)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("documents", type=int)
@@ -250,9 +257,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.out.suffix != ".parquet":
         parser.error("the corpus file must end in .parquet")
-    from .web_corpus import WebPages  # it builds on this module
-
-    figures = generate(args.documents, args.out, args.seed, WebPages if args.web else PlainPages)
+    figures = write(args.documents, args.out, args.web, args.seed)
     print(
         f"wrote {figures['documents']:,} documents ({figures['body_bytes'] / 1e9:.2f} GB of body "
         f"text; {figures['planted_copies']:,} planted copies, {figures['mirrors']:,} mirrors) "

@@ -7,8 +7,8 @@ memory and wall time of every step.
 The first N - C documents are the generated corpus (``corpus.py``); the last C are one page of
 COPY_PAGE_WORDS words the generator's vocabulary never makes, so they pair with nothing else:
 the run must make one cluster of C members, keep one, and leave every other count as the
-generated corpus alone has it. ``dedup run`` reports no step starts, so the memory of its process
-tree is sampled with a timestamp (``memory.TreeSampler``'s figures: anonymous memory plus
+generated corpus alone has it. ``dedup run`` logs no step starts, so the memory of its process
+tree is sampled with a timestamp (``memory.TreeSampler``'s timeline: anonymous memory plus
 /dev/shm) and each step's peak is read afterwards against the step starts and ends the run
 stored in its DAGSTER_HOME: the highest sample from the step's start to the first sample after
 its end.
@@ -17,20 +17,16 @@ its end.
 from __future__ import annotations
 
 import json
-import sys
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .common import cli, progress, require_success, run_json_child, run_measured, truth_path
 from .corpus import DEFAULT_SEED, ROW_GROUP_DOCS, SCHEMA, generate
 from .markdown import fmt_number, markdown_table
-from .memory import SAMPLE_INTERVAL_S, TreeSampler
+from .memory import SAMPLE_INTERVAL_S
 from .ours import DUCKDB_MEMORY, dagster_home, fresh_dir
 
 COPY_PAGE_WORDS = 300
@@ -45,6 +41,7 @@ def copy_page(seed: int) -> str:
 def write_copies_corpus(documents: int, copies: int, workdir: Path, seed: int = DEFAULT_SEED) -> Path:
     """``<workdir>/copies-N-C.parquet`` (made once): the generated corpus of N - C documents,
     then C copies of :func:`copy_page`, doc_ids going on from the corpus's."""
+    workdir = Path(workdir)
     out = workdir / f"copies-{documents}-{copies}.parquet"
     if out.exists():
         return out
@@ -76,36 +73,6 @@ def write_copies_corpus(documents: int, copies: int, workdir: Path, seed: int = 
     return out
 
 
-class TimedSamples:
-    """The memory of this process's child tree every SAMPLE_INTERVAL_S, with the time of each
-    sample (``time.time()``, the clock Dagster stamps its events with)."""
-
-    def __init__(self) -> None:
-        self.samples: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="timed-samples", daemon=True)
-
-    def __enter__(self) -> TimedSamples:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        sampler = None
-        while not self._stop.wait(SAMPLE_INTERVAL_S):
-            if sampler is None:
-                children = psutil.Process().children()
-                if not children:
-                    continue
-                sampler = TreeSampler(children[0].pid, lambda: b"")
-            sample = sampler.sample()
-            if sample is not None:
-                self.samples.append((time.time(), sample.private_mb))
-
-
 def step_peaks(samples: list[tuple[float, float]], steps: dict[str, list[float]]) -> dict[str, dict]:
     """Per step (start, end): its wall seconds and the highest sample from its start to the
     first sample after its end."""
@@ -119,8 +86,7 @@ def step_peaks(samples: list[tuple[float, float]], steps: dict[str, list[float]]
 def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
     """The corpus written (in a measured child: a child's peak RSS starts at its parent's), then
     one ``dedup run`` of it at the defaults, sampled."""
-    written = run_json_child("writing the copies corpus", "giant_group", "corpus", str(documents), str(copies), str(workdir))
-    corpus = Path(written[1]["corpus"])
+    corpus = Path(run_json_child("writing the copies corpus", "giant_group.copies_corpus", documents, copies, workdir)[1]["corpus"])
     folder = fresh_dir(workdir / f"copies-{documents}-{copies}")
     with dagster_home() as home:
         env = {
@@ -131,40 +97,43 @@ def measure_copies_of_one(workdir: Path, documents: int, copies: int) -> dict:
         }
         command = [cli("dedup"), "run", "--input", str(corpus)]
         progress(f"copies of one: {' '.join(command)}")
-        with TimedSamples() as sampled:
-            run = run_measured(command, env)
+        run = run_measured(command, env, sample_memory=True, timeline=True)
         require_success(run, "dedup run")
-        steps = run_json_child("reading the run's steps", "giant_group", "steps", extra_env={"DAGSTER_HOME": home})[1]
-    outcome = run_json_child("reading the release", "giant_group", "outcome", str(folder / "out"), str(documents - copies))[1]
-    return {
+        samples = run.memory["timeline"]
+        steps = run_json_child("reading the run's steps", "giant_group.run_steps", extra_env={"DAGSTER_HOME": home})[1]
+    outcome = run_json_child("reading the release", "giant_group.outcome", folder / "out", documents - copies)[1]
+    record = {
         "documents": documents,
         "copies": copies,
         "corpus": str(corpus),
         "command": " ".join(command),
         "wall_s": run.wall_s,
         "peak_rss_mb": run.peak_rss_mb,
-        "peak_tree_mb": round(max((mb for _, mb in sampled.samples), default=0.0), 1),
-        "steps": step_peaks(sampled.samples, steps),
+        "peak_tree_mb": round(max((mb for _, mb in samples), default=0.0), 1),
+        "steps": step_peaks(samples, steps),
         **outcome,
     }
+    title = f"Giant copy group: {documents:,} documents, {copies:,} of them copies of one page"
+    return {**record, "title": title, "lines": report_lines(record), "ok": (outcome["copies_cluster_size"], outcome["copies_kept"]) == (copies, 1)}
 
 
-def print_copies_report(record: dict) -> None:
-    print(
-        f"## Giant copy group: {record['documents']:,} documents, {record['copies']:,} of them copies of one page\n\n"
-        f"`{record['command']}` at the defaults: {record['wall_s']:.1f} s, peak {record['peak_tree_mb']:,.0f} MB "
-        f"(process tree, anonymous + /dev/shm; largest process RSS {record['peak_rss_mb']:,.0f} MB)\n"
-    )
+def report_lines(record: dict) -> list[str]:
     steps = record["steps"].items()
-    print(markdown_table(["step", "s", "peak MB"], [[step, f"{got['seconds']:.1f}", fmt_number(got["peak_mb"])] for step, got in steps]))
-    print(
+    return [
+        f"`{record['command']}` at the defaults: {record['wall_s']:.1f} s, peak {record['peak_tree_mb']:,.0f} MB "
+        f"(process tree, anonymous + /dev/shm; largest process RSS {record['peak_rss_mb']:,.0f} MB)\n",
+        markdown_table(["step", "s", "peak MB"], [[step, f"{got['seconds']:.1f}", fmt_number(got["peak_mb"])] for step, got in steps]),
         f"\nThe copies: one cluster of {record['copies_cluster_size']:,} ({record['copies_kept']} kept); "
         f"{record['clusters']:,} clusters, {record['kept']:,} kept, {record['removed']:,} removed; audited recall "
-        f"{record['recall']} ({record['found_pairs']:,} of {record['true_pairs']:,} true pairs)"
-    )
+        f"{record['recall']} ({record['found_pairs']:,} of {record['true_pairs']:,} true pairs)",
+    ]
 
 
-def _steps() -> dict[str, list[float]]:
+def copies_corpus(documents: int, copies: int, workdir: str) -> dict:
+    return {"corpus": write_copies_corpus(documents, copies, Path(workdir))}
+
+
+def run_steps() -> dict[str, list[float]]:
     """The step starts and ends of the one run in DAGSTER_HOME's instance."""
     from dagster import DagsterInstance
 
@@ -180,7 +149,7 @@ def _steps() -> dict[str, list[float]]:
     return steps
 
 
-def _outcome(output_dir: str, first_copy: int) -> dict:
+def outcome(output_dir: str, first_copy: int) -> dict:
     """The release's figures, and the cluster of the first copy (doc_id ``first_copy``)."""
     import duckdb
 
@@ -204,12 +173,3 @@ def _outcome(output_dir: str, first_copy: int) -> dict:
         "recall": audit["recall"],
     }
 
-
-if __name__ == "__main__":
-    mode, *rest = sys.argv[1:]
-    if mode == "corpus":
-        print(json.dumps({"corpus": str(write_copies_corpus(int(rest[0]), int(rest[1]), Path(rest[2])))}))
-    elif mode == "steps":
-        print(json.dumps(_steps()))
-    else:
-        print(json.dumps(_outcome(rest[0], int(rest[1]))))

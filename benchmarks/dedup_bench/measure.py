@@ -21,18 +21,8 @@ from pathlib import Path
 from dedup_assets.core.settings.choices import ENGINES
 
 from .common import (
-    REPO_ROOT,
-    REFERENCE,
-    BenchmarkError,
-    Sketch,
-    child_env,
-    engine_of,
-    is_reference,
-    module_command,
-    progress,
-    require_success,
-    run_measured,
-    truth_path,
+    REFERENCE, REPO_ROOT, BenchmarkError, Sketch, child_command, child_env, engine_of, is_reference, progress,
+    run_json_child, truth_path,
 )
 from .ours import run_dagster, run_folder, run_library_core, warm_kernels
 from .report import engine_rows
@@ -42,8 +32,7 @@ from .theirs import check_peers, run_peer
 
 @dataclass
 class Options:
-    """What to run; ``benchmark.py`` parses them from its command line. With ``incremental``
-    (K batches), ``dedup_bench.incremental_runs`` runs instead of the engines."""
+    """What to run; ``benchmark.py`` parses them from its command line."""
 
     workdir: Path
     docs: int | None = None
@@ -55,7 +44,6 @@ class Options:
     recall_seeds: int = 0
     skip_dagster: bool = False
     skip_library: bool = False
-    incremental: int = 0
     engine: str = REFERENCE  # the Dagster run's engine; another skips the library run
     compare_engines: bool = False  # ray: let engine_matches_duckdb run DuckDB again and compare
     both_engines: bool = False  # the Dagster run on duckdb, then on ray; duckdb's is the reference
@@ -95,8 +83,7 @@ def prepare_corpus(options: Options) -> Path:
         return corpus
     options.workdir.mkdir(parents=True, exist_ok=True)
     progress(f"generating {options.docs:,} {'web-length ' if options.web else ''}documents into {corpus}")
-    command = module_command("corpus", str(options.docs), str(corpus), *(["--web"] if options.web else []))
-    require_success(run_measured(command), "corpus generation")
+    run_json_child("corpus generation", "corpus.write", options.docs, corpus, options.web)
     return corpus
 
 
@@ -109,7 +96,7 @@ def ray_cluster(nodes: int, object_store_mb: int) -> Iterator[dict | None]:
         return
     progress(f"starting a local Ray cluster: {nodes} nodes of 1 CPU, {object_store_mb:,} MB object store each")
     process = subprocess.Popen(
-        module_command("ray_cluster", str(nodes), str(object_store_mb)),
+        child_command("ray_cluster.serve", nodes, object_store_mb),
         cwd=REPO_ROOT, env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
@@ -182,19 +169,16 @@ def measure(options: Options, argv: list[str]) -> dict:
     lines, targets = target_lines(ours, library, peers, others, library_skipped, options.web, cpus)
     if spread:
         lines.append(spread["comparison"])
-    return {
-        **run_record(started, argv, corpus, n_docs, options, load_start, warmup_s),
-        "engine": "both" if options.both_engines else options.engine,
-        "floors": floors,
-        "dagster": ours,
-        "dagster_other_engines": others,
-        "library": library,
-        "library_skipped": library_skipped,
-        "peers": peers,
-        "recall_spread": spread,
-        "table": engine_rows(n_docs, ours, library, peers, others),
-        "target_lines": lines,
-        "targets": targets,
+    return {  # when and how it ran, the corpus, the sketch settings and the machine's load; then the runs
+        "started": started.isoformat(), "argv": argv, "corpus": str(corpus), "documents": n_docs,
+        "web_corpus": options.web, "runs": options.runs, "perm": options.perm,
+        **dict(zip(("bands", "rows_per_band"), options.sketch().bands())),
+        "auto_bands_false_negative_weight": options.false_negative_weight, "hash_scheme": options.scheme,
+        "cpus": cpus, "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "kernel_warmup_s": warmup_s,
+        "engine": "both" if options.both_engines else options.engine, "floors": floors, "dagster": ours,
+        "dagster_other_engines": others, "library": library, "library_skipped": library_skipped, "peers": peers,
+        "recall_spread": spread, "table": engine_rows(n_docs, ours, library, peers, others),
+        "target_lines": lines, "targets": targets,
     }
 
 
@@ -205,23 +189,3 @@ def smallest_of(runs: int, run) -> dict:
     done = [run() for _ in range(runs)]
     return {**min(done, key=lambda one: one["wall_s"]), "walls_s": [one["wall_s"] for one in done]}
 
-
-def run_record(started, argv: list[str], corpus: Path, documents: int, options, load_start, warmup_s: float) -> dict:
-    """What every benchmark record says about its run: when, how it was called, the corpus,
-    the sketch settings and the machine's load."""
-    return {
-        "started": started.isoformat(),
-        "argv": argv,
-        "corpus": str(corpus),
-        "documents": documents,
-        "web_corpus": options.web,
-        "runs": options.runs,
-        "perm": options.perm,
-        **dict(zip(("bands", "rows_per_band"), options.sketch().bands())),
-        "auto_bands_false_negative_weight": options.false_negative_weight,
-        "hash_scheme": options.scheme,
-        "cpus": len(os.sched_getaffinity(0)),
-        "loadavg_start": load_start,
-        "loadavg_end": os.getloadavg(),
-        "kernel_warmup_s": warmup_s,
-    }

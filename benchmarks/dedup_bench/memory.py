@@ -195,8 +195,11 @@ class TreeSampler:
         interval: float = SAMPLE_INTERVAL_S,
         nodes: dict[str, list[int]] | None = None,
         on_step_end: Callable[[str, dict], None] = lambda step, peak: None,
+        timeline: bool = False,
     ):
         self.on_step_end = on_step_end
+        # (time.time(), private MB) of every sample: the clock Dagster stamps its events with
+        self.timeline: list[tuple[float, float]] | None = [] if timeline else None
         self.pid = pid
         self.nodes = nodes or {}
         self.read_log = read_log
@@ -235,6 +238,7 @@ class TreeSampler:
             "pss_cpu_s": self.pss_cpu_s,
             "error": self.error,
             "steps": self.peaks.by_step(),
+            **({} if self.timeline is None else {"timeline": self.timeline}),
         }
 
     def _run(self) -> None:
@@ -285,6 +289,8 @@ class TreeSampler:
         shm = self.shm.held_bytes([process.pid for process, _ in alive])
         read, written, cpu_seconds = self.counters(process for process, _ in alive)
         self.samples += 1
+        if self.timeline is not None:
+            self.timeline.append((time.time(), (anon + shm) / MB))
         self.max_processes = max(self.max_processes, len(alive))
         return Sample(
             private_mb=(anon + shm) / MB,
@@ -353,7 +359,7 @@ def print_step_line(step: str, peak: dict) -> None:
     print(step_line(step, peak), file=sys.stderr, flush=True)
 
 
-def start_sampler(pid: int, log_fd: int, nodes: dict[str, list[int]] | None = None) -> TreeSampler:
+def start_sampler(pid: int, log_fd: int, nodes: dict[str, list[int]] | None = None, timeline: bool = False) -> TreeSampler:
     """A running sampler of ``pid``'s tree, its steps read from the log file ``log_fd``, and of
     the trees of ``nodes``' processes, per node, which prints each step's peaks as it ends."""
-    return TreeSampler(pid, FileTail(log_fd).read, nodes=nodes, on_step_end=print_step_line).start()
+    return TreeSampler(pid, FileTail(log_fd).read, nodes=nodes, on_step_end=print_step_line, timeline=timeline).start()

@@ -1,9 +1,6 @@
 """Our two runs, each in its own measured process: the real ``dagster asset materialize`` CLI
 end to end (on either engine, duckdb or ray), and the library core (``run_library``, DuckDB only)
-without Dagster.
-
-    python -m dedup_bench.ours JOB_JSON     (the library run's child side; prints one JSON line)
-"""
+without Dagster."""
 
 from __future__ import annotations
 
@@ -18,18 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .common import (
-    REFERENCE,
-    BenchmarkError,
-    ProcessRun,
-    Sketch,
-    cli,
-    is_reference,
-    progress,
-    require_success,
-    run_json_child,
-    run_measured,
-)
+from .common import REFERENCE, BenchmarkError, ProcessRun, Sketch, cli, is_reference, progress, require_success, run_json_child, run_measured
 
 CORE_STAGES = ("fingerprint", "candidates", "verify", "cluster")
 DUCKDB_MEMORY = "2GB"
@@ -46,7 +32,6 @@ COMPILED_AT_START = "Compiling the fast kernels"  # dedup_assets.launch.warm.COM
 AUDIT_STEPS = ("recall_audit", "evaluation", "boilerplate", "template_clusters")
 RELEASE_STEPS = ("deduped_documents", "manifest")
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
 
 
 def dagster_config(sketch: Sketch, engine: str | None = None, compare_engines: bool = False) -> dict:
@@ -105,37 +90,6 @@ def dagster_home() -> Iterator[str]:
         if made.returncode:
             raise BenchmarkError(f"dagster instance migrate failed in {home}: {made.stderr.strip()[-2000:]}")
         yield home
-
-
-def materialize(
-    what: str,
-    env: dict[str, str],
-    sketch: Sketch,
-    *selection: str,
-    config: dict | None = None,
-    sample_memory: bool = False,
-    nodes: dict[str, list[int]] | None = None,
-) -> ProcessRun:
-    """Run ``dagster asset materialize`` on ``selection`` (its ``--select`` and ``--partition``
-    arguments) as a measured child, with ``config`` (default: ``sketch``'s settings). ``env``
-    names DAGSTER_HOME, the database, the output folder and the input: the resources read them
-    from the environment, and none may fall back to a default. With ``sample_memory``, the
-    memory of its process tree is sampled per step (``memory.py``), and of ``nodes``' processes
-    per node."""
-    command = [
-        cli("dagster"),
-        "asset",
-        "materialize",
-        "-m",
-        "dedup_assets.definitions",
-        *selection,
-        "--config-json",
-        json.dumps(config or dagster_config(sketch)),
-    ]
-    progress(f"{what}: dagster asset materialize {' '.join(selection)}")
-    run = run_measured(command, {**env, "DEDUP_DUCKDB_MEMORY": DUCKDB_MEMORY}, sample_memory, nodes)
-    require_success(run, what)
-    return run
 
 
 def dagster_times(run: ProcessRun) -> dict:
@@ -203,16 +157,14 @@ def run_dagster(
             "DEDUP_RAY_ADDRESS": cluster["address"] if cluster else "",
             "DEDUP_DATASETS": f"{database}.datasets",
         }
-        run = materialize(
-            "Dagster run" if engine is None else f"Dagster run (engine {engine})",
-            env,
-            sketch,
-            "--select",
-            "group:deduplication",
-            config=dagster_config(sketch, engine, compare_engines),
-            sample_memory=True,
-            nodes=cluster["nodes"] if cluster else None,
-        )
+        # the resources read every path from the environment, so none falls back to a default
+        env["DEDUP_DUCKDB_MEMORY"] = DUCKDB_MEMORY
+        config = json.dumps(dagster_config(sketch, engine, compare_engines))
+        command = [cli("dagster"), "asset", "materialize", "-m", "dedup_assets.definitions", "--select", "group:deduplication"]
+        what = "Dagster run" if engine is None else f"Dagster run (engine {engine})"
+        progress(f"{what}: {' '.join(command[1:])}")
+        run = run_measured([*command, "--config-json", config], env, True, cluster["nodes"] if cluster else None)
+        require_success(run, what)
     counts = json.loads((output_dir / "manifest.json").read_text(encoding="utf-8"))["counts"]
     return {
         **dagster_times(run),
@@ -230,15 +182,12 @@ def run_library_core(corpus: Path, run_dir: Path, sketch: Sketch, head_rows: int
     fresh_dir(run_dir)
     database = run_dir / "pipeline.duckdb"
     job = {
-        "input_path": str(corpus),
-        "database_path": str(database),
-        "output_dir": str(run_dir / "out"),
-        "settings": sketch.settings(),
-        "head_rows": head_rows,
+        "input_path": str(corpus), "database_path": str(database), "output_dir": str(run_dir / "out"),
+        "settings": sketch.settings(), "head_rows": head_rows,
     }
     sample = f" on the first {head_rows} documents" if head_rows else ""
     progress(f"library: dedup_assets.core.pipeline.library.run_library{sample}")
-    run, result = run_json_child("library run", "ours", json.dumps(job))
+    run, result = run_json_child("library run", "ours.library_child", job)
     stages = result["stages"]
     missing = [stage for stage in CORE_STAGES if stage not in stages]
     if missing:
@@ -248,17 +197,10 @@ def run_library_core(corpus: Path, run_dir: Path, sketch: Sketch, head_rows: int
         )
     core_s = sum(stages[stage] for stage in CORE_STAGES)
     return {
-        "wall_s": run.wall_s,
-        "cpu_s": run.cpu_s,
-        "peak_rss_mb": run.peak_rss_mb,
-        "stages": stages,
-        "core_s": core_s,
-        "core_docs_per_s": result["documents"] / core_s if core_s else None,
-        "documents": result["documents"],
-        "compiled_kernels": result["compiled_kernels"],
-        "candidates": result["candidates"],
-        "accepted": result["duplicates"],
-        "database": str(database),
+        "wall_s": run.wall_s, "cpu_s": run.cpu_s, "peak_rss_mb": run.peak_rss_mb, "stages": stages, "core_s": core_s,
+        "core_docs_per_s": result["documents"] / core_s if core_s else None, "documents": result["documents"],
+        "compiled_kernels": result["compiled_kernels"], "candidates": result["candidates"],
+        "accepted": result["duplicates"], "database": str(database),
     }
 
 
@@ -291,15 +233,7 @@ def library_child(job: dict) -> dict:
         head = pq.ParquetFile(job["input_path"]).read_row_group(0).slice(0, job["head_rows"])
         pq.write_table(head, input_path)
     result = run_library(
-        input_path,
-        job["database_path"],
-        job["output_dir"],
-        Settings(**job["settings"]),
-        duckdb_memory=DUCKDB_MEMORY,
-        log=lambda message: print(message, file=sys.stderr, flush=True),
+        input_path, job["database_path"], job["output_dir"], Settings(**job["settings"]),
+        duckdb_memory=DUCKDB_MEMORY, log=lambda message: print(message, file=sys.stderr, flush=True),
     )
     return {**result, "compiled_kernels": compiled_here()}
-
-
-if __name__ == "__main__":
-    print(json.dumps(library_child(json.loads(sys.argv[1]))))

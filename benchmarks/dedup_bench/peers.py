@@ -1,8 +1,7 @@
-"""One peer engine on the benchmark's task, in this process, timed stage by stage.
+"""One peer engine on the benchmark's task, in this process, timed stage by stage (``run``, the
+child side of ``theirs.run_peer``).
 
-    python -m dedup_bench.peers CORPUS.parquet ENGINE [--perm 128|64]
-
-ENGINE is one of ``peer_engines.ENGINES``. Every engine gets the same verification and clustering,
+The engine is one of ``peer_engines.ENGINES``. Every engine gets the same verification and clustering,
 and, unless it names another (``front_end``), the same front end, written as a Python user of these
 libraries would write them:
 
@@ -22,18 +21,15 @@ lowercases, cuts tokens at the same characters and hashes every token (shingle);
 (hash64): the same sets as above, other 64-bit values (but for letters whose lowercase is newer
 than the Unicode of Python's ``str.lower``, which polars lowers and Python leaves).
 
-It prints one JSON line: wall and CPU seconds per stage, the timed total, peak RSS, counts, and
+It returns wall and CPU seconds per stage, the timed total, peak RSS, counts, and
 the recall of the planted pairs with exact Jaccard >= 0.7 in the corpus's ``*.truth.parquet``.
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
 import resource
 import string
-import sys
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -205,8 +201,8 @@ def planted_recall(corpus: Path, doc_ids: pa.Array, sets, candidates, accepted) 
     return {"planted_pairs": len(origin), "planted_positive": int(positive.sum()), **found}
 
 
-def run(corpus: Path, engine_name: str, perm: int) -> dict:
-    stages = Stages()
+def run(corpus: str, engine_name: str, perm: int) -> dict:
+    corpus, stages = Path(corpus), Stages()
     engine = ENGINES[engine_name](perm, perm // ROWS_PER_BAND)
     front = FRONT_ENDS[engine.front_end]()
     hash_parts, count_parts, id_parts = [], [], []
@@ -264,17 +260,3 @@ def run(corpus: Path, engine_name: str, perm: int) -> dict:
         "peak_rss_mb": peak_rss_mb,
         **recall,
     }
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("corpus", type=Path)
-    parser.add_argument("engine", choices=sorted(ENGINES))
-    parser.add_argument("--perm", type=int, choices=[128, 64], default=128)
-    args = parser.parse_args(argv)
-    print(json.dumps(run(args.corpus, args.engine, args.perm)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

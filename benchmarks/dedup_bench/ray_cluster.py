@@ -1,10 +1,8 @@
-"""A local multi-node Ray cluster for the ray engine's benchmark, kept apart from the run.
-
-    python -m dedup_bench.ray_cluster NODES OBJECT_STORE_MB
-
-starts ``ray.cluster_utils.Cluster`` with NODES nodes of one CPU each (the head is the first),
-each with an object store of OBJECT_STORE_MB and Ray's defaults otherwise (as ``ray up`` starts
-a cluster: idle workers are not kept, unlike the local Ray of a run), prints one JSON line: the cluster's address and,
+"""A local multi-node Ray cluster for the ray engine's benchmark, kept apart from the run, in a
+child process (``child.py``): ``serve`` starts ``ray.cluster_utils.Cluster`` with ``nodes`` nodes of
+one CPU each (the head is the first), each with an object store of ``object_store_mb`` and Ray's
+defaults otherwise (as ``ray up`` starts a cluster: idle workers are not kept, unlike the local
+Ray of a run), prints one JSON line: the cluster's address and,
 per node, the pids of the processes Ray started for it (GCS, raylet, ...; the raylet's workers
 are its children), and keeps the cluster up until its stdin closes. The Dagster CLI joins it
 through ``DEDUP_RAY_ADDRESS``, as it would join a ``ray up`` cluster, and the memory sampler
@@ -17,8 +15,7 @@ import json
 import sys
 
 
-def main(argv: list[str]) -> int:
-    nodes, object_store_mb = int(argv[0]), int(argv[1])
+def serve(nodes: int, object_store_mb: int) -> dict:
     from ray.cluster_utils import Cluster
 
     store = object_store_mb * 2**20
@@ -47,8 +44,4 @@ def main(argv: list[str]) -> int:
         sys.stdin.read()  # up until the benchmark closes our stdin
     finally:
         cluster.shutdown()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    return {"shut_down": True}

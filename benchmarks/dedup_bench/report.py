@@ -1,14 +1,13 @@
 """The engines benchmark's markdown report: the engines side by side, our per-step and per-stage
 times, the recall of the sketches, and the target lines (``targets``; also kept as a dict in the
-JSON record). The per-stage tables are in ``stage_tables``, the incremental report in
-``incremental_report``."""
+JSON record). The per-stage tables are in ``stage_tables``."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
 
-from .common import THRESHOLD, engine_of, is_reference
+from .common import THRESHOLD, engine_of, is_reference, run_label
 from .markdown import fmt_number, fmt_ratio, fmt_share, markdown_table, number, records_table
 from .ours import CORE_STAGES, WARMUP_ROWS, assurance_steps, step_kind
 from .stage_tables import engines_stages_table, floors_line, memory_note, nodes_table, roofline_table, stages_table, step_memory
@@ -32,12 +31,6 @@ def table_row(engine: str, run: dict, timed_s: float, n_docs: int) -> dict:
     }
 
 
-def dagster_label(run: dict) -> str:
-    """The Dagster run's name in the tables: as before engines for duckdb, else with its engine."""
-    engine = engine_of(run)
-    return "dedup-assets (Dagster e2e)" if is_reference(engine) else f"dedup-assets (Dagster e2e, {engine})"
-
-
 def engine_rows(
     n_docs: int,
     ours: dict | None,
@@ -49,7 +42,7 @@ def engine_rows(
     else the library run) to theirs, both as whole-process wall times. ``others`` are Dagster
     runs on other engines than the reference's (--both-engines)."""
     our_rows = [
-        table_row(dagster_label(run), run, sum(run["steps"].values()), n_docs)
+        table_row(run_label(run, table=True), run, sum(run["steps"].values()), n_docs)
         for run in [ours, *(others or [])]
         if run
     ]
@@ -85,61 +78,31 @@ ENGINE_COLUMNS = {
 def dagster_steps_table(ours: dict) -> str:
     """Every step's seconds, what it does (``ours.step_kind``) and its share of the whole
     process's wall; then the assurance steps (checks and audit) together, and the totals."""
-    wall = ours["wall_s"]
-    rows = [
-        [step, step_kind(ours, step), fmt_number(seconds, 3), fmt_share(seconds / wall)]
-        for step, seconds in ours["steps"].items()
+    wall, steps = ours["wall_s"], ours["steps"]
+    rows = [(step, step_kind(ours, step), seconds) for step, seconds in steps.items()] + [
+        ("**assurance steps**", "check, audit", sum(assurance_steps(ours).values())),
+        ("**sum of steps**", "", sum(steps.values())),
+        ("**whole process**", "", wall),
     ]
-    assurance = sum(assurance_steps(ours).values())
-    rows.append(["**assurance steps**", "check, audit", fmt_number(assurance, 3), fmt_share(assurance / wall)])
-    rows.append(["**sum of steps**", "", fmt_number(sum(ours["steps"].values()), 3), fmt_share(sum(ours["steps"].values()) / wall)])
-    rows.append(["**whole process**", "", fmt_number(wall, 3), fmt_share(1.0)])
-    return markdown_table(["asset (step)", "kind", "seconds", "share of run"], rows)
+    body = [[step, kind, fmt_number(seconds, 3), fmt_share(seconds / wall)] for step, kind, seconds in rows]
+    return markdown_table(["asset (step)", "kind", "seconds", "share of run"], body)
 
 
 def library_stages_table(library: dict) -> str:
     documents = library["documents"]
-    rows = [
-        [stage, fmt_number(seconds, 3), fmt_number(documents / seconds if seconds else None)]
-        for stage, seconds in library["stages"].items()
-    ]
-    rows.append(
-        [
-            f"**core ({'+'.join(CORE_STAGES)})**",
-            fmt_number(library["core_s"], 3),
-            fmt_number(library["core_docs_per_s"]),
-        ]
-    )
-    rows.append(
-        [
-            "**whole process**",
-            fmt_number(library["wall_s"], 3),
-            fmt_number(documents / library["wall_s"]),
-        ]
-    )
-    return markdown_table(["stage", "seconds", "docs/s"], rows)
+    rows = [*library["stages"].items(), (f"**core ({'+'.join(CORE_STAGES)})**", library["core_s"]), ("**whole process**", library["wall_s"])]
+    body = [[stage, fmt_number(seconds, 3), fmt_number(documents / seconds if seconds else None)] for stage, seconds in rows]
+    return markdown_table(["stage", "seconds", "docs/s"], body)
 
 
 def settings_line(record: dict) -> str:
     """The sketch settings, the machine and when the run started."""
-    started = datetime.fromisoformat(record["started"])
+    weight = record.get("auto_bands_false_negative_weight")
     return (
         f"perm {record['perm']}: {record['bands']} bands × {record['rows_per_band']} rows"
-        + (
-            f" (auto_bands, false_negative_weight {record['auto_bands_false_negative_weight']})"
-            if record.get("auto_bands_false_negative_weight") is not None
-            else ""
-        )
-        + ", "
-        f"scheme {record['hash_scheme']}, {record['cpus']} CPUs, load average at start "
-        f"{record['loadavg_start'][0]:.2f}, {started:%Y-%m-%d %H:%M} UTC"
-    )
-
-
-def warmup_line(record: dict) -> str:
-    return (
-        f"Compiled kernels were loaded or compiled before timing by a {WARMUP_ROWS}-document run "
-        f"({record['kernel_warmup_s']:.1f} s; a first run on a machine compiles them once)."
+        + ("" if weight is None else f" (auto_bands, false_negative_weight {weight})")
+        + f", scheme {record['hash_scheme']}, {record['cpus']} CPUs, load average at start "
+        f"{record['loadavg_start'][0]:.2f}, {datetime.fromisoformat(record['started']):%Y-%m-%d %H:%M} UTC"
     )
 
 
@@ -152,78 +115,82 @@ def runs_line(record: dict) -> str:
     return f"Each run ran {record['runs']} times; the table counts the smallest wall: {walls}."
 
 
-def print_report(record: dict) -> None:
-    """The markdown report: engines, our per-stage times, and the targets."""
-    print(
-        f"## dedup-assets benchmark: {Path(record['corpus']).name}, {record['documents']:,} docs"
-        + (" (web-length pages)" if record.get("web_corpus") else "")
-        + "\n"
-    )
-    print(settings_line(record) + "\n")
-    print(records_table(ENGINE_COLUMNS, record["table"]) + "\n")
+def report_sections(record: dict) -> list[str]:
+    """The markdown report's paragraphs and sections, in order: engines, our per-stage times, and
+    the targets."""
+    web = " (web-length pages)" if record.get("web_corpus") else ""
+    out = [
+        f"## dedup-assets benchmark: {Path(record['corpus']).name}, {record['documents']:,} docs{web}",
+        settings_line(record),
+        records_table(ENGINE_COLUMNS, record["table"]),
+    ]
     if record.get("runs", 1) > 1:
-        print(runs_line(record) + "\n")
-    print(warmup_line(record) + "\n")
+        out.append(runs_line(record))
+    out.append(
+        f"Compiled kernels were loaded or compiled before timing by a {WARMUP_ROWS}-document run "
+        f"({record['kernel_warmup_s']:.1f} s; a first run on a machine compiles them once)."
+    )
     if record.get("library_skipped") and record["library_skipped"] != "--skip-library":
-        print(f"Library run skipped: {record['library_skipped']}.\n")
+        out.append(f"Library run skipped: {record['library_skipped']}.")
     dagster_runs = [run for run in (record["dagster"], *record.get("dagster_other_engines", [])) if run]
     if any(not is_reference(engine_of(run)) for run in dagster_runs):
-        print(
+        out.append(
             "Peak RSS of a ray run above is the CLI's ru_maxrss: the largest single process among it "
             "and the descendants it waited for, not the sum over Ray's processes; the per-stage "
-            "table below has the whole tree's.\n"
+            "table below has the whole tree's."
         )
+
+    def section(title: str, *body: str) -> None:
+        out.append("\n\n".join([f"### {title}", *body]))
+
     if record["dagster"]:
-        print(
-            "### Dagster run, per asset\n\nAssurance steps (kind check or audit) check or measure the "
-            "run rather than make it: the asset checks (the removals check and the release's among "
-            "them) and recall_audit and evaluation.\n\n" + dagster_steps_table(record["dagster"]) + "\n"
+        section(
+            "Dagster run, per asset", "Assurance steps (kind check or audit) check or measure the run rather "
+            "than make it: the asset checks (the removals check and the release's among them) and "
+            "recall_audit and evaluation.", dagster_steps_table(record["dagster"]),
         )
     for run in dagster_runs:
-        print(
-            f"### Dagster run (engine {engine_of(run)}), per stage: seconds and peak "
-            "memory\n\n" + stages_table(run) + "\n"
-        )
+        engine = engine_of(run)
+        section(f"Dagster run (engine {engine}), per stage: seconds and peak memory", stages_table(run))
         # the bytes of a ray run's tree are mostly Ray's own traffic between its processes
-        if record.get("floors") and is_reference(engine_of(run)) and step_memory(run):
-            print(
-                f"### Roofline (engine {engine_of(run)}): each step against its floor\n\n"
-                + floors_line(record["floors"]) + "\n\n" + roofline_table(run, record["floors"]) + "\n"
+        if record.get("floors") and is_reference(engine) and step_memory(run):
+            section(
+                f"Roofline (engine {engine}): each step against its floor",
+                floors_line(record["floors"]), roofline_table(run, record["floors"]),
             )
         if run.get("ray_cluster"):
             cluster = run["ray_cluster"]
-            print(
-                f"### Ray cluster, per node and stage ({len(cluster['nodes'])} local nodes of 1 CPU, "
+            section(
+                f"Ray cluster, per node and stage ({len(cluster['nodes'])} local nodes of 1 CPU, "
                 f"{cluster['object_store_mb']:,} MB object store each; the Dagster CLI above is the "
-                "driver, outside them)\n\n" + nodes_table(run) + "\n"
+                "driver, outside them)", nodes_table(run),
             )
-    if len(dagster_runs) > 1:
-        first, *rest = dagster_runs
-        for run in rest:
-            print(
-                f"### Dagster runs per stage, {first['engine']} and {run['engine']} side by side "
-                "(peak MB: private + object store, over the process tree)\n\n" + engines_stages_table(first, run) + "\n"
-            )
+    for run in dagster_runs[1:]:
+        section(
+            f"Dagster runs per stage, {dagster_runs[0]['engine']} and {run['engine']} side by side "
+            "(peak MB: private + object store, over the process tree)", engines_stages_table(dagster_runs[0], run),
+        )
     if dagster_runs:
-        print(memory_note(dagster_runs) + "\n")
+        out.append(memory_note(dagster_runs))
     if record["library"]:
-        print("### Library core, per stage\n\n" + library_stages_table(record["library"]) + "\n")
+        section("Library core, per stage", library_stages_table(record["library"]))
     if record["recall_spread"]:
         spread = record["recall_spread"]
-        print(
-            f"### Recall of the sketch and banding alone, over {len(spread['seeds'])} seeds\n\n"
+        section(
+            f"Recall of the sketch and banding alone, over {len(spread['seeds'])} seeds",
             f"{spread['planted_positive']:,} planted pairs with J ≥ {THRESHOLD}; every engine "
             "sketches the same 64-bit shingle hashes (ours) with seeds "
             f"{', '.join(map(str, spread['seeds']))}. Independent MinHash rows would find "
-            f"{spread['independent_expectation']:.4f} of them on average.\n\n"
-            + spread["table"]
-            + "\n"
+            f"{spread['independent_expectation']:.4f} of them on average.", spread["table"],
         )
     if "dagster_overhead" in record["targets"]:
-        overhead = record["targets"]["dagster_overhead"]
-        print(f"Dagster overhead: {overhead:.2f}× the library's whole-process wall\n")
-    print("### Targets\n")
-    print("\n".join(f"- {line}" for line in record["target_lines"]))
+        out.append(f"Dagster overhead: {record['targets']['dagster_overhead']:.2f}× the library's whole-process wall")
+    section("Targets", "\n".join(f"- {line}" for line in record["target_lines"]))
+    return out
+
+
+def print_report(record: dict) -> None:
+    print("\n\n".join(report_sections(record)))
 
 
 def precision_errors(record: dict) -> int:

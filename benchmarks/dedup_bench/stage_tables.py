@@ -20,22 +20,12 @@ def stage_names(run: dict) -> list[str]:
     return sampled + [step for step in run["steps"] if step not in sampled]
 
 
-def outside_steps_s(run: dict) -> float:
-    """The whole process's wall less its steps: the CLI's start-up and definitions load, resource
-    start-up and teardown, and Dagster's bookkeeping between steps."""
-    return run["wall_s"] - sum(run["steps"].values())
-
-
 def stage_seconds(run: dict, stage: str) -> float | None:
+    """A step's seconds; outside the steps, the whole process's wall less its steps (the CLI's
+    start-up and definitions load, resource start-up and teardown, Dagster's bookkeeping)."""
     if stage == OUTSIDE_STEPS:
-        return outside_steps_s(run)
-    if stage == WHOLE_RUN:
-        return run["wall_s"]
-    return run["steps"].get(stage)
-
-
-def stage_label(stage: str) -> str:
-    return {WHOLE_RUN: "**whole process**", OUTSIDE_STEPS: "(outside steps)"}.get(stage, stage)
+        return run["wall_s"] - sum(run["steps"].values())
+    return run["wall_s"] if stage == WHOLE_RUN else run["steps"].get(stage)
 
 
 def stage_records(run: dict, stages: list[str] | None = None) -> list[dict]:
@@ -43,7 +33,8 @@ def stage_records(run: dict, stages: list[str] | None = None) -> list[dict]:
     seconds and sampled peaks."""
     memory = step_memory(run)
     return [
-        {**memory.get(stage, {}), "step": stage_label(stage), "seconds": stage_seconds(run, stage)}
+        {**memory.get(stage, {}), "step": "**whole process**" if stage == WHOLE_RUN else stage,
+         "seconds": stage_seconds(run, stage)}
         for stage in [*(stage_names(run) if stages is None else stages), OUTSIDE_STEPS, WHOLE_RUN]
     ]
 
@@ -106,26 +97,18 @@ def roofline_table(run: dict, floors: dict) -> str:
     rows = []
     for label, seconds, moved, hashed in [
         *((stage, stage_seconds(run, stage), memory[stage], hashed_mb([stage], floors)) for stage in steps),
-        (stage_label(WHOLE_RUN), run["wall_s"], memory.get(WHOLE_RUN, {}), hashed_mb(steps, floors)),
+        ("**whole process**", run["wall_s"], memory.get(WHOLE_RUN, {}), hashed_mb(steps, floors)),
     ]:
         if "read_mb" not in moved:
             continue
         floor = floor_s(moved["read_mb"], moved["written_mb"], hashed, floors)
         over = ratio(seconds, floor)
-        rows.append(
-            [
-                label,
-                fmt_number(seconds, 2),
-                fmt_number(moved.get("cpu_s"), 1),
-                busy(moved, seconds),
-                fmt_number(moved["read_mb"]),
-                fmt_number(moved["written_mb"]),
-                fmt_number(hashed) if hashed else "-",
-                fmt_number(floor, 2),
-                "-" if over is None else f"{over:,.1f}×",
-                "-" if over is None else "yes" if over <= AT_LIMIT else "no",
-            ]
-        )
+        rows.append([
+            label, fmt_number(seconds, 2), fmt_number(moved.get("cpu_s"), 1), busy(moved, seconds),
+            fmt_number(moved["read_mb"]), fmt_number(moved["written_mb"]), fmt_number(hashed) if hashed else "-",
+            fmt_number(floor, 2), "-" if over is None else f"{over:,.1f}×",
+            "-" if over is None else "yes" if over <= AT_LIMIT else "no",
+        ])
     header = ["step", "seconds", "CPU s", "CPUs busy", "MB read", "MB written", "MB hashed", "floor s", "× floor", f"within {AT_LIMIT:g}×"]
     return markdown_table(header, rows)
 
@@ -147,29 +130,16 @@ def engines_stages_table(reference: dict, other: dict) -> str:
     """Two runs' steps side by side: seconds and peak private + object store memory of the
     process tree, each with other ÷ reference."""
     first, second = reference["engine"], other["engine"]
-    header = [
-        "step",
-        f"{first} s",
-        f"{second} s",
-        f"{second} ÷ {first} s",
-        f"{first} peak MB",
-        f"{second} peak MB",
-        f"{second} ÷ {first} MB",
-    ]
+    header = ["step", f"{first} s", f"{second} s", f"{second} ÷ {first} s", f"{first} peak MB", f"{second} peak MB", f"{second} ÷ {first} MB"]
     stages = stage_names(reference)
     stages += [stage for stage in stage_names(other) if stage not in stages]
     rows = []
     for first, second in zip(stage_records(reference, stages), stage_records(other, stages)):
         seconds, peaks = (first["seconds"], second["seconds"]), (first.get("private_mb"), second.get("private_mb"))
-        rows.append(
-            [
-                first["step"],
-                *(fmt_number(value, 3) for value in seconds),
-                fmt_ratio(ratio(seconds[1], seconds[0])),
-                *map(fmt_number, peaks),
-                fmt_ratio(ratio(peaks[1], peaks[0])),
-            ]
-        )
+        rows.append([
+            first["step"], *(fmt_number(value, 3) for value in seconds), fmt_ratio(ratio(seconds[1], seconds[0])),
+            *map(fmt_number, peaks), fmt_ratio(ratio(peaks[1], peaks[0])),
+        ])
     return markdown_table(header, rows)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import THRESHOLD, engine_of, is_reference
+from .common import THRESHOLD, run_label
 from .markdown import fmt_number, fmt_share, verdict
 from .memory import WHOLE_RUN
 from .ours import assurance_steps
@@ -75,18 +75,12 @@ def library_target(library: dict | None, targets: dict, skipped: str | None = No
     )
 
 
-def tree_peak_mb(run: dict) -> float | None:
-    """The highest sampled memory of the run's process tree: private + object store, or PSS
-    sum, whichever is higher; None when unsampled."""
-    whole = step_memory(run).get(WHOLE_RUN, {})
-    figures = [whole[name] for name in ("private_mb", "pss_mb") if whole.get(name) is not None]
-    return max(figures) if figures else None
-
-
 def run_peak_mb(run: dict) -> tuple[float, str]:
     """The run's peak memory for the target: its ru_maxrss (one process's), or, when its tree's
-    sampled memory is higher (engine ray's dozens of processes), that."""
-    tree = tree_peak_mb(run)
+    sampled memory (private + object store, or PSS sum) is higher (engine ray's dozens of
+    processes), that."""
+    whole = step_memory(run).get(WHOLE_RUN, {})
+    tree = max((whole[name] for name in ("private_mb", "pss_mb") if whole.get(name) is not None), default=None)
     if tree is None or tree <= run["peak_rss_mb"]:
         return run["peak_rss_mb"], "RSS"
     return tree, "its whole process tree, sampled"
@@ -193,12 +187,6 @@ def compile_line(ours_runs: dict[str, dict], targets: dict) -> str | None:
     return f"kernels compiled while timed (should be none): {found} — {verdict(not compiled)}"
 
 
-def run_name(run: dict) -> str:
-    """Our Dagster run's name in the target lines: Dagster, or Dagster ray."""
-    engine = engine_of(run)
-    return "Dagster" if is_reference(engine) else f"Dagster {engine}"
-
-
 def target_lines(
     ours: dict | None,
     library: dict | None,
@@ -211,7 +199,7 @@ def target_lines(
     """The target lines of the report and the same facts as a dict for the JSON record; ``web``:
     the runs were on the web-length corpus; ``cpus``: the machine's."""
     targets: dict = {}
-    ours_runs = {run_name(run): run for run in (ours, *(others or [])) if run}
+    ours_runs = {run_label(run): run for run in (ours, *(others or [])) if run}
     if library:
         ours_runs["library"] = library
     lines = [

@@ -1,4 +1,4 @@
-"""The peer runs, each in its own measured process (``python -m dedup_bench.peers``)."""
+"""The peer runs, each in its own measured process (``peers.run``)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,7 @@ def check_peers(engines: list[str]) -> None:
 def run_peer(engine: str, corpus: Path, perm: int) -> dict:
     """Run one peer engine and keep both its own timings and ours of its whole process."""
     progress(f"peer: {peer_label(engine)}")
-    command = ("peers", str(corpus), engine, "--perm", str(perm))
-    run, report = run_json_child(f"peer {engine}", *command)
+    run, report = run_json_child(f"peer {engine}", "peers.run", corpus, engine, perm)
     return {
         "engine": peer_label(engine),
         "finds_pairs": ENGINES[engine].finds_pairs,

@@ -170,4 +170,4 @@ def measure_warc_fetch(workdir: Path, records: int, record_kb: int = 20, concurr
         if server.is_alive():
             server.kill()
             server.join()
-    return {**figures, "lines": lines}
+    return {**figures, "title": "dedup-assets benchmark: WARC records by byte range", "lines": lines, "ok": True}
