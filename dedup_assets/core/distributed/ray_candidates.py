@@ -199,7 +199,7 @@ def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, 
         if part.count():
             found.append(part)
 
-    shared_buckets = buckets.filter(expr="size > 1").select_columns(["band_index", "lsh_band"]).materialize()
+    shared_buckets = kept(buckets, lambda batch: pc.greater(batch["size"], 1)).select_columns(["band_index", "lsh_band"]).materialize()
     if shared_buckets.count():
         shared = rows.select_columns(["doc_id", "band_index", "lsh_band"]).join(
             shared_buckets, "left_semi", partitions, on=("band_index", "lsh_band")

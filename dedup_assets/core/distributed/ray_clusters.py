@@ -57,8 +57,11 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
         texts = members["text_doc_id"].combine_chunks().to_numpy(zero_copy_only=False)
         unique, text = np.unique(texts, return_inverse=True)
         bodied = np.flatnonzero(pc.is_valid(members["body"]).to_numpy(zero_copy_only=False))
-        text_rows = np.empty(len(unique), dtype=np.int64)
+        text_rows = np.full(len(unique), -1, dtype=np.int64)
         text_rows[text[bodied]] = bodied
+        if (text_rows < 0).any():  # a copy's first copy is in its component by its content_hash edge
+            missing = unique[np.flatnonzero(text_rows < 0)[0]]
+            raise RuntimeError(f"clusters: the first copy {missing} is not in its copies' component; report this")
         counts = members["shingle_count"].to_numpy().astype(np.int64)[text_rows]
         scores = TextScores(None, len(text_rows))
 
@@ -150,8 +153,9 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
     (networkx, as the DuckDB engine) while the edges are at most ``driver_edges``, else on the
     cluster (``components.py``), whose rounds of shuffles cost more than one pass over a small
     list."""
-    edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).filter(
-        expr=f"found_by != '{IMPLIED}'"
+    edges = kept(
+        tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]),
+        lambda batch: pc.not_equal(batch["found_by"], IMPLIED),
     )
     count = edges.count()
     if count > driver_edges:
