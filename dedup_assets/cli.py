@@ -15,6 +15,7 @@ COMMANDS = {
     "register-batches": "add the batch folder's files as partitions of the Dagster instance",
     "forget-batches": "take a batch and every later one out of the incremental index",
     "cdx-targets": "write a targets file of a crawl's HTML captures of URL patterns, from a CDX API",
+    "cluster": "bring a local Ray cluster of several nodes up or down, for engine ray",
 }
 USAGE = "usage: dedup [--help] [--version] {" + ",".join(COMMANDS) + "} ..."
 HELP = "\n".join([
@@ -203,6 +204,10 @@ def _command(argv: list[str]) -> int:
         return forget_batches_command(argv[1:])
     if argv[0] == "cdx-targets":
         return cdx_targets_command(argv[1:])
+    if argv[0] == "cluster":
+        from .launch.local_cluster import command
+
+        return command(argv[1:])
     # imported here, so that the other commands answer without loading Dagster and the definitions;
     # the options are parsed before the run's module loads them, so --help answers at once too
     from .launch.run_arguments import run_arguments

@@ -33,6 +33,9 @@ EXCEPTIONS = {
     "dagster dev is run by test_dagster_dev.py",
     "dg dev": "serves the UI until stopped, as make dev",
     "make setup-ray": "installs the ray extra from the package index",
+    ".venv/bin/dedup cluster up --nodes 2": "needs the ray extra; test_local_cluster.py (ray tier) runs it",
+    ".venv/bin/dedup run --config-json "
+    '{"resources": {"dedup": {"config": {"engine": "ray"}}}}': "needs the ray extra; test_local_cluster.py (ray tier) runs it on the cluster",
     "DEDUP_INPUT=data/documents.csv dagster asset materialize -m dedup_assets.definitions --select "
     'group:deduplication --config-json {"resources": {"dedup": {"config": {"engine": "ray"}}}}':
     "needs the ray extra (make setup-ray), which make setup leaves out; the ray tier runs this graph",
