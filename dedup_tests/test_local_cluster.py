@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,7 @@ def test_without_a_cluster_down_says_so_status_fails_and_bad_sizes_are_refused(e
 def test_a_state_file_of_a_process_that_died_is_not_a_cluster(env, tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (tmp_path / "cluster.json").write_text(json.dumps(
-        {"pid": int(dead.stdout), "address": "127.0.0.1:1", "nodes": 2, "cpus_per_node": 1, "object_store_mb": 1}
+        {"pid": int(dead.stdout), "started": time.time(), "address": "127.0.0.1:1", "nodes": 2, "cpus_per_node": 1, "object_store_mb": 1}
     ))
     assert dedup("cluster", "status", env=env).returncode == 1
     assert not (tmp_path / "cluster.json").exists()

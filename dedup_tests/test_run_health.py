@@ -10,7 +10,8 @@ import time
 
 from dagster import DagsterInstance, DagsterRun
 
-from dedup_assets.launch.run_health import PROCESS_TAG, _alive, _run_pid, new_run
+from dedup_assets.launch.processes import alive
+from dedup_assets.launch.run_health import PROCESS_TAG, _run_pid, new_run
 
 
 def test_a_run_is_judged_by_its_own_process_not_one_it_inherited():
@@ -29,7 +30,7 @@ def test_a_run_is_judged_by_its_own_process_not_one_it_inherited():
 
 def test_a_process_is_alive_only_if_it_started_before_the_run():
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    assert not _alive(int(finished.stdout), time.time())
-    assert _alive(os.getpid(), time.time())
+    assert not alive(int(finished.stdout), time.time())
+    assert alive(os.getpid(), time.time())
     # a process that started after the run cannot be the run's: its id was reused
-    assert not _alive(os.getpid(), time.time() - 10 * 365 * 24 * 3600)
+    assert not alive(os.getpid(), time.time() - 10 * 365 * 24 * 3600)

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .processes import alive
+
 STATE_ENV = "DEDUP_CLUSTER_STATE"
 UP_TIMEOUT_S = 180.0
 DOWN_TIMEOUT_S = 60.0
@@ -32,23 +34,13 @@ def state_path() -> Path:
     return Path(os.environ.get(STATE_ENV) or default).expanduser()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _state(path: Path) -> dict | None:
     """The cluster's state while its process lives; a file left by one that died is removed."""
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if _alive(state["pid"]):
+    if alive(state["pid"], state["started"]):
         return state
     path.unlink(missing_ok=True)
     return None
@@ -115,9 +107,9 @@ def down() -> int:
         return 0
     os.kill(state["pid"], signal.SIGTERM)
     deadline = time.monotonic() + DOWN_TIMEOUT_S
-    while _alive(state["pid"]) and time.monotonic() < deadline:
+    while alive(state["pid"], state["started"]) and time.monotonic() < deadline:
         time.sleep(0.2)
-    if _alive(state["pid"]):
+    if alive(state["pid"], state["started"]):
         print(
             f"Error: the local cluster's process {state['pid']} did not stop within {DOWN_TIMEOUT_S:.0f} s; "
             f"stop it with: kill -9 {state['pid']}",
@@ -144,6 +136,7 @@ def serve(nodes: int, cpus_per_node: int, object_store_mb: int, path: Path) -> N
 
     from ..core.distributed.session import LOCAL_SYSTEM_CONFIG
 
+    started = time.time()  # no later than this process started: its pid is its own while it lives
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
@@ -161,7 +154,7 @@ def serve(nodes: int, cpus_per_node: int, object_store_mb: int, path: Path) -> N
             cluster.add_node(num_cpus=cpus_per_node, object_store_memory=store)
         cluster.wait_for_nodes()
         state = {
-            "pid": os.getpid(), "address": cluster.address, "nodes": nodes,
+            "pid": os.getpid(), "started": started, "address": cluster.address, "nodes": nodes,
             "cpus_per_node": cpus_per_node, "object_store_mb": object_store_mb,
         }
         written = path.with_suffix(".writing")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from pathlib import Path
 
 from dagster import (
     DagsterEventType,
@@ -26,6 +25,8 @@ from dagster import (
     SkipReason,
     sensor,
 )
+
+from .processes import alive
 
 PROCESS_TAG = "dedup/process"
 
@@ -56,23 +57,6 @@ def _run_pid(instance: DagsterInstance, run) -> int | None:
     return int(pids[-1]) if pids else None  # a resumed run worker says so again
 
 
-def _alive(pid: int, since: float) -> bool:
-    """Whether ``pid`` is a process that started no later than ``since`` (a process id is
-    reused once its process is gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    if not stat.exists():
-        return True
-    ticks = int(stat.read_text().rsplit(")", 1)[1].split()[19])
-    boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
-    return boot + ticks / os.sysconf("SC_CLK_TCK") <= since + 1
-
-
 def fail_dead_runs(instance: DagsterInstance) -> list[str]:
     """Mark every started run whose process is gone as failed; one line per run marked."""
     marked = []
@@ -80,7 +64,7 @@ def fail_dead_runs(instance: DagsterInstance) -> list[str]:
         run = record.dagster_run
         pid = _run_pid(instance, run)
         since = record.start_time or record.create_timestamp.timestamp()
-        if pid is None or _alive(pid, since):
+        if pid is None or alive(pid, since):
             continue
         # it may have ended well since the list was read
         if instance.get_run_by_id(run.run_id).status != DagsterRunStatus.STARTED:
