@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURE, PROJECT_ROOT
+from .conftest import PROJECT_ROOT
+from .test_cli import cli_env  # noqa: F401  (a fixture)
 
 DEDUP = str(Path(sys.executable).parent / "dedup")
 ON_RAY = '{"resources": {"dedup": {"config": {"engine": "ray"}}}}'
@@ -24,18 +25,8 @@ def dedup(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedPr
 
 
 @pytest.fixture
-def env(tmp_path) -> dict:
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return {
-        **os.environ,
-        "DEDUP_CLUSTER_STATE": str(tmp_path / "cluster.json"),
-        "DAGSTER_HOME": str(home),
-        "DEDUP_INPUT": str(FIXTURE),
-        "DEDUP_DATABASE": str(tmp_path / "run.duckdb"),
-        "DEDUP_OUTPUT_DIR": str(tmp_path / "out"),
-    }
+def env(cli_env, tmp_path) -> dict:
+    return {**cli_env, "DEDUP_CLUSTER_STATE": str(tmp_path / "cluster.json")}
 
 
 def _alive(pid: int) -> bool:
