@@ -92,3 +92,9 @@ def test_up_without_ray_says_how_to_install_it(env):
     result = subprocess.run([sys.executable, "-c", hidden], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "dedup cluster needs Ray, which is not installed. Install the ray extra (make setup-ray" in result.stderr
+
+
+def test_a_state_file_this_command_did_not_write_is_no_cluster(env, tmp_path):
+    (tmp_path / "cluster.json").write_text('{"pid": 1}')  # no start time: an older version's, or another's
+    status = dedup("cluster", "status", env=env)
+    assert status.returncode == 1 and "No local cluster is up" in status.stdout and "Traceback" not in status.stderr

@@ -40,6 +40,8 @@ def _state(path: Path) -> dict | None:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    if not isinstance(state, dict) or not isinstance(state.get("pid"), int) or "started" not in state:
+        return None  # not a state this command wrote (an older one has no start time): no cluster
     if alive(state["pid"], state["started"]):
         return state
     path.unlink(missing_ok=True)
