@@ -17,7 +17,12 @@ import ray.data
 
 from ..util.errors import DedupError
 
-LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 600_000}
+LOCAL_SYSTEM_CONFIG = {
+    "idle_worker_killing_time_threshold_ms": 600_000,
+    # Ray refuses to spill once the disk under its temp folder is 95% used: on a shared 252 GB disk
+    # that is 12 GB still free, and a run of two one-CPU test nodes failed so (CI, stop 58)
+    "local_fs_capacity_threshold": 0.99,
+}
 
 
 class RayUnavailable(DedupError, RuntimeError):
