@@ -35,6 +35,20 @@ def test_an_empty_database_path_is_refused_not_opened_in_memory(database):
         open_database(database, "256MB")
 
 
+@pytest.mark.parametrize(("name", "schema"), [("dedup.duckdb", None), ("Dedup.duckdb", "dedup"), ("incremental.duckdb", "incremental")])
+def test_a_file_named_as_its_schema_is_refused_with_a_name_that_works(tmp_path, name, schema):
+    # DuckDB's own error is a Binder Error on the first 'dedup.<table>', deep inside a step
+    with pytest.raises(DuckDBUnavailable) as raised:
+        open_database(str(tmp_path / name), "256MB", schema)
+    message = str(raised.value)
+    assert f"Cannot use {tmp_path / name}: DuckDB names the file's catalog" in message
+    assert not (tmp_path / name).exists()
+    suggested = message.rsplit("e.g. ", 1)[1].rstrip(".")
+    with open_database(suggested, "256MB", schema or "dedup") as connection:
+        connection.execute(f"create table {schema or 'dedup'}.probe as select 1 as x")
+        assert table_exists(connection, f"{schema or 'dedup'}.probe")
+
+
 def test_a_memory_limit_duckdb_cannot_read_is_one_message(tmp_path):
     with pytest.raises(DuckDBUnavailable, match="DEDUP_DUCKDB_MEMORY a size such as 2GB") as raised:
         open_database(str(tmp_path / "limits.duckdb"), "two gigs")

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ..util.errors import DedupError
 from .places import DATABASE, SPACE, place_error
+from .tables import SCHEMA
 from ..settings.choices import DEFAULT_DUCKDB_MEMORY
 
 LINEAGE_TABLE = "asset_lineage"
@@ -91,10 +92,11 @@ def open_database(
     of retrying for minutes."""
     if not database.strip():
         raise DuckDBUnavailable(
-            "No database file given: set DEDUP_DATABASE to a file path, e.g. var/dedup.duckdb."
+            "No database file given: set DEDUP_DATABASE to a file path, e.g. var/dedup_assets.duckdb."
         )
     if database != ":memory:":
         database = str(Path(database).expanduser())
+        _refuse_schema_name(database, schema)
         Path(database).parent.mkdir(parents=True, exist_ok=True)
     existed = database == ":memory:" or Path(database).exists()
     for delay in (*_LOCK_RETRY_SECONDS, None):
@@ -125,6 +127,18 @@ def open_database(
             connection.execute(f"create schema if not exists {schema}")
         return connection
     raise AssertionError("unreachable")
+
+
+def _refuse_schema_name(database: str, schema: str | None) -> None:
+    """DuckDB names a file's catalog by its stem: a file named as a schema in it (``dedup.duckdb``
+    holding the schema ``dedup``) makes every ``dedup.<table>`` ambiguous, in our SQL and yours."""
+    stem = Path(database).stem.lower()
+    if stem in {SCHEMA, (schema or SCHEMA).lower()}:
+        raise DuckDBUnavailable(
+            f"Cannot use {database}: DuckDB names the file's catalog '{Path(database).stem}', the name of the "
+            f"schema '{stem}' the tables live in, so every '{stem}.<table>' would be ambiguous. Name the "
+            f"file otherwise (DEDUP_DATABASE), e.g. {Path(database).with_name('dedup_assets.duckdb')}."
+        )
 
 
 # DuckDB's words for a file it cannot take as a database: another kind of file, or one damaged
