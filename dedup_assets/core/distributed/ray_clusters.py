@@ -19,6 +19,7 @@ from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import connected_components
+from .memory_plan import body_bytes_per_shingle, driver_components_bytes, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import (
     POSITION,
     read_table,
@@ -111,12 +112,16 @@ def _one_body_per_text(tables: RayTables, members: ray.data.Dataset) -> ray.data
     return texts.union(arrow_map(copies, text_body)) if copies.count() else texts
 
 
-def _component_buckets(members: pa.Table, buckets: int) -> pa.Table:
-    """``members`` with a ``bucket`` of its component: the same for every member (crc32 of the
-    root, the same in every process), so a grouping by bucket hands each call whole components."""
-    roots = members["root_doc_id"].to_pylist()
-    hashes = np.fromiter((zlib.crc32(root.encode()) for root in roots), dtype=np.int64, count=len(roots))
-    return members.append_column("bucket", pa.array(hashes % buckets))
+def _component_bucket(buckets: int) -> Callable[[pa.ChunkedArray], pa.Array]:
+    """Each root's bucket: the same for every member of a component (crc32 of the root, the same
+    in every process), so a grouping by bucket hands each call whole components."""
+
+    def bucket(roots: pa.ChunkedArray) -> pa.Array:
+        names = roots.to_pylist()
+        hashes = np.fromiter((zlib.crc32(root.encode()) for root in names), dtype=np.int64, count=len(names))
+        return pa.array(hashes % buckets)
+
+    return bucket
 
 
 def _cluster_rows(
@@ -161,7 +166,10 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
     if count > driver_edges:
         log(f"connected components: {count:,} edges, on the cluster (over {driver_edges:,} for this node)")
         return connected_components(edges, num_partitions=tables.partitions, log=log)
-    log(f"connected components: {count:,} edges, on this node (at most {driver_edges:,} here)")
+    log(
+        f"connected components: {count:,} edges, on this node (at most {driver_edges:,} here), about "
+        f"{driver_components_bytes(count) / 2**20:,.0f} MB"
+    )
     from ..cluster.components import edge_components  # networkx: only this node needs it
 
     pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
@@ -216,14 +224,17 @@ def clusters(
             "text_doc_id", pc.coalesce(column_or_nulls(batch, "text_doc_id", pa.string()), batch["doc_id"])
         ),
     )
-    members = _one_body_per_text(tables, members.materialize())
+    members = members.materialize()
     # components grouped by bucket, not one call per component: the ranking is vectorized over
     # a call's components, and per-call overhead times hundreds of thousands of components is
     # what a grouping by root cost
-    buckets = 4 * partitions
-    ranked = arrow_map(members, lambda batch: _component_buckets(batch, buckets)).groupby("bucket", num_partitions=partitions).map_groups(
-        _rank_clusters(params), batch_format="pyarrow"
-    )
+    bucket = _component_bucket(4 * partitions)
+    task = ranking_memory(members, bucket, body_bytes_per_shingle(tables))
+    log(ensure_ranking_fits(task, smallest_node(), partitions))
+    members = _one_body_per_text(tables, members)
+    ranked = arrow_map(members, lambda batch: batch.append_column("bucket", bucket(batch["root_doc_id"]))).groupby(
+        "bucket", num_partitions=partitions
+    ).map_groups(_rank_clusters(params), batch_format="pyarrow")
     singles = arrow_map(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
     every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
     tables.write("clusters", every, CLUSTER_SCHEMA)

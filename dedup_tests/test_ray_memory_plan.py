@@ -1,0 +1,75 @@
+"""The clusters step's memory plan on ray (issue 51): the largest ranking task's estimate, said in
+the run's log before it runs, and a refusal naming the setting when a node would run out."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from dedup_assets.core.pipeline.library import run_library
+from dedup_assets.core.settings.model import Settings
+
+from .conftest import HARD_FIXTURE, require_ray
+
+pytestmark = pytest.mark.ray
+
+
+def _members(components: dict[str, int], shingles: int, copies_of_first: int = 0) -> pa.Table:
+    """Members of components named by root, each of its given number of distinct texts, and
+    ``copies_of_first`` copies of the first component's root text."""
+    doc_id, text, root = [], [], []
+    for name, size in components.items():
+        for index in range(size):
+            doc_id.append(f"{name}-{index:06d}")
+            text.append(doc_id[-1])
+            root.append(f"{name}-000000")
+    first = next(iter(components))
+    for index in range(copies_of_first):
+        doc_id.append(f"{first}-copy-{index:06d}")
+        text.append(f"{first}-000000")
+        root.append(f"{first}-000000")
+    return pa.table({"doc_id": doc_id, "text_doc_id": text, "root_doc_id": root, "shingle_count": [shingles] * len(doc_id)})
+
+
+def test_the_largest_task_is_the_bucket_with_the_giant_component(ray_cluster):
+    require_ray()
+    import ray.data
+
+    from dedup_assets.core.distributed.memory_plan import ROW_BYTES, SHINGLE_BYTES, ranking_memory
+
+    members = _members({"giant": 3_000, **{f"small{n:03d}": 2 for n in range(50)}}, shingles=100, copies_of_first=500)
+
+    def bucket(roots: pa.ChunkedArray) -> pa.Array:  # the giant alone in bucket 1
+        return pa.array([1 if root.startswith("giant") else 0 for root in roots.to_pylist()])
+
+    task = ranking_memory(ray.data.from_arrow(members, override_num_blocks=4), bucket, body_per_shingle=6.0)
+    # 3,000 texts shingled and bodied, 500 copies that are rows only
+    assert (task.documents, task.texts, task.largest_component) == (3_500, 3_000, 3_500)
+    assert task.bytes == 3_500 * ROW_BYTES + 3_000 * 100 * (6 + SHINGLE_BYTES)
+
+
+def test_the_plan_fits_or_names_what_to_change(ray_cluster):
+    require_ray()
+    from dedup_assets.core.distributed.memory_plan import NodeMemory, TaskMemory, ensure_ranking_fits, smallest_node
+    from dedup_assets.core.verify.pairs import MemoryBudgetExceeded
+
+    node = smallest_node()  # the fixture's nodes: one CPU each, the machine's memory
+    assert node.cpus == 1 and node.per_task == node.memory > 0
+    assert "the largest ranking task holds about 1 MB" in ensure_ranking_fits(TaskMemory(2**20, 10, 10, 5), node, 8)
+    small = NodeMemory("10.0.0.7", 512 * 2**20, 4)  # 128 MB a task
+    with pytest.raises(MemoryBudgetExceeded) as many:
+        ensure_ranking_fits(TaskMemory(300 * 2**20, 90_000, 80_000, 2_000), small, 8)
+    assert "(512 MB, 4 CPU)" in str(many.value) and "Raise the engine resource's shuffle_partitions (now 8)" in str(many.value)
+    with pytest.raises(MemoryBudgetExceeded) as one:
+        ensure_ranking_fits(TaskMemory(300 * 2**20, 90_000, 80_000, 85_000), small, 8)
+    assert "One component fills the task" in str(one.value) and "rows_per_band" in str(one.value)
+    assert "shuffle_partitions" not in str(one.value)
+
+
+def test_a_ray_run_says_its_memory_plan_before_ranking(ray_cluster, tmp_path):
+    require_ray()
+    lines: list[str] = []
+    run_library(str(HARD_FIXTURE), str(tmp_path / "run.duckdb"), None, Settings(engine="ray"), log=lines.append)
+    plans = [line for line in lines if line.startswith("clusters: the largest ranking task holds about")]
+    assert len(plans) == 1 and ", 1 CPU)" in plans[0]
+    assert any(line.startswith("connected components:") and line.endswith(" MB") for line in lines)
