@@ -4,7 +4,7 @@ ray step maps its batches with."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,51 +144,78 @@ def renamed(dataset: ray.data.Dataset, names: dict[str, str]) -> ray.data.Datase
 
 
 @ray.remote
-def _position_span(block: pa.Table) -> tuple[int, int] | None:
-    """The smallest and largest position of a block; None when it is empty."""
+def _position_span(block: pa.Table) -> tuple[int, int, pa.Schema] | None:
+    """The smallest and largest position of a block, and its schema; None when it is empty."""
     if not block.num_rows:
         return None
     bounds = pc.min_max(block[POSITION])
-    return bounds["min"].as_py(), bounds["max"].as_py()
+    return bounds["min"].as_py(), bounds["max"].as_py(), block.schema
+
+
+TAKEN_BYTES = 64 * 2**20  # about the bytes of one block a take yields
 
 
 class AtPositions:
     """Rows keyed by document position (``POSITION`` and any other columns), to be given columns
     of the per-document tables in place: an inner join on position in which only these narrow
     rows are shuffled (sorted once), never the table's wide rows (bodies, signatures). Each block
-    of the table fetches the sorted key blocks its positions span: every key it can match, since
-    a key matches only inside that span. Blocks written in input order (documents, and mostly
-    the tables mapped from it) span a run of positions, so each fetches about its own share."""
+    of the table fetches the sorted key blocks its positions span, one at a time: every key it
+    can match, since a key matches only inside that span. Blocks written in input order
+    (documents, and mostly the tables mapped from it) span a run of positions, so each fetches
+    about its own share. What it yields comes in blocks of about ``TAKEN_BYTES``: a column is
+    repeated for every key at its position, and 800 pages of 25 KB in one LSH group gave 320,000
+    pairs, 8 GB of bodies for one documents file."""
 
     def __init__(self, keys: ray.data.Dataset):
-        ordered = keys.sort(POSITION).materialize()
+        # materialized first: Ray Data sorts into as many ranges as it expects input blocks, and
+        # it expects a map's (one per documents file), not the blocks a take yields; one range of
+        # 8 GB was a reduce task no object store could start (the run stalled)
+        ordered = keys.materialize().sort(POSITION).materialize()
         refs = ordered.to_arrow_refs()
         spans = ray.get([_position_span.remote(ref) for ref in refs])
         # the refs live as long as this object and the closures that take() hands to Ray Data
-        self._spans = [(ref, *span) for ref, span in zip(refs, spans) if span is not None]
-        self._schema = ordered.schema().base_schema
+        self._spans = [(ref, span[0], span[1]) for ref, span in zip(refs, spans) if span is not None]
+        # sorted blocks may differ in string widths: each is cast to one schema
+        schemas = [span[2] for span in spans if span is not None]
+        self._schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas else ordered.schema().base_schema
 
-    def take(self, tables: RayTables, table: str, columns: list[str]) -> ray.data.Dataset:
+    def take(
+        self, tables: RayTables, table: str, columns: list[str], then: Callable[[pa.Table], pa.Table] = lambda part: part
+    ) -> ray.data.Dataset:
         """Each key row with ``columns`` of ``table``'s row at its position (keys with no such
-        row are left out)."""
+        row are left out), given to ``then`` in parts, whose results are the dataset. What comes
+        next belongs in ``then``: a map after this one is fused into its task, and the blocks
+        between fused maps are gathered whole (one 7.5 GB block of 45,000 pairs' bodies)."""
         spans, schema = self._spans, self._schema
 
-        def join(batch: pa.Table) -> pa.Table:
+        def join(batch: pa.Table) -> Iterator[pa.Table]:
             bounds = pc.min_max(batch[POSITION])
             low, high = bounds["min"].as_py(), bounds["max"].as_py()
             wanted = [ref for ref, first, last in spans if batch.num_rows and first <= high and last >= low]
-            # sorted blocks may differ in string widths
-            keys = pa.concat_tables(ray.get(wanted), promote_options="permissive") if wanted else schema.empty_table()
-            rows = pc.index_in(keys[POSITION], value_set=batch[POSITION])
-            found = pc.is_valid(rows)
-            keys, rows = keys.filter(found), rows.filter(found)
-            picked = batch.select(columns).take(rows)
-            for name in columns:
-                keys = keys.append_column(name, picked[name])
-            return keys
+            taken = batch.select(columns)
+            taken_bytes = taken.nbytes / max(batch.num_rows, 1)
+            empty = True
+            for ref in wanted:
+                keys = ray.get(ref).cast(schema)
+                rows = pc.index_in(keys[POSITION], value_set=batch[POSITION])
+                found = pc.is_valid(rows)
+                keys, rows = keys.filter(found), rows.filter(found)
+                step = max(1, int(TAKEN_BYTES / max(keys.nbytes / max(keys.num_rows, 1) + taken_bytes, 1)))
+                for start in range(0, len(rows), step):
+                    yield then(_with_columns(keys.slice(start, step), taken.take(rows.slice(start, step))))
+                    empty = False
+            if empty:  # the block's columns, for a join that reads them
+                yield then(_with_columns(schema.empty_table(), taken.slice(0, 0)))
 
         # whole blocks: one fetch of the keys per block, not per batch of rows
         return arrow_map(tables.read(table, [*columns, POSITION]), join, batch_size=None)
+
+
+def _with_columns(keys: pa.Table, picked: pa.Table) -> pa.Table:
+    for name in picked.column_names:
+        keys = keys.append_column(name, picked[name])
+    return keys
+
 
 def ordered_pairs(left: pa.ChunkedArray, right: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
     swap = pc.greater(left, right)

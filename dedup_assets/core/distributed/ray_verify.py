@@ -3,6 +3,8 @@ pairs LSH found, their first copies' scores for the others, as ``verify/pairs.py
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,10 +56,15 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
         .join(side_positions("right"), "inner", partitions, on=("right_doc_id",))
     )
 
-    def take(dataset: ray.data.Dataset, side: str, table: str, columns: list[str]) -> ray.data.Dataset:
-        keyed = arrow_map(dataset, lambda batch: batch.append_column(POSITION, batch[f"{side}_position"]))
-        taken = AtPositions(keyed).take(tables, table, columns).drop_columns([POSITION])
-        return renamed(taken, {name: f"{side}_{name}" for name in columns})
+    def at(side: str) -> Callable[[pa.Table], pa.Table]:  # keyed by that side's position
+        return lambda part: part.append_column(POSITION, part[f"{side}_position"])
+
+    def take(keyed: ray.data.Dataset, side: str, table: str, columns: list[str], then) -> ray.data.Dataset:
+        def named(part: pa.Table) -> pa.Table:
+            part = part.drop_columns([POSITION])
+            return then(part.rename_columns([f"{side}_{name}" if name in columns else name for name in part.column_names]))
+
+        return AtPositions(keyed).take(tables, table, columns, named)
 
     sketch = ["shingle_count", "signature", "content_hash"]
 
@@ -68,9 +75,6 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
         return batch.drop_columns([f"{side}_{name}" for side in ("left", "right") for name in ("signature", "content_hash")]).append_column(
             "signature_overlap", pa.array(kernels.pair_overlap_kernel(signatures, rows, rows + count))
         ).append_column("is_exact", pc.equal(batch["left_content_hash"], batch["right_content_hash"]))
-
-    signed = arrow_map(take(take(pairs, "left", "fingerprinted", sketch), "right", "fingerprinted", sketch), overlap)
-    bodies = take(take(signed, "left", "documents", ["body"]), "right", "documents", ["body"])
 
     def score(batch: pa.Table) -> pa.Table:
         use_task_cpus()
@@ -88,7 +92,12 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
             }
         )
 
-    return arrow_map(bodies, score)
+    # each step inside the take before it: see AtPositions.take
+    signed = take(
+        take(arrow_map(pairs, at("left")), "left", "fingerprinted", sketch, at("right")),
+        "right", "fingerprinted", sketch, lambda part: at("left")(overlap(part)),
+    )
+    return take(take(signed, "left", "documents", ["body"], at("right")), "right", "documents", ["body"], score)
 
 
 def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
