@@ -4,7 +4,11 @@ waits for."""
 
 from __future__ import annotations
 
+import time
+from random import Random
+
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from dedup_assets.core.distributed.plan import ClusterOptions
@@ -23,6 +27,29 @@ def test_the_whole_graph_on_two_one_cpu_nodes_gives_the_duckdb_release(ray_clust
     corpus = tmp_path / "corpus.parquet"
     generate(50_000, corpus)
     _assert_same_release(*run_both(tmp_path, corpus, num_perm=128, rows_per_band=8))
+
+
+@pytest.mark.slow
+def test_a_dense_near_duplicate_group_larger_than_an_object_store_gives_the_duckdb_release(ray_cluster, tmp_path):
+    # 150 variants of one 4,000-word page are 9,578 candidate pairs, each carrying a 25 KB body:
+    # 240 MB in one documents file's take, over the fixture's 200 MB object stores. It stalled
+    # in one sort range (Ray Data expects one block per file) until takes yield parts and sorts
+    # see them
+    random = Random(11)
+    vocabulary = [f"w{index}" for index in range(5_000)]
+    page = random.choices(vocabulary, k=4_000)
+    bodies = []
+    for _ in range(150):
+        variant = list(page)
+        for _ in range(40):
+            variant[random.randrange(len(variant))] = random.choice(vocabulary)
+        bodies.append(" ".join(variant))
+    bodies += [" ".join(random.choices(vocabulary, k=random.randrange(30, 200))) for _ in range(300)]
+    corpus = tmp_path / "dense.parquet"
+    pq.write_table(pa.table({"doc_id": [f"doc-{index:04d}" for index in range(len(bodies))], "body": bodies}), corpus)
+    duckdb_runner, ray_runner, result = run_both(tmp_path, corpus, {"stall_timeout_s": 120})
+    _assert_same_release(duckdb_runner, ray_runner, result)
+    assert duckdb_runner.manifest()["counts"]["candidate_pair_rows"] > 9_000  # the dense group is there
 
 
 def test_an_execution_that_cannot_get_a_cpu_fails_naming_what_holds_them(ray_cluster, tmp_path):
@@ -65,3 +92,39 @@ def test_an_execution_that_cannot_get_a_cpu_fails_naming_what_holds_them(ray_clu
     assert "MapBatches(unchanged)" in message and "needs 1 CPU" in message, message
     assert "0 of 2 CPUs free" in message and "CpuHolder (2 CPU)" in message, message
     assert "more CPUs" in message and "shuffle_partitions" in message, message
+
+
+def test_a_task_that_waits_on_an_object_with_every_cpu_free_is_not_said_to_wait_for_cpus(ray_cluster, tmp_path):
+    ray = require_ray()
+    from dedup_assets.core.distributed.datasets import write_batches
+    from dedup_assets.core.distributed.ray_tables import RayTables, arrow_map
+    from dedup_assets.core.distributed.session import ray_session
+    from dedup_assets.core.distributed.stall import RayStalled, watch_stalls
+
+    tables = RayTables(tmp_path / "datasets", partitions=4)
+    write_batches(tables.root, "documents", [pa.record_batch({"doc_id": ["a"], "body": ["x y"]})], 1)
+
+    @ray.remote(num_cpus=0)
+    class Never:
+        def result(self) -> None:
+            time.sleep(3_600)
+
+    never = Never.remote()
+
+    def blocked(batch: pa.Table) -> pa.Table:
+        ray.get(never.result.remote())  # a task blocked in ray.get gives its CPU back
+        return batch
+
+    with ray_session(None):
+        watch_stalls(5)
+        dataset = arrow_map(tables.read("documents"), blocked)
+    try:
+        with pytest.raises(RayStalled) as stalled:
+            dataset.materialize()
+    finally:
+        watch_stalls(ClusterOptions().stall_timeout_s)
+        ray.kill(never)
+    message = str(stalled.value)
+    assert "MapBatches(blocked)" in message, message
+    assert "Every CPU of the cluster (2) is free, so no task waits for one" in message, message
+    assert "of object store it may use" in message and "CPUs free" not in message, message

@@ -87,6 +87,17 @@ def stall_message(executor, waited_s: float, timeout_s: float) -> str:
             f"{state.total_enqueued_output_blocks()} waiting to be taken"
         )
     free, total = ray.available_resources().get("CPU", 0), ray.cluster_resources().get("CPU", 0)
+    if free >= total:  # no task waits for a CPU: a started one waits on objects
+        used, limit = manager.get_global_usage().object_store_memory, manager.get_global_limits().object_store_memory
+        lines.append(
+            f"Every CPU of the cluster ({total:g}) is free, so no task waits for one: the started tasks wait "
+            "on objects (their inputs, fetched from other nodes or restored from spill, or a result they "
+            f"asked for); this execution's blocks take {used / 2**20:,.0f} MB of the {limit / 2**20:,.0f} MB "
+            "of object store it may use. Give the nodes more object store memory, or raise the engine "
+            "resource's shuffle_partitions (smaller blocks); if a task is just slow, raise stall_timeout_s "
+            "(0 turns this off)."
+        )
+        return "\n".join(lines)
     actors = _actors_holding_cpus()
     lines.append(
         f"The cluster has {free:g} of {total:g} CPUs free"
