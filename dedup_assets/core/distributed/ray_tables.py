@@ -163,13 +163,13 @@ class AtPositions:
     can match, since a key matches only inside that span. Blocks written in input order
     (documents, and mostly the tables mapped from it) span a run of positions, so each fetches
     about its own share. What it yields comes in blocks of about ``TAKEN_BYTES``: a column is
-    repeated for every key at its position, and 800 pages of 25 KB in one LSH group gave 320,000
-    pairs, 8 GB of bodies for one documents file."""
+    repeated for every key at its position, and 800 pages of 25 KB in one LSH group gave 269,884
+    pairs, about 7 GB of bodies for one documents file."""
 
     def __init__(self, keys: ray.data.Dataset):
         # materialized first: Ray Data sorts into as many ranges as it expects input blocks, and
         # it expects a map's (one per documents file), not the blocks a take yields; one range of
-        # 8 GB was a reduce task no object store could start (the run stalled)
+        # 7 GB was one reduce task that made no progress in 300 s (the run stalled)
         ordered = keys.materialize().sort(POSITION).materialize()
         refs = ordered.to_arrow_refs()
         spans = ray.get([_position_span.remote(ref) for ref in refs])
