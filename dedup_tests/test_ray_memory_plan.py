@@ -66,6 +66,20 @@ def test_the_plan_fits_or_names_what_to_change(ray_cluster):
     assert "shuffle_partitions" not in str(one.value)
 
 
+def test_components_leave_this_node_when_networkx_would_take_over_half_its_free_memory(ray_cluster):
+    require_ray()
+    from dedup_assets.core.distributed.memory_plan import components_here
+
+    assert components_here(100_000, 5_000_000, 2**30) == (
+        True, "connected components: 100,000 edges, on this node (at most 5,000,000 here), about 61 MB"
+    )
+    assert components_here(100_000, 5_000_000, None)[0]  # no figure from the system: the setting decides
+    here, where = components_here(1_000_000, 5_000_000, 1_000 * 2**20)  # 610 MB needed, 1,000 MB free
+    assert not here and where.endswith("about 610 MB, over half of the 1,000 MB free here")
+    here, where = components_here(6_000_000, 5_000_000, 2**40)
+    assert not here and "on the cluster (over 5,000,000 for this node)" in where
+
+
 def test_a_ray_run_says_its_memory_plan_before_ranking(ray_cluster, tmp_path):
     require_ray()
     lines: list[str] = []

@@ -9,6 +9,7 @@ Parquet footers (so a Chinese corpus, three bytes a character, is not taken for 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +37,29 @@ SHINGLE_BYTES = 24
 def driver_components_bytes(edges: int) -> int:
     """Bytes the Dagster node holds for networkx's components of ``edges`` edges."""
     return edges * DRIVER_BYTES_PER_EDGE
+
+
+def available_memory() -> int | None:
+    """Bytes of memory free on this node now, where the system says (Linux); else None."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def components_here(edges: int, driver_edges: int, available: int | None) -> tuple[bool, str]:
+    """Whether connected components of ``edges`` edges run on this node, and the log line that
+    says where and why: here up to ``driver_edges`` edges while networkx would take at most half
+    of the ``available`` memory, else on the cluster."""
+    needed = driver_components_bytes(edges) / 2**20
+    if edges > driver_edges:
+        return False, f"connected components: {edges:,} edges, on the cluster (over {driver_edges:,} for this node)"
+    if available is not None and needed > available / 2**21:
+        return False, (
+            f"connected components: {edges:,} edges, on the cluster: on this node they would take about "
+            f"{needed:,.0f} MB, over half of the {available / 2**20:,.0f} MB free here"
+        )
+    return True, f"connected components: {edges:,} edges, on this node (at most {driver_edges:,} here), about {needed:,.0f} MB"
 
 
 def body_bytes_per_shingle(tables: RayTables) -> float:

@@ -19,7 +19,7 @@ from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import connected_components
-from .memory_plan import body_bytes_per_shingle, driver_components_bytes, ensure_ranking_fits, ranking_memory, smallest_node
+from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import (
     POSITION,
     read_table,
@@ -155,21 +155,17 @@ IMPLIED = "lsh_via_copy"
 
 def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], None]) -> ray.data.Dataset:
     """Every document of an accepted edge and its component's smallest doc_id: on this node
-    (networkx, as the DuckDB engine) while the edges are at most ``driver_edges``, else on the
-    cluster (``components.py``), whose rounds of shuffles cost more than one pass over a small
-    list."""
+    (networkx, as the DuckDB engine) while the edges are at most ``driver_edges`` and take at
+    most half the memory free here, else on the cluster (``components.py``), whose rounds of
+    shuffles cost more than one pass over a small list."""
     edges = kept(
         tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]),
         lambda batch: pc.not_equal(batch["found_by"], IMPLIED),
     )
-    count = edges.count()
-    if count > driver_edges:
-        log(f"connected components: {count:,} edges, on the cluster (over {driver_edges:,} for this node)")
+    here, where = components_here(edges.count(), driver_edges, available_memory())
+    log(where)
+    if not here:
         return connected_components(edges, num_partitions=tables.partitions, log=log)
-    log(
-        f"connected components: {count:,} edges, on this node (at most {driver_edges:,} here), about "
-        f"{driver_components_bytes(count) / 2**20:,.0f} MB"
-    )
     from ..cluster.components import edge_components  # networkx: only this node needs it
 
     pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
