@@ -35,7 +35,13 @@ def test_an_empty_database_path_is_refused_not_opened_in_memory(database):
         open_database(database, "256MB")
 
 
-@pytest.mark.parametrize(("name", "schema"), [("dedup.duckdb", None), ("Dedup.duckdb", "dedup"), ("incremental.duckdb", "incremental")])
+@pytest.mark.parametrize(
+    ("name", "schema"),
+    # the warehouse schema as every run opens the file; the index's and the consistency check's
+    # schemas are created in it later
+    [("dedup.duckdb", None), ("Dedup.duckdb", "dedup"), ("dedup.v1.duckdb", "dedup"), ("incremental.duckdb", "dedup"),
+     ("engine_consistency.duckdb", "dedup")],
+)
 def test_a_file_named_as_its_schema_is_refused_with_a_name_that_works(tmp_path, name, schema):
     # DuckDB's own error is a Binder Error on the first 'dedup.<table>', deep inside a step
     with pytest.raises(DuckDBUnavailable) as raised:

@@ -18,10 +18,10 @@ from ..reference.matching import no_reference_matches
 from ..pipeline.library import found_settings, run_core_steps
 from ..settings.model import Settings
 from ..storage.store import TableBuild, write_table
-from ..storage.tables import Tables
+from ..storage.tables import CONSISTENCY_SCHEMA, Tables
 
 COMPARED = ("fingerprinted", "candidate_pairs", "scored_pairs", "duplicate_pairs", "clusters", "deduped_documents")
-SCRATCH_SCHEMA = "engine_consistency"
+SCRATCH_SCHEMA = CONSISTENCY_SCHEMA
 
 
 def engine_differences(

@@ -15,9 +15,8 @@ import duckdb
 from . import payloads
 from ..settings.lineage import STAGE_SETTINGS
 from ..storage.store import database_path, table_exists
-from ..storage.tables import PIPELINE_TABLES, Tables
+from ..storage.tables import INDEX_SCHEMA, PIPELINE_TABLES, Tables
 
-INDEX_SCHEMA = "incremental"
 # The version of the index tables' columns, the index's own ``table_layout``: raised when an index
 # table changes, not with the one-shot tables' TABLE_LAYOUT (3: first copies in input order; 4:
 # doc_ids kept byte for byte, where an index of layout 3 holds them trimmed; 5: tokens in every

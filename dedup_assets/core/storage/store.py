@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ..util.errors import DedupError
 from .places import DATABASE, SPACE, place_error
-from .tables import SCHEMA
+from .tables import CONSISTENCY_SCHEMA, INDEX_SCHEMA, SCHEMA
 from ..settings.choices import DEFAULT_DUCKDB_MEMORY
 
 LINEAGE_TABLE = "asset_lineage"
@@ -130,14 +130,15 @@ def open_database(
 
 
 def _refuse_schema_name(database: str, schema: str | None) -> None:
-    """DuckDB names a file's catalog by its stem: a file named as a schema in it (``dedup.duckdb``
-    holding the schema ``dedup``) makes every ``dedup.<table>`` ambiguous, in our SQL and yours."""
-    stem = Path(database).stem.lower()
-    if stem in {SCHEMA, (schema or SCHEMA).lower()}:
+    """DuckDB names a file's catalog by its name up to the first dot: a file named as a schema in
+    it (``dedup.duckdb``, ``incremental.v2.duckdb``) makes every ``<schema>.<table>`` of that
+    schema ambiguous, in our SQL and yours."""
+    catalog = Path(database).name.split(".", 1)[0]
+    if catalog.lower() in {SCHEMA, INDEX_SCHEMA, CONSISTENCY_SCHEMA, (schema or SCHEMA).lower()}:
         raise DuckDBUnavailable(
-            f"Cannot use {database}: DuckDB names the file's catalog '{Path(database).stem}', the name of the "
-            f"schema '{stem}' the tables live in, so every '{stem}.<table>' would be ambiguous. Name the "
-            f"file otherwise (DEDUP_DATABASE), e.g. {Path(database).with_name('dedup_assets.duckdb')}."
+            f"Cannot use {database}: DuckDB names the file's catalog '{catalog}', the name of a schema "
+            f"the pipeline keeps in it, so every '{catalog.lower()}.<table>' would be ambiguous. Name "
+            f"the file otherwise (DEDUP_DATABASE), e.g. {Path(database).with_name('dedup_assets.duckdb')}."
         )
 
 

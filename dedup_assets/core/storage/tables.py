@@ -13,6 +13,8 @@ from pathlib import Path
 
 SQL_DIR = Path(__file__).parent.parent / "sql"
 SCHEMA = "dedup"  # where the pipeline's tables live in the database
+INDEX_SCHEMA = "incremental"  # the incremental index's tables, in the same database
+CONSISTENCY_SCHEMA = "engine_consistency"  # the consistency check's scratch run, in the same database
 # The version of the tables' columns, recorded in every table's lineage: raised when a table gains,
 # loses or changes a column, so that a database an older version built is rebuilt, not misread.
 # 2: candidate_pairs, scored_pairs and duplicate_pairs have found_by.
