@@ -31,21 +31,30 @@ def _members(components: dict[str, int], shingles: int, copies_of_first: int = 0
     return pa.table({"doc_id": doc_id, "text_doc_id": text, "root_doc_id": root, "shingle_count": [shingles] * len(doc_id)})
 
 
-def test_the_largest_task_is_the_bucket_with_the_giant_component(ray_cluster):
+def test_the_largest_task_holds_its_share_of_the_largest_buckets_and_one_bucket_of_shingle_sets(ray_cluster):
     require_ray()
     import ray.data
 
     from dedup_assets.core.distributed.memory_plan import ROW_BYTES, SHINGLE_BYTES, ranking_memory
 
+    # a giant component of 3,000 texts and 500 copies of one, in bucket 3; 50 pairs of texts
+    # spread over buckets 0-2
     members = _members({"giant": 3_000, **{f"small{n:03d}": 2 for n in range(50)}}, shingles=100, copies_of_first=500)
 
-    def bucket(roots: pa.ChunkedArray) -> pa.Array:  # the giant alone in bucket 1
-        return pa.array([1 if root.startswith("giant") else 0 for root in roots.to_pylist()])
+    def bucket(roots: pa.ChunkedArray) -> pa.Array:
+        return pa.array([3 if root.startswith("giant") else int(root[5:8]) % 3 for root in roots.to_pylist()])
 
-    task = ranking_memory(ray.data.from_arrow(members, override_num_blocks=4), bucket, body_per_shingle=6.0)
-    # 3,000 texts shingled and bodied, 500 copies that are rows only
-    assert (task.documents, task.texts, task.largest_component) == (3_500, 3_000, 3_500)
-    assert task.bytes == 3_500 * ROW_BYTES + 3_000 * 100 * (6 + SHINGLE_BYTES)
+    small = {b: sum(1 for n in range(50) if n % 3 == b) * 2 for b in range(3)}  # texts per small bucket
+    # 4 buckets over 2 partitions: a task is taken to hold the two largest buckets' rows and bodies
+    task = ranking_memory(ray.data.from_arrow(members, override_num_blocks=4), bucket, 4, 2, body_per_shingle=6.0)
+    second = max(small.values())
+    assert (task.documents, task.texts) == (3_500 + second, 3_000 + second)
+    assert (task.component_documents, task.component_bytes) == (3_500, 3_500 * ROW_BYTES + 3_000 * 100 * (6 + SHINGLE_BYTES))
+    rows = (3_500 + second) * ROW_BYTES + (3_000 + second) * 100 * 6
+    assert task.bytes == rows + 3_000 * 100 * SHINGLE_BYTES  # the giant bucket's sets, the largest
+    # one partition: every bucket's rows in the task
+    whole = ranking_memory(ray.data.from_arrow(members, override_num_blocks=4), bucket, 4, 1, body_per_shingle=6.0)
+    assert whole.documents == len(members) and whole.texts == 3_100
 
 
 def test_the_plan_fits_or_names_what_to_change(ray_cluster):
@@ -55,14 +64,15 @@ def test_the_plan_fits_or_names_what_to_change(ray_cluster):
 
     node = smallest_node()  # the fixture's nodes: one CPU each, the machine's memory
     assert node.cpus == 1 and node.per_task == node.memory > 0
-    assert "the largest ranking task holds about 1 MB" in ensure_ranking_fits(TaskMemory(2**20, 10, 10, 5), node, 8)
+    assert "the largest ranking task holds about 1 MB" in ensure_ranking_fits(TaskMemory(2**20, 10, 10, 5, 2**19), node, 8)
     small = NodeMemory("10.0.0.7", 512 * 2**20, 4)  # 128 MB a task
     with pytest.raises(MemoryBudgetExceeded) as many:
-        ensure_ranking_fits(TaskMemory(300 * 2**20, 90_000, 80_000, 2_000), small, 8)
-    assert "(512 MB, 4 CPU)" in str(many.value) and "Raise the engine resource's shuffle_partitions (now 8)" in str(many.value)
+        ensure_ranking_fits(TaskMemory(300 * 2**20, 90_000, 80_000, 2_000, 20 * 2**20), small, 8)
+    assert "(512 MB, 4 CPU)" in str(many.value)
+    assert "Raise the engine resource's shuffle_partitions above the 8 this run used" in str(many.value)
     with pytest.raises(MemoryBudgetExceeded) as one:
-        ensure_ranking_fits(TaskMemory(300 * 2**20, 90_000, 80_000, 85_000), small, 8)
-    assert "One component fills the task" in str(one.value) and "rows_per_band" in str(one.value)
+        ensure_ranking_fits(TaskMemory(300 * 2**20, 90_000, 80_000, 85_000, 280 * 2**20), small, 8)
+    assert "One component fills the task: raise jaccard_threshold" in str(one.value)
     assert "shuffle_partitions" not in str(one.value)
 
 

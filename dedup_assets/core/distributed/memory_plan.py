@@ -9,9 +9,10 @@ Parquet footers (so a Chinese corpus, three bytes a character, is not taken for 
 
 from __future__ import annotations
 
-import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -40,11 +41,21 @@ def driver_components_bytes(edges: int) -> int:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory free on this node now, where the system says (Linux); else None."""
+    """Bytes of memory this node can give now (Linux's MemAvailable, page cache counted as
+    free), within the container's cgroup limit where there is one; None where unknown."""
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+        meminfo = Path("/proc/meminfo").read_text()
+        available = int(re.search(r"^MemAvailable:\s+(\d+) kB", meminfo, re.M).group(1)) * 1024
+    except (OSError, AttributeError):
         return None
+    try:  # cgroup v2: the limit and what the group uses now
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+            available = min(available, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return available
 
 
 def components_here(edges: int, driver_edges: int, available: int | None) -> tuple[bool, str]:
@@ -75,50 +86,69 @@ def body_bytes_per_shingle(tables: RayTables) -> float:
 
 @dataclass(frozen=True)
 class TaskMemory:
-    """The largest ranking task: its bytes, documents and distinct texts, and the largest
-    component's documents."""
+    """The largest ranking task: its bytes, documents and distinct texts, and its largest
+    component's documents and bytes."""
 
     bytes: int
     documents: int
     texts: int
-    largest_component: int
+    component_documents: int
+    component_bytes: int
 
 
 def ranking_memory(
-    members: ray.data.Dataset, bucket: Callable[[pa.ChunkedArray], pa.Array], body_per_shingle: float
+    members: ray.data.Dataset,
+    bucket: Callable[[pa.ChunkedArray], pa.Array],
+    buckets: int,
+    partitions: int,
+    body_per_shingle: float,
 ) -> TaskMemory:
     """The ranking's largest task, for ``members`` (``doc_id``, ``text_doc_id``, ``root_doc_id``,
-    ``shingle_count``) grouped by ``bucket`` of their roots, the ranking's own grouping."""
-    per_text = body_per_shingle + SHINGLE_BYTES
+    ``shingle_count``) grouped by ``bucket`` of their roots (``buckets`` of them) into
+    ``partitions`` tasks, the ranking's own grouping. A task holds its partition's rows and
+    bodies (taken as its share of the largest buckets: how Ray hashes buckets to partitions is
+    its own) and one bucket's shingle sets at a time."""
 
     def sized(batch: pa.Table) -> pa.Table:
         text = pc.equal(batch["doc_id"], batch["text_doc_id"]).to_numpy(zero_copy_only=False)
-        shingles = batch["shingle_count"].to_numpy(zero_copy_only=False).astype(np.float64)
+        shingles = batch["shingle_count"].to_numpy(zero_copy_only=False).astype(np.float64) * text
         return pa.table(
             {
                 "root_doc_id": batch["root_doc_id"],
-                "bytes": pa.array((ROW_BYTES + text * shingles * per_text).astype(np.int64)),
+                "rows": pa.array((ROW_BYTES + shingles * body_per_shingle).astype(np.int64)),
+                "sets": pa.array((shingles * SHINGLE_BYTES).astype(np.int64)),
                 "text": pa.array(text.astype(np.int64)),
             }
         )
 
-    components = arrow_map(members, sized).groupby("root_doc_id").aggregate(
-        Count(alias_name="documents"), Sum("bytes", alias_name="bytes"), Sum("text", alias_name="texts")
+    def bucketed(batch: pa.Table) -> pa.Table:
+        size = pc.add(batch["rows"], batch["sets"])
+        return batch.append_column("bucket", bucket(batch["root_doc_id"])).append_column("size", size)
+
+    components = arrow_map(members, sized).groupby("root_doc_id", num_partitions=partitions).aggregate(
+        Count(alias_name="documents"), Sum("rows", alias_name="rows"), Sum("sets", alias_name="sets"),
+        Sum("text", alias_name="texts"),
     )
     grouped = (
-        arrow_map(components, lambda batch: batch.append_column("bucket", bucket(batch["root_doc_id"])))
-        .groupby("bucket")
+        arrow_map(components, bucketed)
+        .groupby("bucket", num_partitions=partitions)
         .aggregate(
-            Sum("bytes", alias_name="bytes"), Sum("documents", alias_name="documents"),
-            Sum("texts", alias_name="texts"), Max("documents", alias_name="largest"),
+            Sum("rows", alias_name="rows"), Sum("sets", alias_name="sets"), Sum("documents", alias_name="documents"),
+            Sum("texts", alias_name="texts"), Max("size", alias_name="component_bytes"),
+            Max("documents", alias_name="component_documents"),
         )
         .take_all()
     )
     if not grouped:
-        return TaskMemory(0, 0, 0, 0)
-    worst = max(grouped, key=lambda row: (row["bytes"], row["bucket"]))
-    largest = max(row["largest"] for row in grouped)
-    return TaskMemory(int(worst["bytes"]), int(worst["documents"]), int(worst["texts"]), int(largest))
+        return TaskMemory(0, 0, 0, 0, 0)
+    share = sorted(grouped, key=lambda row: (-row["rows"], row["bucket"]))[: -(-buckets // max(partitions, 1))]
+    return TaskMemory(
+        bytes=int(sum(row["rows"] for row in share) + max(row["sets"] for row in grouped)),
+        documents=int(sum(row["documents"] for row in share)),
+        texts=int(sum(row["texts"] for row in share)),
+        component_documents=int(max(row["component_documents"] for row in grouped)),
+        component_bytes=int(max(row["component_bytes"] for row in grouped)),
+    )
 
 
 @dataclass(frozen=True)
@@ -149,19 +179,20 @@ def ensure_ranking_fits(task: TaskMemory, node: NodeMemory, partitions: int) -> 
     would not fit in what one task has on ``node``."""
     plan = (
         f"clusters: the largest ranking task holds about {task.bytes / 2**20:,.0f} MB ({task.documents:,} "
-        f"documents, {task.texts:,} distinct texts; the largest component has {task.largest_component:,} "
-        f"documents) of the {node.per_task / 2**20:,.0f} MB a task has on node {node.node} "
-        f"({node.memory / 2**20:,.0f} MB, {node.cpus:g} CPU)"
+        f"documents, {task.texts:,} distinct texts; the largest component has {task.component_documents:,} "
+        f"documents, about {task.component_bytes / 2**20:,.0f} MB) of the {node.per_task / 2**20:,.0f} MB a "
+        f"task has on node {node.node} ({node.memory / 2**20:,.0f} MB, {node.cpus:g} CPU)"
     )
     if task.bytes <= node.per_task:
         return plan
-    if task.largest_component * 2 < task.documents:  # several components share the task: more, smaller groups help
-        remedy = f"Raise the engine resource's shuffle_partitions (now {partitions:,}) so that fewer components share a task"
+    if task.component_bytes * 2 <= node.per_task:  # many components share the task: more, smaller tasks help
+        remedy = (
+            f"Raise the engine resource's shuffle_partitions above the {partitions:,} this run used, so that "
+            "fewer components share a task"
+        )
     else:
         remedy = (
-            "One component fills the task: make LSH stricter (more rows_per_band, or a higher threshold) "
-            "so that fewer documents join it"
+            "One component fills the task: raise jaccard_threshold so that fewer pairs join it (or leave "
+            "out the shared text that chains it, with ignored_passages)"
         )
-    raise MemoryBudgetExceeded(
-        f"{plan}: it would not fit. {remedy}, or run on nodes with more memory per CPU."
-    )
+    raise MemoryBudgetExceeded(f"{plan}: it would not fit. {remedy}, or run on nodes with more memory per CPU.")

@@ -224,8 +224,9 @@ def clusters(
     # components grouped by bucket, not one call per component: the ranking is vectorized over
     # a call's components, and per-call overhead times hundreds of thousands of components is
     # what a grouping by root cost
-    bucket = _component_bucket(4 * partitions)
-    task = ranking_memory(members, bucket, body_bytes_per_shingle(tables))
+    buckets = 4 * partitions
+    bucket = _component_bucket(buckets)
+    task = ranking_memory(members, bucket, buckets, partitions, body_bytes_per_shingle(tables))
     log(ensure_ranking_fits(task, smallest_node(), partitions))
     members = _one_body_per_text(tables, members)
     ranked = arrow_map(members, lambda batch: batch.append_column("bucket", bucket(batch["root_doc_id"]))).groupby(
