@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import ray
@@ -193,22 +194,37 @@ class AtPositions:
             low, high = bounds["min"].as_py(), bounds["max"].as_py()
             wanted = [ref for ref, first, last in spans if batch.num_rows and first <= high and last >= low]
             taken = batch.select(columns)
-            taken_bytes = taken.nbytes / max(batch.num_rows, 1)
+            taken_bytes = row_bytes(taken)
             empty = True
             for ref in wanted:
                 keys = ray.get(ref).cast(schema)
                 rows = pc.index_in(keys[POSITION], value_set=batch[POSITION])
                 found = pc.is_valid(rows)
                 keys, rows = keys.filter(found), rows.filter(found)
-                step = max(1, int(TAKEN_BYTES / max(keys.nbytes / max(keys.num_rows, 1) + taken_bytes, 1)))
-                for start in range(0, len(rows), step):
-                    yield then(_with_columns(keys.slice(start, step), taken.take(rows.slice(start, step))))
-                    empty = False
+                sizes = np.cumsum(row_bytes(keys) + taken_bytes[rows.to_numpy(zero_copy_only=False)])
+                # cut where the rows' own bytes pass each multiple of TAKEN_BYTES (at least one row a part)
+                cuts = np.unique(np.searchsorted(sizes, np.arange(TAKEN_BYTES, sizes[-1], TAKEN_BYTES), "right")) if len(sizes) else []
+                for start, end in zip([0, *cuts], [*cuts, len(rows)]):
+                    if end > start:
+                        yield then(_with_columns(keys.slice(start, end - start), taken.take(rows.slice(start, end - start))))
+                        empty = False
             if empty:  # the block's columns, for a join that reads them
                 yield then(_with_columns(schema.empty_table(), taken.slice(0, 0)))
 
         # whole blocks: one fetch of the keys per block, not per batch of rows
         return arrow_map(tables.read(table, [*columns, POSITION]), join, batch_size=None)
+
+
+def row_bytes(table: pa.Table) -> np.ndarray:
+    """Each row's bytes: a string or binary value's own length, other columns' average width."""
+    sizes = np.zeros(table.num_rows, dtype=np.int64)
+    for column in table.columns:
+        kind = column.type
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            sizes += pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        else:
+            sizes += column.nbytes // max(table.num_rows, 1)
+    return sizes
 
 
 def _with_columns(keys: pa.Table, picked: pa.Table) -> pa.Table:

@@ -87,7 +87,7 @@ def stall_message(executor, waited_s: float, timeout_s: float) -> str:
             f"{state.total_enqueued_output_blocks()} waiting to be taken"
         )
     free, total = ray.available_resources().get("CPU", 0), ray.cluster_resources().get("CPU", 0)
-    if free >= total:  # no task waits for a CPU: a started one waits on objects
+    if 0 < total <= free:  # no task waits for a CPU: a started one waits on objects
         used, limit = manager.get_global_usage().object_store_memory, manager.get_global_limits().object_store_memory
         lines.append(
             f"Every CPU of the cluster ({total:g}) is free, so no task waits for one: the started tasks wait "
