@@ -82,3 +82,25 @@ def test_the_tables_files_are_read_in_the_same_task_as_the_take(ray_cluster, tmp
         dataset = AtPositions(ray.data.from_arrow(keys)).take(RayTables(tmp_path, partitions=3), "documents", ["body"])
         stats = dataset.materialize().stats()
     assert "ReadParquet->MapBatches(join)" in stats and "SplitBlocks" not in stats, stats
+
+
+def test_a_body_taken_for_many_keys_comes_in_parts_and_each_part_goes_through_then(ray_cluster, tmp_path):
+    # one 1 MB body keyed 150 times is 150 MB for one documents file: in parts of about
+    # TAKEN_BYTES (64 MB), each given to `then` as it is cut, not one block (a dense
+    # near-duplicate group's pairs made one 7 GB block and stalled the run)
+    import ray
+
+    from dedup_assets.core.distributed.ray_tables import TAKEN_BYTES, AtPositions, RayTables
+
+    tables = RayTables(tmp_path, partitions=2)
+    body = "w " * (2**19)
+    write_batches(tmp_path, "documents", [pa.record_batch({"doc_id": ["d0", "d1"], "body": [body, "short"]})], rows_per_file=2)
+    keys = pa.table({POSITION: pa.array([0] * 150 + [1], pa.int64()), "tag": [f"k{i}" for i in range(151)]})
+
+    def measured(part: pa.Table) -> pa.Table:  # what `then` saw: a part's rows and bytes
+        return pa.table({"rows": [part.num_rows], "bytes": [part["body"].nbytes if part.num_rows else 0]})
+
+    parts = pa.concat_tables(ray.get(AtPositions(ray.data.from_arrow(keys)).take(tables, "documents", ["body"], measured).to_arrow_refs()))
+    assert sum(parts["rows"].to_pylist()) == 151
+    sizes = [size for size in parts["bytes"].to_pylist() if size]
+    assert len(sizes) >= 3 and max(sizes) <= TAKEN_BYTES + len(body), sizes
