@@ -14,7 +14,7 @@ import pytest
 from dagster import DagsterEventType, DagsterInstance
 
 from .conftest import PROJECT_ROOT
-from .test_cli import cli_env  # noqa: F401 (a fixture)
+from .test_cli import cli_env, run_command  # noqa: F401 (a fixture)
 
 DEDUP = str(Path(sys.executable).with_name("dedup"))
 
@@ -34,7 +34,9 @@ def _watch_wal(runs: Path, process: subprocess.Popen) -> list[bool]:
 def test_the_run_keeps_its_history_files_open_and_records_every_step_and_check(cli_env, tmp_path):
     runs = Path(cli_env["DAGSTER_HOME"]) / "history" / "runs"
     with open(tmp_path / "stderr", "w+") as stderr:
-        process = subprocess.Popen([DEDUP, "run"], cwd=PROJECT_ROOT, env=cli_env, stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(
+            [DEDUP, "run"], cwd=PROJECT_ROOT, env=cli_env, stdout=subprocess.DEVNULL, stderr=stderr
+        )
         seen = _watch_wal(runs, process)
         stderr.seek(0)
         assert process.returncode == 0, stderr.read()[-3000:]
@@ -55,3 +57,12 @@ def test_the_run_keeps_its_history_files_open_and_records_every_step_and_check(c
     assert kinds.count(DagsterEventType.ASSET_MATERIALIZATION) == 15
     assert kinds.count(DagsterEventType.ASSET_CHECK_EVALUATION) == 15
     assert kinds[-1] == DagsterEventType.RUN_SUCCESS
+
+
+def test_a_run_refused_for_its_settings_leaves_no_file_in_the_history(cli_env):
+    # the run's file is made before Dagster writes to it; a run refused before it starts has none
+    bad = '{"resources": {"dedup": {"config": {"num_perm": 64, "no_such_setting": 1}}}}'
+    result = run_command([DEDUP, "run", "--config-json", bad], cli_env)
+    assert result.returncode == 1 and "no_such_setting" in result.stderr, result.stderr[-3000:]
+    runs = Path(cli_env["DAGSTER_HOME"]) / "history" / "runs"
+    assert sorted(path.name for path in runs.iterdir()) == ["index.db"]

@@ -35,13 +35,23 @@ def history_files(instance: DagsterInstance, run_id: str) -> list[Path]:
 
 @contextmanager
 def held_open(paths: list[Path]) -> Iterator[None]:
-    with ExitStack() as stack:
-        for path in paths:
-            connection = stack.enter_context(closing(sqlite3.connect(path, isolation_level=None)))
-            if not path.stat().st_size:  # the run's new file
-                connection.execute("pragma journal_mode=wal")
-            elif connection.execute("pragma journal_mode").fetchone()[0] != "wal":
-                continue  # a file in another journal mode is left as it is
-            # a WAL file stays open while a connection holds its shared lock, taken on a read
-            connection.execute("select count(*) from sqlite_master").fetchone()
-        yield
+    made: list[Path] = []
+    try:
+        with ExitStack() as stack:
+            for path in paths:
+                connection = stack.enter_context(closing(sqlite3.connect(path, isolation_level=None)))
+                if not path.stat().st_size:  # the run's new file
+                    made.append(path)
+                    connection.execute("pragma journal_mode=wal")
+                elif connection.execute("pragma journal_mode").fetchone()[0] != "wal":
+                    continue  # a file in another journal mode is left as it is
+                # a WAL file stays open while a connection holds its shared lock, taken on a read
+                connection.execute("select count(*) from sqlite_master").fetchone()
+            yield
+    finally:
+        # a run refused before it started (its config) leaves no empty file for Dagster to find
+        for path in made:
+            with closing(sqlite3.connect(path)) as connection:
+                unused = not connection.execute("select count(*) from sqlite_master").fetchone()[0]
+            if unused:
+                path.unlink()
