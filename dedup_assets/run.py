@@ -31,6 +31,7 @@ from .core.release.files import MANIFEST_FILE  # noqa: E402
 from .core.util.shell import python_command, sql_literal  # noqa: E402
 from .definitions import defs  # noqa: E402
 from .launch.entry_point import DEDUP, ENTRY, dedup_program  # noqa: E402
+from .launch.history_files import held_open, history_files  # noqa: E402
 from .launch.user_messages import last_sentence, refused, user_message  # noqa: E402
 from .launch.run_health import fail_dead_runs, new_run  # noqa: E402
 from .launch.warm import CompileWatch, step_compiled, warm_if_needed  # noqa: E402
@@ -251,13 +252,14 @@ def main(args: argparse.Namespace, config: dict) -> int:
             for line in fail_dead_runs(instance):
                 _say(line)
             run_id, tags = new_run()
-            result = job.execute_in_process(
-                run_config={**config, "loggers": {QUIET_LOGGER: {}}},
-                instance=instance,
-                raise_on_error=False,
-                run_id=run_id,
-                tags=tags,
-            )
+            with held_open(history_files(instance, run_id)):
+                result = job.execute_in_process(
+                    run_config={**config, "loggers": {QUIET_LOGGER: {}}},
+                    instance=instance,
+                    raise_on_error=False,
+                    run_id=run_id,
+                    tags=tags,
+                )
             kept = not instance.is_ephemeral
     except DagsterInvalidConfigError as error:
         # Dagster's own words, without its listing of every field the config could have
