@@ -8,7 +8,6 @@ import pytest
 import pyarrow.parquet  # noqa: F401  (pa.parquet)
 
 from dedup_assets.core.read import InputError, InputPolicy, InputStats, count_input_records, document_batches
-from dedup_assets.core.read import standardize
 
 from .conftest import document, write_csv
 from .warc_fixtures import ARTICLE, write_crawl
@@ -105,19 +104,6 @@ def test_source_format_overrides_the_extension_and_csv_text_is_nfc(tmp_path):
     table, _ = _read(csv_path)
     assert table.column("body").to_pylist() == ["R\u00e9sum\u00e9 text"]
     assert table.column("title").to_pylist() == ["Caf\u00e9"]
-
-
-@pytest.mark.parametrize("python_nfc", [False, True], ids=["as_installed", "python_nfc"])
-def test_text_is_nfc_whichever_normalizer_pyarrow_allows(tmp_path, monkeypatch, python_nfc):
-    """Before pyarrow 26, Arrow's NFC decomposes (apache/arrow#51225), and Python's unicodedata
-    composes instead: as installed (Arrow's where it composes), and with Python's forced, every
-    text column comes out composed, ASCII and empty text as they were."""
-    if python_nfc:
-        monkeypatch.setattr(standardize, "arrow_composes", lambda: False)
-    rows = [document("n1", "Re\u0301sume\u0301 text", title="Cafe\u0301"), document("n2", "plain ascii", title="")]
-    table, _ = _read(write_csv(tmp_path / "nfd.csv", rows))
-    assert table.column("body").to_pylist() == ["R\u00e9sum\u00e9 text", "plain ascii"]
-    assert table.column("title").to_pylist() == ["Caf\u00e9", ""]
 
 
 def test_parquet_text_columns_of_other_types_are_refused_by_name_and_integer_ids_read(tmp_path):

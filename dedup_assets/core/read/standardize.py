@@ -5,7 +5,6 @@ timestamp, the extra columns of all files, ``source_file`` and ``input_row``."""
 from __future__ import annotations
 
 import unicodedata
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -19,25 +18,15 @@ _UTC = pa.timestamp("us", tz="UTC")
 _ZONED = r"[T ]\d.*(Z|[+-]\d\d(:?\d\d)?)$"
 
 
-@cache
-def arrow_composes() -> bool:
-    """Whether this pyarrow's ``utf8_normalize`` composes: before 26 its NFC only decomposes
-    (apache/arrow#51225), and the ray extra's Daft holds pyarrow below 26."""
-    return pc.utf8_normalize(pa.array(["e\u0301"]), form="NFC")[0].as_py() == "\u00e9"
-
-
 def _nfc(text: pa.Array) -> pa.Array:
-    """NFC on read; only rows with non-ASCII characters can change, so only those are touched:
-    by Arrow where it composes, else by Python's ``unicodedata``, row by row."""
+    """NFC on read; only rows with non-ASCII characters can change, so only those are touched.
+    By Python's ``unicodedata``: Arrow's NFC only decomposes before pyarrow 26
+    (apache/arrow#51225), which the ray extra's Daft requires, and is no faster after."""
     non_ascii = pc.invert(pc.string_is_ascii(text))
     if not pc.any(non_ascii).as_py():
         return text
     changing = text.filter(non_ascii)
-    if arrow_composes():
-        normalized = pc.utf8_normalize(changing, form="NFC")
-    else:
-        forms = [None if row is None else unicodedata.normalize("NFC", row) for row in changing.to_pylist()]
-        normalized = pa.array(forms, changing.type)
+    normalized = pa.array([None if row is None else unicodedata.normalize("NFC", row) for row in changing.to_pylist()], changing.type)
     return pc.replace_with_mask(text, non_ascii, normalized)
 
 
