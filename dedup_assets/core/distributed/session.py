@@ -42,8 +42,8 @@ def _configure_data() -> None:
     logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
-# the Ray session Daft's runner last ran on (its driver's worker id): see _use_daft
-_daft_session: str | None = None
+# the Ray session Daft's runner last ran on (this driver's node and job): see _use_daft
+_daft_session: tuple[str, str] | None = None
 
 
 def _use_daft() -> None:
@@ -61,7 +61,9 @@ def _use_daft() -> None:
             "the ray engine needs its Ray runner. Run the pipeline in a process that does not use "
             "Daft otherwise (or calls daft.set_runner_ray())."
         )
-    session = ray.get_runtime_context().get_worker_id()
+    # a new local Ray is a new node; joining a cluster again, a new job
+    context = ray.get_runtime_context()
+    session = (context.get_node_id(), context.get_job_id())
     if session != _daft_session:
         runner.flotilla_plan_runner = None
         _daft_session = session
