@@ -119,12 +119,17 @@ class RayTables:
         frame = daft.read_parquet(f"{folder}/*.parquet")
         return frame.select(*columns) if columns else frame
 
-    def write_frame(self, table: str, frame: daft.DataFrame, schema: pa.Schema) -> None:
-        """Write a Daft dataframe as ``table`` with ``schema``'s columns and types (strings as
-        Daft's large strings, which DuckDB and Ray Data read alike). For the pair tables: Daft
-        names and orders its files as it likes, and their view sorts by pair."""
-        typed = frame.select(*[daft.col(field.name).cast(daft.DataType.from_arrow_type(field.type)) for field in schema])
-        replace_table(self.root, table, lambda folder: typed.write_parquet(str(folder), write_mode="append"), schema)
+    def write_frames(self, table: str, frames: list[daft.DataFrame], schema: pa.Schema) -> None:
+        """Write Daft dataframes, one after the other, as ``table`` with ``schema``'s columns and
+        types (strings as Daft's large strings, which DuckDB and Ray Data read alike). For the pair
+        tables: Daft names and orders its files as it likes, and their view sorts by pair."""
+
+        def write(folder: Path) -> None:
+            for frame in frames:
+                typed = frame.select(*[daft.col(field.name).cast(daft.DataType.from_arrow_type(field.type)) for field in schema])
+                typed.write_parquet(str(folder), write_mode="append")
+
+        replace_table(self.root, table, write, schema)
 
     def view(self, table: str, **casts: str) -> TableBuild:
         """The table's DuckDB view, in the DuckDB engine's row order."""

@@ -24,17 +24,20 @@ from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
 
 # what verification measures of a pair, which the acceptance rule reads
 MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_overlap", "is_exact")]
-# pairs whose bodies one call scores: 800 pages of 25 KB in one LSH group gave 269,884 pairs,
-# about 13 GB of bodies, which a batch of Daft's default size would hold at once
-SCORED_BATCH = 1024
+# about the bytes of bodies one Daft query of verification carries: the pairs are verified in
+# slices, by the hash of their first document. In one query, 800 pages of 25 KB in one LSH group
+# (269,884 pairs, 13 GB of bodies carried) grew a Daft worker to 19 GB, and Ray's memory monitor
+# killed it; in slices of this size the largest worker peaked at 6.5 GB
+SLICE_BYTES = 2**30
 
 
-def _batches(frame: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, **options) -> daft.DataFrame:
+def _batches(frame: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
     """``fn`` over ``frame``'s batches as Arrow tables, giving ``schema``'s columns."""
 
-    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True, **options)
+    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True)
     def mapped(columns: daft.Series):
-        return fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema).to_struct_array().combine_chunks()
+        result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
+        return result.to_struct_array().combine_chunks()
 
     return frame.select(mapped(to_struct(*[col(name) for name in frame.column_names])))
 
@@ -46,6 +49,25 @@ def _sides(frame: daft.DataFrame, table: daft.DataFrame, columns: list[str]) -> 
         named = table.select(col("doc_id").alias(f"{side}_doc_id"), *[col(name).alias(f"{side}_{name}") for name in columns])
         frame = frame.join(named, on=f"{side}_doc_id")
     return frame
+
+
+def _lsh_pairs(tables: RayTables) -> daft.DataFrame:
+    pairs = tables.frame("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
+    return pairs.where(col("found_by") == "lsh").select("left_doc_id", "right_doc_id")
+
+
+def _slices(tables: RayTables) -> int:
+    """How many slices verification takes: the bytes of the bodies the LSH pairs carry over
+    SLICE_BYTES (a narrow query: each pair's documents' body lengths)."""
+    pairs = _lsh_pairs(tables)
+    ends = pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id")))
+    bodies = tables.frame("documents", ["doc_id", "body"]).select(col("doc_id"), col("body").length_bytes().alias("bytes"))
+    carried = ends.join(bodies, on="doc_id").sum("bytes").to_pydict()["bytes"][0] or 0
+    return max(1, -(-carried // SLICE_BYTES))
+
+
+def _in_slice(column: str, index: int, slices: int) -> daft.Expression:
+    return col(column).hash() % slices == index
 
 
 OVERLAP_SCHEMA = pa.schema(
@@ -61,13 +83,11 @@ OVERLAP_SCHEMA = pa.schema(
 SCORES_SCHEMA = pa.schema([("score_left", pa.string()), ("score_right", pa.string()), *MEASURED_FIELDS])
 
 
-def _pair_scores(tables: RayTables, params: SketchParams) -> daft.DataFrame:
-    """Exact Jaccard, signature overlap and content equality of every pair LSH found, keyed
+def _pair_scores(tables: RayTables, params: SketchParams, pairs: daft.DataFrame) -> daft.DataFrame:
+    """Exact Jaccard, signature overlap and content equality of LSH ``pairs``, keyed
     ``score_left``, ``score_right``: first both signatures, which give the overlap and are
     dropped, then both bodies, which give the Jaccard. Only the pairs move, with one side's
     signature or body at a time."""
-    pairs = tables.frame("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
-    pairs = pairs.where(col("found_by") == "lsh").select("left_doc_id", "right_doc_id")
     sketch = tables.frame("fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
 
     def overlap(batch: pa.Table) -> pa.Table:
@@ -95,7 +115,7 @@ def _pair_scores(tables: RayTables, params: SketchParams) -> daft.DataFrame:
 
     signed = _batches(_sides(pairs, sketch, ["shingle_count", "signature", "content_hash"]), overlap, OVERLAP_SCHEMA)
     bodies = _sides(signed, tables.frame("documents", ["doc_id", "body"]), ["body"])
-    return _batches(bodies, score, SCORES_SCHEMA, batch_size=SCORED_BATCH)
+    return _batches(bodies, score, SCORES_SCHEMA)
 
 
 KEYED_SCHEMA = PAIR_SCHEMA.append(pa.field("score_left", pa.string())).append(pa.field("score_right", pa.string()))
@@ -121,17 +141,23 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
         return batch.select(PAIR_SCHEMA.names).append_column("score_left", low).append_column("score_right", high)
 
     keyed = _batches(candidates, score_keys, KEYED_SCHEMA)
-    measured = keyed.join(_pair_scores(tables, params), on=["score_left", "score_right"], how="left")
 
     def decide(batch: pa.Table) -> pa.Table:
         # the measured columns, null where a pair was not measured, then the one acceptance rule
         return decided_pairs(batch.select([*PAIR_SCHEMA.names, *(field.name for field in MEASURED_FIELDS)]), thresholds)
 
-    tables.write_frame("scored_pairs", _batches(measured, decide, SCORED_SCHEMA), SCORED_SCHEMA)
+    def sliced(index: int, slices: int) -> daft.DataFrame:
+        # a measured pair's score_left is its left_doc_id: both sides of the join in one slice
+        scores = _pair_scores(tables, params, _lsh_pairs(tables).where(_in_slice("left_doc_id", index, slices)))
+        measured = keyed.where(_in_slice("score_left", index, slices)).join(scores, on=["score_left", "score_right"], how="left")
+        return _batches(measured, decide, SCORED_SCHEMA)
+
+    slices = _slices(tables)
+    tables.write_frames("scored_pairs", [sliced(index, slices) for index in range(slices)], SCORED_SCHEMA)
     return tables.view("scored_pairs")
 
 
 def duplicate_pairs(tables: RayTables) -> TableBuild:
     """The accepted edges, in pair order."""
-    tables.write_frame("duplicate_pairs", tables.frame("scored_pairs").where(col("is_duplicate")), SCORED_SCHEMA)
+    tables.write_frames("duplicate_pairs", [tables.frame("scored_pairs").where(col("is_duplicate"))], SCORED_SCHEMA)
     return tables.view("duplicate_pairs")
