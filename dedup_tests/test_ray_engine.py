@@ -219,6 +219,24 @@ def test_an_unreachable_cluster_in_the_environment_is_refused_with_where_to_set_
     assert "engine resource's" in result.stdout and "DEDUP_RAY_ADDRESS" in result.stdout
 
 
+def test_two_library_runs_in_one_process_each_on_its_own_local_ray_verify_alike(tmp_path):
+    """Daft sets its runner once per process and keeps its scheduler from its first query; a second
+    run's own local Ray (the first one's stopped) verifies on Daft too. In a process of its own,
+    as this one's Ray session would be used as it is."""
+    require_ray()
+    script = (
+        "from dedup_assets.core.pipeline.library import run_library\n"
+        "from dedup_assets.core.settings.model import Settings\n"
+        "for run in ('first', 'second'):\n"
+        f"    counts = run_library({str(HARD_FIXTURE)!r}, f'{tmp_path}/{{run}}.duckdb', None, Settings(engine='ray'))['counts']\n"
+        "    print(counts['duplicate_pair_rows'])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env={**os.environ, "DEDUP_RAY_ADDRESS": ""})
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, second = result.stdout.split()
+    assert first == second and int(first) > 0
+
+
 def test_ray_on_a_generated_corpus_passes_the_consistency_check(ray_cluster, tmp_path):
     corpus = tmp_path / "corpus.parquet"
     generate(int(os.environ.get("DEDUP_RAY_TEST_DOCUMENTS", "100000")), corpus)

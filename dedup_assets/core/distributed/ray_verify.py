@@ -1,153 +1,163 @@
-"""The ray engine's ``scored_pairs`` and ``duplicate_pairs``: exact Jaccard from the bodies of the
-pairs LSH found, their first copies' scores for the others, as ``verify/pairs.py`` decides."""
+"""The ray engine's ``scored_pairs`` and ``duplicate_pairs`` on Daft (its Ray runner, on the run's
+Ray session): exact Jaccard from the bodies of the pairs LSH found, their first copies' scores for
+the others, as ``verify/pairs.py`` decides. Daft's joins move the pairs to each side's sketch
+and body; our functions score and decide each batch."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import daft
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import ray
-import ray.data
+from daft import DataType, col
+from daft.functions import to_struct
 
-from ..sketch import kernels
-from ..verify.jaccard import pair_jaccard
 from ..pipeline.step_params import SketchParams, Thresholds
+from ..sketch import kernels
 from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
+from ..verify.jaccard import pair_jaccard
 from ..verify.pairs import decided_pairs
-from .datasets import (
-    POSITION,
-)
-from .ray_tables import (
-    PAIR_SCHEMA,
-    SCORED_SCHEMA,
-    AtPositions,
-    RayTables,
-    arrow_map,
-    column_or_nulls,
-    kept,
-    ordered_pairs,
-    renamed,
-    use_task_cpus,
-)
+from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
 
 # what verification measures of a pair, which the acceptance rule reads
 MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_overlap", "is_exact")]
+# about the bytes of bodies one Daft query of verification carries: the pairs are verified in
+# slices, by the hash of their first document. In one query, 800 pages of 25 KB in one LSH group
+# (269,884 pairs, 13 GB of bodies carried) grew a Daft worker to 19 GB, and Ray's memory monitor
+# killed it; in slices of this size the largest worker peaked at 6.5 GB
+SLICE_BYTES = 2**30
 
 
-def _pair_scores(tables: RayTables, params: SketchParams) -> ray.data.Dataset:
-    """Exact Jaccard, signature overlap and content equality of every pair LSH found. Each
-    side's columns are taken in place by its position (``AtPositions``): first both
-    signatures, which give the overlap and are dropped, then both bodies, which give the
-    Jaccard. Only the pairs move, carrying at most one side's signature or body; the documents
-    never do."""
-    partitions = tables.partitions
-    positions = tables.read("fingerprinted", ["doc_id", POSITION])
+def _batches(frame: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
+    """``fn`` over ``frame``'s batches as Arrow tables, giving ``schema``'s columns."""
 
-    def side_positions(side: str) -> ray.data.Dataset:
-        return renamed(positions, {"doc_id": f"{side}_doc_id", POSITION: f"{side}_position"})
+    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True)
+    def mapped(columns: daft.Series):
+        result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
+        return result.to_struct_array().combine_chunks()
 
-    pairs = (
-        kept(tables.read("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"]), lambda b: pc.equal(b["found_by"], "lsh"))
-        .select_columns(["left_doc_id", "right_doc_id"])
-        .join(side_positions("left"), "inner", partitions, on=("left_doc_id",))
-        .join(side_positions("right"), "inner", partitions, on=("right_doc_id",))
-    )
+    return frame.select(mapped(to_struct(*[col(name) for name in frame.column_names])))
 
-    def at(side: str) -> Callable[[pa.Table], pa.Table]:  # keyed by that side's position
-        return lambda part: part.append_column(POSITION, part[f"{side}_position"])
 
-    def take(keyed: ray.data.Dataset, side: str, table: str, columns: list[str], then) -> ray.data.Dataset:
-        def named(part: pa.Table) -> pa.Table:
-            part = part.drop_columns([POSITION])
-            return then(part.rename_columns([f"{side}_{name}" if name in columns else name for name in part.column_names]))
+def _sides(frame: daft.DataFrame, table: daft.DataFrame, columns: list[str]) -> daft.DataFrame:
+    """``frame``'s pairs with ``columns`` of ``table`` for each side, named ``left_<column>`` and
+    ``right_<column>``; pairs with a side missing from ``table`` are left out."""
+    for side in ("left", "right"):
+        named = table.select(col("doc_id").alias(f"{side}_doc_id"), *[col(name).alias(f"{side}_{name}") for name in columns])
+        frame = frame.join(named, on=f"{side}_doc_id")
+    return frame
 
-        return AtPositions(keyed).take(tables, table, columns, named)
 
-    sketch = ["shingle_count", "signature", "content_hash"]
+def _lsh_pairs(tables: RayTables) -> daft.DataFrame:
+    pairs = tables.frame("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
+    return pairs.where(col("found_by") == "lsh").select("left_doc_id", "right_doc_id")
+
+
+def _slices(tables: RayTables) -> int:
+    """How many slices verification takes: the bytes of the bodies the LSH pairs carry over
+    SLICE_BYTES (a narrow query: each pair's documents' body lengths)."""
+    pairs = _lsh_pairs(tables)
+    ends = pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id")))
+    bodies = tables.frame("documents", ["doc_id", "body"]).select(col("doc_id"), col("body").length_bytes().alias("bytes"))
+    carried = ends.join(bodies, on="doc_id").sum("bytes").to_pydict()["bytes"][0] or 0
+    return max(1, -(-carried // SLICE_BYTES))
+
+
+def _in_slice(column: str, index: int, slices: int) -> daft.Expression:
+    return col(column).hash() % slices == index
+
+
+OVERLAP_SCHEMA = pa.schema(
+    [
+        ("left_doc_id", pa.string()),
+        ("right_doc_id", pa.string()),
+        ("left_shingle_count", pa.int32()),
+        ("right_shingle_count", pa.int32()),
+        ("signature_overlap", pa.float64()),
+        ("is_exact", pa.bool_()),
+    ]
+)
+SCORES_SCHEMA = pa.schema([("score_left", pa.string()), ("score_right", pa.string()), *MEASURED_FIELDS])
+
+
+def _pair_scores(tables: RayTables, params: SketchParams, pairs: daft.DataFrame) -> daft.DataFrame:
+    """Exact Jaccard, signature overlap and content equality of LSH ``pairs``, keyed
+    ``score_left``, ``score_right``: first both signatures, which give the overlap and are
+    dropped, then both bodies, which give the Jaccard. Only the pairs move, with one side's
+    signature or body at a time."""
+    sketch = tables.frame("fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
 
     def overlap(batch: pa.Table) -> pa.Table:
         count = batch.num_rows
         rows = np.arange(count, dtype=np.int64)
         signatures = np.concatenate([list_matrix(batch["left_signature"]), list_matrix(batch["right_signature"])])
-        return batch.drop_columns([f"{side}_{name}" for side in ("left", "right") for name in ("signature", "content_hash")]).append_column(
+        return batch.append_column(
             "signature_overlap", pa.array(kernels.pair_overlap_kernel(signatures, rows, rows + count))
         ).append_column("is_exact", pc.equal(batch["left_content_hash"], batch["right_content_hash"]))
 
     def score(batch: pa.Table) -> pa.Table:
-        use_task_cpus()
         count = batch.num_rows
         rows = np.arange(count, dtype=np.int64)
         texts = pa.concat_arrays([batch[f"{side}_body"].combine_chunks().cast(pa.large_string()) for side in ("left", "right")])
         counts = np.concatenate([batch["left_shingle_count"].to_numpy(), batch["right_shingle_count"].to_numpy()])
         return pa.table(
             {
-                "left_doc_id": batch["left_doc_id"],
-                "right_doc_id": batch["right_doc_id"],
+                "score_left": batch["left_doc_id"],
+                "score_right": batch["right_doc_id"],
                 "jaccard": pair_jaccard(texts, rows, rows + count, params.shingling, params.hash_scheme, counts),
                 "signature_overlap": batch["signature_overlap"],
                 "is_exact": batch["is_exact"],
             }
         )
 
-    # each step inside the take before it: see AtPositions.take
-    signed = take(
-        take(arrow_map(pairs, at("left")), "left", "fingerprinted", sketch, at("right")),
-        "right", "fingerprinted", sketch, lambda part: at("left")(overlap(part)),
-    )
-    return take(take(signed, "left", "documents", ["body"], at("right")), "right", "documents", ["body"], score)
+    signed = _batches(_sides(pairs, sketch, ["shingle_count", "signature", "content_hash"]), overlap, OVERLAP_SCHEMA)
+    bodies = _sides(signed, tables.frame("documents", ["doc_id", "body"]), ["body"])
+    return _batches(bodies, score, SCORES_SCHEMA)
+
+
+KEYED_SCHEMA = PAIR_SCHEMA.append(pa.field("score_left", pa.string())).append(pa.field("score_right", pa.string()))
 
 
 def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
     """``scored_pairs``: the candidates scored as ``sql/scored_pairs.sql`` scores them, and decided by
     the DuckDB engine's own rule (``sql/pair_decision.sql``, batch by batch)."""
-    partitions = tables.partitions
-    candidates = tables.read("candidate_pairs")
-    copies = tables.read("first_copies")
-
-    def first_of(dataset: ray.data.Dataset, side: str) -> ray.data.Dataset:
-        return dataset.join(
-            renamed(copies, {"doc_id": f"{side}_doc_id", "first_copy_doc_id": f"{side}_first"}),
-            "left_outer",
-            partitions,
-            on=(f"{side}_doc_id",),
-        )
+    candidates = tables.frame("candidate_pairs", PAIR_SCHEMA.names)
+    copies = tables.frame("first_copies")
+    for side in ("left", "right"):
+        firsts = copies.select(col("doc_id").alias(f"{side}_doc_id"), col("first_copy_doc_id").alias(f"{side}_first"))
+        candidates = candidates.join(firsts, on=f"{side}_doc_id", how="left")
 
     def score_keys(batch: pa.Table) -> pa.Table:
+        # an lsh_via_copy pair takes the score of its first copies' pair
         via_copy = pc.equal(batch["found_by"], "lsh_via_copy")
-        firsts = [column_or_nulls(batch, f"{side}_first", pa.string()) for side in ("left", "right")]
-        left = pc.if_else(pc.and_(via_copy, pc.is_valid(firsts[0])), firsts[0], batch["left_doc_id"])
-        right = pc.if_else(pc.and_(via_copy, pc.is_valid(firsts[1])), firsts[1], batch["right_doc_id"])
+        left, right = (
+            pc.if_else(pc.and_(via_copy, pc.is_valid(batch[f"{side}_first"])), batch[f"{side}_first"], batch[f"{side}_doc_id"])
+            for side in ("left", "right")
+        )
         low, high = ordered_pairs(left, right)
         return batch.select(PAIR_SCHEMA.names).append_column("score_left", low).append_column("score_right", high)
 
-    if not candidates.count():
-        tables.write("scored_pairs", ray.data.from_arrow(SCORED_SCHEMA.empty_table()), SCORED_SCHEMA)
-        return tables.view("scored_pairs")
-    # joins with a side that has no rows are left out (see candidate_pairs)
-    keyed = arrow_map(first_of(first_of(candidates, "left"), "right") if copies.count() else candidates, score_keys)
-    if candidates.filter(expr="found_by == 'lsh'").count():
-        scores = renamed(_pair_scores(tables, params), {"left_doc_id": "score_left", "right_doc_id": "score_right"})
-        keyed = keyed.join(scores, "left_outer", partitions, on=("score_left", "score_right"))
+    keyed = _batches(candidates, score_keys, KEYED_SCHEMA)
 
     def decide(batch: pa.Table) -> pa.Table:
         # the measured columns, null where a pair was not measured, then the one acceptance rule
-        measured = pa.table(
-            {
-                **{name: batch[name] for name in PAIR_SCHEMA.names},
-                **{field.name: column_or_nulls(batch, field.name, field.type) for field in MEASURED_FIELDS},
-            }
-        )
-        return decided_pairs(measured, thresholds).cast(SCORED_SCHEMA)
+        return decided_pairs(batch.select([*PAIR_SCHEMA.names, *(field.name for field in MEASURED_FIELDS)]), thresholds)
 
-    scored = arrow_map(keyed, decide)
-    tables.write("scored_pairs", scored, SCORED_SCHEMA)
+    def sliced(index: int, slices: int) -> daft.DataFrame:
+        # a measured pair's score_left is its left_doc_id: both sides of the join in one slice
+        scores = _pair_scores(tables, params, _lsh_pairs(tables).where(_in_slice("left_doc_id", index, slices)))
+        measured = keyed.where(_in_slice("score_left", index, slices)).join(scores, on=["score_left", "score_right"], how="left")
+        return _batches(measured, decide, SCORED_SCHEMA)
+
+    slices = _slices(tables)
+    tables.write_frames("scored_pairs", [sliced(index, slices) for index in range(slices)], SCORED_SCHEMA)
     return tables.view("scored_pairs")
 
 
 def duplicate_pairs(tables: RayTables) -> TableBuild:
     """The accepted edges, in pair order."""
-    tables.write("duplicate_pairs", tables.read("scored_pairs").filter(expr="is_duplicate"), SCORED_SCHEMA)
+    tables.write_frames("duplicate_pairs", [tables.frame("scored_pairs").where(col("is_duplicate"))], SCORED_SCHEMA)
     return tables.view("duplicate_pairs")

@@ -1,4 +1,5 @@
-"""The Ray session a run's steps execute in, and Ray Data's settings for them.
+"""The Ray session a run's steps execute in, and the settings of Ray Data and Daft (its Ray
+runner) for them.
 
 Without an address a local Ray is started for the run (``address="local"``: never a cluster
 that happens to be running on the machine) and stopped at its end. With one (``ray://...``,
@@ -41,6 +42,33 @@ def _configure_data() -> None:
     logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
+# the Ray session Daft's runner last ran on (this driver's node and job): see _use_daft
+_daft_session: tuple[str, str] | None = None
+
+
+def _use_daft() -> None:
+    """Daft on this process's Ray session. Daft sets its runner once per process, and its Ray
+    runner keeps the scheduler actor it starts for its first query (``flotilla_plan_runner``): a
+    handle that dies with the session. A later session in the same process (a test's cluster
+    after a run's own local Ray stopped) gets a scheduler of its own, started at its first query."""
+    global _daft_session
+    import daft
+
+    runner = daft.set_runner_ray(noop_if_initialized=True)  # the runner already set, if any
+    if runner.name != "ray":
+        raise RayUnavailable(
+            f"Daft's runner in this process is {runner.name!r}, and Daft lets a process set it once: "
+            "the ray engine needs its Ray runner. Run the pipeline in a process that does not use "
+            "Daft otherwise (or calls daft.set_runner_ray())."
+        )
+    # a new local Ray is a new node; joining a cluster again, a new job
+    context = ray.get_runtime_context()
+    session = (context.get_node_id(), context.get_job_id())
+    if session != _daft_session:
+        runner.flotilla_plan_runner = None
+        _daft_session = session
+
+
 def cluster_cpus() -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
@@ -60,6 +88,7 @@ def ray_session(address: str | None) -> Iterator[None]:
     """Ray for the steps inside; started (and stopped after) unless one is open already."""
     if ray.is_initialized():
         _configure_data()
+        _use_daft()
         yield
         return
     try:
@@ -81,6 +110,7 @@ def ray_session(address: str | None) -> Iterator[None]:
         ) from None
     try:
         _configure_data()
+        _use_daft()
         yield
     finally:
         ray.shutdown()
