@@ -3,10 +3,11 @@ library's factory, and implements every step of the protocol with the protocol's
 asset never asks which engine it has); no module but the engines' own compares an engine's name."""
 
 import ast
+import importlib.util
 import inspect
+import re
 import subprocess
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 import dedup_assets
 from dedup_assets.core.pipeline import engines
 from dedup_assets.core.pipeline.capabilities import CAPABILITIES
-from dedup_assets.core.pipeline.engines import DuckDBEngine, Engine, EngineUnavailable
+from dedup_assets.core.pipeline.engines import DuckDBEngine, Engine
 from dedup_assets.core.settings.choices import ENGINES
 from dedup_assets.core.settings.model import Settings, SettingsError
 
@@ -50,11 +51,24 @@ def test_the_factory_opens_the_duckdb_engine_without_importing_ray(tmp_path):
     assert result.stdout.split("\n")[:2] == ["DuckDBEngine", "[]"]
 
 
-def test_an_engine_whose_extra_is_missing_is_refused_with_what_to_install(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "dedup_assets.core.distributed.engine", None)  # as if Ray were not installed
-    refused = pytest.raises(EngineUnavailable, match=r"engine ray needs Ray.*make setup-ray.*engine: duckdb")
-    with ExitStack() as session, refused:
-        engines.for_settings(Settings(engine="ray"), str(tmp_path / "db.duckdb"), session)
+def test_an_engine_whose_extra_is_missing_is_refused_naming_the_missing_package(tmp_path):
+    """Daft made unimportable in a process of its own: the refusal names it (or Ray, where Ray is
+    not installed either), not Ray alone, and says what to install."""
+    script = (
+        "import sys\n"
+        "sys.modules['daft'] = None\n"
+        "from contextlib import ExitStack\n"
+        "from dedup_assets.core.pipeline import engines\n"
+        "from dedup_assets.core.settings.model import Settings\n"
+        "with ExitStack() as session:\n"
+        "    try:\n"
+        f"        engines.for_settings(Settings(engine='ray'), {str(tmp_path / 'db.duckdb')!r}, session)\n"
+        "    except engines.EngineUnavailable as error:\n"
+        "        print(error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    missing = "daft" if importlib.util.find_spec("ray") else "ray"
+    assert re.search(rf"engine ray needs the ray extra .*, and {missing} is not installed .*make setup-ray.*engine: duckdb", result.stdout)
 
 
 def _engine_name_comparisons(path: Path, tree: ast.Module) -> list[str]:

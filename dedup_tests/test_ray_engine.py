@@ -150,9 +150,13 @@ def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, re
     ]
 
 
-def test_the_library_run_on_ray_writes_the_duckdb_engines_tables_and_release(ray_cluster, tmp_path):
+@pytest.mark.parametrize("slice_bytes", [None, 4096], ids=["one_slice", "four_slices"])
+def test_the_library_run_on_ray_writes_the_duckdb_engines_tables_and_release(ray_cluster, tmp_path, monkeypatch, slice_bytes):
     """``run_library`` opens the engine the settings name, as the assets do: on ray, every table
-    holds the DuckDB engine's rows in its order, and the release files are its bytes."""
+    holds the DuckDB engine's rows in its order, and the release files are its bytes; also when
+    verification goes in slices (the hard cases' 9 LSH pairs carry 13,304 bytes of bodies)."""
+    if slice_bytes:
+        monkeypatch.setattr("dedup_assets.core.distributed.ray_verify.SLICE_BYTES", slice_bytes)
     runs = {}
     for engine in ("duckdb", "ray"):
         folder = tmp_path / engine

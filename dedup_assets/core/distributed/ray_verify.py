@@ -58,7 +58,7 @@ def _lsh_pairs(tables: RayTables) -> daft.DataFrame:
 
 def _slices(tables: RayTables) -> int:
     """How many slices verification takes: the bytes of the bodies the LSH pairs carry over
-    SLICE_BYTES (a narrow query: each pair's documents' body lengths)."""
+    SLICE_BYTES (each pair's documents' body lengths: one more read of the body column)."""
     pairs = _lsh_pairs(tables)
     ends = pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id")))
     bodies = tables.frame("documents", ["doc_id", "body"]).select(col("doc_id"), col("body").length_bytes().alias("bytes"))
@@ -66,8 +66,9 @@ def _slices(tables: RayTables) -> int:
     return max(1, -(-carried // SLICE_BYTES))
 
 
-def _in_slice(column: str, index: int, slices: int) -> daft.Expression:
-    return col(column).hash() % slices == index
+def _in_slice(left: str, right: str, index: int, slices: int) -> daft.Expression:
+    # by both ids, so that the pairs of one document (a dense group's hub) spread over the slices
+    return col(left).hash(seed=col(right).hash()) % slices == index
 
 
 OVERLAP_SCHEMA = pa.schema(
@@ -86,8 +87,8 @@ SCORES_SCHEMA = pa.schema([("score_left", pa.string()), ("score_right", pa.strin
 def _pair_scores(tables: RayTables, params: SketchParams, pairs: daft.DataFrame) -> daft.DataFrame:
     """Exact Jaccard, signature overlap and content equality of LSH ``pairs``, keyed
     ``score_left``, ``score_right``: first both signatures, which give the overlap and are
-    dropped, then both bodies, which give the Jaccard. Only the pairs move, with one side's
-    signature or body at a time."""
+    dropped, then both bodies, which give the Jaccard. Every slice joins the whole
+    ``fingerprinted`` and ``documents`` tables (Daft picks each join's strategy)."""
     sketch = tables.frame("fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
 
     def overlap(batch: pa.Table) -> pa.Table:
@@ -147,9 +148,11 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
         return decided_pairs(batch.select([*PAIR_SCHEMA.names, *(field.name for field in MEASURED_FIELDS)]), thresholds)
 
     def sliced(index: int, slices: int) -> daft.DataFrame:
-        # a measured pair's score_left is its left_doc_id: both sides of the join in one slice
-        scores = _pair_scores(tables, params, _lsh_pairs(tables).where(_in_slice("left_doc_id", index, slices)))
-        measured = keyed.where(_in_slice("score_left", index, slices)).join(scores, on=["score_left", "score_right"], how="left")
+        # a measured pair's score keys are its ids, in order: both sides of the join in one slice
+        scores = _pair_scores(tables, params, _lsh_pairs(tables).where(_in_slice("left_doc_id", "right_doc_id", index, slices)))
+        measured = keyed.where(_in_slice("score_left", "score_right", index, slices)).join(
+            scores, on=["score_left", "score_right"], how="left"
+        )
         return _batches(measured, decide, SCORED_SCHEMA)
 
     slices = _slices(tables)

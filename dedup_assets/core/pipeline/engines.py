@@ -125,8 +125,9 @@ def _ray(database: str, cluster: ClusterOptions, session: ExitStack, schema: str
         from ..distributed.engine import open_ray_engine
     except ImportError as error:
         raise EngineUnavailable(
-            f"engine ray needs Ray, which is not installed ({error}). Install the ray extra (make "
-            "setup-ray in the project folder, or pip install -e '.[ray]' there), or set engine: duckdb."
+            f"engine ray needs the ray extra (Ray Data, polars and Daft), and {error.name or 'part of it'} "
+            f"is not installed ({error}). Install the ray extra (make setup-ray in the project folder, or "
+            "pip install -e '.[ray]' there), or set engine: duckdb."
         ) from None
     return open_ray_engine(database, cluster, session, schema)
 

@@ -26,7 +26,8 @@ def _nfc(text: pa.Array) -> pa.Array:
     if not pc.any(non_ascii).as_py():
         return text
     changing = text.filter(non_ascii)
-    normalized = pa.array([None if row is None else unicodedata.normalize("NFC", row) for row in changing.to_pylist()], changing.type)
+    # the filter leaves out null rows (their mask is null), so every row here is a string
+    normalized = pa.array([unicodedata.normalize("NFC", row) for row in changing.to_pylist()], changing.type)
     return pc.replace_with_mask(text, non_ascii, normalized)
 
 
