@@ -35,23 +35,31 @@ def history_files(instance: DagsterInstance, run_id: str) -> list[Path]:
 
 @contextmanager
 def held_open(paths: list[Path]) -> Iterator[None]:
-    made: list[Path] = []
+    """``paths`` held open while the run is inside; the last of them, the run's own file, made
+    here in WAL mode. A file that cannot be held (locked, read-only) is left to Dagster: this
+    saves syncs and never fails a run."""
+    made = paths[-1:] if paths and not paths[-1].exists() else []
     try:
         with ExitStack() as stack:
             for path in paths:
-                connection = stack.enter_context(closing(sqlite3.connect(path, isolation_level=None)))
-                if not path.stat().st_size:  # the run's new file
-                    made.append(path)
-                    connection.execute("pragma journal_mode=wal")
-                elif connection.execute("pragma journal_mode").fetchone()[0] != "wal":
-                    continue  # a file in another journal mode is left as it is
-                # a WAL file stays open while a connection holds its shared lock, taken on a read
-                connection.execute("select count(*) from sqlite_master").fetchone()
+                try:
+                    connection = stack.enter_context(closing(sqlite3.connect(path, isolation_level=None)))
+                    if path in made:
+                        connection.execute("pragma journal_mode=wal")
+                    elif connection.execute("pragma journal_mode").fetchone()[0] != "wal":
+                        continue  # a file in another journal mode is left as it is
+                    # a WAL file stays open while a connection holds its shared lock, taken on a read
+                    connection.execute("select count(*) from sqlite_master").fetchone()
+                except sqlite3.Error:
+                    continue
             yield
     finally:
         # a run refused before it started (its config) leaves no empty file for Dagster to find
         for path in made:
-            with closing(sqlite3.connect(path)) as connection:
-                unused = not connection.execute("select count(*) from sqlite_master").fetchone()[0]
+            try:
+                with closing(sqlite3.connect(path)) as connection:
+                    unused = not connection.execute("select count(*) from sqlite_master").fetchone()[0]
+            except sqlite3.Error:
+                unused = False
             if unused:
-                path.unlink()
+                path.unlink(missing_ok=True)
