@@ -17,6 +17,7 @@ import shlex
 import sys
 import time
 import warnings
+from contextlib import ExitStack
 from pathlib import Path
 
 # warnings about Dagster's own APIs, which a user of this project cannot act on; set before
@@ -248,18 +249,19 @@ def main(args: argparse.Namespace, config: dict) -> int:
 
     job = defs.resolve_job_def(args.job).with_logger_defs({QUIET_LOGGER: dedup_console})
     try:
-        with _instance() as instance:
+        # the history's files are let go after the instance, which writes to them as it closes
+        with ExitStack() as history, _instance() as instance:
             for line in fail_dead_runs(instance):
                 _say(line)
             run_id, tags = new_run()
-            with held_open(history_files(instance, run_id)):
-                result = job.execute_in_process(
-                    run_config={**config, "loggers": {QUIET_LOGGER: {}}},
-                    instance=instance,
-                    raise_on_error=False,
-                    run_id=run_id,
-                    tags=tags,
-                )
+            history.enter_context(held_open(history_files(instance, run_id)))
+            result = job.execute_in_process(
+                run_config={**config, "loggers": {QUIET_LOGGER: {}}},
+                instance=instance,
+                raise_on_error=False,
+                run_id=run_id,
+                tags=tags,
+            )
             kept = not instance.is_ephemeral
     except DagsterInvalidConfigError as error:
         # Dagster's own words, without its listing of every field the config could have
