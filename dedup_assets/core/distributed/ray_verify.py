@@ -25,7 +25,7 @@ from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
 # what verification measures of a pair, which the acceptance rule reads
 MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_overlap", "is_exact")]
 # about the bytes of bodies one Daft query of verification carries: the pairs are verified in
-# slices, by the hash of their first document. In one query, 800 pages of 25 KB in one LSH group
+# slices, by the hash of both ids. In one query, 800 pages of 25 KB in one LSH group
 # (269,884 pairs, 13 GB of bodies carried) grew a Daft worker to 19 GB, and Ray's memory monitor
 # killed it; in slices of this size the largest worker peaked at 6.5 GB
 SLICE_BYTES = 2**30
