@@ -158,9 +158,9 @@ IMPLIED = "lsh_via_copy"
 def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], None]) -> ray.data.Dataset:
     """Every document of an accepted edge and its component's smallest doc_id: on this node
     (networkx, as the DuckDB engine) while the edges are at most ``driver_edges`` and take at
-    most half the memory free here, else on the cluster (``components.py``, on Daft, whose roots
-    the ranking's Ray Data reads from their Parquet files in ``_scratch``), whose rounds of
-    shuffles cost more than one pass over a small list."""
+    most half the memory free here (the cluster's rounds of shuffles cost more than one pass over
+    a small list), else on the cluster (``components.py``, on Daft): the ranking's Ray Data then
+    reads the roots from their Parquet files in ``_scratch``."""
     edges = tables.frame("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(daft.col("found_by") != IMPLIED)
     here, where = components_here(edges.count_rows(), driver_edges, available_memory())
     log(where)
