@@ -1,5 +1,6 @@
-"""Connected components on Ray Data (large-star / small-star) on a real two-node Ray cluster,
-checked against a union-find, and against the early stop of comparing half-steps."""
+"""Connected components on Daft (large-star / small-star) on a real two-node Ray cluster,
+checked against networkx (the DuckDB engine's components) and a union-find, and against the
+early stop of comparing half-steps."""
 
 from __future__ import annotations
 
@@ -9,33 +10,45 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dedup_assets.core.cluster.components import edge_components
+
 pytestmark = pytest.mark.ray
 
 
-def dataset(edges):
-    import ray  # the ray tier's tests import Ray only once the ray_cluster fixture has it
+def components(edges, tmp_path, log=lambda message: None, **options):
+    """The roots ``connected_components`` writes for ``edges``, read from its folder, which
+    holds nothing else once it returns (the rounds' edges are removed)."""
+    import daft  # the ray tier's tests import Ray (and Daft on it) only once the ray_cluster fixture has it
 
-    return ray.data.from_arrow(
-        pa.table(
-            {
-                "left_doc_id": pa.array([left for left, _ in edges], pa.string()),
-                "right_doc_id": pa.array([right for _, right in edges], pa.string()),
-            }
-        )
+    from dedup_assets.core.distributed.components import ROOTS_TABLE, connected_components
+    from dedup_assets.core.distributed.datasets import read_table
+    from dedup_assets.core.distributed.ray_tables import RayTables
+    from dedup_assets.core.distributed.session import ray_session
+
+    frame = daft.from_pydict(
+        {
+            "left_doc_id": pa.array([left for left, _ in edges], pa.string()),
+            "right_doc_id": pa.array([right for _, right in edges], pa.string()),
+        }
     )
-
-
-def components(edges, log=lambda message: None, **options):
-    import ray
-
-    from dedup_assets.core.distributed.components import connected_components
-
-    result = connected_components(dataset(edges), num_partitions=2, log=log, **options)
-    table = pa.concat_tables(ray.get(result.to_arrow_refs()))
-    assert table.schema == pa.schema([("doc_id", pa.string()), ("root_doc_id", pa.string())])
+    scratch = RayTables(tmp_path / "scratch", 2)
+    with ray_session(None):  # Daft's runner on the fixture's cluster
+        try:
+            connected_components(frame, scratch, log=log, **options)
+        finally:
+            left = sorted(path.name for path in scratch.root.iterdir() if not path.name.startswith("."))
+            assert left in ([], [ROOTS_TABLE]), left
+    table = read_table(scratch.root, ROOTS_TABLE)
+    assert table.schema.names == ["doc_id", "root_doc_id"]
     mapping = dict(zip(table["doc_id"].to_pylist(), table["root_doc_id"].to_pylist()))
     assert len(mapping) == table.num_rows, "a document appears twice"
     return mapping
+
+
+def networkx_roots(edges):
+    """Each document's root as the DuckDB engine's components give it (networkx)."""
+    roots = edge_components(edges)
+    return dict(zip(roots["doc_id"].to_pylist(), roots["root_doc_id"].to_pylist()))
 
 
 def union_find(edges):
@@ -84,9 +97,30 @@ def random_graph(seed, nodes=300):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_random_graphs_match_union_find(ray_cluster, seed):
+def test_random_graphs_match_union_find(ray_cluster, tmp_path, seed):
     edges = random_graph(seed)
-    assert components(edges) == union_find(edges)
+    assert components(edges, tmp_path) == union_find(edges)
+
+
+def chain(ids):
+    return [(min(pair), max(pair)) for pair in zip(ids, ids[1:])]
+
+
+# a chain of 40 whose ids go up and down in byte order (so no node's smallest neighbour is its
+# root), a star around a centre that is not its smallest id, a cycle, and an isolated edge
+CHAIN = chain([f"c{(index * 17) % 40:02d}" for index in range(40)])
+STAR = [(min("s5", leaf), max("s5", leaf)) for leaf in ["s0", "s1", "s7", "s8", "s9"]]
+CYCLE = [("y1", "y2"), ("y2", "y3"), ("y1", "y3")]
+SHAPES = {"chain": CHAIN, "star": STAR, "isolated edge": [("e1", "e2")], "several": CHAIN + STAR + CYCLE + [("e1", "e2")]}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=list(SHAPES))
+def test_shapes_match_networkx(ray_cluster, tmp_path, shape):
+    rounds = []
+    roots = components(SHAPES[shape], tmp_path, log=rounds.append)
+    assert roots == networkx_roots(SHAPES[shape])
+    if shape in ("chain", "several"):  # the chain's 40 nodes take several rounds to become a star
+        assert len(rounds) > 3, rounds
 
 
 # --- the half-step stop rule, in plain Python -------------------------------------------------
@@ -140,26 +174,25 @@ def test_half_step_rule_stops_early_on_the_path():
     assert roots_of(stopped)["9"] == "7"
 
 
-def test_whole_round_rule_goes_on_until_stars(ray_cluster):
+def test_whole_round_rule_goes_on_until_stars(ray_cluster, tmp_path):
     rounds = []
-    assert components(PATH, log=rounds.append) == {"10": "10", "7": "10", "8": "10", "9": "10"}
+    assert components(PATH, tmp_path, log=rounds.append) == {"10": "10", "7": "10", "8": "10", "9": "10"}
     # round 1 gives the half-step rule's answer, round 2 the stars, round 3 sees no change
     assert len(rounds) == 3, rounds
 
 
-def test_too_many_rounds_raise(ray_cluster):
+def test_too_many_rounds_raise(ray_cluster, tmp_path):
     with pytest.raises(RuntimeError, match="did not converge in 1 rounds"):
-        components(PATH, max_rounds=1)
+        components(PATH, tmp_path, max_rounds=1)
 
 
-def test_no_edges_no_rows(ray_cluster):
-    assert components([]) == {}
+def test_no_edges_no_rows(ray_cluster, tmp_path):
+    assert components([], tmp_path) == {}
 
 
-def test_single_and_duplicate_edges(ray_cluster):
-    assert components([("a", "b")]) == {"a": "a", "b": "a"}
+def test_duplicate_edges(ray_cluster, tmp_path):
     twice = [("b", "c"), ("a", "b"), ("b", "c"), ("a", "b")]
-    assert components(twice) == {"a": "a", "b": "a", "c": "a"}
+    assert components(twice, tmp_path) == {"a": "a", "b": "a", "c": "a"}
 
 
 @pytest.mark.parametrize("budget, where", [(10_000, "on this node"), (0, "on the cluster")])
@@ -169,6 +202,7 @@ def test_the_edge_budget_picks_where_components_run(ray_cluster, tmp_path, budge
     from dedup_assets.core.distributed.datasets import table_folder
     from dedup_assets.core.distributed.ray_clusters import _component_roots
     from dedup_assets.core.distributed.ray_tables import RayTables
+    from dedup_assets.core.distributed.session import ray_session
 
     edges = random_graph(7)
     # an lsh_via_copy edge adds nothing (its copy hangs from its first copy by other edges), so
@@ -187,7 +221,10 @@ def test_the_edge_budget_picks_where_components_run(ray_cluster, tmp_path, budge
         folder / "part-0.parquet",
     )
     messages = []
-    roots = _component_roots(RayTables(tmp_path, 2), budget, messages.append)
-    table = pa.concat_tables(ray.get(roots.to_arrow_refs()))
+    with ray_session(None):  # Daft's runner on the fixture's cluster
+        roots = _component_roots(RayTables(tmp_path, 2), budget, messages.append)
+        table = pa.concat_tables(ray.get(roots.to_arrow_refs()))
+    # the types the ranking's joins take, wherever the components ran
+    assert table.schema == pa.schema([("doc_id", pa.string()), ("root_doc_id", pa.string())])
     assert dict(zip(table["doc_id"].to_pylist(), table["root_doc_id"].to_pylist())) == union_find(edges)
     assert where in messages[0], messages

@@ -148,6 +148,7 @@ def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, re
         "candidate_pairs", "clusters", "deduped_documents", "documents", "duplicate_pairs", "fingerprinted",
         "first_copies", "scored_pairs",
     ]
+    assert not (folder / ".components").exists()  # the cluster's components' scratch goes with the step
 
 
 @pytest.mark.parametrize("slice_bytes", [None, 4096], ids=["one_slice", "four_slices"])

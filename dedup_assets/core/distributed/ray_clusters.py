@@ -4,9 +4,11 @@ with every member ranked by the keep rule and measured against its representativ
 
 from __future__ import annotations
 
+import shutil
 import zlib
 from collections.abc import Callable
 
+import daft
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,7 +20,7 @@ from ..verify.jaccard import shingle_sets
 from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
-from .components import connected_components
+from .components import ROOTS, ROOTS_TABLE, connected_components
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import (
     POSITION,
@@ -156,22 +158,29 @@ IMPLIED = "lsh_via_copy"
 def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], None]) -> ray.data.Dataset:
     """Every document of an accepted edge and its component's smallest doc_id: on this node
     (networkx, as the DuckDB engine) while the edges are at most ``driver_edges`` and take at
-    most half the memory free here, else on the cluster (``components.py``), whose rounds of
-    shuffles cost more than one pass over a small list."""
-    edges = kept(
-        tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]),
-        lambda batch: pc.not_equal(batch["found_by"], IMPLIED),
-    )
-    here, where = components_here(edges.count(), driver_edges, available_memory())
+    most half the memory free here (the cluster's rounds of shuffles cost more than one pass over
+    a small list), else on the cluster (``components.py``, on Daft): the ranking's Ray Data then
+    reads the roots from their Parquet files in ``_scratch``."""
+    edges = tables.frame("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(daft.col("found_by") != IMPLIED)
+    here, where = components_here(edges.count_rows(), driver_edges, available_memory())
     log(where)
     if not here:
-        return connected_components(edges, num_partitions=tables.partitions, log=log)
+        scratch = _scratch(tables)
+        connected_components(edges, scratch, log=log)
+        # Daft writes large strings; the joins with the documents' ids want their type
+        return arrow_map(scratch.read(ROOTS_TABLE), lambda batch: batch.cast(ROOTS))
     from ..cluster.components import edge_components  # networkx: only this node needs it
 
     pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
     pairs = pairs.filter(pc.not_equal(pairs["found_by"], IMPLIED))
     roots = edge_components(zip(pairs["left_doc_id"].to_pylist(), pairs["right_doc_id"].to_pylist()))
     return ray.data.from_arrow(roots, override_num_blocks=tables.partitions)
+
+
+def _scratch(tables: RayTables) -> RayTables:
+    """The folder of the cluster's components' rounds and roots, hidden among the tables and
+    removed when ``clusters`` is written."""
+    return RayTables(tables.root / ".components", tables.partitions)
 
 
 def clusters(
@@ -235,6 +244,7 @@ def clusters(
     singles = arrow_map(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
     every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
     tables.write("clusters", every, CLUSTER_SCHEMA)
+    shutil.rmtree(_scratch(tables).root, ignore_errors=True)  # the roots are read
     return tables.view("clusters")
 
 
