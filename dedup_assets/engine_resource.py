@@ -64,8 +64,8 @@ class EngineResource(ConfigurableResource):
         ge=0,
         description="A ray step whose Ray Data execution makes no progress (no task finishes, no "
         "block moves between operators) for this many seconds fails, naming the operators that "
-        "wait, the CPUs they hold and need, and the cluster's free CPUs. 0: wait forever. Verification "
-        "runs on Daft and is not watched.",
+        "wait, the CPUs they hold and need, and the cluster's free CPUs. 0: wait forever. The candidates, "
+        "verification and the components' rounds run on Daft and are not watched.",
     )
     compare_up_to_documents: int = Field(
         default=200_000,

@@ -28,6 +28,7 @@ from daft import col
 from daft.functions import coalesce, to_list
 
 from .datasets import folder_rows, table_folder
+from .daft_tables import frame, write_frames
 from .ray_tables import RayTables
 
 # lo < hi in byte order
@@ -51,15 +52,15 @@ def connected_components(
     rounds."""
     written: list[str] = []
 
-    def step(name: str, frame: daft.DataFrame) -> tuple[daft.DataFrame, int]:
-        """``frame`` written as ``name``, read back, and its row count (from the files' footers);
+    def step(name: str, edges: daft.DataFrame) -> tuple[daft.DataFrame, int]:
+        """``edges`` written as ``name``, read back, and its row count (from the files' footers);
         the table three steps before is no longer read (a round's check reads the edges before
         its large-star's), and goes."""
-        scratch.write_frames(name, [frame], EDGES)
+        write_frames(scratch.root, name, [edges], EDGES)
         written.append(name)
         if len(written) > 3:
             shutil.rmtree(table_folder(scratch.root, written.pop(0)))
-        return scratch.frame(name), folder_rows(table_folder(scratch.root, name))
+        return frame(scratch.root, name), folder_rows(table_folder(scratch.root, name))
 
     try:
         start = edges.select(col("left_doc_id").alias("lo"), col("right_doc_id").alias("hi")).distinct()
@@ -70,7 +71,7 @@ def connected_components(
             log(f"connected components: round {round_number}, {stepped_count} edges")
             # both are sets: as many edges and none new means the same edges
             if stepped_count == count and not stepped.join(current, on=["lo", "hi"], how="anti").count_rows():
-                scratch.write_frames(ROOTS_TABLE, [_roots(stepped)], ROOTS)
+                write_frames(scratch.root, ROOTS_TABLE, [_roots(stepped)], ROOTS)
                 return
             current, count = stepped, stepped_count
     finally:

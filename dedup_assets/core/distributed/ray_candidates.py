@@ -1,238 +1,156 @@
-"""The ray engine's ``candidate_pairs`` and ``first_copies``: copy groups, band buckets sized,
-refused or left out as hot as ``lsh/candidates.py`` does, and the band self-join, in Ray Data shuffles."""
+"""The ray engine's ``candidate_pairs`` and ``first_copies`` on Daft (its Ray runner, on the run's
+Ray session): copy groups, band buckets sized, refused or left out as hot as
+``lsh/candidates.py`` does, and the band self-join, in Daft's joins and groupings."""
 
 from __future__ import annotations
 
+import daft
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import ray
-import ray.data
-from ray.data.aggregate import Count, Min, Sum
+from daft import DataType, col, lit
+from daft.functions import when
 
 from ..lsh.bucket_kernels import bucket_pair_slots
-from ..lsh.candidates import HOT_BUCKET_SCHEMA, BucketPressure, ensure_within_limits
+from ..lsh.candidates import HOT_BUCKET_SCHEMA, BucketPressure, bucket_key, ensure_within_limits
 from ..pipeline.step_params import PairLimits
-from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
-from .datasets import (
-    POSITION,
-    read_table,
-)
-from .ray_tables import (
-    FIRST_COPIES_SCHEMA,
-    PAIR_SCHEMA,
-    RayTables,
-    arrow_map,
-    kept,
-    ordered_pairs,
-    renamed,
-)
+from .daft_tables import frame, write_frames
+from .datasets import POSITION, read_table
+from .ray_tables import FIRST_COPIES_SCHEMA, PAIR_SCHEMA, RayTables
+
+COPY_KEY = ["content_hash", "first_band_key"]
+BAND = pa.struct([("band_index", pa.int16()), ("lsh_band", pa.uint64())])
+BUCKET = ["band_index", "lsh_band"]
 
 
-def _texts(tables: RayTables) -> ray.data.Dataset:
+def _texts(tables: RayTables) -> daft.DataFrame:
     """Every document's position, content hash, first band key and band keys."""
-
-    def keyed(batch: pa.Table) -> pa.Table:
-        return pa.table(
-            {
-                "doc_id": batch["doc_id"],
-                POSITION: batch[POSITION],
-                "content_hash": batch["content_hash"],
-                "first_band_key": pc.list_element(batch["lsh_bands"], 0),
-                "lsh_bands": batch["lsh_bands"],
-            }
-        )
-
-    return arrow_map(tables.read("fingerprinted", ["doc_id", POSITION, "content_hash", "lsh_bands"]), keyed)
+    texts = frame(tables.root, "fingerprinted", ["doc_id", POSITION, "content_hash", "lsh_bands"])
+    return texts.with_column("first_band_key", col("lsh_bands").get(0))
 
 
-def _copies(texts: ray.data.Dataset, partitions: int) -> tuple[ray.data.Dataset | None, ray.data.Dataset | None]:
+def _copies(texts: daft.DataFrame) -> tuple[daft.DataFrame, daft.DataFrame]:
     """(groups: content_hash, first_band_key, copies of every copy group; copies: every copy
     that is not its group's first copy, with its first copy and band count), as
-    ``sql/copy_groups.sql`` and the candidate query's ``copies``; (None, None) when no text has
-    two copies."""
-    key = ("content_hash", "first_band_key")
-    counted = texts.groupby(list(key), num_partitions=partitions).aggregate(
-        Count(alias_name="copies"), Min(POSITION, alias_name="first_position")
+    ``sql/copy_groups.sql`` and the candidate query's ``copies``; both collected, small beside
+    the documents (a row per group, a row per further copy)."""
+    groups = (
+        texts.groupby(*COPY_KEY)
+        .agg(col("doc_id").count().alias("copies"), col(POSITION).min().alias("first_position"))
+        .where(col("copies") > 1)
+        .collect()
     )
-    groups = kept(counted, lambda b: pc.greater(b["copies"], 1)).materialize()
-    if not groups.count():
-        return None, None
-    members = texts.select_columns(["doc_id", POSITION, *key, "lsh_bands"]).join(
-        groups, "inner", partitions, on=key
+    members = texts.join(groups, on=COPY_KEY)
+    first = members.where(col(POSITION) == col("first_position")).select(*COPY_KEY, col("doc_id").alias("first_copy_doc_id"))
+    copies = (
+        members.where(col(POSITION) != col("first_position"))
+        .join(first, on=COPY_KEY)
+        .select("doc_id", "first_copy_doc_id", col("lsh_bands").length().cast(DataType.int32()).alias("bands"))
+        .collect()
     )
-    first = arrow_map(
-        kept(members, lambda b: pc.equal(b[POSITION], b["first_position"])),
-        lambda batch: pa.table({"content_hash": batch["content_hash"], "first_band_key": batch["first_band_key"], "first_copy_doc_id": batch["doc_id"]}),
-    )
-    copies = arrow_map(
-        kept(members, lambda b: pc.not_equal(b[POSITION], b["first_position"])).join(first, "inner", partitions, on=key),
-        lambda batch: pa.table(
-            {
-                "doc_id": batch["doc_id"],
-                "first_copy_doc_id": batch["first_copy_doc_id"],
-                "bands": pc.cast(pc.list_value_length(batch["lsh_bands"]), pa.int32()),
-            }
-        ),
-    ).materialize()
-    return groups, copies
+    return groups.select(*COPY_KEY, "copies"), copies
 
 
-def _band_rows(distinct: ray.data.Dataset) -> ray.data.Dataset:
-    """One row per (distinct text, band): doc_id, band_index, lsh_band and the text's copies."""
-
-    def explode(batch: pa.Table) -> pa.Table:
-        keys = list_matrix(batch["lsh_bands"])
-        rows, bands = keys.shape
-        return pa.table(
-            {
-                "doc_id": pc.take(batch["doc_id"], pa.array(np.repeat(np.arange(rows), bands))),
-                "band_index": pa.array(np.tile(np.arange(bands, dtype=np.int16), rows)),
-                "lsh_band": pa.array(keys.ravel()),
-                "copies": pa.array(np.repeat(batch["copies"].to_numpy(), bands)),
-            }
-        )
-
-    return arrow_map(distinct, explode)
+@daft.func.batch(return_dtype=DataType.from_arrow_type(pa.list_(BAND)))
+def _indexed(bands: daft.Series) -> pa.Array:
+    """Each list of band keys as a list of (band_index, lsh_band). Not ``explode``'s
+    index_column: Daft 0.7.26 pushes filters on it (a join's) below the explode, where it is
+    not yet a column, and fails to plan."""
+    lists = bands.to_arrow()
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    ends = np.cumsum(lengths)
+    index = pa.array((np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - lengths, lengths)).astype(np.int16))
+    # offsets of our own: the lists may come as fixed-size lists, or sliced
+    offsets = pa.array(np.concatenate([[0], ends]).astype(np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([index, pc.list_flatten(lists)], fields=list(BAND)))
 
 
-def _pressure(buckets: ray.data.Dataset) -> BucketPressure:
-    """The totals of ``lsh/candidates.py``'s ``band_buckets`` from the bucket rows (band_index, lsh_band, size in
-    distinct texts, documents): the same slots, and the same largest bucket (the first band,
-    then the smallest key, among equals)."""
-    bucket_count = buckets.count()
-    if bucket_count == 0:
+def _band_rows(texts: daft.DataFrame, groups: daft.DataFrame, copies: daft.DataFrame) -> daft.DataFrame:
+    """One row per (distinct text, band): doc_id, band_index, lsh_band and the text's copies.
+    The distinct texts are those that are no group's further copy (``sql/bucket_keys.sql``)."""
+    distinct = texts.join(copies.select("doc_id"), on="doc_id", how="anti").join(groups, on=COPY_KEY, how="left")
+    bands = distinct.select("doc_id", col("copies").fill_null(1).cast(DataType.int64()).alias("copies"), _indexed(col("lsh_bands")).alias("band"))
+    return bands.explode("band").select("doc_id", col("band").unnest(), "copies")
+
+
+def _pressure(buckets: daft.DataFrame) -> BucketPressure:
+    """The totals of ``lsh/candidates.py``'s ``band_buckets`` from the bucket rows (band_index,
+    lsh_band, size in distinct texts, documents): the same slots, and the same largest bucket
+    (the first band, then the smallest key, among equals)."""
+    size, documents = col("size").cast(DataType.int64()), col("documents")
+    # the kernel's own formula, on Daft's columns
+    slots, published = bucket_pair_slots.py_func(size, documents)
+    totals = buckets.agg(
+        slots.sum().alias("slots"), published.sum().alias("published"), col("size").count().alias("buckets"), col("size").max().alias("largest")
+    ).to_pylist()[0]
+    if not totals["buckets"]:
         return BucketPressure(0, 0, None, 0, 0)
-
-    def bucket_slots(batch: pa.Table) -> pa.Table:
-        joined, every_two = bucket_pair_slots(
-            batch["size"].to_numpy().astype(np.int64), batch["documents"].to_numpy().astype(np.int64)
-        )
-        return pa.table({"slots": joined, "published": every_two})
-
-    slots = arrow_map(buckets, bucket_slots)
-    slots, published = slots.sum("slots"), slots.sum("published")
-    largest = buckets.max("size")
-    worst = buckets.filter(expr=f"size == {int(largest)}")
-    band = worst.min("band_index")
-    # Ray's global min turns uint64 values above 2**63 into Python objects it cannot compare:
-    # each block's smallest key comes back, and the smallest of those is taken here
-    keys = arrow_map(
-        worst.filter(expr=f"band_index == {int(band)}").select_columns(["lsh_band"]),
-        lambda batch: pa.table({"lsh_band": pa.array([pc.min(batch["lsh_band"]).as_py()], pa.uint64())}),
-    ).take_all()
-    key = min(row["lsh_band"] for row in keys)
-    return BucketPressure(
-        int(slots), int(largest), f"{int(band):03d}:{int(key):016x}", int(bucket_count), int(published)
-    )
+    largest = int(totals["largest"])
+    worst = buckets.where(col("size") == largest).sort(BUCKET).limit(1).to_pylist()[0]
+    key = bucket_key(int(worst["band_index"]), int(worst["lsh_band"]))
+    return BucketPressure(int(totals["slots"]), largest, key, int(totals["buckets"]), int(totals["published"]))
 
 
-def _hot(buckets: ray.data.Dataset) -> pa.Table:
-    """The hot buckets (``buckets`` over max_bucket_size) as ``lsh/candidates.py``'s ``band_buckets`` lists them
-    (``HOT_BUCKET_SCHEMA``, band by band, key by key), gathered here: a band of n texts has at
-    most n / (max_bucket_size + 1) of them."""
-    buckets = buckets.materialize()
-    if not buckets.count():
-        return HOT_BUCKET_SCHEMA.empty_table()
-    # by blocks, not rows: Ray turns uint64 keys above 2**63 into Python objects
-    hot = pa.concat_tables(
-        block.select(["band_index", "lsh_band", "size", "documents"]).rename_columns(HOT_BUCKET_SCHEMA.names).cast(HOT_BUCKET_SCHEMA)
-        for block in ray.get(buckets.to_arrow_refs())
-        if block.num_rows
-    )
+def _hot(buckets: daft.DataFrame) -> pa.Table:
+    """The hot buckets (``buckets`` over max_bucket_size) as ``lsh/candidates.py``'s
+    ``band_buckets`` lists them (``HOT_BUCKET_SCHEMA``, band by band, key by key), gathered here: a
+    band of n texts has at most n / (max_bucket_size + 1) of them."""
+    hot = buckets.select(*BUCKET, "size", "documents").to_arrow()
+    hot = hot.rename_columns(HOT_BUCKET_SCHEMA.names).cast(HOT_BUCKET_SCHEMA)
     return hot.sort_by([("band_index", "ascending"), ("lsh_band", "ascending")])
+
+
+def _pairs(left: str, right: str, shared_bands: str, found_by: str) -> list[daft.Expression]:
+    """A pair's columns, its ids in order."""
+    swap = col(left) > col(right)
+    return [
+        when(swap, col(right)).otherwise(col(left)).alias("left_doc_id"),
+        when(swap, col(left)).otherwise(col(right)).alias("right_doc_id"),
+        col(shared_bands).cast(DataType.int32()).alias("shared_bands"),
+        lit(found_by).alias("found_by"),
+    ]
 
 
 def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, BucketPressure, pa.Table]:
     """``candidate_pairs`` (and ``first_copies``, which verification and the audit read),
     refusing buckets over ``limits`` before the join, or leaving them out (hot_buckets: skip),
-    as ``lsh/candidates.py``'s ``build_candidate_pairs``; and the hot buckets (``HOT_BUCKET_SCHEMA``), which count in
-    neither the pressure nor the join.
-
-    Joins with a side that has no rows are left out: Ray Data loses the columns of an empty
-    dataset, and such a join adds nothing (or keeps the other side whole)."""
-    partitions = tables.partitions
-    texts = _texts(tables).materialize()
-    groups, copies = _copies(texts, partitions)
-    if copies is None:
-        distinct = arrow_map(texts, lambda batch: batch.select(["doc_id", "lsh_bands"]).append_column("copies", pa.array(np.ones(batch.num_rows, np.int64))))
-        tables.write("first_copies", ray.data.from_arrow(FIRST_COPIES_SCHEMA.empty_table()), FIRST_COPIES_SCHEMA)
-    else:
-        tables.write("first_copies", copies.select_columns(["doc_id", "first_copy_doc_id"]), FIRST_COPIES_SCHEMA)
-        distinct = texts.join(copies.select_columns(["doc_id"]), "left_anti", partitions, on=("doc_id",)).join(
-            groups.select_columns(["content_hash", "first_band_key", "copies"]), "left_outer", partitions,
-            on=("content_hash", "first_band_key"),
-        )
-        distinct = arrow_map(
-            distinct,
-            lambda batch: pa.table({"doc_id": batch["doc_id"], "lsh_bands": batch["lsh_bands"], "copies": pc.fill_null(batch["copies"], 1)}),
-        )
-    rows = _band_rows(distinct).materialize()
-    buckets = (
-        rows.groupby(["band_index", "lsh_band"], num_partitions=partitions)
-        .aggregate(Count(alias_name="size"), Sum("copies", alias_name="documents"))
-        .materialize()
-    )
+    as ``lsh/candidates.py``'s ``build_candidate_pairs``; and the hot buckets
+    (``HOT_BUCKET_SCHEMA``), which count in neither the pressure nor the join."""
+    texts = _texts(tables)
+    groups, copies = _copies(texts)
+    write_frames(tables.root, "first_copies", [copies], FIRST_COPIES_SCHEMA)
+    rows = _band_rows(texts, groups, copies)
+    buckets = rows.groupby(*BUCKET).agg(col("doc_id").count().alias("size"), col("copies").sum().alias("documents")).collect()
     limit = limits.max_bucket_size
-    hot = _hot(buckets.filter(expr=f"size > {limit}"))
-    buckets = buckets.filter(expr=f"size <= {limit}").materialize()
-    pressure = _pressure(buckets)
+    hot = _hot(buckets.where(col("size") > limit))
+    pressure = _pressure(buckets.where(col("size") <= limit))
     ensure_within_limits(pressure, limits, hot)
 
-    def pairs(left, right, shared_bands, found_by: str) -> pa.Table:
-        low, high = ordered_pairs(left, right)
-        return pa.table(
-            {
-                "left_doc_id": low,
-                "right_doc_id": high,
-                "shared_bands": pc.cast(shared_bands, pa.int32()),
-                "found_by": pa.array([found_by] * len(low), pa.string()),
-            }
-        )
-
-    found = []
-
-    def add(part: ray.data.Dataset) -> None:
-        # a union with a part of no rows fails in Ray Data (such a part has no schema)
-        part = part.materialize()
-        if part.count():
-            found.append(part)
-
-    shared_buckets = kept(buckets, lambda batch: pc.greater(batch["size"], 1)).select_columns(["band_index", "lsh_band"]).materialize()
-    if shared_buckets.count():
-        shared = rows.select_columns(["doc_id", "band_index", "lsh_band"]).join(
-            shared_buckets, "left_semi", partitions, on=("band_index", "lsh_band")
-        ).materialize()
-        joined = (
-            shared.join(renamed(shared, {"doc_id": "right_doc_id"}), "inner", partitions, on=("band_index", "lsh_band"))
-            .filter(expr="doc_id < right_doc_id")
-            .groupby(["doc_id", "right_doc_id"], num_partitions=partitions)
-            .aggregate(Count(alias_name="shared_bands"))
-        )
-        joined = renamed(joined, {"doc_id": "left_doc_id"}).materialize()
-        add(arrow_map(joined, lambda b: pairs(b["left_doc_id"], b["right_doc_id"], b["shared_bands"], "lsh")))
-        if copies is not None:
-            for side in ("left", "right"):
-                other = "right" if side == "left" else "left"
-                via_copy = joined.join(
-                    renamed(copies, {"first_copy_doc_id": f"{side}_doc_id", "doc_id": "copy_doc_id"}),
-                    "inner", partitions, on=(f"{side}_doc_id",),
-                )
-                add(arrow_map(via_copy, lambda b, other=other: pairs(b["copy_doc_id"], b[f"{other}_doc_id"], b["shared_bands"], "lsh_via_copy")))
-    if copies is not None:
-        add(arrow_map(copies, lambda b: pairs(b["first_copy_doc_id"], b["doc_id"], b["bands"], "content_hash")))
-    if found:
-        domains = tables.read("documents", ["doc_id", "domain"])
-        candidates = (
-            (found[0].union(*found[1:]) if len(found) > 1 else found[0])
-            .join(renamed(domains, {"doc_id": "left_doc_id", "domain": "left_domain"}), "inner", partitions, on=("left_doc_id",))
-            .join(renamed(domains, {"doc_id": "right_doc_id", "domain": "right_domain"}), "inner", partitions, on=("right_doc_id",))
-            .select_columns(PAIR_SCHEMA.names)
-        )
-    else:
-        candidates = ray.data.from_arrow(PAIR_SCHEMA.empty_table())
-    tables.write("candidate_pairs", candidates, PAIR_SCHEMA)
+    # the rows of shared buckets (two texts or more, none hot) meet the same bucket's rows;
+    # collected, each a few of the band rows, as the pairs are: each is read more than once
+    shared_buckets = buckets.where((col("size") > 1) & (col("size") <= limit)).select(*BUCKET)
+    shared = rows.select("doc_id", *BUCKET).join(shared_buckets, on=BUCKET, how="semi").collect()
+    joined = (
+        shared.join(shared.select(col("doc_id").alias("right_doc_id"), *BUCKET), on=BUCKET)
+        .where(col("doc_id") < col("right_doc_id"))
+        .groupby("doc_id", "right_doc_id")
+        .agg(col("band_index").count().alias("shared_bands"))
+        .select(col("doc_id").alias("left_doc_id"), "right_doc_id", "shared_bands")
+        .collect()
+    )
+    found = [joined.select(*_pairs("left_doc_id", "right_doc_id", "shared_bands", "lsh"))]
+    for side, other in (("left", "right"), ("right", "left")):
+        # each further copy of a pair's document, paired with the pair's other document
+        further = copies.select(col("doc_id").alias("copy_doc_id"), col("first_copy_doc_id").alias(f"{side}_doc_id"))
+        found.append(joined.join(further, on=f"{side}_doc_id").select(*_pairs("copy_doc_id", f"{other}_doc_id", "shared_bands", "lsh_via_copy")))
+    found.append(copies.select(*_pairs("first_copy_doc_id", "doc_id", "bands", "content_hash")))
+    candidates = found[0].concat(found[1]).concat(found[2]).concat(found[3])
+    domains = frame(tables.root, "documents", ["doc_id", "domain"])
+    for side in ("left", "right"):
+        candidates = candidates.join(domains.select(col("doc_id").alias(f"{side}_doc_id"), col("domain").alias(f"{side}_domain")), on=f"{side}_doc_id")
+    write_frames(tables.root, "candidate_pairs", [candidates.select(*PAIR_SCHEMA.names)], PAIR_SCHEMA)
     return tables.view("candidate_pairs"), pressure, hot
 
 

@@ -21,6 +21,7 @@ from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import ROOTS, ROOTS_TABLE, connected_components
+from .daft_tables import frame
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import (
     POSITION,
@@ -161,7 +162,7 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
     most half the memory free here (the cluster's rounds of shuffles cost more than one pass over
     a small list), else on the cluster (``components.py``, on Daft): the ranking's Ray Data then
     reads the roots from their Parquet files in ``_scratch``."""
-    edges = tables.frame("duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(daft.col("found_by") != IMPLIED)
+    edges = frame(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(daft.col("found_by") != IMPLIED)
     here, where = components_here(edges.count_rows(), driver_edges, available_memory())
     log(where)
     if not here:

@@ -1,15 +1,13 @@
 """The ray engine's tables: each a folder of Parquet files (``datasets.py``) read and written as
-Ray datasets (Daft dataframes for verification), handed to DuckDB as a view in the DuckDB
+Ray datasets (as Daft dataframes by ``daft_tables.py``), handed to DuckDB as a view in the DuckDB
 engine's row order; and the helpers every Ray Data step maps its batches with."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import daft
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -109,25 +107,6 @@ class RayTables:
                     )
             else:
                 arrow_map(dataset, typed).write_parquet(str(folder), mode=SaveMode.OVERWRITE)
-
-        replace_table(self.root, table, write, schema)
-
-    def frame(self, table: str, columns: list[str] | None = None) -> daft.DataFrame:
-        """``table`` as a Daft dataframe (verification runs on Daft)."""
-        # Daft reads every path as a glob: each mark in the folder's name alone in brackets matches itself
-        folder = re.sub(r"([][*?{}\\])", r"[\1]", str(table_folder(self.root, table)))
-        frame = daft.read_parquet(f"{folder}/*.parquet")
-        return frame.select(*columns) if columns else frame
-
-    def write_frames(self, table: str, frames: list[daft.DataFrame], schema: pa.Schema) -> None:
-        """Write Daft dataframes, one after the other, as ``table`` with ``schema``'s columns and
-        types (strings as Daft's large strings, which DuckDB and Ray Data read alike). For the pair
-        tables: Daft names and orders its files as it likes, and their view sorts by pair."""
-
-        def write(folder: Path) -> None:
-            for frame in frames:
-                typed = frame.select(*[daft.col(field.name).cast(daft.DataType.from_arrow_type(field.type)) for field in schema])
-                typed.write_parquet(str(folder), write_mode="append")
 
         replace_table(self.root, table, write, schema)
 

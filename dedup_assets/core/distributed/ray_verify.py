@@ -20,6 +20,7 @@ from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
 from ..verify.jaccard import pair_jaccard
 from ..verify.pairs import decided_pairs
+from .daft_tables import frame, write_frames
 from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
 
 # what verification measures of a pair, which the acceptance rule reads
@@ -52,7 +53,7 @@ def _sides(frame: daft.DataFrame, table: daft.DataFrame, columns: list[str]) -> 
 
 
 def _lsh_pairs(tables: RayTables) -> daft.DataFrame:
-    pairs = tables.frame("candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
+    pairs = frame(tables.root, "candidate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
     return pairs.where(col("found_by") == "lsh").select("left_doc_id", "right_doc_id")
 
 
@@ -61,7 +62,7 @@ def _slices(tables: RayTables) -> int:
     SLICE_BYTES (each pair's documents' body lengths: one more read of the body column)."""
     pairs = _lsh_pairs(tables)
     ends = pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id")))
-    bodies = tables.frame("documents", ["doc_id", "body"]).select(col("doc_id"), col("body").length_bytes().alias("bytes"))
+    bodies = frame(tables.root, "documents", ["doc_id", "body"]).select(col("doc_id"), col("body").length_bytes().alias("bytes"))
     carried = ends.join(bodies, on="doc_id").sum("bytes").to_pydict()["bytes"][0] or 0
     return max(1, -(-carried // SLICE_BYTES))
 
@@ -89,7 +90,7 @@ def _pair_scores(tables: RayTables, params: SketchParams, pairs: daft.DataFrame)
     ``score_left``, ``score_right``: first both signatures, which give the overlap and are
     dropped, then both bodies, which give the Jaccard. Every slice joins the whole
     ``fingerprinted`` and ``documents`` tables (Daft picks each join's strategy)."""
-    sketch = tables.frame("fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
+    sketch = frame(tables.root, "fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
 
     def overlap(batch: pa.Table) -> pa.Table:
         count = batch.num_rows
@@ -115,7 +116,7 @@ def _pair_scores(tables: RayTables, params: SketchParams, pairs: daft.DataFrame)
         )
 
     signed = _batches(_sides(pairs, sketch, ["shingle_count", "signature", "content_hash"]), overlap, OVERLAP_SCHEMA)
-    bodies = _sides(signed, tables.frame("documents", ["doc_id", "body"]), ["body"])
+    bodies = _sides(signed, frame(tables.root, "documents", ["doc_id", "body"]), ["body"])
     return _batches(bodies, score, SCORES_SCHEMA)
 
 
@@ -125,8 +126,8 @@ KEYED_SCHEMA = PAIR_SCHEMA.append(pa.field("score_left", pa.string())).append(pa
 def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
     """``scored_pairs``: the candidates scored as ``sql/scored_pairs.sql`` scores them, and decided by
     the DuckDB engine's own rule (``sql/pair_decision.sql``, batch by batch)."""
-    candidates = tables.frame("candidate_pairs", PAIR_SCHEMA.names)
-    copies = tables.frame("first_copies")
+    candidates = frame(tables.root, "candidate_pairs", PAIR_SCHEMA.names)
+    copies = frame(tables.root, "first_copies")
     for side in ("left", "right"):
         firsts = copies.select(col("doc_id").alias(f"{side}_doc_id"), col("first_copy_doc_id").alias(f"{side}_first"))
         candidates = candidates.join(firsts, on=f"{side}_doc_id", how="left")
@@ -156,11 +157,11 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
         return _batches(measured, decide, SCORED_SCHEMA)
 
     slices = _slices(tables)
-    tables.write_frames("scored_pairs", [sliced(index, slices) for index in range(slices)], SCORED_SCHEMA)
+    write_frames(tables.root, "scored_pairs", [sliced(index, slices) for index in range(slices)], SCORED_SCHEMA)
     return tables.view("scored_pairs")
 
 
 def duplicate_pairs(tables: RayTables) -> TableBuild:
     """The accepted edges, in pair order."""
-    tables.write_frames("duplicate_pairs", [tables.frame("scored_pairs").where(col("is_duplicate"))], SCORED_SCHEMA)
+    write_frames(tables.root, "duplicate_pairs", [frame(tables.root, "scored_pairs").where(col("is_duplicate"))], SCORED_SCHEMA)
     return tables.view("duplicate_pairs")

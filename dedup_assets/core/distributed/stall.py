@@ -5,8 +5,10 @@ Ray Data's own guard (``DataContext.execution_no_progress_timeout_s``) leaves ou
 with a join or grouping, which are where a cluster of small nodes stalls: tasks that hold the
 CPUs wait for outputs to be taken by an operator whose tasks wait for a CPU. This one watches
 every operator, from the execution's own loop (``custom_execution_callback_classes``), so the
-error reaches the step that consumes the dataset. Verification's Daft queries
-(``ray_verify.py``) are not Ray Data executions, and not watched (docs/scale-out.md).
+error reaches the step that consumes the dataset. The Daft queries of the candidates,
+verification and the components' rounds (``ray_candidates.py``, ``ray_verify.py``,
+``components.py``) are not Ray Data executions, and not
+watched (docs/scale-out.md).
 """
 
 from __future__ import annotations
