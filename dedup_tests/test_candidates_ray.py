@@ -63,3 +63,20 @@ def test_band_keys_above_2_63_stay_exact_and_order_as_unsigned(ray_cluster, tmp_
         {"left_doc_id": "c", "right_doc_id": "d", "left_domain": "c.org", "shared_bands": 1, "found_by": "lsh"},
     ]
     assert read_table(tmp_path, "first_copies").to_pylist() == [{"doc_id": "a2", "first_copy_doc_id": "a"}]
+
+
+def test_a_hot_bucket_is_refused_with_its_key_before_any_table_is_written(ray_cluster, tmp_path):
+    from dedup_assets.core.distributed.datasets import table_folder
+    from dedup_assets.core.distributed.ray_candidates import candidate_pairs
+    from dedup_assets.core.distributed.ray_tables import RayTables
+    from dedup_assets.core.distributed.session import ray_session
+    from dedup_assets.core.lsh.candidates import PairBudgetExceeded
+
+    _fingerprinted(tmp_path)
+    with ray_session(None), pytest.raises(PairBudgetExceeded) as refused:
+        candidate_pairs(RayTables(tmp_path, partitions=3), PairLimits(100, 2))
+
+    assert f"LSH bucket 000:{HOT:016x} holds 3 different texts, above max_bucket_size=2" in str(refused.value)
+    # the refusal leaves the tables as they were: no first_copies beside an older candidate_pairs
+    assert not table_folder(tmp_path, "first_copies").exists()
+    assert not table_folder(tmp_path, "candidate_pairs").exists()

@@ -1,1 +1,1 @@
-"""The pipeline's steps on a distributed engine (Ray Data)."""
+"""The pipeline's steps on a distributed engine (Daft and Ray Data on a Ray cluster)."""

@@ -1,6 +1,7 @@
 """The ray engine's tables as Daft dataframes, for the steps that run on Daft's Ray runner
-(``ray_candidates.py``, ``ray_verify.py``): read from and written to the same Parquet folders
-(``datasets.py``) that the Ray Data steps read and write, so that those do not import Daft."""
+(``ray_candidates.py``, ``ray_verify.py``, the cluster's components in ``components.py``): read
+from and written to the same Parquet folders (``datasets.py``) that the Ray Data steps read and
+write, which is how the two engines hand tables to each other."""
 
 from __future__ import annotations
 

@@ -120,13 +120,14 @@ def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, 
     (``HOT_BUCKET_SCHEMA``), which count in neither the pressure nor the join."""
     texts = _texts(tables)
     groups, copies = _copies(texts)
-    write_frames(tables.root, "first_copies", [copies], FIRST_COPIES_SCHEMA)
     rows = _band_rows(texts, groups, copies)
     buckets = rows.groupby(*BUCKET).agg(col("doc_id").count().alias("size"), col("copies").sum().alias("documents")).collect()
     limit = limits.max_bucket_size
     hot = _hot(buckets.where(col("size") > limit))
     pressure = _pressure(buckets.where(col("size") <= limit))
     ensure_within_limits(pressure, limits, hot)
+    # after the refusal, which leaves the tables as they were
+    write_frames(tables.root, "first_copies", [copies], FIRST_COPIES_SCHEMA)
 
     # the rows of shared buckets (two texts or more, none hot) meet the same bucket's rows;
     # collected, each a few of the band rows, as the pairs are: each is read more than once

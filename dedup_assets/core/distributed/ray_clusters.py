@@ -111,7 +111,7 @@ def _one_body_per_text(tables: RayTables, members: ray.data.Dataset) -> ray.data
 
     texts = arrow_map(AtPositions(kept(members, first)).take(tables, "documents", ["body"]), text_body)
     copies = kept(members, lambda batch: pc.invert(first(batch))).materialize()
-    # a union with a part of no rows fails in Ray Data (see candidate_pairs' add)
+    # a union with a part of no rows fails in Ray Data (such a part has no schema)
     return texts.union(arrow_map(copies, text_body)) if copies.count() else texts
 
 
@@ -190,7 +190,8 @@ def clusters(
     """``clusters``: connected components of the accepted edges (``_component_roots``), each on
     one task with its whole rows (``_rank_clusters``), every member ranked by the params' keep
     policy and measured against its representative; every other document its own cluster. In
-    input order. (Joins with a side of no rows are left out, as in candidate_pairs.)"""
+    input order. (Joins with a side of no rows are left out: Ray Data loses the columns of an
+    empty dataset, and such a join adds nothing or keeps the other side whole.)"""
     partitions = tables.partitions
     read = ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]
     # the keep policy's columns as read; prepared() gives each its rule's field
@@ -213,39 +214,43 @@ def clusters(
         )
 
     edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id"])
-    if not edges.count():
-        tables.write("clusters", arrow_map(meta, single), CLUSTER_SCHEMA)
-        return tables.view("clusters")
-    roots = _component_roots(tables, driver_edges, log).materialize()
-    # every document once with its root (null: no edge), split into components and singletons
-    placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
-    # the members' first copies joined while their rows are narrow, then their bodies taken in place
-    members = kept(placed, lambda b: pc.is_valid(b["root_doc_id"]))
-    copies = tables.read("first_copies")
-    if copies.count():
-        members = members.join(renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
-    members = arrow_map(
-        members,
-        lambda batch: batch.drop_columns([name for name in ["text_doc_id"] if name in batch.column_names]).append_column(
-            "text_doc_id", pc.coalesce(column_or_nulls(batch, "text_doc_id", pa.string()), batch["doc_id"])
-        ),
-    )
-    members = members.materialize()
-    # components grouped by bucket, not one call per component: the ranking is vectorized over
-    # a call's components, and per-call overhead times hundreds of thousands of components is
-    # what a grouping by root cost
-    buckets = 4 * partitions
-    bucket = _component_bucket(buckets)
-    task = ranking_memory(members, bucket, buckets, partitions, body_bytes_per_shingle(tables))
-    log(ensure_ranking_fits(task, smallest_node(), partitions))
-    members = _one_body_per_text(tables, members)
-    ranked = arrow_map(members, lambda batch: batch.append_column("bucket", bucket(batch["root_doc_id"]))).groupby(
-        "bucket", num_partitions=partitions
-    ).map_groups(_rank_clusters(params), batch_format="pyarrow")
-    singles = arrow_map(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
-    every = ranked.union(singles) if singles.count() else ranked  # see candidate_pairs' add
-    tables.write("clusters", every, CLUSTER_SCHEMA)
-    shutil.rmtree(_scratch(tables).root, ignore_errors=True)  # the roots are read
+    try:
+        if not edges.count():
+            tables.write("clusters", arrow_map(meta, single), CLUSTER_SCHEMA)
+            return tables.view("clusters")
+        roots = _component_roots(tables, driver_edges, log).materialize()
+        # every document once with its root (null: no edge), split into components and singletons
+        placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
+        # the members' first copies joined while their rows are narrow, then their bodies taken in place
+        members = kept(placed, lambda b: pc.is_valid(b["root_doc_id"]))
+        copies = tables.read("first_copies")
+        if copies.count():
+            members = members.join(renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
+        members = arrow_map(
+            members,
+            lambda batch: batch.drop_columns([name for name in ["text_doc_id"] if name in batch.column_names]).append_column(
+                "text_doc_id", pc.coalesce(column_or_nulls(batch, "text_doc_id", pa.string()), batch["doc_id"])
+            ),
+        )
+        members = members.materialize()
+        # components grouped by bucket, not one call per component: the ranking is vectorized over
+        # a call's components, and per-call overhead times hundreds of thousands of components is
+        # what a grouping by root cost
+        buckets = 4 * partitions
+        bucket = _component_bucket(buckets)
+        task = ranking_memory(members, bucket, buckets, partitions, body_bytes_per_shingle(tables))
+        log(ensure_ranking_fits(task, smallest_node(), partitions))
+        members = _one_body_per_text(tables, members)
+        ranked = arrow_map(members, lambda batch: batch.append_column("bucket", bucket(batch["root_doc_id"]))).groupby(
+            "bucket", num_partitions=partitions
+        ).map_groups(_rank_clusters(params), batch_format="pyarrow")
+        singles = arrow_map(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
+        every = ranked.union(singles) if singles.count() else ranked  # a union with no rows fails
+        tables.write("clusters", every, CLUSTER_SCHEMA)
+    finally:
+        # the cluster's components' roots: read by now, or never made (a run that fails or has no
+        # edges leaves none behind)
+        shutil.rmtree(_scratch(tables).root, ignore_errors=True)
     return tables.view("clusters")
 
 

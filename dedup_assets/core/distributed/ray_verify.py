@@ -32,24 +32,24 @@ MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_
 SLICE_BYTES = 2**30
 
 
-def _batches(frame: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
-    """``fn`` over ``frame``'s batches as Arrow tables, giving ``schema``'s columns."""
+def _batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
+    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns."""
 
     @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True)
     def mapped(columns: daft.Series):
         result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
         return result.to_struct_array().combine_chunks()
 
-    return frame.select(mapped(to_struct(*[col(name) for name in frame.column_names])))
+    return rows.select(mapped(to_struct(*[col(name) for name in rows.column_names])))
 
 
-def _sides(frame: daft.DataFrame, table: daft.DataFrame, columns: list[str]) -> daft.DataFrame:
-    """``frame``'s pairs with ``columns`` of ``table`` for each side, named ``left_<column>`` and
+def _sides(pairs: daft.DataFrame, table: daft.DataFrame, columns: list[str]) -> daft.DataFrame:
+    """``pairs`` with ``columns`` of ``table`` for each side, named ``left_<column>`` and
     ``right_<column>``; pairs with a side missing from ``table`` are left out."""
     for side in ("left", "right"):
         named = table.select(col("doc_id").alias(f"{side}_doc_id"), *[col(name).alias(f"{side}_{name}") for name in columns])
-        frame = frame.join(named, on=f"{side}_doc_id")
-    return frame
+        pairs = pairs.join(named, on=f"{side}_doc_id")
+    return pairs
 
 
 def _lsh_pairs(tables: RayTables) -> daft.DataFrame:
