@@ -7,8 +7,7 @@ CPUs wait for outputs to be taken by an operator whose tasks wait for a CPU. Thi
 every operator, from the execution's own loop (``custom_execution_callback_classes``), so the
 error reaches the step that consumes the dataset. The Daft queries of the candidates,
 verification and the components' rounds (``ray_candidates.py``, ``ray_verify.py``,
-``components.py``) are not Ray Data executions, and not
-watched (docs/scale-out.md).
+``components.py``) are not Ray Data executions, and not watched (docs/scale-out.md).
 """
 
 from __future__ import annotations
