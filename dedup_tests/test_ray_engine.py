@@ -1,6 +1,6 @@
 """engine: ray on a real two-node Ray cluster: the whole graph on the fixtures and on a generated
-corpus, the library run without Dagster, the consistency check in both outcomes, and a worker
-killed while it fingerprints."""
+corpus, the library run without Dagster, the consistency check in both outcomes, and workers
+killed while they fingerprint (Ray Data) and while they pair and verify (Daft)."""
 
 from __future__ import annotations
 
@@ -325,41 +325,67 @@ def test_a_changed_ray_table_fails_the_check(ray_cluster, tmp_path):
     assert evaluation.description.startswith("clusters: 12 rows only on engine ray, 12 only on duckdb")
 
 
-def _kill_first(name: str, killed: list[int], stop: threading.Event) -> None:
-    """SIGKILL the first process whose title names the task ``name`` (Ray titles a worker by the
-    task it runs)."""
-    while not stop.is_set() and not killed:
+def _kill_in_turn(cluster, names: list[str], killed: list[str], stop: threading.Event) -> None:
+    """SIGKILL, for each of ``names`` in turn, the first of ``cluster``'s workers whose title names
+    it: Ray titles a worker by the task it runs, and Daft's per-node actor by its task's plan.
+    Only the children of the cluster's raylets: the machine may run other Rays."""
+    raylets = {node.all_processes["raylet"][0].process.pid for node in cluster.list_all_nodes()}
+    while not stop.is_set() and len(killed) < len(names):
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
                 title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
+            except (OSError, IndexError, ValueError):
                 continue
-            if title.startswith("ray::") and name in title:
+            if parent in raylets and title.startswith("ray::") and names[len(killed)] in title:
                 os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
-                return
+                killed.append(title)
+                break
         time.sleep(0.01)
 
 
-def test_a_worker_killed_while_fingerprinting_changes_nothing(ray_cluster, tmp_path):
+def _assert_a_killed_run_changes_nothing(
+    cluster, tmp_path, upstream, selection: str, names: list[str], **settings
+) -> None:
+    """Run ``upstream``, then ``selection`` killing the workers ``names`` name as they run; the
+    consistency check compares every table with DuckDB's."""
     corpus = tmp_path / "corpus.parquet"
     generate(20_000, corpus)
-    killed: list[int] = []
+    killed: list[str] = []
     stop = threading.Event()
-    watcher = threading.Thread(target=_kill_first, args=("MapBatches(sketch)", killed, stop), daemon=True)
+    watcher = threading.Thread(
+        target=_kill_in_turn, args=(cluster, names, killed, stop), daemon=True
+    )
     runner = GraphRunner(tmp_path)
-    runner.run(corpus, engine="ray", selection=["documents", "rejected_documents"])
+    runner.run(corpus, engine="ray", selection=upstream)
     watcher.start()
     try:
-        result = runner.run(corpus, engine="ray", selection="fingerprinted*", batch_size=500)
+        result = runner.run(corpus, engine="ray", selection=selection, **settings)
     finally:
         stop.set()
         watcher.join()
-    assert killed, "no fingerprinting worker was found to kill"
+    assert len(killed) == len(names), f"no worker running {names[len(killed)]} found to kill"
     evaluation = check_result(result, CONSISTENCY)
     assert evaluation.passed and evaluation.metadata["compared"].value is True, evaluation.description
+
+
+def test_a_worker_killed_while_fingerprinting_changes_nothing(ray_cluster, tmp_path):
+    upstream = ["documents", "rejected_documents"]
+    _assert_a_killed_run_changes_nothing(
+        ray_cluster, tmp_path, upstream, "fingerprinted*", ["MapBatches(sketch)"], batch_size=500
+    )
+
+
+def test_daft_workers_killed_while_pairing_and_verifying_change_nothing(ray_cluster, tmp_path):
+    # Daft's plans as its actors' titles: the band rows (our band-index function, then explode)
+    # in candidate_pairs, then the signature overlap (our batch function after the join) in
+    # scored_pairs. Daft reruns a dead actor's tasks (on a new actor or the other node's)
+    steps = ["UDFProject->Explode", "HashJoin->Project->UDFProject->Project->Filter"]
+    _assert_a_killed_run_changes_nothing(
+        ray_cluster, tmp_path, "*band_memberships", "candidate_pairs*", steps
+    )
 
 
 def test_the_parameter_sweep_reads_the_ray_engines_documents_as_duckdbs(ray_cluster, tmp_path):
