@@ -1,14 +1,16 @@
 """The engines a one-shot run's steps execute on, behind one protocol.
 
 ``duckdb`` runs the library's steps on the run's DuckDB connection. ``ray`` runs the same steps
-as Ray Data pipelines over Parquet folders (``distributed/engine.py``) and hands each table to
-DuckDB as a view. An asset asks its engine for its step by the step's name and never asks which
+on a Ray cluster (Daft and Ray Data) over Parquet folders (``distributed/engine.py``) and hands
+each table to DuckDB as a view. An asset asks its engine for its step by the step's name and never asks which
 engine it has; what an engine cannot run is in its capabilities (``capabilities.py``), which the
 settings check at launch. Which engine a run has is asked once, in :func:`for_settings`. A new
 engine is a class with these methods, a row there and an opener here.
 """
 
 from __future__ import annotations
+
+import importlib.util
 
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -20,7 +22,7 @@ import pyarrow as pa
 from ..audit.probe import AuditProbe
 from ..cluster.components import build_clusters, build_deduped_documents
 from ..distributed.plan import ClusterOptions
-from ..util.errors import DedupError
+from ..util.errors import DedupError, listed
 from ..lsh.candidates import BucketPressure, build_candidate_pairs
 from .step_params import ClusterParams, PairLimits, SketchParams, Thresholds
 from ..settings.model import Settings
@@ -120,14 +122,20 @@ def _duckdb(database: str, cluster: ClusterOptions, session: ExitStack, schema: 
     return DuckDBEngine()
 
 
+# the ray extra's packages (pyproject.toml), as imported
+RAY_EXTRA = ("ray", "polars", "daft")
+
+
 def _ray(database: str, cluster: ClusterOptions, session: ExitStack, schema: str) -> Engine:
     try:  # here, so that the default install, which has no Ray, never imports it
         from ..distributed.engine import open_ray_engine
     except ImportError as error:
+        # every package of the extra that is missing, not only the first one imported
+        missing = [name for name in RAY_EXTRA if importlib.util.find_spec(name) is None] or [error.name or "part of it"]
         raise EngineUnavailable(
-            f"engine ray needs the ray extra (Ray Data, polars and Daft), and {error.name or 'part of it'} "
-            f"is not installed ({error}). Install the ray extra (make setup-ray in the project folder, or "
-            "pip install -e '.[ray]' there), or set engine: duckdb."
+            f"engine ray needs the ray extra (Ray Data, polars and Daft), and {listed(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not installed ({error}). Install the ray extra "
+            "(make setup-ray in the project folder, or pip install -e '.[ray]' there), or set engine: duckdb."
         ) from None
     return open_ray_engine(database, cluster, session, schema)
 

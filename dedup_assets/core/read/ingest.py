@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..util.errors import InconsistentTables
+from ..util.errors import InconsistentTables, listed
 from ..settings.input import InputPolicy
 from . import (
     InputError,
@@ -258,7 +258,7 @@ def confirmed_input(
         files = len(input_file.stamps)
         log(
             f"the input's {files:,} file{'s are' if files > 1 else ' is'} as documents read "
-            f"{'them' if files > 1 else 'it'} (same {_listed(STAMP_FIELDS)}), so not hashed again"
+            f"{'them' if files > 1 else 'it'} (same {listed(STAMP_FIELDS)}), so not hashed again"
         )
         return written
     edited = [change for change in changes if change.edited]
@@ -268,7 +268,7 @@ def confirmed_input(
         if first.fields == ("gone",):
             what = "is gone or can no longer be read"
         elif first.fields:
-            what = f"its {_listed(first.fields)} differ{'s' if len(first.fields) == 1 else ''}, and its bytes too (hashed again)"
+            what = f"its {listed(first.fields)} differ{'s' if len(first.fields) == 1 else ''}, and its bytes too (hashed again)"
         else:  # tables of an older version: the input as a whole
             what = "the input's sha256 differs (hashed again)"
         raise InputError(
@@ -279,13 +279,9 @@ def confirmed_input(
         )
     for change in changes:
         log(
-            f"{change.path}: its {_listed(change.fields)} changed since documents read it, but not its "
+            f"{change.path}: its {listed(change.fields)} changed since documents read it, but not its "
             "bytes (hashed again: the same sha256), so the release is published"
             if change.fields
             else f"{change.path}: hashed again, as tables of an older version keep no hash per file: the same sha256"
         )
     return written
-
-
-def _listed(names: tuple[str, ...]) -> str:
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]

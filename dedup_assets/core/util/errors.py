@@ -26,3 +26,8 @@ class InconsistentTables(DedupError, ValueError):
 
 class SettingsError(DedupError, ValueError):
     """A setting is out of range or inconsistent with another."""
+
+
+def listed(names: tuple[str, ...] | list[str]) -> str:
+    """Names as a message lists them: "a", "a and b", "a, b and c"."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
