@@ -1,17 +1,21 @@
 """The ray engine's tables as Daft dataframes, for the steps that run on Daft's Ray runner
 (``ray_candidates.py``, ``ray_verify.py``, the cluster's components in ``components.py``): read
 from and written to the same Parquet folders (``datasets.py``) that the Ray Data steps read and
-write, which is how the two engines hand tables to each other."""
+write, which is how the two engines hand tables to each other; and our Arrow functions mapped
+over a dataframe's batches."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import daft
 import pyarrow as pa
+from daft import DataType, col
+from daft.functions import to_struct
 
-from .datasets import replace_table, table_folder
+from .datasets import POSITION, folder_rows, replace_table, table_folder, write_positioned
 
 
 def frame(root: Path, table: str, columns: list[str] | None = None) -> daft.DataFrame:
@@ -33,4 +37,43 @@ def write_frames(root: Path, table: str, frames: list[daft.DataFrame], schema: p
             typed = written.select(*[daft.col(field.name).cast(daft.DataType.from_arrow_type(field.type)) for field in schema])
             typed.write_parquet(str(folder), write_mode="append")
 
+    replace_table(root, table, write, schema)
+
+
+def mapped_batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
+    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns."""
+
+    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True)
+    def mapped(columns: daft.Series):
+        result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
+        return result.to_struct_array().combine_chunks()
+
+    return rows.select(mapped(to_struct(*[col(name) for name in rows.column_names])))
+
+
+def write_positioned_frame(root: Path, table: str, rows: daft.DataFrame, schema: pa.Schema) -> None:
+    """Write a per-document table (``schema`` has ``POSITION``) as ``table``: each batch of
+    ``rows`` one file, sorted by position, named by its first position and saying so
+    (``write_positioned``), by the worker that holds it. Where the batches are runs of positions
+    (mapped from ``documents``' files) the view reads the files as they lie, without sorting."""
+
+    def write(folder: Path) -> None:
+        @daft.func.batch(return_dtype=DataType.int64())
+        def written(columns: daft.Series) -> pa.Array:
+            block = pa.Table.from_struct_array(columns.to_arrow()).select(schema.names).cast(schema)
+            count = write_positioned(folder, block)
+            return pa.array([count] + [0] * (block.num_rows - 1), pa.int64()) if block.num_rows else pa.array([], pa.int64())
+
+        result = rows.select(written(to_struct(*[col(name) for name in schema.names])).alias("rows")).sum("rows")
+        rows_written = result.to_pydict()["rows"][0] or 0
+        # a file written over by another batch, or left by a retried task that split its rows
+        # otherwise, would change the table's rows without an error
+        if rows_written != folder_rows(folder):
+            raise RuntimeError(
+                f"{table}: {rows_written:,} rows were written but {folder} holds {folder_rows(folder):,}: "
+                "another run may be writing the same tables; run the step again with no other run on them"
+            )
+
+    if POSITION not in schema.names:
+        raise ValueError(f"{table}: a per-document table has the column {POSITION}")
     replace_table(root, table, write, schema)

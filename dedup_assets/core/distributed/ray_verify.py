@@ -5,14 +5,11 @@ and body; our functions score and decide each batch."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import daft
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from daft import DataType, col
-from daft.functions import to_struct
+from daft import col
 
 from ..pipeline.step_params import SketchParams, Thresholds
 from ..sketch import kernels
@@ -20,7 +17,7 @@ from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
 from ..verify.jaccard import pair_jaccard
 from ..verify.pairs import decided_pairs
-from .daft_tables import frame, write_frames
+from .daft_tables import frame, mapped_batches, write_frames
 from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
 
 # what verification measures of a pair, which the acceptance rule reads
@@ -30,17 +27,6 @@ MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_
 # (269,884 pairs, 13 GB of bodies carried) grew a Daft worker to 19 GB, and Ray's memory monitor
 # killed it; in slices of this size the largest worker peaked at 6.5 GB
 SLICE_BYTES = 2**30
-
-
-def _batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
-    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns."""
-
-    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True)
-    def mapped(columns: daft.Series):
-        result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
-        return result.to_struct_array().combine_chunks()
-
-    return rows.select(mapped(to_struct(*[col(name) for name in rows.column_names])))
 
 
 def _sides(pairs: daft.DataFrame, table: daft.DataFrame, columns: list[str]) -> daft.DataFrame:
@@ -115,9 +101,9 @@ def _pair_scores(tables: RayTables, params: SketchParams, pairs: daft.DataFrame)
             }
         )
 
-    signed = _batches(_sides(pairs, sketch, ["shingle_count", "signature", "content_hash"]), overlap, OVERLAP_SCHEMA)
+    signed = mapped_batches(_sides(pairs, sketch, ["shingle_count", "signature", "content_hash"]), overlap, OVERLAP_SCHEMA)
     bodies = _sides(signed, frame(tables.root, "documents", ["doc_id", "body"]), ["body"])
-    return _batches(bodies, score, SCORES_SCHEMA)
+    return mapped_batches(bodies, score, SCORES_SCHEMA)
 
 
 KEYED_SCHEMA = PAIR_SCHEMA.append(pa.field("score_left", pa.string())).append(pa.field("score_right", pa.string()))
@@ -142,7 +128,7 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
         low, high = ordered_pairs(left, right)
         return batch.select(PAIR_SCHEMA.names).append_column("score_left", low).append_column("score_right", high)
 
-    keyed = _batches(candidates, score_keys, KEYED_SCHEMA)
+    keyed = mapped_batches(candidates, score_keys, KEYED_SCHEMA)
 
     def decide(batch: pa.Table) -> pa.Table:
         # the measured columns, null where a pair was not measured, then the one acceptance rule
@@ -154,7 +140,7 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
         measured = keyed.where(_in_slice("score_left", "score_right", index, slices)).join(
             scores, on=["score_left", "score_right"], how="left"
         )
-        return _batches(measured, decide, SCORED_SCHEMA)
+        return mapped_batches(measured, decide, SCORED_SCHEMA)
 
     slices = _slices(tables)
     write_frames(tables.root, "scored_pairs", [sliced(index, slices) for index in range(slices)], SCORED_SCHEMA)
