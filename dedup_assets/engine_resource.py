@@ -41,18 +41,17 @@ class EngineResource(ConfigurableResource):
     shuffle_partitions: int = Field(
         default=DEFAULTS.shuffle_partitions,
         ge=0,
-        description="Partitions of each join and grouping of the Ray Data steps (fingerprinting, "
-        "clusters, deduped_documents; the Daft queries choose their own). 0: twice the cluster's CPUs, or one "
+        description="Partitions of Daft's groupings and of the clusters step's ranking (its "
+        "components are grouped into four times as many buckets). 0: Daft's own number for its "
+        "groupings, and for the ranking twice the cluster's CPUs, or one "
         f"per {PARTITION_BYTES // 2**20} MB of the documents table's Parquet files if that is "
-        "more, so that each partition's share of a join stays small.",
+        "more.",
     )
     shuffle: Shuffle = Field(
         default=DEFAULTS.shuffle,
-        description="Where the Ray Data steps' joins and groupings move rows (the Daft queries: "
-        "their own shuffles): Ray's object store, or files on each "
-        "node's disk (Ray Data's disk-based hash shuffle, for tables larger than the cluster's "
-        "object store). auto: disk when the documents table's Parquet files are larger than the "
-        "cluster's object store memory. It overrides RAY_DATA_ENABLE_DISK_SHUFFLE.",
+        description="Where Daft's joins and groupings move rows: Ray's object store (spilled to "
+        "disk by Ray when full), or files on each node's disk (Daft's flight shuffle). auto: disk "
+        "when the documents table's Parquet files are larger than the cluster's object store memory.",
     )
     components_on_driver_up_to_edges: int = Field(
         default=DEFAULTS.components_on_driver_up_to_edges,

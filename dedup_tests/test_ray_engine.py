@@ -71,6 +71,15 @@ def test_ray_gives_the_duckdb_release(ray_cluster, tmp_path, fixture, ray_option
     _assert_same_release(*run_both(tmp_path, fixture, ray_options))
 
 
+def test_a_disk_shuffle_into_chosen_partitions_gives_the_duckdb_release(ray_cluster, tmp_path):
+    import daft
+
+    _assert_same_release(*run_both(tmp_path, CLUSTER_CASES, {"shuffle": "disk", "shuffle_partitions": 3}))
+    # the settings reached Daft's queries: its flight shuffle, through files on the nodes' disks
+    config = daft.context.get_context().daft_execution_config
+    assert (config.shuffle_algorithm, config.shuffle_aggregation_default_partitions) == ("flight_shuffle", 3)
+
+
 def test_ray_gives_the_duckdb_release_on_pages_without_spaces_in_both_units(ray_cluster, tmp_path):
     write_csv(tmp_path / "zh.csv", chinese_pages(60))
     _assert_same_release(*run_both(tmp_path / "word", tmp_path / "zh.csv"))

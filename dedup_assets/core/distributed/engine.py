@@ -29,7 +29,7 @@ from .ray_clusters import clusters, deduped_documents
 from .ray_sketch import documents, documents_of_table, fingerprint
 from .ray_tables import RayTables
 from .ray_verify import duplicate_pairs, scored_pairs
-from .session import cluster_cpus, cluster_object_store, ray_session, use_disk_shuffle
+from .session import cluster_cpus, cluster_object_store, ray_session, use_shuffle
 from .stall import watch_stalls
 
 
@@ -87,6 +87,6 @@ def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack, 
     root = Path(root).expanduser().resolve() / ("" if schema == SCHEMA else schema)
     documents = table_bytes(root, "documents")
     plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
-    use_disk_shuffle(plan.disk)
+    use_shuffle(plan.disk, cluster.shuffle_partitions)
     watch_stalls(cluster.stall_timeout_s)
     return RayStepsEngine(RayTables(root, plan.partitions), cluster.components_on_driver_up_to_edges)

@@ -26,7 +26,7 @@ class ClusterOptions:
 
 @dataclass(frozen=True)
 class ShufflePlan:
-    disk: bool  # Ray Data's disk-based hash shuffle instead of the object store
+    disk: bool  # Daft's flight shuffle (files on each node's disk) instead of the object store
     partitions: int
 
 

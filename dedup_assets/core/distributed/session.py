@@ -78,9 +78,20 @@ def cluster_object_store() -> int:
     return int(ray.cluster_resources().get("object_store_memory", 0))
 
 
-def use_disk_shuffle(disk: bool) -> None:
-    """Joins and groupings through files on the nodes' disks, or through the object store."""
-    ray.data.DataContext.get_current().use_disk_based_hash_shuffle = disk
+# Daft's own number of partitions of a grouping (its ExecutionConfig's default)
+DAFT_GROUPING_PARTITIONS = 200
+
+
+def use_shuffle(disk: bool, partitions: int) -> None:
+    """Daft's joins and groupings through files on each node's disk (its flight shuffle), or
+    through Ray's object store as Daft chooses; its groupings into ``partitions`` (0: Daft's
+    own number). Set on every run: the settings are the process's, read with each query's plan."""
+    import daft
+
+    daft.set_execution_config(
+        shuffle_algorithm="flight_shuffle" if disk else "auto",
+        shuffle_aggregation_default_partitions=partitions or DAFT_GROUPING_PARTITIONS,
+    )
 
 
 @contextmanager
