@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from dedup_bench.common import Sketch, run_measured
+from dedup_bench.targets import cluster_lines
 from dedup_bench.memory import OUTSIDE_STEPS, WHOLE_RUN, Sample, ShmFiles, StepPeaks, TreeSampler
 from dedup_bench.ours import dagster_config
 from dedup_bench.roofline import measure_floors
@@ -138,6 +139,51 @@ def test_bytes_moved_count_once_for_every_step_that_ran_since_the_sample_before(
     assert (by_step[WHOLE_RUN]["read_mb"], by_step[WHOLE_RUN]["written_mb"]) == (125, 141)
     cpu = {step: figures["cpu_s"] for step, figures in by_step.items()}
     assert cpu == {"read": 2.0, "write": 2.5, OUTSIDE_STEPS: 2.25, WHOLE_RUN: 6.25}
+
+
+def on_nodes(head_cpu: float | None, other_cpu: float | None, mb: float = 100.0) -> Sample:
+    return Sample(
+        private_mb=1, pss_mb=None, rss_mb=1, shm_mb=0, processes=1,
+        nodes=(("head", mb, 3, head_cpu), ("other", mb / 2, 2, other_cpu)),
+    )
+
+
+def test_a_nodes_cpu_seconds_count_from_its_first_sample_for_the_steps_that_ran():
+    peaks = StepPeaks()
+    peaks.poll([], on_nodes(500.0, 80.0))  # the cluster ran before this run: a baseline
+    peaks.poll([("pairs", "STEP_START")], on_nodes(503.0, 81.0))
+    peaks.poll([], on_nodes(None, 85.0))  # the head unreadable: no baseline moves
+    # a worker left unreaped: the head's sum drops, and is not counted again when it comes back
+    peaks.poll([("pairs", "STEP_SUCCESS")], on_nodes(502.0, 85.5, mb=300.0))
+    peaks.poll([], on_nodes(506.0, 86.0))
+
+    by_step = peaks.by_step()
+    cpu = {step: {node: figures["cpu_s"] for node, figures in by_step[step]["nodes"].items()} for step in by_step}
+    assert cpu == {
+        "pairs": {"head": 3.0, "other": 5.5},
+        OUTSIDE_STEPS: {"head": 3.0, "other": 0.5},
+        WHOLE_RUN: {"head": 6.0, "other": 6.0},
+    }
+    assert by_step[WHOLE_RUN]["nodes"]["head"]["private_mb"] == 300.0
+
+
+def test_a_cluster_run_is_set_against_the_local_run_its_driver_share_and_its_busiest_node():
+    local = {**run("duckdb", {"a": 2.0}, {WHOLE_RUN: 500.0}, 40.0), "cpu_s": 70.0}
+    cluster = {**run("ray", {"a": 6.0}, {WHOLE_RUN: 900.0}, 100.0), "cpu_s": 12.0}
+    cluster["memory"]["steps"][WHOLE_RUN]["nodes"] = {
+        "node 0 (head)": {"private_mb": 5000.0, "processes": 9, "cpu_s": 60.0},
+        "node 1": {"private_mb": 3000.0, "processes": 7, "cpu_s": 48.0},
+    }
+    targets: dict = {}
+    lines = cluster_lines(local, [cluster], targets)
+    assert lines[0].startswith("Dagster ray on 2 nodes vs Dagster: 2.50× the wall time (100.0 s against 40.0 s; target ≤ 2× at 1M)")
+    assert lines[0].endswith("NOT met") and lines[1].endswith("— met") and lines[2].endswith("NOT met"), lines
+    assert lines[1].startswith("Dagster ray: the Dagster process used 10.0% of the run's CPU seconds (12.0 of 120.0")
+    assert lines[2].startswith("Dagster ray: busiest node node 0 (head) peaked at 5,000 MB (target ≤ 4,096 at 5M)")
+    (record,) = targets["cluster"]
+    assert (record["nodes"], record["nodes_cpu_s"], record["busiest_node"]) == (2, 108.0, "node 0 (head)")
+    # a local run beside no cluster: no lines
+    assert cluster_lines(local, [run("ray", {"a": 1.0}, {WHOLE_RUN: 1.0}, 1.0)], {}) == []
 
 
 def test_the_roofline_sets_each_step_against_its_bytes_at_the_measured_rates():

@@ -41,7 +41,7 @@ missed until the sum passes its earlier high). The growth over the highest earli
 for every step that ran since the sample before, like the memory figures: a step boundary's
 interval counts for both. Ray's nodes joined by address are outside the tree. CPU seconds per
 step (user and system, ``cpu_times()``, a reaped child's passing to its parent) are counted the
-same way.
+same way, and so are each joined node's, from its first sample (the cluster ran before the run).
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ class Sample:
     rss_mb: float
     shm_mb: float
     processes: int
-    # the Ray nodes of a cluster the run joined: (node, private + object store MB, processes)
-    nodes: tuple[tuple[str, float, int], ...] = ()
+    # the Ray nodes of a cluster the run joined: (node, private + object store MB, processes,
+    # CPU seconds of those processes so far, None where unreadable)
+    nodes: tuple[tuple[str, float, int, float | None], ...] = ()
     # bytes the tree's read() and write() calls have moved so far; None: not readable
     read_bytes: int | None = None
     written_bytes: int | None = None
@@ -95,6 +96,9 @@ class StepPeaks:
         self.order: list[str] = []
         self.peaks: dict[str, dict] = {}
         self.counted = {"read_bytes": 0, "written_bytes": 0, "cpu_seconds": 0.0}
+        # each joined node's CPU seconds so far: the first sample is the baseline (the cluster
+        # ran before this run, earlier runs of the invocation included)
+        self.node_cpu: dict[str, float] = {}
 
     def increments(self, sample: Sample) -> dict[str, float]:
         """MB read and written, and CPU seconds, beyond the most any earlier sample had: a sum
@@ -124,7 +128,7 @@ class StepPeaks:
                 ended.append(step)
         if sample is None:
             return ended
-        grown = self.increments(sample)
+        grown, node_cpu = self.increments(sample), self.node_increments(sample)
         for step in [*(active or [OUTSIDE_STEPS]), WHOLE_RUN]:
             peak = self.peaks.setdefault(step, {"samples": 0, "pss_samples": 0})
             peak["samples"] += 1
@@ -135,11 +139,24 @@ class StepPeaks:
                 value = getattr(sample, figure)
                 if value is not None and value > peak.get(figure, float("-inf")):
                     peak[figure] = value
-            for node, private_mb, processes in sample.nodes:
-                node_peak = peak.setdefault("nodes", {}).setdefault(node, {"private_mb": 0.0, "processes": 0})
+            for node, private_mb, processes, _ in sample.nodes:
+                node_peak = peak.setdefault("nodes", {}).setdefault(node, {"private_mb": 0.0, "processes": 0, "cpu_s": 0.0})
                 node_peak["private_mb"] = max(node_peak["private_mb"], private_mb)
                 node_peak["processes"] = max(node_peak["processes"], processes)
+                node_peak["cpu_s"] += node_cpu.get(node, 0.0)
         return ended
+
+    def node_increments(self, sample: Sample) -> dict[str, float]:
+        """Each node's CPU seconds beyond the most an earlier sample had (as ``increments``);
+        nothing on a node's first readable sample, its baseline."""
+        grown = {}
+        for node, _, _, cpu_seconds in sample.nodes:
+            if cpu_seconds is None:
+                continue
+            if node in self.node_cpu:
+                grown[node] = max(0.0, cpu_seconds - self.node_cpu[node])
+            self.node_cpu[node] = max(self.node_cpu.get(node, cpu_seconds), cpu_seconds)
+        return grown
 
     def by_step(self) -> dict[str, dict]:
         """The peaks in the order the steps started, then OUTSIDE_STEPS and WHOLE_RUN."""
@@ -321,10 +338,10 @@ class TreeSampler:
                 pass
         return read, written, cpu
 
-    def node_sample(self, node: str, roots: list[int]) -> tuple[str, float, int]:
+    def node_sample(self, node: str, roots: list[int]) -> tuple[str, float, int, float | None]:
         """One Ray node of a cluster the run joined: the anonymous memory of the processes Ray
         started for it and their descendants (its workers), plus the /dev/shm files they hold
-        open (its object store), and how many processes that is."""
+        open (its object store), how many processes that is, and their CPU seconds so far."""
         members = {}
         for pid in roots:
             try:
@@ -335,7 +352,8 @@ class TreeSampler:
                 continue
         alive = self.memory_infos(members.values())
         anon = sum(info.rss - info.shared for _, info in alive)
-        return node, (anon + self.shm.held_bytes([process.pid for process, _ in alive])) / MB, len(alive)
+        _, _, cpu_seconds = self.counters(process for process, _ in alive)
+        return node, (anon + self.shm.held_bytes([process.pid for process, _ in alive])) / MB, len(alive), cpu_seconds
 
     def memory_infos(self, processes: Iterable) -> list[tuple]:
         """(process, memory_info()) of each process still there."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import THRESHOLD, run_label
+from .common import THRESHOLD, engine_of, run_label
 from .markdown import fmt_number, fmt_share, verdict
 from .memory import WHOLE_RUN
 from .ours import assurance_steps
@@ -16,6 +16,11 @@ TARGET_CPU_RATIO = 4.0
 TARGET_LIBRARY_DOCS_PER_S = 50_000
 TARGET_PEAK_RSS_MB = 4096
 TARGET_ASSURANCE_SHARE = 0.10  # issue 35: no assurance step over this share of the run's wall
+# issue 51: the graph on a local cluster within 2x of the local engine's wall, the Dagster process
+# at most 10% of the run's CPU seconds (its own and the nodes'), the busiest node within 4 GB
+TARGET_CLUSTER_SLOWDOWN = 2.0
+TARGET_DRIVER_CPU_SHARE = 0.10
+TARGET_NODE_PEAK_MB = 4096
 
 
 def fastest_peer(peers: list[dict], front_end: str = "python") -> dict | None:
@@ -187,6 +192,40 @@ def compile_line(ours_runs: dict[str, dict], targets: dict) -> str | None:
     return f"kernels compiled while timed (should be none): {found} — {verdict(not compiled)}"
 
 
+def cluster_lines(ours: dict | None, others: list[dict], targets: dict) -> list[str]:
+    """Each run on a cluster of nodes the benchmark started (``--ray-nodes``) against the local
+    engine's run of the same invocation: wall time, the Dagster process's share of the CPU
+    seconds (its tree's against its tree's and the nodes'), and the busiest node's peak."""
+    lines = []
+    for run in others:
+        nodes = (step_memory(run).get(WHOLE_RUN) or {}).get("nodes")
+        if not (ours and nodes and run.get("cpu_s") is not None):
+            continue
+        label, count = run_label(run), len(nodes)
+        slowdown = run["wall_s"] / ours["wall_s"]
+        cluster_cpu = sum(node.get("cpu_s", 0.0) for node in nodes.values())
+        share = run["cpu_s"] / (run["cpu_s"] + cluster_cpu) if run["cpu_s"] + cluster_cpu else 0.0
+        busiest, peak = max(((name, node["private_mb"]) for name, node in nodes.items()), key=lambda item: item[1])
+        targets.setdefault("cluster", []).append(
+            {
+                "engine": engine_of(run), "nodes": count, "wall_s": run["wall_s"], "local_wall_s": ours["wall_s"],
+                "slowdown": slowdown, "driver_cpu_s": run["cpu_s"], "nodes_cpu_s": cluster_cpu,
+                "driver_cpu_share": share, "busiest_node": busiest, "busiest_node_peak_mb": peak,
+            }
+        )
+        lines += [
+            f"{label} on {count} nodes vs {run_label(ours)}: {slowdown:.2f}× the wall time "
+            f"({run['wall_s']:,.1f} s against {ours['wall_s']:,.1f} s; target ≤ {TARGET_CLUSTER_SLOWDOWN:g}× at 1M) — "
+            f"{verdict(slowdown <= TARGET_CLUSTER_SLOWDOWN)}",
+            f"{label}: the Dagster process used {fmt_share(share)} of the run's CPU seconds ({run['cpu_s']:,.1f} "
+            f"of {run['cpu_s'] + cluster_cpu:,.1f}, the nodes' included; target ≤ {TARGET_DRIVER_CPU_SHARE:.0%}) — "
+            f"{verdict(share <= TARGET_DRIVER_CPU_SHARE)}",
+            f"{label}: busiest node {busiest} peaked at {fmt_number(peak)} MB (target ≤ {TARGET_NODE_PEAK_MB:,} at 5M) — "
+            f"{verdict(peak <= TARGET_NODE_PEAK_MB)}",
+        ]
+    return lines
+
+
 def target_lines(
     ours: dict | None,
     library: dict | None,
@@ -213,6 +252,7 @@ def target_lines(
         audit_line(ours_runs, targets),
         assurance_target(ours, targets),
         compile_line(ours_runs, targets),
+        *cluster_lines(ours, others or [], targets),
     ]
     if ours and library:
         targets["dagster_overhead"] = ours["wall_s"] / library["wall_s"]
