@@ -158,8 +158,8 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error("--both-engines runs duckdb and then ray (duckdb's run is the reference): drop --engine")
     if args.compare_engines and not compared:
         parser.error("--compare-engines is for a ray run: add --engine ray or --both-engines")
-    if args.ray_nodes and (args.ray_nodes < 2 or not compared):
-        parser.error("--ray-nodes N takes N ≥ 2 nodes, for a ray run: add --engine ray or --both-engines")
+    if args.ray_nodes < 0 or (args.ray_nodes and not compared):
+        parser.error("--ray-nodes N takes N ≥ 1 nodes, for a ray run: add --engine ray or --both-engines")
     if args.ray_object_store_mb < 100:
         parser.error("--ray-object-store-mb must be at least 100")
 

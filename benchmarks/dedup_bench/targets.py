@@ -214,7 +214,7 @@ def cluster_lines(ours: dict | None, others: list[dict], targets: dict) -> list[
             }
         )
         lines += [
-            f"{label} on {count} nodes vs {run_label(ours)}: {slowdown:.2f}× the wall time "
+            f"{label} on {count} node{'s' if count > 1 else ''} vs {run_label(ours)}: {slowdown:.2f}× the wall time "
             f"({run['wall_s']:,.1f} s against {ours['wall_s']:,.1f} s; target ≤ {TARGET_CLUSTER_SLOWDOWN:g}× at 1M) — "
             f"{verdict(slowdown <= TARGET_CLUSTER_SLOWDOWN)}",
             f"{label}: the Dagster process used {fmt_share(share)} of the run's CPU seconds ({run['cpu_s']:,.1f} "
