@@ -130,3 +130,41 @@ def test_a_task_that_waits_on_an_object_with_every_cpu_free_is_not_said_to_wait_
     assert "MapBatches(blocked)" in message, message
     assert "Every CPU of the cluster (2) is free, so no task waits for one" in message, message
     assert "of object store it may use" in message and "CPUs free" not in message, message
+
+
+def _sorted_query(daft):
+    # a sort over partitions asks Ray for a task of its own (the sample boundaries), which wants a CPU
+    return daft.from_pydict({"a": list(range(1_000))}).repartition(4, "a").sort("a")
+
+
+def test_a_daft_query_that_cannot_get_a_cpu_fails_naming_what_it_waits_for_and_the_next_one_runs(ray_cluster):
+    ray = require_ray()
+    import daft
+
+    from dedup_assets.core.distributed.daft_watch import RayStalled, watched
+    from dedup_assets.core.distributed.session import ray_session
+
+    @ray.remote(num_cpus=1)
+    class CpuHolder:
+        def ready(self) -> bool:
+            return True
+
+    with ray_session(None):  # Daft's runner on the fixture's cluster
+        # every CPU of the cluster held by another job's actors
+        holders = [CpuHolder.remote() for _ in range(int(ray.cluster_resources()["CPU"]))]
+        ray.get([holder.ready.remote() for holder in holders])
+        try:
+            with pytest.raises(RayStalled) as stalled, watched("candidate_pairs", 10):
+                _sorted_query(daft).collect()
+        finally:
+            for holder in holders:
+                ray.kill(holder)
+        with watched("candidate_pairs", 10):  # the same process's next query runs
+            assert _sorted_query(daft).to_pydict()["a"] == list(range(1_000))
+    message = str(stalled.value)
+    assert message.startswith("candidate_pairs: a Daft query made no progress for 1"), message
+    assert "stall_timeout_s is 10" in message and "The query was ended" in message, message
+    assert "Waiting for resources: 1 task(s) or actor(s) each wanting 1 CPU" in message, message
+    assert "0 of 2 CPUs free; actors holding CPUs: CpuHolder (2 CPU)" in message, message
+    assert "more CPUs" in message and "raise stall_timeout_s (0 turns this off)" in message, message
+    assert "dagster asset materialize --select 'candidate_pairs*'" in message, message
