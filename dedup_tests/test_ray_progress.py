@@ -4,7 +4,12 @@ waits for."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from random import Random
 
 import pyarrow as pa
@@ -14,7 +19,7 @@ import pytest
 from dedup_assets.core.distributed.plan import ClusterOptions
 from dedup_bench.corpus import generate
 
-from .conftest import require_ray
+from .conftest import PROJECT_ROOT, require_ray
 from .test_ray_engine import _assert_same_release, run_both
 
 pytestmark = pytest.mark.ray
@@ -168,3 +173,89 @@ def test_a_daft_query_that_cannot_get_a_cpu_fails_naming_what_it_waits_for_and_t
     assert "0 of 2 CPUs free; actors holding CPUs: CpuHolder (2 CPU)" in message, message
     assert "more CPUs" in message and "raise stall_timeout_s (0 turns this off)" in message, message
     assert "dagster asset materialize --select 'candidate_pairs*'" in message, message
+
+
+def lose_a_node_mid_step(folder: str) -> None:
+    """On a cluster of its own (a head and one more node, one CPU each), run the graph up to the
+    band memberships, then ``candidate_pairs*``, removing the second node (its raylet and
+    workers, not gracefully) once a worker there runs a task of a Daft plan (Daft titles its
+    per-node actor by the plan); print what happened as JSON.
+    Run in a process of its own: a session's Ray would be used as it is."""
+    import threading
+
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from dedup_assets.core.distributed.session import LOCAL_SYSTEM_CONFIG
+    from dedup_assets.engine_resource import EngineResource
+
+    from .conftest import GraphRunner
+    from .test_ray_engine import CONSISTENCY, check_result
+
+    tmp_path = Path(folder)
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "object_store_memory": 200 * 2**20, "include_dashboard": False,
+                        "_system_config": LOCAL_SYSTEM_CONFIG},
+    )
+    node = cluster.add_node(num_cpus=1, object_store_memory=200 * 2**20)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        corpus = tmp_path / "corpus.parquet"
+        generate(20_000, corpus)
+        runner = GraphRunner(tmp_path)
+        runner.run(corpus, engine="ray", selection="*band_memberships")
+        address = f"{node.node_ip_address}:{node.node_manager_port}"
+        raylet = node.all_processes["raylet"][0].process.pid
+        removed: list[str] = []
+
+        def remove_when_busy() -> None:
+            while not removed:
+                for entry in Path("/proc").iterdir():
+                    try:
+                        parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                        title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    except (OSError, IndexError, ValueError):
+                        continue
+                    if parent == raylet and title.startswith("ray::") and "->" in title:  # a Daft plan's task
+                        cluster.remove_node(node, allow_graceful=False)
+                        removed.append(title)
+                        return
+                time.sleep(0.01)
+
+        remover = threading.Thread(target=remove_when_busy, daemon=True)
+        remover.start()
+        result = runner.run(
+            corpus, engine="ray", selection="candidate_pairs*", raise_on_error=False,
+            engine_resource=EngineResource(stall_timeout_s=120),
+        )
+        removed.append("the step ended first")  # stops the remover
+        failures = [event.step_failure_data.error.message for event in result.all_events if event.is_step_failure]
+        consistency = check_result(result, CONSISTENCY) if result.success else None
+        print(json.dumps({
+            "address": address, "removed": removed[0] != "the step ended first",
+            "alive_nodes": sum(n["Alive"] for n in ray.nodes()), "success": result.success,
+            "failures": failures, "consistent": consistency is not None and consistency.passed,
+            "description": consistency.description if consistency else None,
+        }))
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+@pytest.mark.faults
+def test_a_node_lost_for_good_mid_step_leaves_the_tables_right_or_fails_naming_it(tmp_path):
+    require_ray()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), str(PROJECT_ROOT / "benchmarks")])}
+    script = f"from dedup_tests.test_ray_progress import lose_a_node_mid_step; lose_a_node_mid_step({str(tmp_path)!r})"
+    process = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+    assert process.returncode == 0, process.stderr[-3000:]
+    seen = json.loads(process.stdout.strip().splitlines()[-1])
+    assert seen["removed"] and seen["alive_nodes"] == 1, seen
+    if seen["success"]:  # what Daft did in every trial: it reran the lost node's tasks on the head
+        assert seen["consistent"], seen["description"]
+    else:
+        (message,) = seen["failures"]
+        assert seen["address"] in message and "Bring the node back" in message, message
+        assert "dagster asset materialize --select 'candidate_pairs*'" in message, message

@@ -35,6 +35,10 @@ class RayStalled(DedupError, RuntimeError):
     """A ray step made no progress for the engine resource's stall_timeout_s."""
 
 
+class RayNodeLost(DedupError, RuntimeError):
+    """A ray step failed after a node it started with left the cluster."""
+
+
 def watch_daft(timeout_s: float) -> None:
     """Stall timeout of the steps of this process (0: never)."""
     global _timeout_s
@@ -125,11 +129,16 @@ def watched(asset: str, timeout_s: float) -> Iterator[None]:
     watcher.start()
     try:
         yield
+    except DedupError:
+        raise
     except Exception as error:
-        if watcher.verdict is None:
-            raise
-        _new_daft_scheduler()
-        raise RayStalled(watcher.verdict) from error
+        if watcher.verdict is not None:
+            _new_daft_scheduler()
+            raise RayStalled(watcher.verdict) from error
+        lost = _lost(watcher.nodes)
+        if lost:  # Daft reruns a lost node's tasks on the others; when that fails, say which and what to do
+            raise RayNodeLost(f"{asset} failed: {error}\n{_lost_advice(lost, asset)}") from error
+        raise
     finally:
         watcher.done.set()
         watcher.join()
@@ -192,7 +201,7 @@ def _actors_holding_cpus() -> list[str]:
 def stall_message(asset: str, waited_s: float, timeout_s: float, nodes: dict[str, str]) -> str:
     """What the step waits for, what holds the cluster's CPUs, which nodes it lost, and what to do."""
     free, total = ray.available_resources().get("CPU", 0), ray.cluster_resources().get("CPU", 0)
-    lost = [f"{address} (node {node_id[:12]})" for node_id, address in nodes.items() if node_id not in _alive_nodes()]
+    lost = _lost(nodes)
     waiting, actors = _waiting(), _actors_holding_cpus()
     lines = [
         f"{asset}: a Daft query made no progress for {waited_s:.0f} s (the engine resource's "
@@ -206,16 +215,31 @@ def stall_message(asset: str, waited_s: float, timeout_s: float, nodes: dict[str
         + "."
     )
     if lost:
-        lines.append(
-            f"Lost since the step started: {', '.join(lost)}. Bring the node back (or point "
-            "DEDUP_RAY_ADDRESS at a cluster that has its data and workers), then run the step again."
-        )
+        lines.append(_lost_advice(lost, asset))
     lines.append(
         "Give the nodes more CPUs (at least 2 each), or free the CPUs other jobs hold; if a task is "
-        "just slow, raise stall_timeout_s (0 turns this off). Then run the step and what follows "
-        f"again: from the UI, or `dagster asset materialize --select '{asset}*'` after `. ./env.sh`."
+        "just slow, raise stall_timeout_s (0 turns this off). Then " + _again(asset)
     )
     return "\n".join(lines)
+
+
+def _lost(nodes: dict[str, str]) -> list[str]:
+    alive = _alive_nodes()
+    return [f"{address} (node {node_id[:12]})" for node_id, address in nodes.items() if node_id not in alive]
+
+
+def _lost_advice(lost: list[str], asset: str) -> str:
+    return (
+        f"Lost since the step started: {', '.join(lost)}. Bring the node back, or point "
+        "DEDUP_RAY_ADDRESS (or the engine resource's address) at a cluster that has it, and " + _again(asset)
+    )
+
+
+def _again(asset: str) -> str:
+    return (
+        f"run the step and what follows again: from the UI, or `dagster asset materialize --select "
+        f"'{asset}*'` after `. ./env.sh` in the project folder."
+    )
 
 
 def _end_daft_query() -> None:
