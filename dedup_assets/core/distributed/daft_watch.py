@@ -99,12 +99,15 @@ class _Watcher(threading.Thread):
         poll_s = min(5.0, max(0.5, self.timeout_s / 10))
         last, since = None, time.monotonic()
         while not self.done.wait(poll_s):
+            if not self.queries.running:  # the step's own work on this node, or Ray Data's (watched there)
+                last, since = None, time.monotonic()
+                continue
             try:
                 progress = _finished_tasks(self.job)
             except Exception:  # a node going away mid-read: read again at the next poll
                 continue
             now = time.monotonic()
-            if progress != last or not self.queries.running or self.queries.last_start > since:
+            if progress != last or self.queries.last_start > since:
                 last, since = progress, now
             elif now - since >= self.timeout_s:
                 self.verdict = stall_message(self.asset, now - since, self.timeout_s, self.nodes)
