@@ -136,7 +136,6 @@ def watched(asset: str, timeout_s: float) -> Iterator[None]:
         raise
     except Exception as error:
         if watcher.verdict is not None:
-            _new_daft_scheduler()
             raise RayStalled(watcher.verdict) from error
         lost = _lost(watcher.nodes)
         if lost:  # Daft reruns a lost node's tasks on the others; when that fails, say which and what to do
@@ -145,6 +144,8 @@ def watched(asset: str, timeout_s: float) -> Iterator[None]:
     finally:
         watcher.done.set()
         watcher.join()
+        if watcher.verdict is not None:  # also when the query ended on its own as it was killed
+            _new_daft_scheduler()
         daft.context.get_context().detach_subscriber(alias)
 
 
