@@ -65,8 +65,9 @@ class EngineResource(ConfigurableResource):
         ge=0,
         description="A ray step whose Ray Data execution makes no progress (no task finishes, no "
         "block moves between operators) for this many seconds fails, naming the operators that "
-        "wait, the CPUs they hold and need, and the cluster's free CPUs. 0: wait forever. The candidates, "
-        "verification and the components' rounds run on Daft and are not watched.",
+        "wait, the CPUs they hold and need, and the cluster's free CPUs; one whose Daft query runs this "
+        "long without a task finishing is ended and fails, naming what waits for resources and what "
+        "holds the CPUs. 0: wait forever.",
     )
     compare_up_to_documents: int = Field(
         default=200_000,

@@ -23,6 +23,7 @@ from ..storage.store import table_exists
 from ..storage.tables import SCHEMA
 from ..verify.pairs import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
+from .daft_watch import watch_daft, watched_steps
 from .datasets import table_bytes
 from .plan import ClusterOptions, shuffle_plan
 from .ray_clusters import clusters, deduped_documents
@@ -33,6 +34,7 @@ from .session import cluster_cpus, cluster_object_store, ray_session, use_shuffl
 from .stall import watch_stalls
 
 
+@watched_steps
 class RayStepsEngine:
     """``tables``: the run's folders and partitions; components of at most ``driver_edges``
     accepted edges run on the Dagster node."""
@@ -89,4 +91,5 @@ def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack, 
     plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
     use_shuffle(plan.disk, cluster.shuffle_partitions)
     watch_stalls(cluster.stall_timeout_s)
+    watch_daft(cluster.stall_timeout_s)
     return RayStepsEngine(RayTables(root, plan.partitions), cluster.components_on_driver_up_to_edges)
