@@ -240,9 +240,12 @@ def _lost_advice(lost: list[str], asset: str) -> str:
 
 
 def _again(asset: str) -> str:
+    # the steps before it are stored: only this one and those after it run again, with the
+    # settings of the run that failed (a --config-json it had must be given again)
     return (
-        f"run the step and what follows again: from the UI, or `dagster asset materialize --select "
-        f"'{asset}*'` after `. ./env.sh` in the project folder."
+        f"run {asset} and the steps after it again, with the same settings: in the UI, or "
+        f"`dagster asset materialize --select '{asset}*'` (after `. ./env.sh` in the project folder, "
+        "with the --config-json the run had, if any); `dedup run` runs the whole graph again."
     )
 
 
