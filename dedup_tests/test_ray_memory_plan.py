@@ -58,6 +58,31 @@ def test_the_largest_task_holds_its_share_of_the_largest_buckets_and_one_bucket_
     assert whole.documents == 3_600 and whole.texts == 3_100
 
 
+def test_a_copy_group_holds_one_body_on_its_first_copys_row(ray_cluster, tmp_path):
+    require_ray()
+    import daft
+
+    from dedup_assets.core.distributed.daft_tables import frame, write_frames
+    from dedup_assets.core.distributed.datasets import write_batches
+    from dedup_assets.core.distributed.ray_clusters import _one_body_per_text
+    from dedup_assets.core.distributed.ray_tables import RayTables
+    from dedup_assets.core.distributed.session import ray_session
+
+    tables = RayTables(tmp_path / "datasets", 2)
+    # a page and its 3,000 copies, and a near copy of it: two texts
+    members = _members({"page": 2}, shingles=10, copies_of_first=3_000)
+    bodies = {"page-000000": "the page", "page-000001": "the page, nearly"}
+    documents = pa.table({"doc_id": members["doc_id"], "body": [bodies.get(doc, "the page") for doc in members["doc_id"].to_pylist()]})
+    write_batches(tables.root, "documents", documents.to_batches(max_chunksize=1_000), 1_000)
+    with ray_session(None):  # Daft's runner on the fixture's cluster
+        # read from Parquet files, as the step reads its members
+        write_frames(tables.root, "members", [daft.from_arrow(members)], members.schema)
+        bodied = _one_body_per_text(tables, frame(tables.root, "members")).to_arrow()
+    with_body = {doc: body for doc, body in zip(bodied["doc_id"].to_pylist(), bodied["body"].to_pylist()) if body is not None}
+    assert bodied.num_rows == members.num_rows
+    assert with_body == bodies
+
+
 def test_the_plan_fits_or_names_what_to_change(ray_cluster):
     require_ray()
     from dedup_assets.core.distributed.memory_plan import NodeMemory, TaskMemory, ensure_ranking_fits, smallest_node
