@@ -1,8 +1,8 @@
 """The ray engine's tables as Daft dataframes, for the steps that run on Daft's Ray runner
-(``ray_candidates.py``, ``ray_verify.py``, the cluster's components in ``components.py``): read
-from and written to the same Parquet folders (``datasets.py``) that the Ray Data steps read and
-write, which is how the two engines hand tables to each other; and our Arrow functions mapped
-over a dataframe's batches."""
+(``ray_candidates.py``, ``ray_verify.py``, the cluster's components in ``components.py``,
+``ray_clusters.py``'s ``clusters``): read from and written to the same Parquet folders
+(``datasets.py``) that the Ray Data steps read and write, which is how the two engines hand
+tables to each other; and our Arrow functions mapped over a dataframe's batches or groups."""
 
 from __future__ import annotations
 
