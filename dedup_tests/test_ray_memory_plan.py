@@ -33,28 +33,54 @@ def _members(components: dict[str, int], shingles: int, copies_of_first: int = 0
 
 def test_the_largest_task_holds_its_share_of_the_largest_buckets_and_one_bucket_of_shingle_sets(ray_cluster):
     require_ray()
-    import ray.data
+    import daft
 
     from dedup_assets.core.distributed.memory_plan import ROW_BYTES, SHINGLE_BYTES, ranking_memory
+    from dedup_assets.core.distributed.session import ray_session
 
     # a giant component of 3,000 texts and 500 copies of one, in bucket 3; 50 pairs of texts
     # spread over buckets 0-2
     members = _members({"giant": 3_000, **{f"small{n:03d}": 2 for n in range(50)}}, shingles=100, copies_of_first=500)
-
-    def bucket(roots: pa.ChunkedArray) -> pa.Array:
-        return pa.array([3 if root.startswith("giant") else int(root[5:8]) % 3 for root in roots.to_pylist()])
+    bucket = [3 if root.startswith("giant") else int(root[5:8]) % 3 for root in members["root_doc_id"].to_pylist()]
+    members = daft.from_arrow(members.append_column("bucket", pa.array(bucket, pa.int64()))).into_partitions(4)
 
     small = {b: sum(1 for n in range(50) if n % 3 == b) * 2 for b in range(3)}  # texts per small bucket
-    # 4 buckets over 2 partitions: a task is taken to hold the two largest buckets' rows and bodies
-    task = ranking_memory(ray.data.from_arrow(members, override_num_blocks=4), bucket, 4, 2, body_per_shingle=6.0)
+    with ray_session(None):  # Daft's runner on the fixture's cluster
+        # 4 buckets over 2 partitions: a task is taken to hold the two largest buckets' rows and bodies
+        task = ranking_memory(members, 4, 2, body_per_shingle=6.0)
+        # one partition: every bucket's rows in the task
+        whole = ranking_memory(members, 4, 1, body_per_shingle=6.0)
     second = max(small.values())
     assert (task.documents, task.texts) == (3_500 + second, 3_000 + second)
     assert (task.component_documents, task.component_bytes) == (3_500, 3_500 * ROW_BYTES + 3_000 * 100 * (6 + SHINGLE_BYTES))
     rows = (3_500 + second) * ROW_BYTES + (3_000 + second) * 100 * 6
     assert task.bytes == rows + 3_000 * 100 * SHINGLE_BYTES  # the giant bucket's sets, the largest
-    # one partition: every bucket's rows in the task
-    whole = ranking_memory(ray.data.from_arrow(members, override_num_blocks=4), bucket, 4, 1, body_per_shingle=6.0)
-    assert whole.documents == len(members) and whole.texts == 3_100
+    assert whole.documents == 3_600 and whole.texts == 3_100
+
+
+def test_a_copy_group_holds_one_body_on_its_first_copys_row(ray_cluster, tmp_path):
+    require_ray()
+    import daft
+
+    from dedup_assets.core.distributed.daft_tables import frame, write_frames
+    from dedup_assets.core.distributed.datasets import write_batches
+    from dedup_assets.core.distributed.ray_clusters import _one_body_per_text
+    from dedup_assets.core.distributed.ray_tables import RayTables
+    from dedup_assets.core.distributed.session import ray_session
+
+    tables = RayTables(tmp_path / "datasets", 2)
+    # a page and its 3,000 copies, and a near copy of it: two texts
+    members = _members({"page": 2}, shingles=10, copies_of_first=3_000)
+    bodies = {"page-000000": "the page", "page-000001": "the page, nearly"}
+    documents = pa.table({"doc_id": members["doc_id"], "body": [bodies.get(doc, "the page") for doc in members["doc_id"].to_pylist()]})
+    write_batches(tables.root, "documents", documents.to_batches(max_chunksize=1_000), 1_000)
+    with ray_session(None):  # Daft's runner on the fixture's cluster
+        # read from Parquet files, as the step reads its members
+        write_frames(tables.root, "members", [daft.from_arrow(members)], members.schema)
+        bodied = _one_body_per_text(tables, frame(tables.root, "members")).to_arrow()
+    with_body = {doc: body for doc, body in zip(bodied["doc_id"].to_pylist(), bodied["body"].to_pylist()) if body is not None}
+    assert bodied.num_rows == members.num_rows
+    assert with_body == bodies
 
 
 def test_the_plan_fits_or_names_what_to_change(ray_cluster):

@@ -1,8 +1,8 @@
 """The ray engine's tables as Daft dataframes, for the steps that run on Daft's Ray runner
-(``ray_candidates.py``, ``ray_verify.py``, the cluster's components in ``components.py``): read
-from and written to the same Parquet folders (``datasets.py``) that the Ray Data steps read and
-write, which is how the two engines hand tables to each other; and our Arrow functions mapped
-over a dataframe's batches."""
+(``ray_candidates.py``, ``ray_verify.py``, the cluster's components in ``components.py``,
+``ray_clusters.py``'s ``clusters``): read from and written to the same Parquet folders
+(``datasets.py``) that the Ray Data steps read and write, which is how the two engines hand
+tables to each other; and our Arrow functions mapped over a dataframe's batches or groups."""
 
 from __future__ import annotations
 
@@ -40,15 +40,33 @@ def write_frames(root: Path, table: str, frames: list[daft.DataFrame], schema: p
     replace_table(root, table, write, schema)
 
 
-def mapped_batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
-    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns."""
+def _arrow_udf(fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, unnest: bool):
+    """``fn`` as Daft's batch function of one struct column of rows, giving a struct of
+    ``schema``'s columns (or the columns, ``unnest``)."""
 
-    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True)
+    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=unnest)
     def mapped(columns: daft.Series):
         result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
         return result.to_struct_array().combine_chunks()
 
-    return rows.select(mapped(to_struct(*[col(name) for name in rows.column_names])))
+    return mapped
+
+
+def _rows(frame: daft.DataFrame) -> daft.Expression:
+    return to_struct(*[col(name) for name in frame.column_names])
+
+
+def mapped_batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
+    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns."""
+    return rows.select(_arrow_udf(fn, schema, unnest=True)(_rows(rows)))
+
+
+def mapped_groups(rows: daft.DataFrame, key: str, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
+    """``fn`` over each group of ``rows`` by ``key`` as an Arrow table, one call per group with
+    all its rows, giving ``schema``'s columns."""
+    # map_groups takes one column: the struct, unnested after
+    grouped = rows.groupby(key).map_groups(_arrow_udf(fn, schema, unnest=False)(_rows(rows)).alias("mapped"))
+    return grouped.select(col("mapped").unnest())
 
 
 def write_positioned_frame(root: Path, table: str, rows: daft.DataFrame, schema: pa.Schema) -> None:

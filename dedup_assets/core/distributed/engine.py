@@ -1,8 +1,9 @@
 """The ``ray`` engine: the steps of ``core/pipeline/engines.py``'s protocol on a Ray cluster over the
 run's Parquet folders, each handed to DuckDB as a view: Ray Data pipelines (``ray_sketch.py``,
-``ray_clusters.py``), and the candidates, verification and the cluster's connected components on
-Daft's Ray runner (``ray_candidates.py``, ``ray_verify.py``, ``components.py``), the engine
-issue 51 chose to replace Ray Data.
+``ray_clusters.py``'s ``deduped_documents``), and the candidates, verification, the cluster's
+connected components and ``clusters`` on Daft's Ray runner (``ray_candidates.py``,
+``ray_verify.py``, ``components.py``, ``ray_clusters.py``), the engine issue 51 chose to replace
+Ray Data.
 
 The rules are the DuckDB engine's (``lsh/candidates.py``, ``verify/pairs.py``, ``cluster/components.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from

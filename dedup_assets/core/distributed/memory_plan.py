@@ -10,21 +10,18 @@ Parquet footers (so a Chinese corpus, three bytes a character, is not taken for 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+import daft
 import pyarrow.parquet as pq
 import ray
-import ray.data
-from ray.data.aggregate import Count, Max, Sum
+from daft import DataType, col
 
 from ..verify.pairs import MemoryBudgetExceeded
+from .daft_tables import frame
 from .datasets import table_folder
-from .ray_tables import RayTables, arrow_map
+from .ray_tables import RayTables
 
 # measured: networkx's graph and the components of 300,000 random edges between 12-byte ids took
 # 622 bytes of Python objects per edge (tracemalloc)
@@ -80,7 +77,7 @@ def body_bytes_per_shingle(tables: RayTables) -> float:
         metadata = pq.ParquetFile(path).metadata
         index = metadata.schema.to_arrow_schema().get_field_index("body")
         body += sum(metadata.row_group(group).column(index).total_uncompressed_size for group in range(metadata.num_row_groups))
-    shingles = tables.read("fingerprinted", ["shingle_count"]).sum("shingle_count") or 0
+    shingles = frame(tables.root, "fingerprinted", ["shingle_count"]).sum("shingle_count").to_pydict()["shingle_count"][0] or 0
     return body / max(shingles, 1)
 
 
@@ -96,48 +93,33 @@ class TaskMemory:
     component_bytes: int
 
 
-def ranking_memory(
-    members: ray.data.Dataset,
-    bucket: Callable[[pa.ChunkedArray], pa.Array],
-    buckets: int,
-    partitions: int,
-    body_per_shingle: float,
-) -> TaskMemory:
+def ranking_memory(members: daft.DataFrame, buckets: int, partitions: int, body_per_shingle: float) -> TaskMemory:
     """The ranking's largest task, for ``members`` (``doc_id``, ``text_doc_id``, ``root_doc_id``,
-    ``shingle_count``) grouped by ``bucket`` of their roots (``buckets`` of them) into
-    ``partitions`` tasks, the ranking's own grouping. A task holds its partition's rows and
-    bodies (taken as its share of the largest buckets: how Ray hashes buckets to partitions is
-    its own) and one bucket's shingle sets at a time."""
-
-    def sized(batch: pa.Table) -> pa.Table:
-        text = pc.equal(batch["doc_id"], batch["text_doc_id"]).to_numpy(zero_copy_only=False)
-        shingles = batch["shingle_count"].to_numpy(zero_copy_only=False).astype(np.float64) * text
-        return pa.table(
-            {
-                "root_doc_id": batch["root_doc_id"],
-                "rows": pa.array((ROW_BYTES + shingles * body_per_shingle).astype(np.int64)),
-                "sets": pa.array((shingles * SHINGLE_BYTES).astype(np.int64)),
-                "text": pa.array(text.astype(np.int64)),
-            }
-        )
-
-    def bucketed(batch: pa.Table) -> pa.Table:
-        size = pc.add(batch["rows"], batch["sets"])
-        return batch.append_column("bucket", bucket(batch["root_doc_id"])).append_column("size", size)
-
-    components = arrow_map(members, sized).groupby("root_doc_id", num_partitions=partitions).aggregate(
-        Count(alias_name="documents"), Sum("rows", alias_name="rows"), Sum("sets", alias_name="sets"),
-        Sum("text", alias_name="texts"),
+    ``shingle_count``, and ``bucket``: one of ``buckets``, the same for a component's members)
+    grouped by bucket into ``partitions`` tasks, the ranking's own grouping. A task holds its
+    partition's rows and bodies (taken as its share of the largest buckets: how buckets are
+    hashed to partitions is Daft's own) and one bucket's shingle sets at a time."""
+    text = (col("doc_id") == col("text_doc_id")).cast(DataType.int64())
+    shingles = col("shingle_count").cast(DataType.float64()) * text.cast(DataType.float64())
+    sized = members.select(
+        col("root_doc_id"),
+        col("bucket"),
+        # whole bytes, as numpy's astype(int64) truncates (never negative)
+        (shingles * body_per_shingle + ROW_BYTES).floor().cast(DataType.int64()).alias("rows"),
+        (shingles * SHINGLE_BYTES).floor().cast(DataType.int64()).alias("sets"),
+        text.alias("text"),
+    )
+    components = sized.groupby("root_doc_id", "bucket").agg(
+        col("root_doc_id").count().alias("documents"), col("rows").sum(), col("sets").sum(), col("text").sum().alias("texts")
     )
     grouped = (
-        arrow_map(components, bucketed)
-        .groupby("bucket", num_partitions=partitions)
-        .aggregate(
-            Sum("rows", alias_name="rows"), Sum("sets", alias_name="sets"), Sum("documents", alias_name="documents"),
-            Sum("texts", alias_name="texts"), Max("size", alias_name="component_bytes"),
-            Max("documents", alias_name="component_documents"),
+        components.with_column("size", col("rows") + col("sets"))
+        .groupby("bucket")
+        .agg(
+            col("rows").sum(), col("sets").sum(), col("documents").sum(), col("texts").sum(),
+            col("size").max().alias("component_bytes"), col("documents").max().alias("component_documents"),
         )
-        .take_all()
+        .to_pylist()
     )
     if not grouped:
         return TaskMemory(0, 0, 0, 0, 0)

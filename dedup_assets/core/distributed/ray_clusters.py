@@ -1,6 +1,8 @@
-"""The ray engine's ``clusters`` and ``deduped_documents``: connected components (on the driver
-while the edges are few), each split into clusters (one, or the stars of ``cluster_mode: star``)
-with every member ranked by the keep rule and measured against its representative."""
+"""The ray engine's ``clusters``, on Daft (its Ray runner, on the run's Ray session): connected
+components (on the driver while the edges are few), each split into clusters (one, or the stars
+of ``cluster_mode: star``) with every member ranked by the keep rule and measured against its
+representative, by the DuckDB engine's rules (``cluster/components.py``) per bucket of whole
+components; and ``deduped_documents``, on Ray Data."""
 
 from __future__ import annotations
 
@@ -13,18 +15,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import ray
-import ray.data
+from daft import DataType, col, lit
+from daft.functions import coalesce, when
 
 from ..verify.jaccard import shingle_sets
 from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
-from .components import ROOTS, ROOTS_TABLE, connected_components
-from .daft_tables import frame
+from .components import ROOTS_TABLE, connected_components
+from .daft_tables import frame, mapped_batches, mapped_groups, write_frames, write_positioned_frame
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import (
     POSITION,
+    folder_rows,
     read_table,
     table_folder,
 )
@@ -32,10 +35,6 @@ from .ray_tables import (
     CLUSTER_SCHEMA,
     AtPositions,
     RayTables,
-    arrow_map,
-    column_or_nulls,
-    kept,
-    renamed,
     use_task_cpus,
 )
 
@@ -95,36 +94,29 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     return rank
 
 
-def _one_body_per_text(tables: RayTables, members: ray.data.Dataset) -> ray.data.Dataset:
+def _one_body_per_text(tables: RayTables, members: daft.DataFrame) -> daft.DataFrame:
     """``members`` with the body of each distinct text on its first copy's row, and none on a
     copy's: a copy is measured by its first copy's text, so a component of 200,000 copies of one
-    page holds one body, not 200,000."""
-
-    def text_body(batch: pa.Table) -> pa.Table:  # one type in both parts, for the grouping
-        body = batch["body"] if "body" in batch.column_names else pa.nulls(batch.num_rows, pa.large_string())
-        return batch.drop_columns([name for name in ["body"] if name in batch.column_names]).append_column(
-            "body", pc.cast(body, pa.large_string())
-        )
-
-    def first(batch: pa.Table) -> pa.Array:
-        return pc.equal(batch["doc_id"], batch["text_doc_id"])
-
-    texts = arrow_map(AtPositions(kept(members, first)).take(tables, "documents", ["body"]), text_body)
-    copies = kept(members, lambda batch: pc.invert(first(batch))).materialize()
-    # a union with a part of no rows fails in Ray Data (such a part has no schema)
-    return texts.union(arrow_map(copies, text_body)) if copies.count() else texts
+    page holds one body, not 200,000. One left join on a key that is null on a copy's row (a null
+    key matches nothing), not the texts and the copies filtered apart: Daft 0.7.26's Ray runner
+    read 0 of a members file's 3,362 copies with ``doc_id != text_doc_id`` pushed into the scan
+    (the local runner read them all)."""
+    key = when(col("doc_id") == col("text_doc_id"), col("doc_id")).otherwise(lit(None).cast(DataType.string()))
+    bodies = frame(tables.root, "documents", ["doc_id", "body"]).select(col("doc_id").alias("text_key"), col("body"))
+    return members.with_column("text_key", key).join(bodies, on="text_key", how="left").exclude("text_key")
 
 
-def _component_bucket(buckets: int) -> Callable[[pa.ChunkedArray], pa.Array]:
-    """Each root's bucket: the same for every member of a component (crc32 of the root, the same
-    in every process), so a grouping by bucket hands each call whole components."""
+def _component_bucket(roots: daft.Expression, buckets: int) -> daft.Expression:
+    """Each root's bucket of ``buckets``: the same for every member of a component (crc32 of the
+    root, the same in every process), so a grouping by bucket hands each call whole components."""
 
-    def bucket(roots: pa.ChunkedArray) -> pa.Array:
-        names = roots.to_pylist()
+    @daft.func.batch(return_dtype=DataType.int64())
+    def bucket(names: daft.Series) -> pa.Array:
+        names = names.to_pylist()
         hashes = np.fromiter((zlib.crc32(root.encode()) for root in names), dtype=np.int64, count=len(names))
         return pa.array(hashes % buckets)
 
-    return bucket
+    return bucket(roots)
 
 
 def _cluster_rows(
@@ -156,48 +148,61 @@ def _cluster_rows(
 IMPLIED = "lsh_via_copy"
 
 
-def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], None]) -> ray.data.Dataset:
+def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], None]) -> daft.DataFrame:
     """Every document of an accepted edge and its component's smallest doc_id: on this node
     (networkx, as the DuckDB engine) while the edges are at most ``driver_edges`` and take at
     most half the memory free here (the cluster's rounds of shuffles cost more than one pass over
-    a small list), else on the cluster (``components.py``, on Daft): the ranking's Ray Data then
-    reads the roots from their Parquet files in ``_scratch``."""
-    edges = frame(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(daft.col("found_by") != IMPLIED)
+    a small list), else on the cluster (``components.py``), whose roots are read from their
+    Parquet files in ``_scratch``."""
+    edges = frame(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(col("found_by") != IMPLIED)
     here, where = components_here(edges.count_rows(), driver_edges, available_memory())
     log(where)
     if not here:
         scratch = _scratch(tables)
         connected_components(edges, scratch, log=log)
-        # Daft writes large strings; the joins with the documents' ids want their type
-        return arrow_map(scratch.read(ROOTS_TABLE), lambda batch: batch.cast(ROOTS))
+        return frame(scratch.root, ROOTS_TABLE)
     from ..cluster.components import edge_components  # networkx: only this node needs it
 
     pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
     pairs = pairs.filter(pc.not_equal(pairs["found_by"], IMPLIED))
-    roots = edge_components(zip(pairs["left_doc_id"].to_pylist(), pairs["right_doc_id"].to_pylist()))
-    return ray.data.from_arrow(roots, override_num_blocks=tables.partitions)
+    return daft.from_arrow(edge_components(zip(pairs["left_doc_id"].to_pylist(), pairs["right_doc_id"].to_pylist())))
 
 
 def _scratch(tables: RayTables) -> RayTables:
-    """The folder of the cluster's components' rounds and roots, hidden among the tables and
-    removed when ``clusters`` is written."""
+    """The folder of the cluster's components' rounds and roots and of the members, hidden among
+    the tables and removed when ``clusters`` is written."""
     return RayTables(tables.root / ".components", tables.partitions)
+
+
+# the members' table in _scratch: read by the memory plan and the ranking
+MEMBERS_TABLE = "members"
+
+
+def _members(tables: RayTables, placed: daft.DataFrame, buckets: int) -> daft.DataFrame:
+    """The documents of a component (``placed`` with a root), each with the document whose text
+    it has (its first copy, or itself) and its component's bucket; written to ``_scratch`` and
+    read back, since the memory plan and the ranking both read them."""
+    copies = frame(tables.root, "first_copies").select(col("doc_id"), col("first_copy_doc_id").alias("text_doc_id"))
+    members = placed.where(col("root_doc_id").not_null()).join(copies, on="doc_id", how="left")
+    members = members.with_column("text_doc_id", coalesce(col("text_doc_id"), col("doc_id")))
+    members = members.with_column("bucket", _component_bucket(col("root_doc_id"), buckets))
+    scratch = _scratch(tables)
+    write_frames(scratch.root, MEMBERS_TABLE, [members], members.schema().to_pyarrow_schema())
+    return frame(scratch.root, MEMBERS_TABLE)
 
 
 def clusters(
     tables: RayTables, params: ClusterParams, driver_edges: int, log: Callable[[str], None]
 ) -> TableBuild:
-    """``clusters``: connected components of the accepted edges (``_component_roots``), each on
-    one task with its whole rows (``_rank_clusters``), every member ranked by the params' keep
-    policy and measured against its representative; every other document its own cluster. In
-    input order. (Joins with a side of no rows are left out: Ray Data loses the columns of an
-    empty dataset, and such a join adds nothing or keeps the other side whole.)"""
-    partitions = tables.partitions
+    """``clusters``, on Daft: connected components of the accepted edges (``_component_roots``),
+    grouped by bucket of their roots, each bucket one call with its whole rows
+    (``_rank_clusters``), every member ranked by the params' keep policy and measured against
+    its representative; every other document its own cluster."""
     read = ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]
     # the keep policy's columns as read; prepared() gives each its rule's field
     read += sorted({rule.column for rule in params.keep.input_columns} - set(read))
-    meta = tables.read("documents", read).join(
-        tables.read("fingerprinted", ["doc_id", "token_count", "shingle_count"]), "inner", partitions, on=("doc_id",)
+    meta = frame(tables.root, "documents", read).join(
+        frame(tables.root, "fingerprinted", ["doc_id", "token_count", "shingle_count"]), on="doc_id"
     )
 
     def single(batch: pa.Table) -> pa.Table:
@@ -213,43 +218,26 @@ def clusters(
             threshold=params.threshold,
         )
 
-    edges = tables.read("duplicate_pairs", ["left_doc_id", "right_doc_id"])
     try:
-        if not edges.count():
-            tables.write("clusters", arrow_map(meta, single), CLUSTER_SCHEMA)
+        if not folder_rows(table_folder(tables.root, "duplicate_pairs")):
+            write_positioned_frame(tables.root, "clusters", mapped_batches(meta, single, CLUSTER_SCHEMA), CLUSTER_SCHEMA)
             return tables.view("clusters")
-        roots = _component_roots(tables, driver_edges, log).materialize()
         # every document once with its root (null: no edge), split into components and singletons
-        placed = meta.join(roots, "left_outer", partitions, on=("doc_id",)).materialize()
-        # the members' first copies joined while their rows are narrow, then their bodies taken in place
-        members = kept(placed, lambda b: pc.is_valid(b["root_doc_id"]))
-        copies = tables.read("first_copies")
-        if copies.count():
-            members = members.join(renamed(copies, {"first_copy_doc_id": "text_doc_id"}), "left_outer", partitions, on=("doc_id",))
-        members = arrow_map(
-            members,
-            lambda batch: batch.drop_columns([name for name in ["text_doc_id"] if name in batch.column_names]).append_column(
-                "text_doc_id", pc.coalesce(column_or_nulls(batch, "text_doc_id", pa.string()), batch["doc_id"])
-            ),
-        )
-        members = members.materialize()
+        placed = meta.join(_component_roots(tables, driver_edges, log), on="doc_id", how="left")
         # components grouped by bucket, not one call per component: the ranking is vectorized over
         # a call's components, and per-call overhead times hundreds of thousands of components is
         # what a grouping by root cost
-        buckets = 4 * partitions
-        bucket = _component_bucket(buckets)
-        task = ranking_memory(members, bucket, buckets, partitions, body_bytes_per_shingle(tables))
-        log(ensure_ranking_fits(task, smallest_node(), partitions))
-        members = _one_body_per_text(tables, members)
-        ranked = arrow_map(members, lambda batch: batch.append_column("bucket", bucket(batch["root_doc_id"]))).groupby(
-            "bucket", num_partitions=partitions
-        ).map_groups(_rank_clusters(params), batch_format="pyarrow")
-        singles = arrow_map(placed.filter(expr="is_null(root_doc_id)"), single).materialize()
-        every = ranked.union(singles) if singles.count() else ranked  # a union with no rows fails
-        tables.write("clusters", every, CLUSTER_SCHEMA)
+        buckets = 4 * tables.partitions
+        members = _members(tables, placed, buckets)
+        task = ranking_memory(members, buckets, tables.partitions, body_bytes_per_shingle(tables))
+        log(ensure_ranking_fits(task, smallest_node(), tables.partitions))
+        ranked = mapped_groups(_one_body_per_text(tables, members), "bucket", _rank_clusters(params), CLUSTER_SCHEMA)
+        singles = mapped_batches(placed.where(col("root_doc_id").is_null()), single, CLUSTER_SCHEMA)
+        every = ranked.concat(singles)
+        write_positioned_frame(tables.root, "clusters", every, CLUSTER_SCHEMA)
     finally:
-        # the cluster's components' roots: read by now, or never made (a run that fails or has no
-        # edges leaves none behind)
+        # the cluster's components' roots and the members: read by now, or never made (a run that
+        # fails or has no edges leaves none behind)
         shutil.rmtree(_scratch(tables).root, ignore_errors=True)
     return tables.view("clusters")
 
