@@ -40,10 +40,11 @@ def write_frames(root: Path, table: str, frames: list[daft.DataFrame], schema: p
     replace_table(root, table, write, schema)
 
 
-def mapped_batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
-    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns."""
+def mapped_batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, **options) -> daft.DataFrame:
+    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns; ``options``
+    are ``daft.func.batch``'s (``batch_size``, ``cpus``)."""
 
-    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True)
+    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=True, **options)
     def mapped(columns: daft.Series):
         result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
         return result.to_struct_array().combine_chunks()

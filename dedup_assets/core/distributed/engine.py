@@ -1,8 +1,9 @@
 """The ``ray`` engine: the steps of ``core/pipeline/engines.py``'s protocol on a Ray cluster over the
-run's Parquet folders, each handed to DuckDB as a view: Ray Data pipelines (``ray_sketch.py``,
-``ray_clusters.py``), and the candidates, verification and the cluster's connected components on
-Daft's Ray runner (``ray_candidates.py``, ``ray_verify.py``, ``components.py``), the engine
-issue 51 chose to replace Ray Data.
+run's Parquet folders, each handed to DuckDB as a view: fingerprinting, the candidates,
+verification, the cluster's connected components and the deduplicated documents on Daft's Ray
+runner (``ray_sketch.py``, ``ray_candidates.py``, ``ray_verify.py``, ``components.py``,
+``ray_deduped.py``), the engine issue 51 chose to replace Ray Data, and the clusters' ranking
+on Ray Data (``ray_clusters.py``).
 
 The rules are the DuckDB engine's (``lsh/candidates.py``, ``verify/pairs.py``, ``cluster/components.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
@@ -25,7 +26,8 @@ from ..verify.pairs import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
 from .datasets import table_bytes
 from .plan import ClusterOptions, shuffle_plan
-from .ray_clusters import clusters, deduped_documents
+from .ray_clusters import clusters
+from .ray_deduped import deduped_documents
 from .ray_sketch import documents, documents_of_table, fingerprint
 from .ray_tables import RayTables
 from .ray_verify import duplicate_pairs, scored_pairs

@@ -1,4 +1,4 @@
-"""The ray engine's ``clusters`` and ``deduped_documents``: connected components (on the driver
+"""The ray engine's ``clusters``: connected components (on the driver
 while the edges are few), each split into clusters (one, or the stars of ``cluster_mode: star``)
 with every member ranked by the keep rule and measured against its representative."""
 
@@ -12,7 +12,6 @@ import daft
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import ray
 import ray.data
 
@@ -26,7 +25,6 @@ from .memory_plan import available_memory, body_bytes_per_shingle, components_he
 from .datasets import (
     POSITION,
     read_table,
-    table_folder,
 )
 from .ray_tables import (
     CLUSTER_SCHEMA,
@@ -253,16 +251,3 @@ def clusters(
         shutil.rmtree(_scratch(tables).root, ignore_errors=True)
     return tables.view("clusters")
 
-
-def deduped_documents(tables: RayTables) -> TableBuild:
-    """The representatives' rows with every input column, in input order."""
-    documents = pq.read_schema(min(table_folder(tables.root, "documents").glob("*.parquet")))
-    columns = [field for field in documents if field.name != POSITION]
-    schema = pa.schema([*columns, ("cluster_id", pa.string()), ("cluster_size", pa.int64()), (POSITION, pa.int64())])
-    kept = AtPositions(
-        tables.read("clusters", [POSITION, "cluster_id", "cluster_size", "representative_rank"])
-        .filter(expr="representative_rank == 1")
-        .select_columns([POSITION, "cluster_id", "cluster_size"])
-    )
-    tables.write("deduped_documents", kept.take(tables, "documents", [field.name for field in columns]), schema)
-    return tables.view("deduped_documents")
