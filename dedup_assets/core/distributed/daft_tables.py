@@ -1,8 +1,6 @@
-"""The ray engine's tables as Daft dataframes, for the steps that run on Daft's Ray runner
-(``ray_candidates.py``, ``ray_verify.py``, the cluster's components in ``components.py``,
-``ray_clusters.py``'s ``clusters``): read from and written to the same Parquet folders
-(``datasets.py``) that the Ray Data steps read and write, which is how the two engines hand
-tables to each other; and our Arrow functions mapped over a dataframe's batches or groups."""
+"""The ray engine's tables as Daft dataframes (its steps run on Daft's Ray runner): read from and
+written to the Parquet folders of ``datasets.py``, which DuckDB's views read; and our Arrow
+functions mapped over a dataframe's batches or groups."""
 
 from __future__ import annotations
 
@@ -17,6 +15,13 @@ from daft.functions import to_struct
 
 from .datasets import POSITION, folder_rows, replace_table, table_folder, write_positioned
 
+# The CPUs a call of our functions (the sketch, the ranking) declares to Daft, and its kernels'
+# threads. Daft's per-node worker (one Ray actor) runs as many calls at once as the node has CPUs
+# over this, each in a thread of its own, and Ray assigns the actor no CPUs to read back: without
+# a count of their own, numba's kernels would start a thread per core of the machine in every
+# call (two one-CPU nodes on one machine: each node's calls on every core).
+CALL_CPUS = 1
+
 
 def frame(root: Path, table: str, columns: list[str] | None = None) -> daft.DataFrame:
     """``table`` of the folder ``root`` as a Daft dataframe."""
@@ -28,7 +33,7 @@ def frame(root: Path, table: str, columns: list[str] | None = None) -> daft.Data
 
 def write_frames(root: Path, table: str, frames: list[daft.DataFrame], schema: pa.Schema) -> None:
     """Write Daft dataframes, one after the other, as ``table`` with ``schema``'s columns and
-    types (strings as Daft's large strings, which DuckDB and Ray Data read alike). Daft names and
+    types (strings as Daft's large strings, which DuckDB reads alike). Daft names and
     orders its files as it likes: for tables whose view sorts (the pair tables) or whose order
     no one reads (first_copies)."""
 
@@ -40,11 +45,12 @@ def write_frames(root: Path, table: str, frames: list[daft.DataFrame], schema: p
     replace_table(root, table, write, schema)
 
 
-def _arrow_udf(fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, unnest: bool):
+def _arrow_udf(fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, unnest: bool, **options):
     """``fn`` as Daft's batch function of one struct column of rows, giving a struct of
-    ``schema``'s columns (or the columns, ``unnest``)."""
+    ``schema``'s columns (or the columns, ``unnest``); ``options`` are ``daft.func.batch``'s
+    (``batch_size``, ``cpus``)."""
 
-    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=unnest)
+    @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=unnest, **options)
     def mapped(columns: daft.Series):
         result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
         return result.to_struct_array().combine_chunks()
@@ -56,16 +62,17 @@ def _rows(frame: daft.DataFrame) -> daft.Expression:
     return to_struct(*[col(name) for name in frame.column_names])
 
 
-def mapped_batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
-    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns."""
-    return rows.select(_arrow_udf(fn, schema, unnest=True)(_rows(rows)))
+def mapped_batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, **options) -> daft.DataFrame:
+    """``fn`` over ``rows``' batches as Arrow tables, giving ``schema``'s columns; ``options``
+    as ``_arrow_udf``'s."""
+    return rows.select(_arrow_udf(fn, schema, unnest=True, **options)(_rows(rows)))
 
 
 def mapped_groups(rows: daft.DataFrame, key: str, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
     """``fn`` over each group of ``rows`` by ``key`` as an Arrow table, one call per group with
     all its rows, giving ``schema``'s columns."""
     # map_groups takes one column: the struct, unnested after
-    grouped = rows.groupby(key).map_groups(_arrow_udf(fn, schema, unnest=False)(_rows(rows)).alias("mapped"))
+    grouped = rows.groupby(key).map_groups(_arrow_udf(fn, schema, unnest=False, cpus=CALL_CPUS)(_rows(rows)).alias("mapped"))
     return grouped.select(col("mapped").unnest())
 
 

@@ -1,9 +1,7 @@
 """The ``ray`` engine: the steps of ``core/pipeline/engines.py``'s protocol on a Ray cluster over the
-run's Parquet folders, each handed to DuckDB as a view: Ray Data pipelines (``ray_sketch.py``,
-``ray_clusters.py``'s ``deduped_documents``), and the candidates, verification, the cluster's
-connected components and ``clusters`` on Daft's Ray runner (``ray_candidates.py``,
-``ray_verify.py``, ``components.py``, ``ray_clusters.py``), the engine issue 51 chose to replace
-Ray Data.
+run's Parquet folders, each handed to DuckDB as a view, every step on Daft's Ray runner
+(``ray_sketch.py``, ``ray_candidates.py``, ``ray_verify.py``, ``components.py``,
+``ray_clusters.py``, ``ray_deduped.py``), the engine issue 51 chose to replace Ray Data.
 
 The rules are the DuckDB engine's (``lsh/candidates.py``, ``verify/pairs.py``, ``cluster/components.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
@@ -27,12 +25,12 @@ from .ray_candidates import candidate_pairs, first_copies
 from .daft_watch import watch_daft, watched_steps
 from .datasets import table_bytes
 from .plan import ClusterOptions, shuffle_plan
-from .ray_clusters import clusters, deduped_documents
+from .ray_clusters import clusters
+from .ray_deduped import deduped_documents
 from .ray_sketch import documents, documents_of_table, fingerprint
 from .ray_tables import RayTables
 from .ray_verify import duplicate_pairs, scored_pairs
 from .session import cluster_cpus, cluster_object_store, ray_session, use_shuffle
-from .stall import watch_stalls
 
 
 @watched_steps
@@ -91,6 +89,5 @@ def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack, 
     documents = table_bytes(root, "documents")
     plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
     use_shuffle(plan.disk, cluster.shuffle_partitions)
-    watch_stalls(cluster.stall_timeout_s)
     watch_daft(cluster.stall_timeout_s)
     return RayStepsEngine(RayTables(root, plan.partitions), cluster.components_on_driver_up_to_edges)

@@ -2,7 +2,7 @@
 components (on the driver while the edges are few), each split into clusters (one, or the stars
 of ``cluster_mode: star``) with every member ranked by the keep rule and measured against its
 representative, by the DuckDB engine's rules (``cluster/components.py``) per bucket of whole
-components; and ``deduped_documents``, on Ray Data."""
+components."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import daft
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from daft import DataType, col, lit
 from daft.functions import coalesce, when
 
+from ..sketch import kernels
 from ..verify.jaccard import shingle_sets
 from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import ROOTS_TABLE, connected_components
-from .daft_tables import frame, mapped_batches, mapped_groups, write_frames, write_positioned_frame
+from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, write_frames, write_positioned_frame
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import (
     POSITION,
@@ -31,12 +31,7 @@ from .datasets import (
     read_table,
     table_folder,
 )
-from .ray_tables import (
-    CLUSTER_SCHEMA,
-    AtPositions,
-    RayTables,
-    use_task_cpus,
-)
+from .ray_tables import CLUSTER_SCHEMA, RayTables
 
 
 def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
@@ -50,7 +45,7 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     def rank(members: pa.Table) -> pa.Table:
         from ..cluster.components import TextScores, choose_representatives, ranks_in_clusters
 
-        use_task_cpus()
+        kernels.use_threads(CALL_CPUS)
         members = prepared(params.keep, members)
         members = members.take(params.keep.order(members, within="root_doc_id"))
         roots = members["root_doc_id"].combine_chunks()
@@ -241,16 +236,3 @@ def clusters(
         shutil.rmtree(_scratch(tables).root, ignore_errors=True)
     return tables.view("clusters")
 
-
-def deduped_documents(tables: RayTables) -> TableBuild:
-    """The representatives' rows with every input column, in input order."""
-    documents = pq.read_schema(min(table_folder(tables.root, "documents").glob("*.parquet")))
-    columns = [field for field in documents if field.name != POSITION]
-    schema = pa.schema([*columns, ("cluster_id", pa.string()), ("cluster_size", pa.int64()), (POSITION, pa.int64())])
-    kept = AtPositions(
-        tables.read("clusters", [POSITION, "cluster_id", "cluster_size", "representative_rank"])
-        .filter(expr="representative_rank == 1")
-        .select_columns([POSITION, "cluster_id", "cluster_size"])
-    )
-    tables.write("deduped_documents", kept.take(tables, "documents", [field.name for field in columns]), schema)
-    return tables.view("deduped_documents")

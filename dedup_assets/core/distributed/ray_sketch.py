@@ -1,5 +1,6 @@
 """The ray engine's ``documents`` and ``fingerprinted``: the input written as Parquet by position,
-and the compiled sketch mapped over its blocks."""
+and the compiled sketch mapped over its batches on Daft (its Ray runner, on the run's Ray
+session)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,12 @@ import duckdb
 import pyarrow as pa
 
 from ..pipeline.step_params import SketchParams
+from ..sketch import kernels
 from ..sketch.fingerprints import fingerprint_batch, fingerprint_schema
 from ..storage.store import TableBuild
-from .datasets import (
-    POSITION,
-    write_batches,
-)
-from .ray_tables import (
-    RayTables,
-    arrow_map,
-    use_task_cpus,
-)
+from .daft_tables import CALL_CPUS, frame, mapped_batches, write_positioned_frame
+from .datasets import POSITION, write_batches
+from .ray_tables import RayTables
 
 # Parquet files of this many documents: enough read tasks to spread a corpus over a cluster,
 # few enough that each one's start-up is small next to its work.
@@ -38,14 +34,16 @@ def documents_of_table(tables: RayTables, connection: duckdb.DuckDBPyConnection,
 
 
 def fingerprint(tables: RayTables, params: SketchParams, batch_size: int) -> TableBuild:
-    """``fingerprinted``: the compiled sketch over every body, in input order."""
+    """``fingerprinted``: the compiled sketch over every body, in input order: each batch of
+    ``documents``' files, a run of positions, written as a file of its own."""
 
     def sketch(batch: pa.Table) -> pa.Table:
-        use_task_cpus()
+        kernels.use_threads(CALL_CPUS)
         result = fingerprint_batch(batch["doc_id"].combine_chunks(), batch["body"].combine_chunks(), params)
         return pa.Table.from_batches([result]).append_column(POSITION, batch[POSITION])
 
-    documents = tables.read("documents", columns=["doc_id", "body", POSITION])
+    documents = frame(tables.root, "documents", ["doc_id", "body", POSITION])
     schema = fingerprint_schema(params).append(pa.field(POSITION, pa.int64()))
-    tables.write("fingerprinted", arrow_map(documents, sketch, batch_size=batch_size), schema)
+    sketched = mapped_batches(documents, sketch, schema, batch_size=batch_size, cpus=CALL_CPUS)
+    write_positioned_frame(tables.root, "fingerprinted", sketched, schema)
     return tables.view("fingerprinted", signature=f"ubigint[{params.num_perm}]", lsh_bands=f"ubigint[{params.bands}]")
