@@ -63,11 +63,9 @@ class EngineResource(ConfigurableResource):
     stall_timeout_s: float = Field(
         default=DEFAULTS.stall_timeout_s,
         ge=0,
-        description="A ray step whose Ray Data execution makes no progress (no task finishes, no "
-        "block moves between operators) for this many seconds fails, naming the operators that "
-        "wait, the CPUs they hold and need, and the cluster's free CPUs; one whose Daft query runs this "
-        "long without a task finishing is ended and fails, naming what waits for resources and what "
-        "holds the CPUs. 0: wait forever.",
+        description="A ray step whose Daft query runs this many seconds without a task of the run "
+        "finishing is ended and fails, naming what waits for resources, the free CPUs and the "
+        "actors holding them, and what to do. 0: wait forever.",
     )
     compare_up_to_documents: int = Field(
         default=200_000,

@@ -130,7 +130,7 @@ def test_a_view_sorts_blocks_that_are_not_runs_of_positions(tmp_path, blocks):
 
 
 def test_files_that_do_not_declare_their_order_are_sorted(tmp_path):
-    # in order, and not overlapping, but written without saying they are sorted (as Ray Data writes)
+    # in order, and not overlapping, but written without saying they are sorted (as Daft writes)
     def write(folder):
         pq.write_table(positioned("a", [0]), folder / "part-000000000000.parquet")
         pq.write_table(positioned("b", [1]), folder / "part-000000000001.parquet")

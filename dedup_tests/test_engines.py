@@ -52,8 +52,8 @@ def test_the_factory_opens_the_duckdb_engine_without_importing_ray(tmp_path):
 
 
 def test_an_engine_whose_extra_is_missing_is_refused_naming_the_missing_package(tmp_path):
-    """Daft made unimportable in a process of its own: the refusal names it (and Ray and polars,
-    where they are not installed either), and says what to install."""
+    """Daft made unimportable in a process of its own: the refusal names it (and Ray, where it is
+    not installed either), and says what to install."""
     script = (
         "import sys\n"
         "sys.modules['daft'] = None\n"
@@ -68,7 +68,7 @@ def test_an_engine_whose_extra_is_missing_is_refused_naming_the_missing_package(
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     # every missing package named, as the default install (make setup) has none of the extra
-    missing = "daft is" if importlib.util.find_spec("ray") else "ray, polars and daft are"
+    missing = "daft is" if importlib.util.find_spec("ray") else "ray and daft are"
     assert re.search(rf"engine ray needs the ray extra .*, and {missing} not installed .*make setup-ray.*engine: duckdb", result.stdout)
 
 

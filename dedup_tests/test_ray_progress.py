@@ -17,7 +17,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_assets.core.distributed.plan import ClusterOptions
 from dedup_bench.corpus import generate
 
 from .conftest import PROJECT_ROOT, require_ray
@@ -57,90 +56,6 @@ def test_a_dense_near_duplicate_group_larger_than_an_object_store_gives_the_duck
     duckdb_runner, ray_runner, result = run_both(tmp_path, corpus, {"stall_timeout_s": 120})
     _assert_same_release(duckdb_runner, ray_runner, result)
     assert duckdb_runner.manifest()["counts"]["candidate_pair_rows"] > 9_000  # the dense group is there
-
-
-def test_an_execution_that_cannot_get_a_cpu_fails_naming_what_holds_them(ray_cluster, tmp_path):
-    ray = require_ray()
-    # the ray engine's modules import Ray: here, so that the lean install collects this file
-    from dedup_assets.core.distributed.datasets import write_batches
-    from dedup_assets.core.distributed.ray_tables import RayTables, arrow_map
-    from dedup_assets.core.distributed.session import ray_session
-    from dedup_assets.core.distributed.stall import RayStalled, watch_stalls
-
-    tables = RayTables(tmp_path / "datasets", partitions=4)
-    write_batches(tables.root, "documents", [pa.record_batch({"doc_id": ["a", "b"], "body": ["x y", "y z"]})], 1)
-
-    def unchanged(batch: pa.Table) -> pa.Table:
-        return batch
-
-    # a dataset takes Ray Data's settings when it is made; planned while the CPUs are free
-    # (reading a Parquet folder runs tasks of its own), run after
-    with ray_session(None):  # the engine's Ray Data settings, on the fixture's cluster
-        watch_stalls(5)
-        dataset = arrow_map(tables.read("documents"), unchanged)
-
-    @ray.remote(num_cpus=1)
-    class CpuHolder:
-        def ready(self) -> bool:
-            return True
-
-    # every CPU of the cluster held by another job's actors: the map's tasks can never start
-    holders = [CpuHolder.remote() for _ in range(int(ray.cluster_resources()["CPU"]))]
-    ray.get([holder.ready.remote() for holder in holders])
-    try:
-        with pytest.raises(RayStalled) as stalled:
-            dataset.materialize()
-    finally:
-        watch_stalls(ClusterOptions().stall_timeout_s)
-        for holder in holders:
-            ray.kill(holder)
-    message = str(stalled.value)
-    assert "made no progress for" in message and "stall_timeout_s is 5" in message, message
-    assert "MapBatches(unchanged)" in message and "needs 1 CPU" in message, message
-    assert "0 of 2 CPUs free" in message and "CpuHolder (2 CPU)" in message, message
-    assert "more CPUs" in message and "shuffle_partitions" in message, message
-
-
-def test_a_task_that_waits_on_an_object_with_every_cpu_free_is_not_said_to_wait_for_cpus(ray_cluster, tmp_path):
-    ray = require_ray()
-    from dedup_assets.core.distributed.datasets import write_batches
-    from dedup_assets.core.distributed.ray_tables import RayTables, arrow_map
-    from dedup_assets.core.distributed.session import ray_session
-    from dedup_assets.core.distributed.stall import RayStalled, watch_stalls
-
-    tables = RayTables(tmp_path / "datasets", partitions=4)
-    write_batches(tables.root, "documents", [pa.record_batch({"doc_id": ["a"], "body": ["x y"]})], 1)
-
-    @ray.remote(num_cpus=0)
-    class Never:
-        def result(self) -> None:
-            time.sleep(3_600)
-
-    never = Never.remote()
-
-    def blocked(batch: pa.Table) -> pa.Table:
-        ray.get(never.result.remote())  # a task blocked in ray.get gives its CPU back
-        return batch
-
-    with ray_session(None):
-        # long enough for a worker to start on a loaded machine: a task not yet started holds its CPU
-        watch_stalls(30)
-        dataset = arrow_map(tables.read("documents"), blocked)
-    try:
-        with pytest.raises(RayStalled) as stalled:
-            dataset.materialize()
-    finally:
-        watch_stalls(ClusterOptions().stall_timeout_s)
-        ray.kill(never)
-    message = str(stalled.value)
-    assert "MapBatches(blocked)" in message, message
-    assert "Every CPU of the cluster (2) is free, so no task waits for one" in message, message
-    assert "of object store it may use" in message and "CPUs free" not in message, message
-
-
-def _sorted_query(daft):
-    # a sort over partitions asks Ray for a task of its own (the sample boundaries), which wants a CPU
-    return daft.from_pydict({"a": list(range(1_000))}).repartition(4, "a").sort("a")
 
 
 def test_a_daft_query_that_cannot_get_a_cpu_fails_naming_what_it_waits_for_and_the_next_one_runs(ray_cluster):

@@ -1,1 +1,1 @@
-"""The pipeline's steps on a distributed engine (Daft and Ray Data on a Ray cluster)."""
+"""The pipeline's steps on a distributed engine (Daft on a Ray cluster)."""

@@ -99,7 +99,7 @@ class _Watcher(threading.Thread):
         poll_s = min(5.0, max(0.5, self.timeout_s / 10))
         last, since = None, time.monotonic()
         while not self.done.wait(poll_s):
-            if not self.queries.running:  # the step's own work on this node, or Ray Data's (watched there)
+            if not self.queries.running:  # the step's own work on this node
                 last, since = None, time.monotonic()
                 continue
             try:

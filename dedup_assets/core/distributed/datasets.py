@@ -3,9 +3,8 @@ folder, and the DuckDB view that lets checks, metadata and the release read each
 
 A table is written into a new folder beside the old one and swapped in when complete, so a
 step that fails half way leaves the previous table readable. A view gives its rows in the
-table's key order (input position, or the pair) as the DuckDB engine stores them. Ray Data
-writes a task's blocks into one file in no fixed order, and numbers its tasks in no fixed order
-either, so a view sorts, unless the files show it need not: a per-document table whose files
+table's key order (input position, or the pair) as the DuckDB engine stores them. Daft
+names and orders the files of a shuffled table as it likes, so a view sorts, unless the files show it need not: a per-document table whose files
 each declare their rows sorted by position, named by their first position, each file's
 positions before the next file's, is read in order as it lies (``in_position_order``). Sorting
 the deduplicated corpus's bodies on every read is what that saves.
@@ -47,7 +46,7 @@ def view_build(
     root: str | Path, table: str, order: tuple[str, ...] = (), casts: Mapping[str, str] | None = None
 ) -> TableBuild:
     """A DuckDB view over table's folder, without ``POSITION``, in ``order`` (the DuckDB
-    engine's row order: Ray Data does not keep a dataset's order in the files it writes), with
+    engine's row order: Daft does not keep a shuffled table's order in the files it writes), with
     ``casts`` (column -> DuckDB type) where Parquet cannot keep the type, such as fixed-size lists.
     Ordered by position, it sorts only when the files as written now are not in that order
     (``in_position_order``): a table written again gets its view built again."""

@@ -21,7 +21,7 @@ class ClusterOptions:
     shuffle_partitions: int = 0  # 0: from the cluster's CPUs and the documents' size
     shuffle: Shuffle = "auto"
     components_on_driver_up_to_edges: int = 5_000_000
-    stall_timeout_s: float = 300.0  # a Ray Data execution or Daft query with no progress this long fails; 0: never
+    stall_timeout_s: float = 300.0  # a Daft query with no progress this long fails; 0: never
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,4 @@
-"""The Ray session a run's steps execute in, and the settings of Ray Data and Daft (its Ray
-runner) for them.
+"""The Ray session a run's steps execute in, and the settings of Daft (its Ray runner) for them.
 
 Without an address a local Ray is started for the run (``address="local"``: never a cluster
 that happens to be running on the machine) and stopped at its end. With one (``ray://...``,
@@ -14,7 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import ray
-import ray.data
 
 from ..util.errors import DedupError
 
@@ -28,18 +26,6 @@ LOCAL_SYSTEM_CONFIG = {
 
 class RayUnavailable(DedupError, RuntimeError):
     """Ray could not be started or reached."""
-
-
-def _configure_data() -> None:
-    context = ray.data.DataContext.get_current()
-    # outputs in their inputs' order, so that written tables are deterministic
-    context.execution_options.preserve_order = True
-    context.enable_progress_bars = False
-    # Ray Data's second Parquet reader starts 32 footer-reading actors for every read, spread over
-    # the nodes: on small nodes a dozen fresh worker processes at each step's start (one took a
-    # 5M run's one-CPU node from 7 to 13 GB). The first reads the footers without them.
-    context.use_datasource_v2 = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
 # the Ray session Daft's runner last ran on (this driver's node and job): see _use_daft
@@ -98,7 +84,6 @@ def use_shuffle(disk: bool, partitions: int) -> None:
 def ray_session(address: str | None) -> Iterator[None]:
     """Ray for the steps inside; started (and stopped after) unless one is open already."""
     if ray.is_initialized():
-        _configure_data()
         _use_daft()
         yield
         return
@@ -120,7 +105,6 @@ def ray_session(address: str | None) -> Iterator[None]:
             "a local Ray."
         ) from None
     try:
-        _configure_data()
         _use_daft()
         yield
     finally:

@@ -1,7 +1,7 @@
 """The engines a one-shot run's steps execute on, behind one protocol.
 
 ``duckdb`` runs the library's steps on the run's DuckDB connection. ``ray`` runs the same steps
-on a Ray cluster (Daft and Ray Data) over Parquet folders (``distributed/engine.py``) and hands
+on a Ray cluster (Daft's Ray runner) over Parquet folders (``distributed/engine.py``) and hands
 each table to DuckDB as a view. An asset asks its engine for its step by the step's name and never asks which
 engine it has; what an engine cannot run is in its capabilities (``capabilities.py``), which the
 settings check at launch. Which engine a run has is asked once, in :func:`for_settings`. A new
@@ -123,7 +123,7 @@ def _duckdb(database: str, cluster: ClusterOptions, session: ExitStack, schema: 
 
 
 # the ray extra's packages (pyproject.toml), as imported
-RAY_EXTRA = ("ray", "polars", "daft")
+RAY_EXTRA = ("ray", "daft")
 
 
 def _ray(database: str, cluster: ClusterOptions, session: ExitStack, schema: str) -> Engine:
@@ -133,7 +133,7 @@ def _ray(database: str, cluster: ClusterOptions, session: ExitStack, schema: str
         # every package of the extra that is missing, not only the first one imported
         missing = [name for name in RAY_EXTRA if importlib.util.find_spec(name) is None] or [error.name or "part of it"]
         raise EngineUnavailable(
-            f"engine ray needs the ray extra (Ray Data, polars and Daft), and {listed(missing)} "
+            f"engine ray needs the ray extra (Ray and Daft), and {listed(missing)} "
             f"{'is' if len(missing) == 1 else 'are'} not installed ({error}). Install the ray extra "
             "(make setup-ray in the project folder, or pip install -e '.[ray]' there), or set engine: duckdb."
         ) from None
