@@ -29,10 +29,16 @@ def batches(*sizes: int):
 def test_a_stream_is_written_in_order_and_viewed_without_positions(tmp_path):
     rows = write_batches(tmp_path, "documents", batches(3, 0, 4, 2), rows_per_file=4)
     assert rows == 9
-    # a file takes whole batches until it holds rows_per_file or more
-    assert sorted(path.name for path in (tmp_path / "documents").iterdir()) == [
+    # a file holds rows_per_file rows (batches split between files), as one row group: Daft
+    # hands a step's functions a row group at a time, and each becomes a file of the next table
+    files = sorted((tmp_path / "documents").iterdir())
+    assert [path.name for path in files] == [
         "part-000000000000.parquet",
-        "part-000000000007.parquet",
+        "part-000000000004.parquet",
+        "part-000000000008.parquet",
+    ]
+    assert [(pq.ParquetFile(path).metadata.num_row_groups, pq.ParquetFile(path).metadata.num_rows) for path in files] == [
+        (1, 4), (1, 4), (1, 1),
     ]
     assert in_position_order(tmp_path / "documents")
     view = view_build(tmp_path, "documents", (POSITION,))
@@ -42,6 +48,18 @@ def test_a_stream_is_written_in_order_and_viewed_without_positions(tmp_path):
         assert [row[0] for row in connection.sql(view.sql).fetchall()] == [f"d{i}" for i in range(9)]
         positions = connection.sql(f"select {POSITION} from read_parquet('{tmp_path}/documents/*.parquet')").fetchall()
         assert [row[0] for row in positions] == list(range(9))
+
+
+def test_a_file_ends_at_its_byte_cap_before_its_rows(tmp_path, monkeypatch):
+    from dedup_assets.core.distributed import datasets
+
+    # long bodies: the driver gathers a file's row group before writing it, so bytes end it too
+    monkeypatch.setattr(datasets, "FILE_BYTES", 2_500)
+    long = (pa.RecordBatch.from_pydict({"doc_id": [f"d{i}"], "body": ["x" * 1_000]}) for i in range(7))
+    assert write_batches(tmp_path, "documents", long, rows_per_file=100) == 7
+    files = sorted((tmp_path / "documents").iterdir())
+    assert [pq.ParquetFile(path).metadata.num_rows for path in files] == [3, 3, 1]
+    assert in_position_order(tmp_path / "documents")
 
 
 def test_an_empty_stream_needs_a_schema_and_still_has_its_columns(tmp_path):

@@ -34,16 +34,21 @@ def documents_of_table(tables: RayTables, connection: duckdb.DuckDBPyConnection,
 
 
 def fingerprint(tables: RayTables, params: SketchParams, batch_size: int) -> TableBuild:
-    """``fingerprinted``: the compiled sketch over every body, in input order: each batch of
-    ``documents``' files, a run of positions, written as a file of its own."""
+    """``fingerprinted``: the compiled sketch over every body, in input order: each of
+    ``documents``' files (one row group, a run of positions, which Daft hands over whole) sketched
+    ``batch_size`` documents at a time and written as a file of its own."""
 
     def sketch(batch: pa.Table) -> pa.Table:
         kernels.use_threads(CALL_CPUS)
-        result = fingerprint_batch(batch["doc_id"].combine_chunks(), batch["body"].combine_chunks(), params)
-        return pa.Table.from_batches([result]).append_column(POSITION, batch[POSITION])
+        doc_ids, bodies = batch["doc_id"].combine_chunks(), batch["body"].combine_chunks()
+        parts = [
+            fingerprint_batch(doc_ids.slice(start, batch_size), bodies.slice(start, batch_size), params)
+            for start in range(0, batch.num_rows, batch_size)
+        ]
+        return pa.Table.from_batches(parts, fingerprint_schema(params)).append_column(POSITION, batch[POSITION])
 
     documents = frame(tables.root, "documents", ["doc_id", "body", POSITION])
     schema = fingerprint_schema(params).append(pa.field(POSITION, pa.int64()))
-    sketched = mapped_batches(documents, sketch, schema, batch_size=batch_size, cpus=CALL_CPUS)
+    sketched = mapped_batches(documents, sketch, schema, cpus=CALL_CPUS)
     write_positioned_frame(tables.root, "fingerprinted", sketched, schema)
     return tables.view("fingerprinted", signature=f"ubigint[{params.num_perm}]", lsh_bands=f"ubigint[{params.bands}]")
