@@ -60,6 +60,11 @@ def test_a_file_ends_at_its_byte_cap_before_its_rows(tmp_path, monkeypatch):
     files = sorted((tmp_path / "documents").iterdir())
     assert [pq.ParquetFile(path).metadata.num_rows for path in files] == [3, 3, 1]
     assert in_position_order(tmp_path / "documents")
+    # one batch of the same rows is cut by its rows' bytes, not written as one file of 7
+    whole = pa.RecordBatch.from_pydict({"doc_id": [f"d{i}" for i in range(7)], "body": ["x" * 1_000] * 7})
+    assert write_batches(tmp_path, "again", [whole], rows_per_file=100) == 7
+    again = sorted((tmp_path / "again").iterdir())
+    assert [pq.ParquetFile(path).metadata.num_rows for path in again] == [3, 3, 1]
 
 
 def test_an_empty_stream_needs_a_schema_and_still_has_its_columns(tmp_path):

@@ -58,6 +58,11 @@ def test_a_dense_near_duplicate_group_larger_than_an_object_store_gives_the_duck
     assert duckdb_runner.manifest()["counts"]["candidate_pair_rows"] > 9_000  # the dense group is there
 
 
+def _sorted_query(daft):
+    # a sort over partitions asks Ray for a task of its own (the sample boundaries), which wants a CPU
+    return daft.from_pydict({"a": list(range(1_000))}).repartition(4, "a").sort("a")
+
+
 def test_a_daft_query_that_cannot_get_a_cpu_fails_naming_what_it_waits_for_and_the_next_one_runs(ray_cluster):
     ray = require_ray()
     import daft

@@ -5,7 +5,9 @@ functions mapped over a dataframe's batches or groups."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import daft
@@ -13,6 +15,7 @@ import pyarrow as pa
 from daft import DataType, col
 from daft.functions import to_struct
 
+from ..sketch.kernels import threads_may_share_kernels
 from .datasets import POSITION, folder_rows, replace_table, table_folder, write_positioned
 
 # The CPUs a call of our functions (the sketch, the ranking) declares to Daft, and its kernels'
@@ -21,6 +24,19 @@ from .datasets import POSITION, folder_rows, replace_table, table_folder, write_
 # a count of their own, numba's kernels would start a thread per core of the machine in every
 # call (two one-CPU nodes on one machine: each node's calls on every core).
 CALL_CPUS = 1
+# one call at a time in a Daft worker whose kernels' threads cannot be shared: Daft runs a node's
+# calls as threads of one actor, and numba's workqueue layer ends the process when two threads
+# launch parallel kernels at once (fingerprints.py's stream_workers, for the DuckDB engine)
+_KERNEL_CALLS = threading.Lock()
+
+
+@contextmanager
+def _kernel_turn() -> Iterator[None]:
+    if threads_may_share_kernels():
+        yield
+    else:
+        with _KERNEL_CALLS:
+            yield
 
 
 def frame(root: Path, table: str, columns: list[str] | None = None) -> daft.DataFrame:
@@ -52,7 +68,8 @@ def _arrow_udf(fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, unnest: bo
 
     @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.struct(list(schema))), unnest=unnest, **options)
     def mapped(columns: daft.Series):
-        result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
+        with _kernel_turn():
+            result = fn(pa.Table.from_struct_array(columns.to_arrow())).select(schema.names).cast(schema)
         return result.to_struct_array().combine_chunks()
 
     return mapped
@@ -68,10 +85,15 @@ def mapped_batches(rows: daft.DataFrame, fn: Callable[[pa.Table], pa.Table], sch
     return rows.select(_arrow_udf(fn, schema, unnest=True, **options)(_rows(rows)))
 
 
-def mapped_groups(rows: daft.DataFrame, key: str, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema) -> daft.DataFrame:
+def mapped_groups(
+    rows: daft.DataFrame, key: str, fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, partitions: int
+) -> daft.DataFrame:
     """``fn`` over each group of ``rows`` by ``key`` as an Arrow table, one call per group with
-    all its rows, giving ``schema``'s columns."""
+    all its rows, giving ``schema``'s columns, the groups hashed to ``partitions`` tasks (left to
+    itself, Daft's grouping keeps its input's partition count, which the clusters step's memory
+    plan cannot know)."""
     # map_groups takes one column: the struct, unnested after
+    rows = rows.repartition(partitions, col(key))
     grouped = rows.groupby(key).map_groups(_arrow_udf(fn, schema, unnest=False, cpus=CALL_CPUS)(_rows(rows)).alias("mapped"))
     return grouped.select(col("mapped").unnest())
 

@@ -110,8 +110,21 @@ class _Watcher(threading.Thread):
             if progress != last or self.queries.last_start > since:
                 last, since = progress, now
             elif now - since >= self.timeout_s:
-                self.verdict = stall_message(self.asset, now - since, self.timeout_s, self.nodes)
-                _end_daft_query()
+                # what it waits for is read while it waits; a cluster that cannot say must not keep
+                # the query from being ended, nor end this thread before it is
+                try:
+                    verdict = stall_message(self.asset, now - since, self.timeout_s, self.nodes)
+                except Exception as error:
+                    verdict = (
+                        f"{self.asset}: a Daft query made no progress for {now - since:.0f} s (the engine "
+                        f"resource's stall_timeout_s is {self.timeout_s:g}). The query was ended. What it waited "
+                        f"for could not be read from the cluster: {error}. " + _advice(self.asset)
+                    )
+                self.verdict = verdict  # before the query ends: the step reads it when its wait raises
+                try:
+                    _end_daft_query()
+                except Exception as error:
+                    self.verdict = f"{verdict}\n(Ending the query failed: {error}.)"
                 return
 
 
@@ -127,25 +140,27 @@ def watched(asset: str, timeout_s: float) -> Iterator[None]:
 
     queries = _Queries()
     alias = f"dedup-watch-{id(queries)}"
-    daft.context.get_context().attach_subscriber(alias, queries.subscriber)
     watcher = _Watcher(asset, timeout_s, queries)
-    watcher.start()
+    daft.context.get_context().attach_subscriber(alias, queries.subscriber)
     try:
-        yield
-    except DedupError:
-        raise
-    except Exception as error:
-        if watcher.verdict is not None:
-            raise RayStalled(watcher.verdict) from error
-        lost = _lost(watcher.nodes)
-        if lost:  # Daft reruns a lost node's tasks on the others; when that fails, say which and what to do
-            raise RayNodeLost(f"{asset} failed: {error}\n{_lost_advice(lost, asset)}") from error
-        raise
+        watcher.start()
+        try:
+            yield
+        except DedupError:
+            raise
+        except Exception as error:
+            if watcher.verdict is not None:
+                raise RayStalled(watcher.verdict) from error
+            lost = _lost(watcher.nodes)
+            if lost:  # Daft reruns a lost node's tasks on the others; when that fails, say which and what to do
+                raise RayNodeLost(f"{asset} failed: {error}\n{_lost_advice(lost, asset)}") from error
+            raise
+        finally:
+            watcher.done.set()
+            watcher.join()
+            if watcher.verdict is not None:  # also when the query ended on its own as it was killed
+                _new_daft_scheduler()
     finally:
-        watcher.done.set()
-        watcher.join()
-        if watcher.verdict is not None:  # also when the query ended on its own as it was killed
-            _new_daft_scheduler()
         daft.context.get_context().detach_subscriber(alias)
 
 
@@ -220,15 +235,22 @@ def stall_message(asset: str, waited_s: float, timeout_s: float, nodes: dict[str
     )
     if lost:
         lines.append(_lost_advice(lost, asset))
-    lines.append(
-        "Give the nodes more CPUs (at least 2 each), or free the CPUs other jobs hold; if a task is "
-        "just slow, raise stall_timeout_s (0 turns this off). Then " + _again(asset)
-    )
+    lines.append(_advice(asset))
     return "\n".join(lines)
 
 
+def _advice(asset: str) -> str:
+    return (
+        "Give the nodes more CPUs (at least 2 each), or free the CPUs other jobs hold; if a task is "
+        "just slow, raise stall_timeout_s (0 turns this off). Then " + _again(asset)
+    )
+
+
 def _lost(nodes: dict[str, str]) -> list[str]:
-    alive = _alive_nodes()
+    try:
+        alive = _alive_nodes()
+    except Exception:  # the cluster cannot say: the step's own error stands
+        return []
     return [f"{address} (node {node_id[:12]})" for node_id, address in nodes.items() if node_id not in alive]
 
 

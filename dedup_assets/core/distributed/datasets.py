@@ -190,7 +190,9 @@ def write_batches(
 
         for batch in itertools.chain([first] if first is not None else [], batches):
             while batch.num_rows:
-                taken = batch.slice(0, rows_per_file - in_file)
+                # the rows that fill the file, by count or by their average bytes (at least one)
+                fit = int((FILE_BYTES - file_bytes) * batch.num_rows // max(batch.nbytes, 1))
+                taken = batch.slice(0, max(1, min(rows_per_file - in_file, fit)))
                 batch = batch.slice(taken.num_rows)
                 positions = pa.array(range(rows, rows + taken.num_rows), pa.int64())
                 columns = taken.columns if taken.schema == first.schema else taken.cast(first.schema).columns

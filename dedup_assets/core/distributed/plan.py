@@ -33,8 +33,8 @@ class ShufflePlan:
 def shuffle_plan(shuffle: str, partitions: int, documents_bytes: int, cpus: int, object_store_bytes: int) -> ShufflePlan:
     """``shuffle`` (auto, object_store or disk) and ``partitions`` (0: automatic) as configured,
     for a documents table of ``documents_bytes`` on a cluster of ``cpus`` and
-    ``object_store_bytes``. auto shuffles through disk when the documents outgrow the object
-    store (which would spill anyway, and whose shuffle actors hold their partitions in memory);
+    ``object_store_bytes``. auto shuffles through disk (Daft's flight shuffle) when the documents
+    outgrow the object store, which would spill to disk anyway;
     automatic partitions keep each partition's share of the documents near PARTITION_BYTES, and
     give every CPU two."""
     if shuffle not in SHUFFLES:

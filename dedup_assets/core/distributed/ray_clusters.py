@@ -226,7 +226,7 @@ def clusters(
         members = _members(tables, placed, buckets)
         task = ranking_memory(members, buckets, tables.partitions, body_bytes_per_shingle(tables))
         log(ensure_ranking_fits(task, smallest_node(), tables.partitions))
-        ranked = mapped_groups(_one_body_per_text(tables, members), "bucket", _rank_clusters(params), CLUSTER_SCHEMA)
+        ranked = mapped_groups(_one_body_per_text(tables, members), "bucket", _rank_clusters(params), CLUSTER_SCHEMA, tables.partitions)
         singles = mapped_batches(placed.where(col("root_doc_id").is_null()), single, CLUSTER_SCHEMA)
         every = ranked.concat(singles)
         write_positioned_frame(tables.root, "clusters", every, CLUSTER_SCHEMA)
