@@ -3,8 +3,8 @@ several at a time. Written by Arrow without dictionary pages (for unique text su
 DuckDB's writer spends much of its time building dictionaries it then discards); hash and body
 columns have no statistics.
 
-Where a row group or a part ends depends on the rows alone, never on which thread is faster, so
-the same rows give the same bytes in every file.
+Where a row group or a part ends depends on the rows alone, never on which thread is faster or
+on how the reader cut its batches, so the same rows give the same bytes in every file.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..settings.choices import DEFAULT_BATCH_SIZE, DEFAULT_COMPRESSION
@@ -90,15 +91,53 @@ def _writer(sink: io.RawIOBase, schema: pa.Schema, compression: str) -> pq.Parqu
     )
 
 
+def content_bytes(rows: pa.Table | pa.RecordBatch) -> int:
+    """The bytes of ``rows``' values: each string or binary value's length and 4 for its offset,
+    other columns' width. A function of the rows alone (``nbytes`` also counts validity bitmaps,
+    which a reader may or may not hand over), so the same rows end a group at the same place."""
+    size = 0
+    for column in rows.columns:
+        kind = column.type
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            size += (pc.sum(pc.binary_length(column)).as_py() or 0) + 4 * len(column)
+        else:
+            size += column.nbytes
+    return size
+
+
+def even_batches(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.RecordBatch]:
+    """The reader's rows in batches of exactly ``rows`` (the last may have fewer). DuckDB's reader
+    ends a batch early where a view's files end (the ray engine's tables), and a row group is
+    gathered from whole batches: cut otherwise, the same rows gave other row groups and bytes.
+    A batch that spans a cut is copied; the others are slices."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+
+    def joined() -> pa.RecordBatch:
+        return pending[0] if len(pending) == 1 else pa.Table.from_batches(pending, reader.schema).combine_chunks().to_batches()[0]
+
+    for batch in reader:
+        while batch.num_rows:
+            taken = batch.slice(0, rows - count)
+            batch = batch.slice(taken.num_rows)
+            pending.append(taken)
+            count += taken.num_rows
+            if count == rows:
+                yield joined()
+                pending, count = [], 0
+    if pending:
+        yield joined()
+
+
 def row_groups(reader: pa.RecordBatchReader, layout: Layout) -> Iterator[pa.Table]:
-    """The reader's batches as the row groups of ``layout``, each with the batches as chunks,
-    not copied."""
+    """The reader's rows, in batches of ``layout.batch_rows``, as the row groups of ``layout``,
+    each with the batches as chunks."""
     group: list[pa.RecordBatch] = []
     rows = size = 0
-    for batch in reader:
+    for batch in even_batches(reader, layout.batch_rows):
         group.append(batch)
         rows += batch.num_rows
-        size += batch.nbytes
+        size += content_bytes(batch)
         if rows >= layout.group_rows or size >= layout.group_bytes:
             yield pa.Table.from_batches(group, reader.schema)
             group, rows, size = [], 0, 0
@@ -163,7 +202,7 @@ def write_parquet_parts(
                     waiting.release()
                     break
                 groups.put(group)
-                size += group.nbytes
+                size += content_bytes(group)
             if not parts:
                 groups = queue.Queue()
                 parts.append(pool.submit(
