@@ -111,7 +111,7 @@ def write_positioned_frame(root: Path, table: str, rows: daft.DataFrame, schema:
             count = write_positioned(folder, block)
             return pa.array([count] + [0] * (block.num_rows - 1), pa.int64()) if block.num_rows else pa.array([], pa.int64())
 
-        result = rows.select(written(to_struct(*[col(name) for name in schema.names])).alias("rows")).sum("rows")
+        result = rows.select(written(_rows(rows.select(*schema.names))).alias("rows")).sum("rows")
         rows_written = result.to_pydict()["rows"][0] or 0
         # a file written over by another batch, or left by a retried task that split its rows
         # otherwise, would change the table's rows without an error
