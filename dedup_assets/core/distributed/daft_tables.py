@@ -61,6 +61,15 @@ def write_frames(root: Path, table: str, frames: list[daft.DataFrame], schema: p
     replace_table(root, table, write, schema)
 
 
+def staged(root: Path, table: str, rows: daft.DataFrame) -> daft.DataFrame:
+    """``rows`` written as ``table`` of the folder ``root`` by the workers, and read back: for a
+    result read more than once. Not ``collect``: a join of Daft 0.7.26's Ray runner with a
+    collected join's result on one side took 14 s where the same rows read from files took 1 s
+    (1M documents' 51,567 copies against their texts, two one-CPU nodes)."""
+    write_frames(root, table, [rows], rows.schema().to_pyarrow_schema())
+    return frame(root, table)
+
+
 def _arrow_udf(fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, unnest: bool, **options):
     """``fn`` as Daft's batch function of one struct column of rows, giving a struct of
     ``schema``'s columns (or the columns, ``unnest``); ``options`` are ``daft.func.batch``'s

@@ -4,6 +4,9 @@ Ray session): copy groups, band buckets sized, refused or left out as hot as
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import daft
 import numpy as np
 import pyarrow as pa
@@ -15,13 +18,14 @@ from ..lsh.bucket_kernels import bucket_pair_slots
 from ..lsh.candidates import HOT_BUCKET_SCHEMA, BucketPressure, bucket_key, ensure_within_limits
 from ..pipeline.step_params import PairLimits
 from ..storage.store import TableBuild
-from .daft_tables import frame, write_frames
+from .daft_tables import frame, staged, write_frames
 from .datasets import POSITION, read_table
-from .ray_tables import FIRST_COPIES_SCHEMA, PAIR_SCHEMA, RayTables
+from .ray_tables import FIRST_COPIES_SCHEMA, PAIR_SCHEMA, RayTables, ordered_pairs
 
 COPY_KEY = ["content_hash", "first_band_key"]
 BAND = pa.struct([("band_index", pa.int16()), ("lsh_band", pa.uint64())])
 BUCKET = ["band_index", "lsh_band"]
+ID_PAIR = pa.struct([("left_doc_id", pa.large_string()), ("right_doc_id", pa.large_string())])
 
 
 def _texts(tables: RayTables) -> daft.DataFrame:
@@ -30,26 +34,24 @@ def _texts(tables: RayTables) -> daft.DataFrame:
     return texts.with_column("first_band_key", col("lsh_bands").get(0))
 
 
-def _copies(texts: daft.DataFrame) -> tuple[daft.DataFrame, daft.DataFrame]:
+def _copies(texts: daft.DataFrame, scratch: Path) -> tuple[daft.DataFrame, daft.DataFrame]:
     """(groups: content_hash, first_band_key, copies of every copy group; copies: every copy
     that is not its group's first copy, with its first copy and band count), as
-    ``sql/copy_groups.sql`` and the candidate query's ``copies``; both collected, small beside
-    the documents (a row per group, a row per further copy)."""
-    groups = (
-        texts.groupby(*COPY_KEY)
-        .agg(col("doc_id").count().alias("copies"), col(POSITION).min().alias("first_position"))
-        .where(col("copies") > 1)
-        .collect()
-    )
-    members = texts.join(groups, on=COPY_KEY)
-    first = members.where(col(POSITION) == col("first_position")).select(*COPY_KEY, col("doc_id").alias("first_copy_doc_id"))
+    ``sql/copy_groups.sql`` and the candidate query's ``copies``; both staged in ``scratch``,
+    small beside the documents (a row per group, a row per further copy), and each read twice."""
+    groups = texts.groupby(*COPY_KEY).agg(col("doc_id").count().alias("copies"), col(POSITION).min().alias("first_position"))
+    groups = staged(scratch, "copy_groups", groups.where(col("copies") > 1))
+    # whether a member is its group's first copy, as a column: Daft 0.7.26's Ray runner, given a
+    # filter comparing two columns of a Parquet scan, lost rows (ray_clusters.py's bodies too)
+    members = texts.join(groups, on=COPY_KEY).with_column("first", col(POSITION) == col("first_position"))
+    members = staged(scratch, "copy_members", members)
+    first = members.where(col("first")).select(*COPY_KEY, col("doc_id").alias("first_copy_doc_id"))
     copies = (
-        members.where(col(POSITION) != col("first_position"))
+        members.where(~col("first"))
         .join(first, on=COPY_KEY)
         .select("doc_id", "first_copy_doc_id", col("lsh_bands").length().cast(DataType.int32()).alias("bands"))
-        .collect()
     )
-    return groups.select(*COPY_KEY, "copies"), copies
+    return groups.select(*COPY_KEY, "copies"), staged(scratch, "copies", copies)
 
 
 @daft.func.batch(return_dtype=DataType.from_arrow_type(pa.list_(BAND)))
@@ -113,15 +115,78 @@ def _pairs(left: str, right: str, shared_bands: str, found_by: str) -> list[daft
     ]
 
 
+def bucket_pairs(lists: pa.Array | pa.ChunkedArray) -> pa.ListArray:
+    """Every pair of each bucket's texts (a list of doc_ids per bucket), the smaller id first,
+    as a list per bucket: the buckets of one size at a time, whose pairs are the same offsets
+    from each bucket's start."""
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    sizes = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    starts = np.cumsum(sizes) - sizes
+    counts = sizes * (sizes - 1) // 2
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if len(ends) else 0
+    left, right = np.empty(total, np.int64), np.empty(total, np.int64)
+    for size in np.unique(sizes[sizes > 1]):
+        buckets = np.flatnonzero(sizes == size)
+        first, second = np.triu_indices(size, 1)
+        # each bucket's pairs go after the pairs of the buckets before it
+        at = (ends[buckets] - counts[buckets])[:, None] + np.arange(len(first))
+        left[at] = starts[buckets][:, None] + first
+        right[at] = starts[buckets][:, None] + second
+    # the ids as the lists hold them, from the lists' first offset (a slice's lists start there)
+    flat = pc.list_flatten(lists)
+    ordered = ordered_pairs(flat.take(pa.array(left)), flat.take(pa.array(right)))
+    offsets = pa.array(np.concatenate([[0], ends]).astype(np.int32))
+    pairs = pa.StructArray.from_arrays([side.cast(pa.large_string()) for side in ordered], fields=list(ID_PAIR))
+    return pa.ListArray.from_arrays(offsets, pairs)
+
+
+@daft.func.batch(return_dtype=DataType.from_arrow_type(pa.list_(ID_PAIR)))
+def _bucket_pairs(ids: daft.Series) -> pa.Array:
+    return bucket_pairs(ids.to_arrow())
+
+
+def _shared_pairs(buckets: daft.DataFrame, limit: int) -> daft.DataFrame:
+    """left_doc_id, right_doc_id and shared_bands of every pair of texts that share a bucket
+    (of two texts or more, none hot): each bucket's pairs, counted over the buckets."""
+    shared = buckets.where((col("size") > 1) & (col("size") <= limit))
+    pairs = shared.select(_bucket_pairs(col("doc_ids")).alias("pair")).explode("pair").select(col("pair").unnest())
+    return pairs.groupby("left_doc_id", "right_doc_id").agg(col("left_doc_id").count().alias("shared_bands"))
+
+
+def _domains(candidates: daft.DataFrame, tables: RayTables) -> daft.DataFrame:
+    """The candidates with both documents' domains: the domains of their documents only,
+    found by broadcasting the candidates' ids to the documents, so the documents stay where
+    they lie."""
+    ids = candidates.select(col("left_doc_id").alias("doc_id")).concat(candidates.select(col("right_doc_id").alias("doc_id"))).distinct()
+    domains = frame(tables.root, "documents", ["doc_id", "domain"]).join(ids, on="doc_id", how="semi", strategy="broadcast")
+    for side in ("left", "right"):
+        candidates = candidates.join(domains.select(col("doc_id").alias(f"{side}_doc_id"), col("domain").alias(f"{side}_domain")), on=f"{side}_doc_id")
+    return candidates
+
+
 def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, BucketPressure, pa.Table]:
     """``candidate_pairs`` (and ``first_copies``, which verification and the audit read),
     refusing buckets over ``limits`` before the join, or leaving them out (hot_buckets: skip),
     as ``lsh/candidates.py``'s ``build_candidate_pairs``; and the hot buckets
     (``HOT_BUCKET_SCHEMA``), which count in neither the pressure nor the join."""
+    # the steps' results read more than once, hidden among the tables and removed at the end
+    scratch = tables.root / ".candidates"
+    try:
+        return _candidate_pairs(tables, limits, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _candidate_pairs(tables: RayTables, limits: PairLimits, scratch: Path) -> tuple[TableBuild, BucketPressure, pa.Table]:
     texts = _texts(tables)
-    groups, copies = _copies(texts)
+    groups, copies = _copies(texts, scratch)
     rows = _band_rows(texts, groups, copies)
-    buckets = rows.groupby(*BUCKET).agg(col("doc_id").count().alias("size"), col("copies").sum().alias("documents")).collect()
+    # each bucket once, with its texts: its size and its pairs come from one grouping (collected:
+    # kept in the cluster's object store, read three times)
+    buckets = rows.groupby(*BUCKET).agg(
+        col("doc_id").count().alias("size"), col("copies").sum().alias("documents"), col("doc_id").list_agg().alias("doc_ids")
+    ).collect()
     limit = limits.max_bucket_size
     hot = _hot(buckets.where(col("size") > limit))
     pressure = _pressure(buckets.where(col("size") <= limit))
@@ -129,29 +194,16 @@ def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, 
     # after the refusal, which leaves the tables as they were
     write_frames(tables.root, "first_copies", [copies], FIRST_COPIES_SCHEMA)
 
-    # the rows of shared buckets (two texts or more, none hot) meet the same bucket's rows;
-    # collected, each a few of the band rows, as the pairs are: each is read more than once
-    shared_buckets = buckets.where((col("size") > 1) & (col("size") <= limit)).select(*BUCKET)
-    shared = rows.select("doc_id", *BUCKET).join(shared_buckets, on=BUCKET, how="semi").collect()
-    joined = (
-        shared.join(shared.select(col("doc_id").alias("right_doc_id"), *BUCKET), on=BUCKET)
-        .where(col("doc_id") < col("right_doc_id"))
-        .groupby("doc_id", "right_doc_id")
-        .agg(col("band_index").count().alias("shared_bands"))
-        .select(col("doc_id").alias("left_doc_id"), "right_doc_id", "shared_bands")
-        .collect()
-    )
+    joined = staged(scratch, "shared_pairs", _shared_pairs(buckets, limit))
     found = [joined.select(*_pairs("left_doc_id", "right_doc_id", "shared_bands", "lsh"))]
     for side, other in (("left", "right"), ("right", "left")):
         # each further copy of a pair's document, paired with the pair's other document
         further = copies.select(col("doc_id").alias("copy_doc_id"), col("first_copy_doc_id").alias(f"{side}_doc_id"))
         found.append(joined.join(further, on=f"{side}_doc_id").select(*_pairs("copy_doc_id", f"{other}_doc_id", "shared_bands", "lsh_via_copy")))
     found.append(copies.select(*_pairs("first_copy_doc_id", "doc_id", "bands", "content_hash")))
-    candidates = found[0].concat(found[1]).concat(found[2]).concat(found[3])
-    domains = frame(tables.root, "documents", ["doc_id", "domain"])
-    for side in ("left", "right"):
-        candidates = candidates.join(domains.select(col("doc_id").alias(f"{side}_doc_id"), col("domain").alias(f"{side}_domain")), on=f"{side}_doc_id")
-    write_frames(tables.root, "candidate_pairs", [candidates.select(*PAIR_SCHEMA.names)], PAIR_SCHEMA)
+    # staged: the domains' lookup reads their ids, then joins them
+    candidates = staged(scratch, "candidates", found[0].concat(found[1]).concat(found[2]).concat(found[3]))
+    write_frames(tables.root, "candidate_pairs", [_domains(candidates, tables).select(*PAIR_SCHEMA.names)], PAIR_SCHEMA)
     return tables.view("candidate_pairs"), pressure, hot
 
 

@@ -23,7 +23,7 @@ from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import ROOTS_TABLE, connected_components
-from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, write_frames, write_positioned_frame
+from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, staged, write_positioned_frame
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import (
     POSITION,
@@ -181,9 +181,7 @@ def _members(tables: RayTables, placed: daft.DataFrame, buckets: int) -> daft.Da
     members = placed.where(col("root_doc_id").not_null()).join(copies, on="doc_id", how="left")
     members = members.with_column("text_doc_id", coalesce(col("text_doc_id"), col("doc_id")))
     members = members.with_column("bucket", _component_bucket(col("root_doc_id"), buckets))
-    scratch = _scratch(tables)
-    write_frames(scratch.root, MEMBERS_TABLE, [members], members.schema().to_pyarrow_schema())
-    return frame(scratch.root, MEMBERS_TABLE)
+    return staged(_scratch(tables).root, MEMBERS_TABLE, members)
 
 
 def clusters(
