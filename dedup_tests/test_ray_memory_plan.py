@@ -58,11 +58,16 @@ def test_the_largest_task_holds_its_share_of_the_largest_buckets_and_one_bucket_
     assert whole.documents == 3_600 and whole.texts == 3_100
 
 
-def test_a_copy_group_holds_one_body_on_its_first_copys_row(ray_cluster, tmp_path):
+@pytest.mark.parametrize("keys_hashed", [False, True], ids=["keys-broadcast", "keys-hashed"])
+def test_a_copy_group_holds_one_body_on_its_first_copys_row(ray_cluster, tmp_path, monkeypatch, keys_hashed):
     require_ray()
     import daft
 
+    from dedup_assets.core.distributed import daft_tables
     from dedup_assets.core.distributed.daft_tables import frame, write_frames
+
+    if keys_hashed:  # more members than the bodies' lookup broadcasts
+        monkeypatch.setattr(daft_tables, "BROADCAST_KEYS", 0)
     from dedup_assets.core.distributed.datasets import write_batches
     from dedup_assets.core.distributed.ray_clusters import _one_body_per_text
     from dedup_assets.core.distributed.ray_tables import RayTables
@@ -77,7 +82,7 @@ def test_a_copy_group_holds_one_body_on_its_first_copys_row(ray_cluster, tmp_pat
     with ray_session(None):  # Daft's runner on the fixture's cluster
         # read from Parquet files, as the step reads its members
         write_frames(tables.root, "members", [daft.from_arrow(members)], members.schema)
-        bodied = _one_body_per_text(tables, frame(tables.root, "members")).to_arrow()
+        bodied = _one_body_per_text(tables, frame(tables.root, "members"), members.num_rows).to_arrow()
     with_body = {doc: body for doc, body in zip(bodied["doc_id"].to_pylist(), bodied["body"].to_pylist()) if body is not None}
     assert bodied.num_rows == members.num_rows
     assert with_body == bodies

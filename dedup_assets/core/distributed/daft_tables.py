@@ -70,6 +70,18 @@ def staged(root: Path, table: str, rows: daft.DataFrame) -> daft.DataFrame:
     return frame(root, table)
 
 
+# the most keys a semi-join broadcasts to every task of the table it reads (about 100 MB of ids)
+BROADCAST_KEYS = 4_000_000
+
+
+def rows_among(table: daft.DataFrame, keys: daft.DataFrame, on: str, key_rows: int) -> daft.DataFrame:
+    """``table``'s rows whose ``on`` is among ``keys``' (``key_rows`` of them): the keys, when
+    few, broadcast to the table's files, so its rows are read where they lie and only those
+    wanted move; more keys are hashed with the table. (Daft's own choice at 100,000 documents
+    was a hash join that moved every body.)"""
+    return table.join(keys, on=on, how="semi", strategy="broadcast" if key_rows <= BROADCAST_KEYS else None)
+
+
 def _arrow_udf(fn: Callable[[pa.Table], pa.Table], schema: pa.Schema, unnest: bool, **options):
     """``fn`` as Daft's batch function of one struct column of rows, giving a struct of
     ``schema``'s columns (or the columns, ``unnest``); ``options`` are ``daft.func.batch``'s

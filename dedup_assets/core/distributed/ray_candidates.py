@@ -18,8 +18,8 @@ from ..lsh.bucket_kernels import bucket_pair_slots
 from ..lsh.candidates import HOT_BUCKET_SCHEMA, BucketPressure, bucket_key, ensure_within_limits
 from ..pipeline.step_params import PairLimits
 from ..storage.store import TableBuild
-from .daft_tables import frame, staged, write_frames
-from .datasets import POSITION, read_table
+from .daft_tables import frame, rows_among, staged, write_frames
+from .datasets import POSITION, folder_rows, read_table, table_folder
 from .ray_tables import FIRST_COPIES_SCHEMA, PAIR_SCHEMA, RayTables, ordered_pairs
 
 COPY_KEY = ["content_hash", "first_band_key"]
@@ -154,12 +154,11 @@ def _shared_pairs(buckets: daft.DataFrame, limit: int) -> daft.DataFrame:
     return pairs.groupby("left_doc_id", "right_doc_id").agg(col("left_doc_id").count().alias("shared_bands"))
 
 
-def _domains(candidates: daft.DataFrame, tables: RayTables) -> daft.DataFrame:
-    """The candidates with both documents' domains: the domains of their documents only,
-    found by broadcasting the candidates' ids to the documents, so the documents stay where
-    they lie."""
+def _domains(candidates: daft.DataFrame, tables: RayTables, count: int) -> daft.DataFrame:
+    """The ``count`` candidates with both documents' domains: the domains of their documents
+    only (``rows_among``), so the documents stay where they lie."""
     ids = candidates.select(col("left_doc_id").alias("doc_id")).concat(candidates.select(col("right_doc_id").alias("doc_id"))).distinct()
-    domains = frame(tables.root, "documents", ["doc_id", "domain"]).join(ids, on="doc_id", how="semi", strategy="broadcast")
+    domains = rows_among(frame(tables.root, "documents", ["doc_id", "domain"]), ids, "doc_id", 2 * count)
     for side in ("left", "right"):
         candidates = candidates.join(domains.select(col("doc_id").alias(f"{side}_doc_id"), col("domain").alias(f"{side}_domain")), on=f"{side}_doc_id")
     return candidates
@@ -203,7 +202,8 @@ def _candidate_pairs(tables: RayTables, limits: PairLimits, scratch: Path) -> tu
     found.append(copies.select(*_pairs("first_copy_doc_id", "doc_id", "bands", "content_hash")))
     # staged: the domains' lookup reads their ids, then joins them
     candidates = staged(scratch, "candidates", found[0].concat(found[1]).concat(found[2]).concat(found[3]))
-    write_frames(tables.root, "candidate_pairs", [_domains(candidates, tables).select(*PAIR_SCHEMA.names)], PAIR_SCHEMA)
+    count = folder_rows(table_folder(scratch, "candidates"))
+    write_frames(tables.root, "candidate_pairs", [_domains(candidates, tables, count).select(*PAIR_SCHEMA.names)], PAIR_SCHEMA)
     return tables.view("candidate_pairs"), pressure, hot
 
 

@@ -23,7 +23,7 @@ from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import ROOTS_TABLE, connected_components
-from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, staged, write_positioned_frame
+from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, rows_among, staged, write_positioned_frame
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import (
     POSITION,
@@ -89,16 +89,20 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     return rank
 
 
-def _one_body_per_text(tables: RayTables, members: daft.DataFrame) -> daft.DataFrame:
-    """``members`` with the body of each distinct text on its first copy's row, and none on a
-    copy's: a copy is measured by its first copy's text, so a component of 200,000 copies of one
-    page holds one body, not 200,000. One left join on a key that is null on a copy's row (a null
-    key matches nothing), not the texts and the copies filtered apart: Daft 0.7.26's Ray runner
-    read 0 of a members file's 3,362 copies with ``doc_id != text_doc_id`` pushed into the scan
-    (the local runner read them all)."""
+def _one_body_per_text(tables: RayTables, members: daft.DataFrame, count: int) -> daft.DataFrame:
+    """``members`` (``count`` of them) with the body of each distinct text on its first copy's
+    row, and none on a copy's: a copy is measured by its first copy's text, so a component of
+    200,000 copies of one page holds one body, not 200,000. The bodies are those of the members'
+    texts only (``rows_among``: 1M documents' bodies hashed with 140,000 members took most of
+    the step). One left join on a key that is null on a copy's row (a null key matches
+    nothing), not the texts and the copies filtered apart: Daft 0.7.26's Ray runner read 0 of a
+    members file's 3,362 copies with ``doc_id != text_doc_id`` pushed into the scan (the local
+    runner read them all)."""
     key = when(col("doc_id") == col("text_doc_id"), col("doc_id")).otherwise(lit(None).cast(DataType.string()))
+    members = members.with_column("text_key", key)
     bodies = frame(tables.root, "documents", ["doc_id", "body"]).select(col("doc_id").alias("text_key"), col("body"))
-    return members.with_column("text_key", key).join(bodies, on="text_key", how="left").exclude("text_key")
+    bodies = rows_among(bodies, members.select("text_key"), "text_key", count)
+    return members.join(bodies, on="text_key", how="left").exclude("text_key")
 
 
 def _component_bucket(roots: daft.Expression, buckets: int) -> daft.Expression:
@@ -224,7 +228,8 @@ def clusters(
         members = _members(tables, placed, buckets)
         task = ranking_memory(members, buckets, tables.partitions, body_bytes_per_shingle(tables))
         log(ensure_ranking_fits(task, smallest_node(), tables.partitions))
-        ranked = mapped_groups(_one_body_per_text(tables, members), "bucket", _rank_clusters(params), CLUSTER_SCHEMA, tables.partitions)
+        bodied = _one_body_per_text(tables, members, folder_rows(table_folder(_scratch(tables).root, MEMBERS_TABLE)))
+        ranked = mapped_groups(bodied, "bucket", _rank_clusters(params), CLUSTER_SCHEMA, tables.partitions)
         singles = mapped_batches(placed.where(col("root_doc_id").is_null()), single, CLUSTER_SCHEMA)
         every = ranked.concat(singles)
         write_positioned_frame(tables.root, "clusters", every, CLUSTER_SCHEMA)

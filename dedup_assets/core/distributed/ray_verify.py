@@ -5,6 +5,9 @@ and body; our functions score and decide each batch."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import daft
 import numpy as np
 import pyarrow as pa
@@ -17,7 +20,8 @@ from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
 from ..verify.jaccard import pair_jaccard
 from ..verify.pairs import decided_pairs
-from .daft_tables import frame, mapped_batches, write_frames
+from .daft_tables import frame, mapped_batches, rows_among, staged, write_frames
+from .datasets import folder_rows, table_folder
 from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
 
 # what verification measures of a pair, which the acceptance rule reads
@@ -43,13 +47,29 @@ def _lsh_pairs(tables: RayTables) -> daft.DataFrame:
     return pairs.where(col("found_by") == "lsh").select("left_doc_id", "right_doc_id")
 
 
-def _slices(tables: RayTables) -> int:
+def _needed(tables: RayTables, scratch: Path) -> tuple[daft.DataFrame, daft.DataFrame]:
+    """(sketches, bodies): the ``fingerprinted`` and ``documents`` columns verification reads, of
+    the documents of an LSH pair only, staged in ``scratch``: the pairs' ids are broadcast to
+    the tables' files, so the tables stay where they lie (a hash join of the pairs with the whole
+    tables moved 1M documents' signatures and bodies between the nodes, in every slice)."""
+    pairs = _lsh_pairs(tables)
+    ends = pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id"))).distinct()
+    ends = staged(scratch, "ends", ends)
+    count = folder_rows(table_folder(scratch, "ends"))
+    sketch = frame(tables.root, "fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
+    bodies = frame(tables.root, "documents", ["doc_id", "body"])
+    return tuple(
+        staged(scratch, name, rows_among(table, ends, "doc_id", count)) for name, table in (("sketches", sketch), ("bodies", bodies))
+    )
+
+
+def _slices(tables: RayTables, bodies: daft.DataFrame) -> int:
     """How many slices verification takes: the bytes of the bodies the LSH pairs carry over
-    SLICE_BYTES (each pair's documents' body lengths: one more read of the body column)."""
+    SLICE_BYTES (each pair's documents' body lengths)."""
     pairs = _lsh_pairs(tables)
     ends = pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id")))
-    bodies = frame(tables.root, "documents", ["doc_id", "body"]).select(col("doc_id"), col("body").length_bytes().alias("bytes"))
-    carried = ends.join(bodies, on="doc_id").sum("bytes").to_pydict()["bytes"][0] or 0
+    lengths = bodies.select(col("doc_id"), col("body").length_bytes().alias("bytes"))
+    carried = ends.join(lengths, on="doc_id").sum("bytes").to_pydict()["bytes"][0] or 0
     return max(1, -(-carried // SLICE_BYTES))
 
 
@@ -71,12 +91,12 @@ OVERLAP_SCHEMA = pa.schema(
 SCORES_SCHEMA = pa.schema([("score_left", pa.string()), ("score_right", pa.string()), *MEASURED_FIELDS])
 
 
-def _pair_scores(tables: RayTables, params: SketchParams, pairs: daft.DataFrame) -> daft.DataFrame:
+def _pair_scores(
+    params: SketchParams, pairs: daft.DataFrame, sketch: daft.DataFrame, bodies: daft.DataFrame
+) -> daft.DataFrame:
     """Exact Jaccard, signature overlap and content equality of LSH ``pairs``, keyed
-    ``score_left``, ``score_right``: first both signatures, which give the overlap and are
-    dropped, then both bodies, which give the Jaccard. Every slice joins the whole
-    ``fingerprinted`` and ``documents`` tables (Daft picks each join's strategy)."""
-    sketch = frame(tables.root, "fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
+    ``score_left``, ``score_right``: first both signatures (``sketch``), which give the overlap
+    and are dropped, then both bodies, which give the Jaccard (Daft picks each join's strategy)."""
 
     def overlap(batch: pa.Table) -> pa.Table:
         count = batch.num_rows
@@ -102,8 +122,7 @@ def _pair_scores(tables: RayTables, params: SketchParams, pairs: daft.DataFrame)
         )
 
     signed = mapped_batches(_sides(pairs, sketch, ["shingle_count", "signature", "content_hash"]), overlap, OVERLAP_SCHEMA)
-    bodies = _sides(signed, frame(tables.root, "documents", ["doc_id", "body"]), ["body"])
-    return mapped_batches(bodies, score, SCORES_SCHEMA)
+    return mapped_batches(_sides(signed, bodies, ["body"]), score, SCORES_SCHEMA)
 
 
 KEYED_SCHEMA = PAIR_SCHEMA.append(pa.field("score_left", pa.string())).append(pa.field("score_right", pa.string()))
@@ -112,6 +131,16 @@ KEYED_SCHEMA = PAIR_SCHEMA.append(pa.field("score_left", pa.string())).append(pa
 def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
     """``scored_pairs``: the candidates scored as ``sql/scored_pairs.sql`` scores them, and decided by
     the DuckDB engine's own rule (``sql/pair_decision.sql``, batch by batch)."""
+    # the pairs' sketches and bodies, hidden among the tables and removed at the end
+    scratch = tables.root / ".verify"
+    try:
+        _scored_pairs(tables, params, thresholds, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return tables.view("scored_pairs")
+
+
+def _scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds, scratch: Path) -> None:
     candidates = frame(tables.root, "candidate_pairs", PAIR_SCHEMA.names)
     copies = frame(tables.root, "first_copies")
     for side in ("left", "right"):
@@ -136,15 +165,16 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
 
     def sliced(index: int, slices: int) -> daft.DataFrame:
         # a measured pair's score keys are its ids, in order: both sides of the join in one slice
-        scores = _pair_scores(tables, params, _lsh_pairs(tables).where(_in_slice("left_doc_id", "right_doc_id", index, slices)))
+        in_slice = _lsh_pairs(tables).where(_in_slice("left_doc_id", "right_doc_id", index, slices))
+        scores = _pair_scores(params, in_slice, sketches, bodies)
         measured = keyed.where(_in_slice("score_left", "score_right", index, slices)).join(
             scores, on=["score_left", "score_right"], how="left"
         )
         return mapped_batches(measured, decide, SCORED_SCHEMA)
 
-    slices = _slices(tables)
+    sketches, bodies = _needed(tables, scratch)
+    slices = _slices(tables, bodies)
     write_frames(tables.root, "scored_pairs", [sliced(index, slices) for index in range(slices)], SCORED_SCHEMA)
-    return tables.view("scored_pairs")
 
 
 def duplicate_pairs(tables: RayTables) -> TableBuild:
