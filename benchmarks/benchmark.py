@@ -26,6 +26,7 @@ of the run's whole process tree (``memory``), and, on a cluster, of every node's
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -164,8 +165,15 @@ def check_engine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error("--ray-object-store-mb must be at least 100")
 
 
+def _terminated(signum, frame) -> None:
+    # as an exception, so that the measured child and the benchmark's cluster are stopped on the
+    # way out (timeout and kill send SIGTERM, which would end this process and leave them running)
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         return run(args, argv)
     except BenchmarkError as error:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -143,15 +144,24 @@ def run_measured(
     os.sync()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
+        # a session of its own: the child's whole tree (the Dagster run's processes) is stopped
+        # with it if the benchmark ends first
         process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+            command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
         )
         sampler = None
-        if sample_memory:
-            from .memory import start_sampler
+        try:
+            if sample_memory:
+                from .memory import start_sampler
 
-            sampler = start_sampler(process.pid, err.fileno(), nodes, timeline)
-        _, status, usage = os.wait4(process.pid, 0)
+                sampler = start_sampler(process.pid, err.fileno(), nodes, timeline)
+            _, status, usage = os.wait4(process.pid, 0)
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            if sampler:
+                sampler.stop()
+            raise
         wall = time.perf_counter() - start
         memory = sampler.stop() if sampler else None
         process.returncode = os.waitstatus_to_exitcode(status)
