@@ -41,8 +41,9 @@ def _copies(texts: daft.DataFrame, scratch: Path) -> tuple[daft.DataFrame, daft.
     small beside the documents (a row per group, a row per further copy), and each read twice."""
     groups = texts.groupby(*COPY_KEY).agg(col("doc_id").count().alias("copies"), col(POSITION).min().alias("first_position"))
     groups = staged(scratch, "copy_groups", groups.where(col("copies") > 1))
-    # whether a member is its group's first copy, as a column: Daft 0.7.26's Ray runner, given a
-    # filter comparing two columns of a Parquet scan, lost rows (ray_clusters.py's bodies too)
+    # whether a member is its group's first copy, as a column: Daft 0.7.26 skips whole Parquet
+    # files wrongly for a filter comparing two of their columns (docs/scale-out.md, "A Daft
+    # filter that skips files")
     members = texts.join(groups, on=COPY_KEY).with_column("first", col(POSITION) == col("first_position"))
     members = staged(scratch, "copy_members", members)
     first = members.where(col("first")).select(*COPY_KEY, col("doc_id").alias("first_copy_doc_id"))

@@ -95,9 +95,9 @@ def _one_body_per_text(tables: RayTables, members: daft.DataFrame, count: int) -
     200,000 copies of one page holds one body, not 200,000. The bodies are those of the members'
     texts only (``rows_among``: 1M documents' bodies hashed with 140,000 members took most of
     the step). One left join on a key that is null on a copy's row (a null key matches
-    nothing), not the texts and the copies filtered apart: Daft 0.7.26's Ray runner read 0 of a
-    members file's 3,362 copies with ``doc_id != text_doc_id`` pushed into the scan (the local
-    runner read them all)."""
+    nothing), not the texts and the copies filtered apart: Daft 0.7.26 skips whole Parquet files
+    wrongly for a filter comparing two of their columns, and read 0 of a members file's 3,362
+    copies with ``doc_id != text_doc_id`` (docs/scale-out.md, "A Daft filter that skips files")."""
     key = when(col("doc_id") == col("text_doc_id"), col("doc_id")).otherwise(lit(None).cast(DataType.string()))
     members = members.with_column("text_key", key)
     bodies = frame(tables.root, "documents", ["doc_id", "body"]).select(col("doc_id").alias("text_key"), col("body"))
