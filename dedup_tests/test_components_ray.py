@@ -220,7 +220,7 @@ def test_the_edge_budget_picks_where_components_run(ray_cluster, tmp_path, budge
     )
     messages = []
     with ray_session(None):  # Daft's runner on the fixture's cluster
-        roots = _component_roots(RayTables(tmp_path, 2), budget, messages.append)
+        roots = _component_roots(RayTables(tmp_path, 2), RayTables(tmp_path / "scratch", 2), budget, messages.append)
         table = roots.to_arrow()
     assert table.column_names == ["doc_id", "root_doc_id"]
     assert dict(zip(table["doc_id"].to_pylist(), table["root_doc_id"].to_pylist())) == union_find(edges)

@@ -5,6 +5,7 @@ functions mapped over a dataframe's batches or groups."""
 from __future__ import annotations
 
 import re
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -61,6 +62,23 @@ def write_frames(root: Path, table: str, frames: list[daft.DataFrame], schema: p
     replace_table(root, table, write, schema)
 
 
+@contextmanager
+def scratch_folder(root: Path, name: str) -> Iterator[Path]:
+    """The folder of a step's staged results, hidden among the tables of ``root`` (``.name``):
+    emptied first, of what a killed run left, and removed at the end, whatever happens."""
+    folder = Path(root) / f".{name}"
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pair_ends(pairs: daft.DataFrame) -> daft.DataFrame:
+    """Both documents of every pair (``left_doc_id``, ``right_doc_id``), a row each, as ``doc_id``."""
+    return pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id")))
+
+
 def staged(root: Path, table: str, rows: daft.DataFrame) -> daft.DataFrame:
     """``rows`` written as ``table`` of the folder ``root`` by the workers, and read back: for a
     result read more than once. Not ``collect``: a join of Daft 0.7.26's Ray runner with a
@@ -70,15 +88,16 @@ def staged(root: Path, table: str, rows: daft.DataFrame) -> daft.DataFrame:
     return frame(root, table)
 
 
-# the most keys a semi-join broadcasts to every task of the table it reads (about 100 MB of ids)
+# the most keys a semi-join broadcasts to every task of the table it reads (about 200 MB of ids
+# of 46 characters, as WARC record ids)
 BROADCAST_KEYS = 4_000_000
 
 
 def rows_among(table: daft.DataFrame, keys: daft.DataFrame, on: str, key_rows: int) -> daft.DataFrame:
     """``table``'s rows whose ``on`` is among ``keys``' (``key_rows`` of them): the keys, when
     few, broadcast to the table's files, so its rows are read where they lie and only those
-    wanted move; more keys are hashed with the table. (Daft's own choice at 100,000 documents
-    was a hash join that moved every body.)"""
+    wanted move; with more, Daft chooses the join (its own choice at 100,000 documents was a
+    hash join that moved every body)."""
     return table.join(keys, on=on, how="semi", strategy="broadcast" if key_rows <= BROADCAST_KEYS else None)
 
 

@@ -37,6 +37,11 @@ def table_folder(root: str | Path, table: str) -> Path:
     return Path(root).expanduser() / table
 
 
+def table_rows(root: str | Path, table: str) -> int:
+    """The rows of a table's Parquet files, from their footers."""
+    return folder_rows(table_folder(root, table))
+
+
 def table_bytes(root: str | Path, table: str) -> int:
     """The size of a table's Parquet files; 0 before it is written."""
     return sum(path.stat().st_size for path in table_folder(root, table).glob("*.parquet"))

@@ -1,10 +1,10 @@
 """The ray engine's ``candidate_pairs`` and ``first_copies`` on Daft (its Ray runner, on the run's
 Ray session): copy groups, band buckets sized, refused or left out as hot as
-``lsh/candidates.py`` does, and the band self-join, in Daft's joins and groupings."""
+``lsh/candidates.py`` does, and the pairs of each shared bucket's texts, in Daft's joins and
+groupings."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import daft
@@ -18,8 +18,8 @@ from ..lsh.bucket_kernels import bucket_pair_slots
 from ..lsh.candidates import HOT_BUCKET_SCHEMA, BucketPressure, bucket_key, ensure_within_limits
 from ..pipeline.step_params import PairLimits
 from ..storage.store import TableBuild
-from .daft_tables import frame, rows_among, staged, write_frames
-from .datasets import POSITION, folder_rows, read_table, table_folder
+from .daft_tables import frame, pair_ends, rows_among, scratch_folder, staged, write_frames
+from .datasets import POSITION, read_table, table_rows
 from .ray_tables import FIRST_COPIES_SCHEMA, PAIR_SCHEMA, RayTables, ordered_pairs
 
 COPY_KEY = ["content_hash", "first_band_key"]
@@ -38,7 +38,8 @@ def _copies(texts: daft.DataFrame, scratch: Path) -> tuple[daft.DataFrame, daft.
     """(groups: content_hash, first_band_key, copies of every copy group; copies: every copy
     that is not its group's first copy, with its first copy and band count), as
     ``sql/copy_groups.sql`` and the candidate query's ``copies``; both staged in ``scratch``,
-    small beside the documents (a row per group, a row per further copy), and each read twice."""
+    small beside the documents (a row per group, a row per further copy), and each read more
+    than once."""
     groups = texts.groupby(*COPY_KEY).agg(col("doc_id").count().alias("copies"), col(POSITION).min().alias("first_position"))
     groups = staged(scratch, "copy_groups", groups.where(col("copies") > 1))
     # whether a member is its group's first copy, as a column: Daft 0.7.26 skips whole Parquet
@@ -116,7 +117,7 @@ def _pairs(left: str, right: str, shared_bands: str, found_by: str) -> list[daft
     ]
 
 
-def bucket_pairs(lists: pa.Array | pa.ChunkedArray) -> pa.ListArray:
+def bucket_pairs(lists: pa.Array | pa.ChunkedArray) -> pa.LargeListArray:
     """Every pair of each bucket's texts (a list of doc_ids per bucket), the smaller id first,
     as a list per bucket: the buckets of one size at a time, whose pairs are the same offsets
     from each bucket's start."""
@@ -137,12 +138,12 @@ def bucket_pairs(lists: pa.Array | pa.ChunkedArray) -> pa.ListArray:
     # the ids as the lists hold them, from the lists' first offset (a slice's lists start there)
     flat = pc.list_flatten(lists)
     ordered = ordered_pairs(flat.take(pa.array(left)), flat.take(pa.array(right)))
-    offsets = pa.array(np.concatenate([[0], ends]).astype(np.int32))
+    offsets = pa.array(np.concatenate([[0], ends]).astype(np.int64))
     pairs = pa.StructArray.from_arrays([side.cast(pa.large_string()) for side in ordered], fields=list(ID_PAIR))
-    return pa.ListArray.from_arrays(offsets, pairs)
+    return pa.LargeListArray.from_arrays(offsets, pairs)
 
 
-@daft.func.batch(return_dtype=DataType.from_arrow_type(pa.list_(ID_PAIR)))
+@daft.func.batch(return_dtype=DataType.from_arrow_type(pa.large_list(ID_PAIR)))
 def _bucket_pairs(ids: daft.Series) -> pa.Array:
     return bucket_pairs(ids.to_arrow())
 
@@ -158,8 +159,8 @@ def _shared_pairs(buckets: daft.DataFrame, limit: int) -> daft.DataFrame:
 def _domains(candidates: daft.DataFrame, tables: RayTables, count: int) -> daft.DataFrame:
     """The ``count`` candidates with both documents' domains: the domains of their documents
     only (``rows_among``), so the documents stay where they lie."""
-    ids = candidates.select(col("left_doc_id").alias("doc_id")).concat(candidates.select(col("right_doc_id").alias("doc_id"))).distinct()
-    domains = rows_among(frame(tables.root, "documents", ["doc_id", "domain"]), ids, "doc_id", 2 * count)
+    # twice the candidates: at least their distinct documents
+    domains = rows_among(frame(tables.root, "documents", ["doc_id", "domain"]), pair_ends(candidates).distinct(), "doc_id", 2 * count)
     for side in ("left", "right"):
         candidates = candidates.join(domains.select(col("doc_id").alias(f"{side}_doc_id"), col("domain").alias(f"{side}_domain")), on=f"{side}_doc_id")
     return candidates
@@ -167,15 +168,11 @@ def _domains(candidates: daft.DataFrame, tables: RayTables, count: int) -> daft.
 
 def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, BucketPressure, pa.Table]:
     """``candidate_pairs`` (and ``first_copies``, which verification and the audit read),
-    refusing buckets over ``limits`` before the join, or leaving them out (hot_buckets: skip),
+    refusing buckets over ``limits`` before any pair is made, or leaving them out (hot_buckets: skip),
     as ``lsh/candidates.py``'s ``build_candidate_pairs``; and the hot buckets
     (``HOT_BUCKET_SCHEMA``), which count in neither the pressure nor the join."""
-    # the steps' results read more than once, hidden among the tables and removed at the end
-    scratch = tables.root / ".candidates"
-    try:
+    with scratch_folder(tables.root, "candidates") as scratch:
         return _candidate_pairs(tables, limits, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _candidate_pairs(tables: RayTables, limits: PairLimits, scratch: Path) -> tuple[TableBuild, BucketPressure, pa.Table]:
@@ -183,10 +180,12 @@ def _candidate_pairs(tables: RayTables, limits: PairLimits, scratch: Path) -> tu
     groups, copies = _copies(texts, scratch)
     rows = _band_rows(texts, groups, copies)
     # each bucket once, with its texts: its size and its pairs come from one grouping (collected:
-    # kept in the cluster's object store, read three times)
+    # kept in the cluster's object store, read four times), the texts kept where there are two
+    # or more (most buckets hold one)
     buckets = rows.groupby(*BUCKET).agg(
         col("doc_id").count().alias("size"), col("copies").sum().alias("documents"), col("doc_id").list_agg().alias("doc_ids")
-    ).collect()
+    )
+    buckets = buckets.with_column("doc_ids", when(col("size") > 1, col("doc_ids")).otherwise(lit(None))).collect()
     limit = limits.max_bucket_size
     hot = _hot(buckets.where(col("size") > limit))
     pressure = _pressure(buckets.where(col("size") <= limit))
@@ -203,8 +202,8 @@ def _candidate_pairs(tables: RayTables, limits: PairLimits, scratch: Path) -> tu
     found.append(copies.select(*_pairs("first_copy_doc_id", "doc_id", "bands", "content_hash")))
     # staged: the domains' lookup reads their ids, then joins them
     candidates = staged(scratch, "candidates", found[0].concat(found[1]).concat(found[2]).concat(found[3]))
-    count = folder_rows(table_folder(scratch, "candidates"))
-    write_frames(tables.root, "candidate_pairs", [_domains(candidates, tables, count).select(*PAIR_SCHEMA.names)], PAIR_SCHEMA)
+    domains = _domains(candidates, tables, table_rows(scratch, "candidates"))
+    write_frames(tables.root, "candidate_pairs", [domains.select(*PAIR_SCHEMA.names)], PAIR_SCHEMA)
     return tables.view("candidate_pairs"), pressure, hot
 
 

@@ -6,7 +6,6 @@ components."""
 
 from __future__ import annotations
 
-import shutil
 import zlib
 from collections.abc import Callable
 
@@ -23,14 +22,9 @@ from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import ROOTS_TABLE, connected_components
-from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, rows_among, staged, write_positioned_frame
+from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, rows_among, scratch_folder, staged, write_positioned_frame
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
-from .datasets import (
-    POSITION,
-    folder_rows,
-    read_table,
-    table_folder,
-)
+from .datasets import POSITION, read_table, table_rows
 from .ray_tables import CLUSTER_SCHEMA, RayTables
 
 
@@ -147,17 +141,16 @@ def _cluster_rows(
 IMPLIED = "lsh_via_copy"
 
 
-def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], None]) -> daft.DataFrame:
+def _component_roots(tables: RayTables, scratch: RayTables, driver_edges: int, log: Callable[[str], None]) -> daft.DataFrame:
     """Every document of an accepted edge and its component's smallest doc_id: on this node
     (networkx, as the DuckDB engine) while the edges are at most ``driver_edges`` and take at
     most half the memory free here (the cluster's rounds of shuffles cost more than one pass over
     a small list), else on the cluster (``components.py``), whose roots are read from their
-    Parquet files in ``_scratch``."""
+    Parquet files in ``scratch``."""
     edges = frame(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(col("found_by") != IMPLIED)
     here, where = components_here(edges.count_rows(), driver_edges, available_memory())
     log(where)
     if not here:
-        scratch = _scratch(tables)
         connected_components(edges, scratch, log=log)
         return frame(scratch.root, ROOTS_TABLE)
     from ..cluster.components import edge_components  # networkx: only this node needs it
@@ -167,25 +160,19 @@ def _component_roots(tables: RayTables, driver_edges: int, log: Callable[[str], 
     return daft.from_arrow(edge_components(zip(pairs["left_doc_id"].to_pylist(), pairs["right_doc_id"].to_pylist())))
 
 
-def _scratch(tables: RayTables) -> RayTables:
-    """The folder of the cluster's components' rounds and roots and of the members, hidden among
-    the tables and removed when ``clusters`` is written."""
-    return RayTables(tables.root / ".components", tables.partitions)
-
-
-# the members' table in _scratch: read by the memory plan and the ranking
+# the members' table in the step's scratch folder: read by the memory plan and the ranking
 MEMBERS_TABLE = "members"
 
 
-def _members(tables: RayTables, placed: daft.DataFrame, buckets: int) -> daft.DataFrame:
+def _members(tables: RayTables, scratch: RayTables, placed: daft.DataFrame, buckets: int) -> daft.DataFrame:
     """The documents of a component (``placed`` with a root), each with the document whose text
-    it has (its first copy, or itself) and its component's bucket; written to ``_scratch`` and
-    read back, since the memory plan and the ranking both read them."""
+    it has (its first copy, or itself) and its component's bucket; staged in ``scratch``, since
+    the memory plan and the ranking both read them."""
     copies = frame(tables.root, "first_copies").select(col("doc_id"), col("first_copy_doc_id").alias("text_doc_id"))
     members = placed.where(col("root_doc_id").not_null()).join(copies, on="doc_id", how="left")
     members = members.with_column("text_doc_id", coalesce(col("text_doc_id"), col("doc_id")))
     members = members.with_column("bucket", _component_bucket(col("root_doc_id"), buckets))
-    return staged(_scratch(tables).root, MEMBERS_TABLE, members)
+    return staged(scratch.root, MEMBERS_TABLE, members)
 
 
 def clusters(
@@ -215,27 +202,24 @@ def clusters(
             threshold=params.threshold,
         )
 
-    try:
-        if not folder_rows(table_folder(tables.root, "duplicate_pairs")):
-            write_positioned_frame(tables.root, "clusters", mapped_batches(meta, single, CLUSTER_SCHEMA), CLUSTER_SCHEMA)
-            return tables.view("clusters")
+    if not table_rows(tables.root, "duplicate_pairs"):
+        write_positioned_frame(tables.root, "clusters", mapped_batches(meta, single, CLUSTER_SCHEMA), CLUSTER_SCHEMA)
+        return tables.view("clusters")
+    # the components' rounds and roots, and the members
+    with scratch_folder(tables.root, "components") as folder:
+        scratch = RayTables(folder, tables.partitions)
         # every document once with its root (null: no edge), split into components and singletons
-        placed = meta.join(_component_roots(tables, driver_edges, log), on="doc_id", how="left")
+        placed = meta.join(_component_roots(tables, scratch, driver_edges, log), on="doc_id", how="left")
         # components grouped by bucket, not one call per component: the ranking is vectorized over
         # a call's components, and per-call overhead times hundreds of thousands of components is
         # what a grouping by root cost
         buckets = 4 * tables.partitions
-        members = _members(tables, placed, buckets)
+        members = _members(tables, scratch, placed, buckets)
         task = ranking_memory(members, buckets, tables.partitions, body_bytes_per_shingle(tables))
         log(ensure_ranking_fits(task, smallest_node(), tables.partitions))
-        bodied = _one_body_per_text(tables, members, folder_rows(table_folder(_scratch(tables).root, MEMBERS_TABLE)))
+        bodied = _one_body_per_text(tables, members, table_rows(folder, MEMBERS_TABLE))
         ranked = mapped_groups(bodied, "bucket", _rank_clusters(params), CLUSTER_SCHEMA, tables.partitions)
         singles = mapped_batches(placed.where(col("root_doc_id").is_null()), single, CLUSTER_SCHEMA)
-        every = ranked.concat(singles)
-        write_positioned_frame(tables.root, "clusters", every, CLUSTER_SCHEMA)
-    finally:
-        # the cluster's components' roots and the members: read by now, or never made (a run that
-        # fails or has no edges leaves none behind)
-        shutil.rmtree(_scratch(tables).root, ignore_errors=True)
+        write_positioned_frame(tables.root, "clusters", ranked.concat(singles), CLUSTER_SCHEMA)
     return tables.view("clusters")
 

@@ -5,7 +5,6 @@ and body; our functions score and decide each batch."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import daft
@@ -20,8 +19,8 @@ from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
 from ..verify.jaccard import pair_jaccard
 from ..verify.pairs import decided_pairs
-from .daft_tables import frame, mapped_batches, rows_among, staged, write_frames
-from .datasets import folder_rows, table_folder
+from .daft_tables import frame, mapped_batches, pair_ends, rows_among, scratch_folder, staged, write_frames
+from .datasets import table_rows
 from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
 
 # what verification measures of a pair, which the acceptance rule reads
@@ -52,10 +51,8 @@ def _needed(tables: RayTables, scratch: Path) -> tuple[daft.DataFrame, daft.Data
     the documents of an LSH pair only, staged in ``scratch``: the pairs' ids are broadcast to
     the tables' files, so the tables stay where they lie (a hash join of the pairs with the whole
     tables moved 1M documents' signatures and bodies between the nodes, in every slice)."""
-    pairs = _lsh_pairs(tables)
-    ends = pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id"))).distinct()
-    ends = staged(scratch, "ends", ends)
-    count = folder_rows(table_folder(scratch, "ends"))
+    ends = staged(scratch, "ends", pair_ends(_lsh_pairs(tables)).distinct())
+    count = table_rows(scratch, "ends")
     sketch = frame(tables.root, "fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
     bodies = frame(tables.root, "documents", ["doc_id", "body"])
     return tuple(
@@ -66,10 +63,8 @@ def _needed(tables: RayTables, scratch: Path) -> tuple[daft.DataFrame, daft.Data
 def _slices(tables: RayTables, bodies: daft.DataFrame) -> int:
     """How many slices verification takes: the bytes of the bodies the LSH pairs carry over
     SLICE_BYTES (each pair's documents' body lengths)."""
-    pairs = _lsh_pairs(tables)
-    ends = pairs.select(col("left_doc_id").alias("doc_id")).concat(pairs.select(col("right_doc_id").alias("doc_id")))
     lengths = bodies.select(col("doc_id"), col("body").length_bytes().alias("bytes"))
-    carried = ends.join(lengths, on="doc_id").sum("bytes").to_pydict()["bytes"][0] or 0
+    carried = pair_ends(_lsh_pairs(tables)).join(lengths, on="doc_id").sum("bytes").to_pydict()["bytes"][0] or 0
     return max(1, -(-carried // SLICE_BYTES))
 
 
@@ -131,12 +126,8 @@ KEYED_SCHEMA = PAIR_SCHEMA.append(pa.field("score_left", pa.string())).append(pa
 def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds) -> TableBuild:
     """``scored_pairs``: the candidates scored as ``sql/scored_pairs.sql`` scores them, and decided by
     the DuckDB engine's own rule (``sql/pair_decision.sql``, batch by batch)."""
-    # the pairs' sketches and bodies, hidden among the tables and removed at the end
-    scratch = tables.root / ".verify"
-    try:
+    with scratch_folder(tables.root, "verify") as scratch:  # the pairs' sketches and bodies
         _scored_pairs(tables, params, thresholds, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return tables.view("scored_pairs")
 
 
