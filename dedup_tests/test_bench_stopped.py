@@ -13,27 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from .processes import child_processes
+
 pytestmark = pytest.mark.faults
 
 REPO = Path(__file__).resolve().parents[1]
 # a guard against a hang only: the corpus, the kernels' warm-up and the start of the run
 DEADLINE_S = 600
-
-
-def _children(pid: int) -> list[tuple[int, str]]:
-    """The processes whose parent is ``pid``, with their command lines."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == pid:
-            found.append((int(entry.name), command))
-    return found
 
 
 def _alive(pid: int) -> bool:
@@ -51,7 +37,7 @@ def test_a_benchmark_stopped_by_sigterm_stops_its_dagster_run(tmp_path):
         deadline = time.monotonic() + DEADLINE_S
         run = None
         while run is None and benchmark.poll() is None and time.monotonic() < deadline:
-            run = next((pid for pid, line in _children(benchmark.pid) if "asset materialize" in line), None)
+            run = next((pid for pid, _, line in child_processes({benchmark.pid}) if "asset materialize" in line), None)
             time.sleep(0.2)
         assert run is not None, f"no Dagster run started (benchmark exit {benchmark.poll()})"
         benchmark.send_signal(signal.SIGTERM)

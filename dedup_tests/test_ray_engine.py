@@ -32,6 +32,7 @@ from dedup_assets.core.storage.tables import PIPELINE_TABLES
 from dedup_assets.engine_resource import EngineResource
 from dedup_bench.corpus import generate
 
+from .processes import child_processes
 from .conftest import (
     FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, boilerplate_pages, chinese_pages, mirror_pages, require_ray,
     scored_pages, sha256_of_files, write_csv,
@@ -343,16 +344,9 @@ def _kill_in_turn(cluster, names: list[str], killed: list[str], stop: threading.
     Only the children of the cluster's raylets: the machine may run other Rays."""
     raylets = {node.all_processes["raylet"][0].process.pid for node in cluster.list_all_nodes()}
     while not stop.is_set() and len(killed) < len(names):
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except (OSError, IndexError, ValueError):
-                continue
-            if parent in raylets and title.startswith("ray::") and names[len(killed)] in title:
-                os.kill(int(entry.name), signal.SIGKILL)
+        for pid, _, title in child_processes(raylets):
+            if title.startswith("ray::") and names[len(killed)] in title:
+                os.kill(pid, signal.SIGKILL)
                 killed.append(title)
                 break
         time.sleep(0.01)
