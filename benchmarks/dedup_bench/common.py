@@ -3,6 +3,7 @@ process is run and measured."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -157,7 +158,8 @@ def run_measured(
                 sampler = start_sampler(process.pid, err.fileno(), nodes, timeline)
             _, status, usage = os.wait4(process.pid, 0)
         except BaseException:
-            os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # the session may have ended by itself
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             if sampler:
                 sampler.stop()
