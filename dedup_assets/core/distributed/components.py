@@ -27,7 +27,7 @@ import pyarrow as pa
 from daft import col
 from daft.functions import coalesce, to_list
 
-from .datasets import folder_rows, table_folder
+from .datasets import table_folder, table_rows
 from .daft_tables import frame, write_frames
 from .ray_tables import RayTables
 
@@ -60,7 +60,7 @@ def connected_components(
         written.append(name)
         if len(written) > 3:
             shutil.rmtree(table_folder(scratch.root, written.pop(0)))
-        return frame(scratch.root, name), folder_rows(table_folder(scratch.root, name))
+        return frame(scratch.root, name), table_rows(scratch.root, name)
 
     try:
         start = edges.select(col("left_doc_id").alias("lo"), col("right_doc_id").alias("hi")).distinct()
