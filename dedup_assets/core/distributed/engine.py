@@ -16,6 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from ..audit.probe import documents_pass
+from ..cluster.components import reference_members
 from ..keep.columns import typed_params
 from ..lsh.candidates import hot_bucket_rows
 from ..storage.store import table_exists
@@ -69,7 +70,8 @@ class RayStepsEngine:
         return duplicate_pairs(self.tables)
 
     def clusters(self, connection, tables, params, log):
-        return clusters(self.tables, typed_params(connection, params, tables), self.driver_edges, log)
+        matched = reference_members(connection, tables)  # reference_matches is a table of the Dagster node's file
+        return clusters(self.tables, typed_params(connection, params, tables), self.driver_edges, matched, log)
 
     def deduped_documents(self, tables):
         return deduped_documents(self.tables)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from functools import reduce
 
 import daft
 import numpy as np
@@ -18,6 +19,9 @@ from daft.functions import coalesce, when
 
 from ..sketch import kernels
 from ..verify.jaccard import shingle_sets
+from ..cluster.components import (
+    MATCHED_REFERENCE, TextScores, choose_representatives, decided_members, edge_components, ranks_in_clusters,
+)
 from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
@@ -37,8 +41,6 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     ``fss``); each distinct text is shingled once, and copies of one text score 1."""
 
     def rank(members: pa.Table) -> pa.Table:
-        from ..cluster.components import TextScores, choose_representatives, ranks_in_clusters
-
         kernels.use_threads(CALL_CPUS)
         members = prepared(params.keep, members)
         members = members.take(params.keep.order(members, within="root_doc_id"))
@@ -131,8 +133,6 @@ def _cluster_rows(
             POSITION: group[POSITION],
         }
     )
-    from ..cluster.components import decided_members  # the rule the DuckDB engine decides by, in one place
-
     return decided_members(members, threshold).cast(CLUSTER_SCHEMA)
 
 
@@ -141,22 +141,29 @@ def _cluster_rows(
 IMPLIED = "lsh_via_copy"
 
 
-def _component_roots(tables: RayTables, scratch: RayTables, driver_edges: int, log: Callable[[str], None]) -> daft.DataFrame:
+def _component_roots(
+    tables: RayTables, scratch: RayTables, driver_edges: int, matched: pa.Array, log: Callable[[str], None]
+) -> daft.DataFrame:
     """Every document of an accepted edge and its component's smallest doc_id: on this node
     (networkx, as the DuckDB engine) while the edges are at most ``driver_edges`` and take at
     most half the memory free here (the cluster's rounds of shuffles cost more than one pass over
     a small list), else on the cluster (``components.py``), whose roots are read from their
-    Parquet files in ``scratch``."""
+    Parquet files in ``scratch``. A document of ``matched`` (it matches a reference; so does
+    every copy of its text) is removed for it and joins nothing: its edges are left out."""
     edges = frame(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(col("found_by") != IMPLIED)
+    if len(matched):
+        ids = daft.from_arrow(pa.table({"doc_id": matched}))
+        for end in ("left_doc_id", "right_doc_id"):
+            edges = edges.join(ids.select(col("doc_id").alias(end)), on=end, how="anti")
     here, where = components_here(edges.count_rows(), driver_edges, available_memory())
     log(where)
     if not here:
         connected_components(edges, scratch, log=log)
         return frame(scratch.root, ROOTS_TABLE)
-    from ..cluster.components import edge_components  # networkx: only this node needs it
-
     pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
     pairs = pairs.filter(pc.not_equal(pairs["found_by"], IMPLIED))
+    if len(matched):
+        pairs = pairs.filter(pc.invert(pc.or_(pc.is_in(pairs["left_doc_id"], matched), pc.is_in(pairs["right_doc_id"], matched))))
     return daft.from_arrow(edge_components(zip(pairs["left_doc_id"].to_pylist(), pairs["right_doc_id"].to_pylist())))
 
 
@@ -175,13 +182,36 @@ def _members(tables: RayTables, scratch: RayTables, placed: daft.DataFrame, buck
     return staged(scratch.root, MEMBERS_TABLE, members)
 
 
+def _matched_rows(meta: daft.DataFrame, matched: pa.Table, threshold: float) -> daft.DataFrame:
+    """The documents that match a reference (``matched``: ``reference_members``' rows), each in
+    its reference document's cluster, decided ``matched_reference``."""
+
+    def rows(batch: pa.Table) -> pa.Table:
+        decided = _cluster_rows(
+            batch,
+            cluster_id=batch["reference_cluster_id"],
+            size=batch["cluster_size"].to_numpy(),
+            ranks=batch["representative_rank"].to_numpy(),
+            representatives=batch["representative_doc_id"],
+            jaccard=batch["jaccard_to_representative"],
+            reasons=batch["keep_reason"],
+            threshold=threshold,
+        )
+        at = decided.schema.get_field_index("decision")
+        return decided.set_column(at, "decision", pa.array([MATCHED_REFERENCE] * decided.num_rows, pa.string()))
+
+    return mapped_batches(meta.join(daft.from_arrow(matched), on="doc_id"), rows, CLUSTER_SCHEMA)
+
+
 def clusters(
-    tables: RayTables, params: ClusterParams, driver_edges: int, log: Callable[[str], None]
+    tables: RayTables, params: ClusterParams, driver_edges: int, matched: pa.Table, log: Callable[[str], None]
 ) -> TableBuild:
     """``clusters``, on Daft: connected components of the accepted edges (``_component_roots``),
     grouped by bucket of their roots, each bucket one call with its whole rows
     (``_rank_clusters``), every member ranked by the params' keep policy and measured against
-    its representative; every other document its own cluster."""
+    its representative; a document that matches a reference (``matched``, as
+    ``cluster/components.py``'s ``reference_members`` gives them) in its reference document's
+    cluster; every other document its own cluster."""
     read = ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]
     # the keep policy's columns as read; prepared() gives each its rule's field
     read += sorted({rule.column for rule in params.keep.input_columns} - set(read))
@@ -202,14 +232,25 @@ def clusters(
             threshold=params.threshold,
         )
 
-    if not table_rows(tables.root, "duplicate_pairs"):
-        write_positioned_frame(tables.root, "clusters", mapped_batches(meta, single, CLUSTER_SCHEMA), CLUSTER_SCHEMA)
+    matched_ids = matched["doc_id"].combine_chunks()
+    references = [_matched_rows(meta, matched, params.threshold)] if len(matched_ids) else []
+
+    def unmatched(rows: daft.DataFrame) -> daft.DataFrame:
+        if not len(matched_ids):
+            return rows
+        return rows.join(daft.from_arrow(pa.table({"doc_id": matched_ids})), on="doc_id", how="anti")
+
+    def write(*parts: daft.DataFrame) -> TableBuild:
+        write_positioned_frame(tables.root, "clusters", reduce(daft.DataFrame.concat, parts), CLUSTER_SCHEMA)
         return tables.view("clusters")
+
+    if not table_rows(tables.root, "duplicate_pairs"):
+        return write(mapped_batches(unmatched(meta), single, CLUSTER_SCHEMA), *references)
     # the components' rounds and roots, and the members
     with scratch_folder(tables.root, "components") as folder:
         scratch = RayTables(folder, tables.partitions)
         # every document once with its root (null: no edge), split into components and singletons
-        placed = meta.join(_component_roots(tables, scratch, driver_edges, log), on="doc_id", how="left")
+        placed = meta.join(_component_roots(tables, scratch, driver_edges, matched_ids, log), on="doc_id", how="left")
         # components grouped by bucket, not one call per component: the ranking is vectorized over
         # a call's components, and per-call overhead times hundreds of thousands of components is
         # what a grouping by root cost
@@ -219,7 +260,6 @@ def clusters(
         log(ensure_ranking_fits(task, smallest_node(), tables.partitions))
         bodied = _one_body_per_text(tables, members, table_rows(folder, MEMBERS_TABLE))
         ranked = mapped_groups(bodied, "bucket", _rank_clusters(params), CLUSTER_SCHEMA, tables.partitions)
-        singles = mapped_batches(placed.where(col("root_doc_id").is_null()), single, CLUSTER_SCHEMA)
-        write_positioned_frame(tables.root, "clusters", ranked.concat(singles), CLUSTER_SCHEMA)
-    return tables.view("clusters")
+        singles = mapped_batches(unmatched(placed.where(col("root_doc_id").is_null())), single, CLUSTER_SCHEMA)
+        return write(ranked, singles, *references)
 
