@@ -17,10 +17,11 @@ from pathlib import Path
 
 from ..audit.probe import documents_pass
 from ..cluster.components import reference_members
+from ..incremental.batch_steps import ENGINE_STEP_ASSETS
 from ..keep.columns import typed_params
 from ..lsh.candidates import hot_bucket_rows
 from ..storage.store import table_exists
-from ..storage.tables import SCHEMA
+from ..storage.tables import INDEX_SCHEMA, SCHEMA
 from ..verify.pairs import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
 from .daft_watch import watch_daft, watched_steps
@@ -91,5 +92,5 @@ def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack, 
     documents = table_bytes(root, "documents")
     plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
     use_shuffle(plan.disk, cluster.shuffle_partitions)
-    watch_daft(cluster.stall_timeout_s)
+    watch_daft(cluster.stall_timeout_s, ENGINE_STEP_ASSETS if schema == INDEX_SCHEMA else None)  # a batch's, or a one-shot run's
     return RayStepsEngine(RayTables(root, plan.partitions), cluster.components_on_driver_up_to_edges)

@@ -32,6 +32,9 @@ from ..storage.tables import SCHEMA, Tables
 from ..verify.pairs import build_duplicate_pairs, build_scored_pairs
 
 Log = Callable[[str], None]
+# the one-shot asset whose step calls an engine step, where it is not the step's name: what a
+# failed step selects to run again (a batch's: incremental/batch_steps.py's ENGINE_STEP_ASSETS)
+STEP_ASSETS = {"first_copies": "recall_audit"}
 
 
 class Engine(Protocol):
