@@ -5,8 +5,9 @@ run's Parquet folders, each handed to DuckDB as a view, every step on Daft's Ray
 
 The rules are the DuckDB engine's (``lsh/candidates.py``, ``verify/pairs.py``, ``cluster/components.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
-the bodies, connected components named by their smallest doc_id, the same keep rule. Reading the
-input, the recall audit and the release stay on the Dagster node (docs/scale-out.md).
+the bodies, connected components named by their smallest doc_id, the same keep rule. The recall
+audit's probe is fed by the workers as they fingerprint; reading the input, the audit's counts and
+the release stay on the Dagster node (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import os
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..audit.probe import documents_pass
 from ..cluster.components import reference_members
 from ..incremental.batch_steps import ENGINE_STEP_ASSETS
 from ..keep.columns import typed_params
@@ -52,10 +52,7 @@ class RayStepsEngine:
             # rows the run keeps in DuckDB, not a view of this engine's folder: a batch's
             # documents, screened against the index after this engine wrote them
             documents_of_table(self.tables, connection, tables.documents, batch_size)
-        build = fingerprint(self.tables, params, batch_size)
-        if probe is not None:  # the Ray workers do not carry it: it reads the bodies on a pass of its own, here
-            documents_pass(connection, tables.documents, probe, batch_size)
-        return build
+        return fingerprint(self.tables, params, batch_size, probe)
 
     def candidate_pairs(self, connection, tables, limits):
         build, pressure, hot = candidate_pairs(self.tables, limits)
