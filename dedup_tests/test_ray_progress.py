@@ -96,13 +96,13 @@ def test_a_daft_query_that_cannot_get_a_cpu_fails_naming_what_it_waits_for_and_t
 @pytest.mark.parametrize(("assets", "selected"), [(None, "recall_audit*"), ("batch", "batch_fingerprints*")])
 def test_a_stalled_engine_step_selects_the_asset_that_runs_it(ray_cluster, assets, selected):
     """One-shot: first_copies is the recall audit's step; a batch's fingerprints are
-    batch_fingerprints' (the engine of the index's schema passes ENGINE_STEP_ASSETS)."""
+    batch_fingerprints' (the engine of the index's schema passes BATCH_STEP_ASSETS)."""
     ray = require_ray()
     import daft
 
     from dedup_assets.core.distributed.daft_watch import RayStalled, watch_daft, watched_steps
     from dedup_assets.core.distributed.session import ray_session
-    from dedup_assets.core.incremental.batch_steps import ENGINE_STEP_ASSETS
+    from dedup_assets.core.pipeline.engines import BATCH_STEP_ASSETS, ONE_SHOT_STEP_ASSETS
 
     @watched_steps
     class Steps:  # named as the engine's steps
@@ -117,7 +117,7 @@ def test_a_stalled_engine_step_selects_the_asset_that_runs_it(ray_cluster, asset
         holders = [_cpu_holder_class().remote() for _ in range(int(ray.cluster_resources()["CPU"]))]
         ray.get([holder.ready.remote() for holder in holders])
         try:
-            watch_daft(5, None if assets is None else ENGINE_STEP_ASSETS)
+            watch_daft(5, ONE_SHOT_STEP_ASSETS if assets is None else BATCH_STEP_ASSETS)
             with pytest.raises(RayStalled) as stalled:
                 step()
         finally:

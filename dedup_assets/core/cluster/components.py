@@ -39,6 +39,8 @@ from ..storage.tables import Tables, sql, sql_over
 
 
 Node = TypeVar("Node")
+# the decision of a document that matches a reference document (reference_matches)
+MATCHED_REFERENCE = "matched_reference"
 
 
 def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
@@ -349,10 +351,6 @@ def build_clusters(
     )
 
 
-# the decision of a document that matches a reference document (reference_matches)
-MATCHED_REFERENCE = "matched_reference"
-
-
 def reference_members(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
     """The documents that match a reference, as star_members' rows: the reference document
     stands where a representative would, ranked ahead of them (it is never removed); each is in
@@ -360,12 +358,14 @@ def reference_members(connection: duckdb.DuckDBPyConnection, tables: Tables) -> 
     ``cluster_size`` documents)."""
     return connection.sql(
         f"""
-        select doc_id, reference_doc_id as representative_doc_id, 2::bigint as representative_rank,
-               jaccard as jaccard_to_representative,
-               'matches ' || reference_doc_id || ' of reference ' || reference || ', which is never removed' as keep_reason,
-               'reference:' || reference || ':' || reference_doc_id as reference_cluster_id,
-               count(*) over (partition by reference, reference_doc_id) as cluster_size
-        from {tables.reference_matches}
+        select *, count(*) over (partition by reference_cluster_id) as cluster_size
+        from (
+          select doc_id, reference_doc_id as representative_doc_id, 2::bigint as representative_rank,
+                 jaccard as jaccard_to_representative,
+                 'matches ' || reference_doc_id || ' of reference ' || reference || ', which is never removed' as keep_reason,
+                 'reference:' || reference || ':' || reference_doc_id as reference_cluster_id
+          from {tables.reference_matches}
+        )
         order by doc_id
         """
     ).to_arrow_table()

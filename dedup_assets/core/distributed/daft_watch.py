@@ -24,11 +24,11 @@ from functools import wraps
 
 import ray
 
-from ..pipeline.engines import STEP_ASSETS
+from ..pipeline.engines import ONE_SHOT_STEP_ASSETS
 from ..util.errors import DedupError
 
 _timeout_s = 300.0  # the engine resource's stall_timeout_s, set by watch_daft
-_assets = STEP_ASSETS  # the assets whose steps call the engine's, by call: set by watch_daft
+_assets = ONE_SHOT_STEP_ASSETS  # the assets whose steps call the engine's, by call: set by watch_daft
 
 
 class RayStalled(DedupError, RuntimeError):
@@ -39,11 +39,11 @@ class RayNodeLost(DedupError, RuntimeError):
     """A ray step failed after a node it started with left the cluster."""
 
 
-def watch_daft(timeout_s: float, assets: dict[str, str] | None = None) -> None:
-    """Stall timeout of the steps of this process (0: never), and the assets that run its engine
-    calls where they are not the calls' names (None: a one-shot run's, ``STEP_ASSETS``)."""
+def watch_daft(timeout_s: float, assets: dict[str, str] = ONE_SHOT_STEP_ASSETS) -> None:
+    """Stall timeout of the steps of this process (0: never), and the assets whose steps make
+    its engine calls where they are not the calls' names (``pipeline/engines.py``)."""
     global _timeout_s, _assets
-    _timeout_s, _assets = float(timeout_s), STEP_ASSETS if assets is None else assets
+    _timeout_s, _assets = float(timeout_s), assets
 
 
 def watched_steps(engine_class: type) -> type:

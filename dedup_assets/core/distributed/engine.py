@@ -17,9 +17,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from ..cluster.components import reference_members
-from ..incremental.batch_steps import ENGINE_STEP_ASSETS
 from ..keep.columns import typed_params
 from ..lsh.candidates import hot_bucket_rows
+from ..pipeline.engines import BATCH_STEP_ASSETS, ONE_SHOT_STEP_ASSETS
 from ..storage.store import table_exists
 from ..storage.tables import INDEX_SCHEMA, SCHEMA
 from ..verify.pairs import verification_memory_estimate
@@ -89,5 +89,5 @@ def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack, 
     documents = table_bytes(root, "documents")
     plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
     use_shuffle(plan.disk, cluster.shuffle_partitions)
-    watch_daft(cluster.stall_timeout_s, ENGINE_STEP_ASSETS if schema == INDEX_SCHEMA else None)  # a batch's, or a one-shot run's
+    watch_daft(cluster.stall_timeout_s, BATCH_STEP_ASSETS if schema == INDEX_SCHEMA else ONE_SHOT_STEP_ASSETS)
     return RayStepsEngine(RayTables(root, plan.partitions), cluster.components_on_driver_up_to_edges)

@@ -31,11 +31,6 @@ from .index_reports import batch_manifest
 from .index_tables import indexed_batches, payload_folder
 
 
-# the incremental assets whose steps call the engine's documents and fingerprinted: what a
-# failed engine step selects to run again (test_batch_steps holds them to the definitions)
-ENGINE_STEP_ASSETS = {"documents": "batch_documents", "fingerprinted": "batch_fingerprints"}
-
-
 @dataclass(frozen=True)
 class StagedDocuments:
     lineage: dict  # the batch's, which every staged table carries

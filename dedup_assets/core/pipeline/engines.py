@@ -3,9 +3,9 @@
 ``duckdb`` runs the library's steps on the run's DuckDB connection. ``ray`` runs the same steps
 on a Ray cluster (Daft's Ray runner) over Parquet folders (``distributed/engine.py``) and hands
 each table to DuckDB as a view. An asset asks its engine for its step by the step's name and never asks which
-engine it has; what an engine cannot run is in its capabilities (``capabilities.py``), which the
-settings check at launch. Which engine a run has is asked once, in :func:`for_settings`. A new
-engine is a class with these methods, a row there and an opener here.
+engine it has; how the engines differ is in their capabilities (``capabilities.py``). Which engine
+a run has is asked once, in :func:`for_settings`. A new engine is a class with these methods, a
+row there and an opener here.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from ..storage.tables import SCHEMA, Tables
 from ..verify.pairs import build_duplicate_pairs, build_scored_pairs
 
 Log = Callable[[str], None]
-# the one-shot asset whose step calls an engine step, where it is not the step's name: what a
-# failed step selects to run again (a batch's: incremental/batch_steps.py's ENGINE_STEP_ASSETS)
-STEP_ASSETS = {"first_copies": "recall_audit"}
+# the asset whose step calls an engine step, where it is not the step's name: what a failed step
+# selects to run again, in a one-shot run and in a batch's (test_definitions holds them to the graph)
+ONE_SHOT_STEP_ASSETS = {"first_copies": "recall_audit"}
+BATCH_STEP_ASSETS = {"documents": "batch_documents", "fingerprinted": "batch_fingerprints"}
 
 
 class Engine(Protocol):
