@@ -102,7 +102,7 @@ def test_a_stalled_engine_step_selects_the_asset_that_runs_it(ray_cluster, asset
 
     from dedup_assets.core.distributed.daft_watch import RayStalled, watch_daft, watched_steps
     from dedup_assets.core.distributed.session import ray_session
-    from dedup_assets.core.pipeline.engines import BATCH_STEP_ASSETS, ONE_SHOT_STEP_ASSETS
+    from dedup_assets.core.pipeline.step_assets import BATCH_STEP_ASSETS, ONE_SHOT_STEP_ASSETS
 
     @watched_steps
     class Steps:  # named as the engine's steps

@@ -24,7 +24,7 @@ from functools import wraps
 
 import ray
 
-from ..pipeline.engines import ONE_SHOT_STEP_ASSETS
+from ..pipeline.step_assets import ONE_SHOT_STEP_ASSETS
 from ..util.errors import DedupError
 
 _timeout_s = 300.0  # the engine resource's stall_timeout_s, set by watch_daft
@@ -41,7 +41,7 @@ class RayNodeLost(DedupError, RuntimeError):
 
 def watch_daft(timeout_s: float, assets: dict[str, str] = ONE_SHOT_STEP_ASSETS) -> None:
     """Stall timeout of the steps of this process (0: never), and the assets whose steps make
-    its engine calls where they are not the calls' names (``pipeline/engines.py``)."""
+    its engine calls where they are not the calls' names (``pipeline/step_assets.py``)."""
     global _timeout_s, _assets
     _timeout_s, _assets = float(timeout_s), assets
 

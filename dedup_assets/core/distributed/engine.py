@@ -19,7 +19,7 @@ from pathlib import Path
 from ..cluster.components import reference_members
 from ..keep.columns import typed_params
 from ..lsh.candidates import hot_bucket_rows
-from ..pipeline.engines import BATCH_STEP_ASSETS, ONE_SHOT_STEP_ASSETS
+from ..pipeline.step_assets import BATCH_STEP_ASSETS, ONE_SHOT_STEP_ASSETS
 from ..storage.store import table_exists
 from ..storage.tables import INDEX_SCHEMA, SCHEMA
 from ..verify.pairs import verification_memory_estimate

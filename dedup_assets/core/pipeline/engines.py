@@ -32,10 +32,6 @@ from ..storage.tables import SCHEMA, Tables
 from ..verify.pairs import build_duplicate_pairs, build_scored_pairs
 
 Log = Callable[[str], None]
-# the asset whose step calls an engine step, where it is not the step's name: what a failed step
-# selects to run again, in a one-shot run and in a batch's (test_definitions holds them to the graph)
-ONE_SHOT_STEP_ASSETS = {"first_copies": "recall_audit"}
-BATCH_STEP_ASSETS = {"documents": "batch_documents", "fingerprinted": "batch_fingerprints"}
 
 
 class Engine(Protocol):
