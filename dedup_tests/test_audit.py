@@ -6,6 +6,7 @@ recall an exhaustive one measures."""
 
 import gc
 import json
+import pickle
 import random
 from dataclasses import replace
 from itertools import combinations
@@ -212,6 +213,29 @@ def test_rows_past_the_spill_size_go_to_a_file_beside_and_give_the_same_true_pai
     del spilled
     gc.collect()
     assert not folder.exists()
+
+
+def test_copies_of_the_probe_fed_elsewhere_give_its_true_pairs(tmp_path):
+    """The ray engine's workers each feed a pickled copy of the probe (without the rows found
+    here) and hand back what they found: the same true pairs as the probe fed itself, spilled
+    past its spill size or not."""
+    page = " ".join(f"w{index}" for index in range(60))
+    ids = pa.array([f"doc-{index:03d}" for index in range(300)])
+    bodies = pa.array([page.replace(f"w{index % 60}", f"x{index}") for index in range(300)])
+    keys = np.array([[index // 3, 0] for index in range(300)], np.uint64)
+    batches = [(ids.slice(start, 50), bodies.slice(start, 50), None, keys[start : start + 50]) for start in range(0, 300, 50)]
+    direct = AuditProbe(ids.slice(0, 40), bodies.slice(0, 40), SHINGLING, 0.7)
+    for batch in batches:
+        direct.feed(*batch)
+    shipped = AuditProbe(ids.slice(0, 40), bodies.slice(0, 40), SHINGLING, 0.7, spill_folder=str(tmp_path), spill_rows=25)
+    for batch in batches:
+        worker = pickle.loads(pickle.dumps(shipped))
+        worker.feed(*batch)
+        shipped.add_found(worker.take_found())
+        assert worker.take_found().num_rows == 0  # taken once
+    expected = direct.found()
+    assert expected.num_rows > 40 and shipped.found().equals(expected)
+    assert list(tmp_path.glob("dedup-audit-*"))  # the copies' rows spilled here, as the probe's own
 
 
 def test_the_sample_depends_on_the_doc_ids_and_seed_alone():

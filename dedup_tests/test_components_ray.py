@@ -198,7 +198,7 @@ def test_duplicate_edges(ray_cluster, tmp_path):
 @pytest.mark.parametrize("budget, where", [(10_000, "on this node"), (0, "on the cluster")])
 def test_the_edge_budget_picks_where_components_run(ray_cluster, tmp_path, budget, where):
     from dedup_assets.core.distributed.datasets import table_folder
-    from dedup_assets.core.distributed.ray_clusters import _component_roots
+    from dedup_assets.core.distributed.ray_clusters import _accepted_edges, _component_roots
     from dedup_assets.core.distributed.ray_tables import RayTables
     from dedup_assets.core.distributed.session import ray_session
 
@@ -220,7 +220,12 @@ def test_the_edge_budget_picks_where_components_run(ray_cluster, tmp_path, budge
     )
     messages = []
     with ray_session(None):  # Daft's runner on the fixture's cluster
-        roots = _component_roots(RayTables(tmp_path, 2), RayTables(tmp_path / "scratch", 2), budget, messages.append)
+        tables = RayTables(tmp_path, 2)
+        accepted = _accepted_edges(tables, None)
+        roots = _component_roots(
+            tables, RayTables(tmp_path / "scratch", 2), accepted, accepted.count_rows(), pa.array([], pa.string()), budget,
+            messages.append,
+        )
         table = roots.to_arrow()
     assert table.column_names == ["doc_id", "root_doc_id"]
     assert dict(zip(table["doc_id"].to_pylist(), table["root_doc_id"].to_pylist())) == union_find(edges)

@@ -48,6 +48,17 @@ BATCH_ASSETS = {
 TUNING_ASSETS = {"parameter_sweep"}
 
 
+def test_the_assets_a_failed_engine_step_selects_are_the_graphs():
+    """A ray step that fails selects its asset and those after it to run again: the one-shot
+    graph's under its own name or ``ONE_SHOT_STEP_ASSETS``', a batch's under ``BATCH_STEP_ASSETS``'."""
+    from dedup_assets.core.pipeline.engines import Engine
+    from dedup_assets.core.pipeline.step_assets import BATCH_STEP_ASSETS, ONE_SHOT_STEP_ASSETS
+
+    steps = {name for name in vars(Engine) if not name.startswith("_")}
+    assert set(BATCH_STEP_ASSETS) <= steps and set(BATCH_STEP_ASSETS.values()) <= BATCH_ASSETS
+    assert {ONE_SHOT_STEP_ASSETS.get(step, step) for step in steps} <= ASSETS
+
+
 def test_definitions_load_with_the_documented_assets():
     Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()

@@ -17,7 +17,7 @@ from dedup_assets.core.pipeline import engines
 from dedup_assets.core.pipeline.capabilities import CAPABILITIES
 from dedup_assets.core.pipeline.engines import DuckDBEngine, Engine
 from dedup_assets.core.settings.choices import ENGINES
-from dedup_assets.core.settings.model import Settings, SettingsError
+from dedup_assets.core.settings.model import Settings
 
 from .conftest import require_ray
 from .source_trees import parsed
@@ -112,12 +112,6 @@ def test_the_ray_engine_implements_every_step_of_the_protocol():
     steps = _steps(RayStepsEngine)
     steps.pop("__init__", None)
     assert steps == _steps(Engine)
-
-
-def test_a_setting_the_engine_cannot_run_is_refused_at_launch():
-    with pytest.raises(SettingsError, match="reference runs on engine duckdb only"):
-        Settings(engine="ray", reference=["corpus.parquet"])
-    Settings(engine="duckdb", reference=["corpus.parquet"])  # the engine that can run it accepts it
 
 
 @pytest.mark.parametrize(("setting", "value"), [("cluster_mode", "star"), ("hot_buckets", "skip")])

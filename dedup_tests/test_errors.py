@@ -147,6 +147,15 @@ def test_a_rebuild_selects_the_assets_for_each_entry_point_with_the_runs_config(
     assert how_to_fix(run, "scored_pairs*", entry="ui") == "Materialize scored_pairs* with the same launchpad config."
 
 
+@pytest.mark.parametrize("partition", [["--partition", "2026-11-02"], ["--partition=2026-11-02"]])
+def test_a_rebuild_of_a_batch_selects_its_partition_again(partition):
+    batch = ["/p/.venv/bin/dagster", "asset", "materialize", "-m", "dedup_assets.definitions", "--select", "group:incremental"]
+    text = how_to_fix({}, "batch_fingerprints*", entry="dagster", argv=[*batch, *partition])
+    assert text == f"Run: dagster asset materialize -m dedup_assets.definitions --select 'batch_fingerprints*' {' '.join(partition)}"
+    dg = how_to_fix({}, "batch_fingerprints*", entry="dg", argv=["/p/.venv/bin/dg", "launch", "--assets", "x", *partition])
+    assert dg == f"Run: dg launch {' '.join(partition)} --assets 'batch_fingerprints*'"
+
+
 def test_a_refusal_without_a_fix_is_its_message_and_one_with_a_fix_adds_it(monkeypatch):
     monkeypatch.setenv(ENTRY, "make")
     assert refusal_text(DedupError("Do this.")) == "Do this."

@@ -34,8 +34,8 @@ from dedup_bench.corpus import generate
 
 from .processes import child_processes
 from .conftest import (
-    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, boilerplate_pages, chinese_pages, mirror_pages, require_ray,
-    scored_pages, sha256_of_files, write_csv,
+    FIXTURE, HARD_FIXTURE, PROJECT_ROOT, GraphRunner, boilerplate_pages, chinese_pages, document, mirror_pages,
+    require_ray, scored_pages, sha256_of_files, write_csv,
 )
 
 # the ray_cluster fixture requires Ray (and fails under DEDUP_REQUIRE_RAY without it)
@@ -139,6 +139,36 @@ def test_ray_gives_the_duckdb_release_in_star_mode(ray_cluster, tmp_path, fixtur
             "kept_representative", "removed_duplicate", "kept_representative"
         ]
         assert not clusters["chained"].any()
+
+
+def _words(first: int, count: int = 100) -> str:
+    return " ".join(f"w{n}" for n in range(first, first + count))
+
+
+@pytest.mark.parametrize("ray_options", [ON_DRIVER, ON_CLUSTER], ids=["components_on_driver", "components_on_cluster"])
+@pytest.mark.parametrize("twins", [True, False], ids=["with_twins", "every_edge_matched"])
+def test_ray_gives_the_duckdb_release_against_a_reference_corpus(ray_cluster, tmp_path, ray_options, twins):
+    """A page that matches the reference (and its copy) is removed for it and joins no
+    component: its near duplicates that the reference does not match (shingle Jaccard about 0.73
+    with it, 0.59 with the reference) cluster with each other only; without the twins, every
+    accepted edge has a matched end, and no component is left."""
+    reference = write_csv(tmp_path / "reference.csv", [document("ref", _words(0)), document("ref-other", _words(500))])
+    pages = [
+        document("matched", _words(10)), document("matched-copy", _words(10)),
+        document("neighbour", _words(25)), document("alone", _words(700)),
+    ]
+    if twins:
+        pages += [document("neighbour-2", _words(25) + " w999"), document("twin-1", _words(300)), document("twin-2", _words(300) + " again")]
+    new = write_csv(tmp_path / "new.csv", pages)
+    runners = run_both(tmp_path, new, ray_options, reference=[str(reference)], rows_per_band=4)
+    _assert_same_release(*runners)
+    clusters = runners[1].table("clusters").set_index("doc_id")
+    assert clusters.loc[["matched", "matched-copy"], "cluster_id"].tolist() == [f"reference:{reference}:ref"] * 2
+    assert (clusters.loc[["matched", "matched-copy"], "decision"] == "matched_reference").all()
+    assert clusters.loc[["matched", "matched-copy"], "cluster_size"].tolist() == [2, 2]
+    assert clusters.loc["neighbour", "cluster_size"] == (2 if twins else 1)
+    assert clusters.loc["alone", "cluster_size"] == 1
+    assert len(runners[1].table("duplicate_pairs")) >= (4 if twins else 2)  # the matched pages' edges were there
 
 
 def _assert_same_release(duckdb_runner: GraphRunner, ray_runner: GraphRunner, result) -> None:

@@ -217,8 +217,6 @@ def test_what_is_not_a_reference_is_refused_naming_it(tmp_path):
     _, new = _corpora(tmp_path)
     with pytest.raises(SettingsError, match=r'reference must be a list of inputs, e\.g\. \["corpus.parquet"\]'):
         Settings(reference="corpus.parquet")
-    with pytest.raises(SettingsError, match="reference runs on engine duckdb only"):
-        Settings(reference=["corpus.parquet"], engine="ray")
     from dedup_assets.core.incremental.batch_order import index_settings
 
     with pytest.raises(SettingsError, match="reference applies to the one-shot graph only"):

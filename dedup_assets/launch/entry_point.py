@@ -105,6 +105,17 @@ def _without_option(arguments: list[str], *names: str) -> list[str]:
     return rest
 
 
+def _option(arguments: list[str], name: str) -> list[str]:
+    """The option ``name`` with its value as ``arguments`` give it (``name value`` or
+    ``name=value``); none when they do not."""
+    for at, argument in enumerate(arguments):
+        if argument == name and at + 1 < len(arguments):
+            return [name, arguments[at + 1]]
+        if argument.startswith(f"{name}="):
+            return [argument]
+    return []
+
+
 def _command(entry: str, argv: Sequence[str], settings: Mapping[str, object], select: str | None) -> str:
     """The command of ``entry`` that runs again as ``argv`` did, with ``settings`` added to its run
     config, and, given ``select``, those assets instead of the ones it ran."""
@@ -122,8 +133,9 @@ def _command(entry: str, argv: Sequence[str], settings: Mapping[str, object], se
         program = entry
         if select and entry == DG:
             arguments = ["launch", *_without_option(arguments[1:], "--assets", "--job"), "--assets", select]
-        elif select:
-            arguments = ["asset", "materialize", "-m", "dedup_assets.definitions", "--select", select]
+        elif select:  # a batch's run selects its partition again
+            partition = _option(arguments, "--partition")
+            arguments = ["asset", "materialize", "-m", "dedup_assets.definitions", "--select", select, *partition]
     config = _merged(config, settings) if settings else config
     options = ["--config-json", json.dumps(config)] if config else []
     return " ".join([program, *map(shlex.quote, [*arguments, *options])])

@@ -14,7 +14,6 @@ import duckdb
 
 from ..pipeline.capabilities import REFERENCE
 from ..cluster.components import build_clusters, build_deduped_documents
-from ..reference.matching import no_reference_matches
 from ..pipeline.library import found_settings, run_core_steps
 from ..settings.model import Settings
 from ..storage.store import TableBuild, write_table
@@ -36,8 +35,8 @@ def engine_differences(
         # a table, in input order: the DuckDB steps find first copies by row order
         write_table(connection, scratch.documents, TableBuild(sql=f"select * from {tables.documents}"))
         run_core_steps(connection, scratch, duckdb_settings, log)
-        # an engine that runs references is the one compared with: none are matched here
-        write_table(connection, scratch.reference_matches, no_reference_matches())
+        # both engines match references by the same SQL over their tables: the run's matches
+        write_table(connection, scratch.reference_matches, TableBuild(sql=f"select * from {tables.reference_matches}"))
         # with the passages its fingerprinting found to leave out (ignore_shared_above), as the run's steps
         found = found_settings(connection, scratch, duckdb_settings)
         write_table(connection, scratch.clusters, build_clusters(connection, scratch, found.cluster_params()))

@@ -13,8 +13,9 @@ much as one sampled document) and their probes, and is fed the bodies batch by b
 fingerprinting kernel marks the documents that hold a probe (or the probe finds them itself), a
 kernel lists whose probes each holds, and each such pair is verified with exact Jaccard. The
 documents found are exactly those at Jaccard ``>= t`` with an owner, the sampled ones among them,
-whatever feeds it: the fingerprinting pass, or a pass of its own (:func:`probe_pass`, for the Ray
-engine and the sweep).
+whatever feeds it: the fingerprinting pass (on the ray engine, the workers' copies of the probe,
+whose rows come back through :meth:`AuditProbe.take_found`), or a pass of its own
+(:func:`probe_pass`, for the sweep and a rescore without the stored pairs).
 
 What it keeps grows with the distinct texts found, not with their copies: a sampled document is
 kept as one row per owner that finds it, and the other documents an owner finds, when the feed
@@ -160,6 +161,28 @@ class AuditProbe:
         )
         self._found.add(found if texts is None else _one_per_text(found))
 
+    def __getstate__(self) -> dict:
+        # shipped to a worker (the ray engine's fingerprinting) without the rows found here: what
+        # it finds there comes back through take_found and add_found
+        return {**self.__dict__, "_found": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._found = _FoundRows(None, SPILL_ROWS)
+
+    def take_found(self) -> pa.Table:
+        """The rows found since the last call (:data:`FOUND_SCHEMA`), no longer held here."""
+        taken, self._found = self._found, _FoundRows(self._found.folder, self._found.spill_rows)
+        relation, params, inputs = taken.relation()
+        with duckdb.connect() as connection:
+            for name, table in inputs.items():
+                connection.register(name, table)
+            return connection.sql(f"select * from {relation}", params=params).to_arrow_table().cast(FOUND_SCHEMA)
+
+    def add_found(self, rows: pa.Table) -> None:
+        """Rows another copy of this probe found (:meth:`take_found`'s)."""
+        self._found.add(rows)
+
     def build(self) -> TableBuild:
         """The ``audit_true_pairs`` table (:data:`AUDIT_PAIRS_SCHEMA`): every document found,
         ordered by owner and doc_id, in DuckDB (``sql/audit_true_pairs.sql``)."""
@@ -204,7 +227,7 @@ class _FoundRows:
     ``spill_folder`` (None: the system's), removed with this object."""
 
     def __init__(self, spill_folder: str | None, spill_rows: int):
-        self._folder, self._spill_rows = spill_folder, spill_rows
+        self.folder, self.spill_rows = spill_folder, spill_rows
         self._held: list[pa.Table] = []
         self._count = 0
         self._lock = threading.Lock()
@@ -216,12 +239,12 @@ class _FoundRows:
         with self._lock:
             self._held.append(rows)
             self._count += rows.num_rows
-            if self._count >= self._spill_rows:
+            if self._count >= self.spill_rows:
                 self._write()
 
     def _write(self) -> None:
         if self._spill is None:
-            self._spill = tempfile.TemporaryDirectory(prefix="dedup-audit-", dir=self._folder)
+            self._spill = tempfile.TemporaryDirectory(prefix="dedup-audit-", dir=self.folder)
             self._writer = pq.ParquetWriter(self._path(), FOUND_SCHEMA)
         for rows in self._held:
             self._writer.write_table(rows)

@@ -39,6 +39,8 @@ from ..storage.tables import Tables, sql, sql_over
 
 
 Node = TypeVar("Node")
+# the decision of a document that matches a reference document (reference_matches)
+MATCHED_REFERENCE = "matched_reference"
 
 
 def component_roots(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
@@ -334,13 +336,14 @@ def build_clusters(
     (chained), its decision. Progress goes to ``log``."""
     params = typed_params(connection, params, tables)
     members = star_members(connection, tables, component_roots(connection, tables), params, log)
-    members = members.append_column("reference", pa.nulls(members.num_rows, pa.string()))
-    members = pa.concat_tables([members, _matched(connection, tables).cast(members.schema)])
+    members = members.append_column("reference_cluster_id", pa.nulls(members.num_rows, pa.string()))
+    matched = reference_members(connection, tables).drop_columns("cluster_size")
+    members = pa.concat_tables([members, matched.cast(members.schema)])
     decided = member_decision_sql("(" + sql("clusters", tables) + ")")
     return TableBuild(
         sql=(
-            "select * exclude (document_position, reference) "
-            "replace (if(reference is null, decision, 'matched_reference') as decision) "
+            "select * exclude (document_position, reference_cluster_id) "
+            f"replace (if(reference_cluster_id is null, decision, '{MATCHED_REFERENCE}') as decision) "
             f"from ({decided}) order by document_position"
         ),
         arrow_inputs={"star_members": members},
@@ -348,16 +351,22 @@ def build_clusters(
     )
 
 
-def _matched(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
+def reference_members(connection: duckdb.DuckDBPyConnection, tables: Tables) -> pa.Table:
     """The documents that match a reference, as star_members' rows: the reference document
-    stands where a representative would, ranked ahead of them (it is never removed)."""
+    stands where a representative would, ranked ahead of them (it is never removed); each is in
+    the cluster of its reference document's matches (``reference_cluster_id``, of
+    ``cluster_size`` documents)."""
     return connection.sql(
         f"""
-        select doc_id, reference_doc_id as representative_doc_id, 2::bigint as representative_rank,
-               jaccard as jaccard_to_representative,
-               'matches ' || reference_doc_id || ' of reference ' || reference || ', which is never removed' as keep_reason,
-               reference
-        from {tables.reference_matches}
+        select *, count(*) over (partition by reference_cluster_id) as cluster_size
+        from (
+          select doc_id, reference_doc_id as representative_doc_id, 2::bigint as representative_rank,
+                 jaccard as jaccard_to_representative,
+                 'matches ' || reference_doc_id || ' of reference ' || reference || ', which is never removed' as keep_reason,
+                 'reference:' || reference || ':' || reference_doc_id as reference_cluster_id
+          from {tables.reference_matches}
+        )
+        order by doc_id
         """
     ).to_arrow_table()
 

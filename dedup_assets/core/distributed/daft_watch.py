@@ -24,11 +24,11 @@ from functools import wraps
 
 import ray
 
+from ..pipeline.step_assets import ONE_SHOT_STEP_ASSETS
 from ..util.errors import DedupError
 
 _timeout_s = 300.0  # the engine resource's stall_timeout_s, set by watch_daft
-# the asset whose step an engine call runs, where it is not the call's name
-ASSETS = {"first_copies": "recall_audit"}
+_assets = ONE_SHOT_STEP_ASSETS  # the assets whose steps call the engine's, by call: set by watch_daft
 
 
 class RayStalled(DedupError, RuntimeError):
@@ -39,24 +39,25 @@ class RayNodeLost(DedupError, RuntimeError):
     """A ray step failed after a node it started with left the cluster."""
 
 
-def watch_daft(timeout_s: float) -> None:
-    """Stall timeout of the steps of this process (0: never)."""
-    global _timeout_s
-    _timeout_s = float(timeout_s)
+def watch_daft(timeout_s: float, assets: dict[str, str] = ONE_SHOT_STEP_ASSETS) -> None:
+    """Stall timeout of the steps of this process (0: never), and the assets whose steps make
+    its engine calls where they are not the calls' names (``pipeline/step_assets.py``)."""
+    global _timeout_s, _assets
+    _timeout_s, _assets = float(timeout_s), assets
 
 
 def watched_steps(engine_class: type) -> type:
     """``engine_class`` with each public method (a step) run under ``watched``."""
     for name, method in list(vars(engine_class).items()):
         if callable(method) and not name.startswith("_"):
-            setattr(engine_class, name, _watched_method(method, ASSETS.get(name, name)))
+            setattr(engine_class, name, _watched_method(method, name))
     return engine_class
 
 
-def _watched_method(method, asset: str):
+def _watched_method(method, name: str):
     @wraps(method)
     def step(*args, **kwargs):
-        with watched(asset, _timeout_s):
+        with watched(_assets.get(name, name), _timeout_s):
             return method(*args, **kwargs)
 
     return step
@@ -131,8 +132,9 @@ class _Watcher(threading.Thread):
 @contextmanager
 def watched(asset: str, timeout_s: float) -> Iterator[None]:
     """Fail the Daft queries inside with ``RayStalled`` once one has run ``timeout_s`` seconds
-    (0: never) without a task of this Ray job finishing; ``asset`` is the step's, for what to run
-    again."""
+    (0: never) without a task of this Ray job finishing; ``asset`` is the step's: the error
+    selects it and the assets after it to run again (``DedupError.select``), which the launch
+    layer writes as the command the user ran."""
     if timeout_s <= 0:
         yield
         return
@@ -150,10 +152,10 @@ def watched(asset: str, timeout_s: float) -> Iterator[None]:
             raise
         except Exception as error:
             if watcher.verdict is not None:
-                raise RayStalled(watcher.verdict) from error
+                raise RayStalled(watcher.verdict, select=f"{asset}*") from error
             lost = _lost(watcher.nodes)
             if lost:  # Daft reruns a lost node's tasks on the others; when that fails, say which and what to do
-                raise RayNodeLost(f"{asset} failed: {error}\n{_lost_advice(lost, asset)}") from error
+                raise RayNodeLost(f"{asset} failed: {error}\n{_lost_advice(lost, asset)}", select=f"{asset}*") from error
             raise
         finally:
             watcher.done.set()
@@ -263,12 +265,8 @@ def _lost_advice(lost: list[str], asset: str) -> str:
 
 def _again(asset: str) -> str:
     # the steps before it are stored: only this one and those after it run again, with the
-    # settings of the run that failed (a --config-json it had must be given again)
-    return (
-        f"run {asset} and the steps after it again, with the same settings: in the UI, or "
-        f"`dagster asset materialize --select '{asset}*'` (after `. ./env.sh` in the project folder, "
-        "with the --config-json the run had, if any); `dedup run` runs the whole graph again."
-    )
+    # settings of the run that failed; the command is the launch layer's, for the one the user ran
+    return f"run {asset} and the steps after it again, with the same settings."
 
 
 def _end_daft_query() -> None:

@@ -5,8 +5,9 @@ run's Parquet folders, each handed to DuckDB as a view, every step on Daft's Ray
 
 The rules are the DuckDB engine's (``lsh/candidates.py``, ``verify/pairs.py``, ``cluster/components.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
-the bodies, connected components named by their smallest doc_id, the same keep rule. Reading the
-input, the recall audit and the release stay on the Dagster node (docs/scale-out.md).
+the bodies, connected components named by their smallest doc_id, the same keep rule. The recall
+audit's probe is fed by the workers as they fingerprint; reading the input, the audit's counts and
+the release stay on the Dagster node (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import os
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..audit.probe import documents_pass
+from ..cluster.components import reference_members
 from ..keep.columns import typed_params
 from ..lsh.candidates import hot_bucket_rows
+from ..pipeline.step_assets import BATCH_STEP_ASSETS, ONE_SHOT_STEP_ASSETS
 from ..storage.store import table_exists
-from ..storage.tables import SCHEMA
+from ..storage.tables import INDEX_SCHEMA, SCHEMA
 from ..verify.pairs import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
 from .daft_watch import watch_daft, watched_steps
@@ -50,10 +52,7 @@ class RayStepsEngine:
             # rows the run keeps in DuckDB, not a view of this engine's folder: a batch's
             # documents, screened against the index after this engine wrote them
             documents_of_table(self.tables, connection, tables.documents, batch_size)
-        build = fingerprint(self.tables, params, batch_size)
-        if probe is not None:  # the Ray workers do not carry it: it reads the bodies on a pass of its own, here
-            documents_pass(connection, tables.documents, probe, batch_size)
-        return build
+        return fingerprint(self.tables, params, batch_size, probe)
 
     def candidate_pairs(self, connection, tables, limits):
         build, pressure, hot = candidate_pairs(self.tables, limits)
@@ -69,7 +68,8 @@ class RayStepsEngine:
         return duplicate_pairs(self.tables)
 
     def clusters(self, connection, tables, params, log):
-        return clusters(self.tables, typed_params(connection, params, tables), self.driver_edges, log)
+        matched = reference_members(connection, tables)  # reference_matches is a table of the Dagster node's file
+        return clusters(self.tables, typed_params(connection, params, tables), self.driver_edges, matched, log)
 
     def deduped_documents(self, tables):
         return deduped_documents(self.tables)
@@ -89,5 +89,5 @@ def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack, 
     documents = table_bytes(root, "documents")
     plan = shuffle_plan(cluster.shuffle, cluster.shuffle_partitions, documents, cluster_cpus(), cluster_object_store())
     use_shuffle(plan.disk, cluster.shuffle_partitions)
-    watch_daft(cluster.stall_timeout_s)
+    watch_daft(cluster.stall_timeout_s, BATCH_STEP_ASSETS if schema == INDEX_SCHEMA else ONE_SHOT_STEP_ASSETS)
     return RayStepsEngine(RayTables(root, plan.partitions), cluster.components_on_driver_up_to_edges)

@@ -8,23 +8,28 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from functools import reduce
 
 import daft
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from daft import DataType, col, lit
 from daft.functions import coalesce, when
 
 from ..sketch import kernels
 from ..verify.jaccard import shingle_sets
+from ..cluster.components import (
+    MATCHED_REFERENCE, TextScores, choose_representatives, decided_members, edge_components, ranks_in_clusters,
+)
 from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import ROOTS_TABLE, connected_components
 from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, rows_among, scratch_folder, staged, write_positioned_frame
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
-from .datasets import POSITION, read_table, table_rows
+from .datasets import POSITION, read_table, table_folder, table_rows
 from .ray_tables import CLUSTER_SCHEMA, RayTables
 
 
@@ -37,8 +42,6 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     ``fss``); each distinct text is shingled once, and copies of one text score 1."""
 
     def rank(members: pa.Table) -> pa.Table:
-        from ..cluster.components import TextScores, choose_representatives, ranks_in_clusters
-
         kernels.use_threads(CALL_CPUS)
         members = prepared(params.keep, members)
         members = members.take(params.keep.order(members, within="root_doc_id"))
@@ -131,8 +134,7 @@ def _cluster_rows(
             POSITION: group[POSITION],
         }
     )
-    from ..cluster.components import decided_members  # the rule the DuckDB engine decides by, in one place
-
+    # the rule the DuckDB engine decides by, in one place
     return decided_members(members, threshold).cast(CLUSTER_SCHEMA)
 
 
@@ -141,27 +143,48 @@ def _cluster_rows(
 IMPLIED = "lsh_via_copy"
 
 
-def _component_roots(tables: RayTables, scratch: RayTables, driver_edges: int, log: Callable[[str], None]) -> daft.DataFrame:
-    """Every document of an accepted edge and its component's smallest doc_id: on this node
-    (networkx, as the DuckDB engine) while the edges are at most ``driver_edges`` and take at
-    most half the memory free here (the cluster's rounds of shuffles cost more than one pass over
-    a small list), else on the cluster (``components.py``), whose roots are read from their
-    Parquet files in ``scratch``."""
+def _without(rows: daft.DataFrame, matched: daft.DataFrame | None) -> daft.DataFrame:
+    """``rows`` but those of the documents of ``matched`` (None: all of them)."""
+    return rows if matched is None else rows.join(matched.select("doc_id"), on="doc_id", how="anti")
+
+
+def _accepted_edges(tables: RayTables, matched: daft.DataFrame | None) -> daft.DataFrame:
+    """The accepted edges the components are made of: not ``lsh_via_copy``'s, and none with a
+    document of ``matched`` (it matches a reference; so does every copy of its text), which is
+    removed for its reference and joins nothing."""
     edges = frame(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"]).where(col("found_by") != IMPLIED)
-    here, where = components_here(edges.count_rows(), driver_edges, available_memory())
+    for end in ("left_doc_id", "right_doc_id") if matched is not None else ():
+        edges = edges.join(matched.select(col("doc_id").alias(end)), on=end, how="anti")
+    return edges
+
+
+def _component_roots(
+    tables: RayTables, scratch: RayTables, edges: daft.DataFrame, count: int, matched: pa.Array, driver_edges: int,
+    log: Callable[[str], None],
+) -> daft.DataFrame:
+    """Every document of an accepted edge (``edges``, ``count`` of them, none with a document of
+    ``matched``) and its component's smallest doc_id: on this node (networkx, as the DuckDB
+    engine) while the edges are at most ``driver_edges`` and take at most half the memory free
+    here (the cluster's rounds of shuffles cost more than one pass over a small list), else on
+    the cluster (``components.py``), whose roots are read from their Parquet files in
+    ``scratch``."""
+    here, where = components_here(count, driver_edges, available_memory())
     log(where)
     if not here:
         connected_components(edges, scratch, log=log)
         return frame(scratch.root, ROOTS_TABLE)
-    from ..cluster.components import edge_components  # networkx: only this node needs it
-
+    # read here from the files as they lie: quicker than collecting the query
     pairs = read_table(tables.root, "duplicate_pairs", ["left_doc_id", "right_doc_id", "found_by"])
     pairs = pairs.filter(pc.not_equal(pairs["found_by"], IMPLIED))
+    if len(matched):
+        pairs = pairs.filter(pc.invert(pc.or_(pc.is_in(pairs["left_doc_id"], matched), pc.is_in(pairs["right_doc_id"], matched))))
     return daft.from_arrow(edge_components(zip(pairs["left_doc_id"].to_pylist(), pairs["right_doc_id"].to_pylist())))
 
 
 # the members' table in the step's scratch folder: read by the memory plan and the ranking
 MEMBERS_TABLE = "members"
+# the documents that match a reference, in the same folder
+MATCHED_TABLE = "matched"
 
 
 def _members(tables: RayTables, scratch: RayTables, placed: daft.DataFrame, buckets: int) -> daft.DataFrame:
@@ -175,13 +198,36 @@ def _members(tables: RayTables, scratch: RayTables, placed: daft.DataFrame, buck
     return staged(scratch.root, MEMBERS_TABLE, members)
 
 
+def _matched_rows(meta: daft.DataFrame, matched: daft.DataFrame, threshold: float) -> daft.DataFrame:
+    """The documents that match a reference (``matched``: ``reference_members``' rows), each in
+    its reference document's cluster, decided ``matched_reference``."""
+
+    def rows(batch: pa.Table) -> pa.Table:
+        decided = _cluster_rows(
+            batch,
+            cluster_id=batch["reference_cluster_id"],
+            size=batch["cluster_size"].to_numpy(),
+            ranks=batch["representative_rank"].to_numpy(),
+            representatives=batch["representative_doc_id"],
+            jaccard=batch["jaccard_to_representative"],
+            reasons=batch["keep_reason"],
+            threshold=threshold,
+        )
+        at = decided.schema.get_field_index("decision")
+        return decided.set_column(at, "decision", pa.array([MATCHED_REFERENCE] * decided.num_rows, pa.string()))
+
+    return mapped_batches(meta.join(matched, on="doc_id"), rows, CLUSTER_SCHEMA)
+
+
 def clusters(
-    tables: RayTables, params: ClusterParams, driver_edges: int, log: Callable[[str], None]
+    tables: RayTables, params: ClusterParams, driver_edges: int, matched: pa.Table, log: Callable[[str], None]
 ) -> TableBuild:
     """``clusters``, on Daft: connected components of the accepted edges (``_component_roots``),
     grouped by bucket of their roots, each bucket one call with its whole rows
     (``_rank_clusters``), every member ranked by the params' keep policy and measured against
-    its representative; every other document its own cluster."""
+    its representative; a document that matches a reference (``matched``, as
+    ``cluster/components.py``'s ``reference_members`` gives them) in its reference document's
+    cluster; every other document its own cluster."""
     read = ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]
     # the keep policy's columns as read; prepared() gives each its rule's field
     read += sorted({rule.column for rule in params.keep.input_columns} - set(read))
@@ -202,14 +248,26 @@ def clusters(
             threshold=params.threshold,
         )
 
-    if not table_rows(tables.root, "duplicate_pairs"):
-        write_positioned_frame(tables.root, "clusters", mapped_batches(meta, single, CLUSTER_SCHEMA), CLUSTER_SCHEMA)
+    def write(*parts: daft.DataFrame) -> TableBuild:
+        write_positioned_frame(tables.root, "clusters", reduce(daft.DataFrame.concat, parts), CLUSTER_SCHEMA)
         return tables.view("clusters")
-    # the components' rounds and roots, and the members
+
+    # the components' rounds and roots, the members, and the documents that match a reference
     with scratch_folder(tables.root, "components") as folder:
         scratch = RayTables(folder, tables.partitions)
+        matched_ids, matched_rows = matched["doc_id"].combine_chunks(), None
+        if len(matched_ids):  # written once and read where needed: a reference may match most of the input
+            table_folder(folder, MATCHED_TABLE).mkdir(parents=True)
+            pq.write_table(matched, table_folder(folder, MATCHED_TABLE) / "matched.parquet")
+            matched_rows = frame(folder, MATCHED_TABLE)
+        references = [] if matched_rows is None else [_matched_rows(meta, matched_rows, params.threshold)]
+        edges = _accepted_edges(tables, matched_rows)
+        count = edges.count_rows() if table_rows(tables.root, "duplicate_pairs") else 0
+        if not count:
+            return write(mapped_batches(_without(meta, matched_rows), single, CLUSTER_SCHEMA), *references)
         # every document once with its root (null: no edge), split into components and singletons
-        placed = meta.join(_component_roots(tables, scratch, driver_edges, log), on="doc_id", how="left")
+        roots = _component_roots(tables, scratch, edges, count, matched_ids, driver_edges, log)
+        placed = meta.join(roots, on="doc_id", how="left")
         # components grouped by bucket, not one call per component: the ranking is vectorized over
         # a call's components, and per-call overhead times hundreds of thousands of components is
         # what a grouping by root cost
@@ -219,7 +277,6 @@ def clusters(
         log(ensure_ranking_fits(task, smallest_node(), tables.partitions))
         bodied = _one_body_per_text(tables, members, table_rows(folder, MEMBERS_TABLE))
         ranked = mapped_groups(bodied, "bucket", _rank_clusters(params), CLUSTER_SCHEMA, tables.partitions)
-        singles = mapped_batches(placed.where(col("root_doc_id").is_null()), single, CLUSTER_SCHEMA)
-        write_positioned_frame(tables.root, "clusters", ranked.concat(singles), CLUSTER_SCHEMA)
-    return tables.view("clusters")
+        singles = mapped_batches(_without(placed.where(col("root_doc_id").is_null()), matched_rows), single, CLUSTER_SCHEMA)
+        return write(ranked, singles, *references)
 

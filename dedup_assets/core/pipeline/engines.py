@@ -3,9 +3,9 @@
 ``duckdb`` runs the library's steps on the run's DuckDB connection. ``ray`` runs the same steps
 on a Ray cluster (Daft's Ray runner) over Parquet folders (``distributed/engine.py``) and hands
 each table to DuckDB as a view. An asset asks its engine for its step by the step's name and never asks which
-engine it has; what an engine cannot run is in its capabilities (``capabilities.py``), which the
-settings check at launch. Which engine a run has is asked once, in :func:`for_settings`. A new
-engine is a class with these methods, a row there and an opener here.
+engine it has; how the engines differ is in their capabilities (``capabilities.py``). Which engine
+a run has is asked once, in :func:`for_settings`. A new engine is a class with these methods, a
+row there and an opener here.
 """
 
 from __future__ import annotations

@@ -157,7 +157,9 @@ def build_reference_matches(
     return TableBuild(
         sql=(
             "select m.* from matches m join "
-            f"(select doc_id, rowid as position from {tables.fingerprinted}) f using (doc_id) "
+            # numbered in scan order (a view, the ray engine's, has no rowid): DuckDB streams an
+            # empty over () on one thread, and numbers a table's rows in its scan
+            f"(select doc_id, row_number() over () as position from {tables.fingerprinted}) f using (doc_id) "
             "qualify row_number() over (partition by m.doc_id order by list_position($1, m.reference)) = 1 "
             "order by f.position"
         ),

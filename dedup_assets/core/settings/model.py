@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
-from ..pipeline.capabilities import CAPABILITIES, engine_refusal
+from ..pipeline.capabilities import CAPABILITIES
 from ..util.errors import SettingsError
 from .input import FetchSettings, InputPolicy, SourceFormat
 from ..keep.rule import DEFAULT_KEEP, KeepPolicy, checked_domains
@@ -308,9 +308,6 @@ class Settings:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise SettingsError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        refusal = engine_refusal(self.engine, self.reference)
-        if refusal:
-            raise SettingsError(refusal)
         if isinstance(self.reference, str) or not all(isinstance(r, str) and r.strip() for r in self.reference):
             raise SettingsError(f'reference must be a list of inputs, e.g. ["corpus.parquet"], got {self.reference!r}')
         if self.batch_size > MAX_BATCH_SIZE:

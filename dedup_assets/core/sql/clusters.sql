@@ -3,20 +3,20 @@
 -- jaccard_to_representative, keep_reason), named by its smallest doc_id; everything else is its own cluster,
 -- and its representative. star_members ranked each cluster's members by the keep rule
 -- (core/keep/rule.py); sql/member_decision.sql then decides on every member. A document that
--- matches a reference (star_members' reference is set) is in the cluster of that reference
--- document, which no input row holds: build_clusters decides it matched_reference.
+-- matches a reference is in the cluster that star_members' reference_cluster_id names, of that
+-- reference document, which no input row holds: build_clusters decides it matched_reference.
 -- Rows are stored in input order (fingerprinted's rowid, which follows documents: input files in
 -- order, rows in file order; documents may be a view, which has no rowid), so the two line up
 -- position by position.
 with stars as (
   select
     doc_id,
-    min(doc_id) over (partition by reference, representative_doc_id) as root_doc_id,
+    min(doc_id) over (partition by reference_cluster_id, representative_doc_id) as root_doc_id,
     representative_doc_id,
     representative_rank,
     jaccard_to_representative,
     keep_reason,
-    reference
+    reference_cluster_id
   from star_members
 ),
 membership as (
@@ -26,15 +26,14 @@ membership as (
     d.source_file,
     d.input_row,
     -- matched to a reference (reference_matches): the cluster of that reference document's matches
-    if(s.reference is null, 'cluster-' || coalesce(s.root_doc_id, d.doc_id),
-       'reference:' || s.reference || ':' || s.representative_doc_id) as cluster_id,
+    coalesce(s.reference_cluster_id, 'cluster-' || coalesce(s.root_doc_id, d.doc_id)) as cluster_id,
     d.crawled_at,
     f.token_count,
     coalesce(s.representative_rank, 1) as representative_rank,
     coalesce(s.representative_doc_id, d.doc_id) as representative_doc_id,
     s.jaccard_to_representative,
     s.keep_reason,
-    s.reference
+    s.reference_cluster_id
   from {documents} d
   join {fingerprinted} f on f.doc_id = d.doc_id
   left join stars s on s.doc_id = d.doc_id
@@ -52,5 +51,5 @@ select
   jaccard_to_representative,
   keep_reason,
   document_position,
-  reference
+  reference_cluster_id
 from membership
