@@ -42,6 +42,8 @@ def fingerprint(tables: RayTables, params: SketchParams, batch_size: int, probe:
     ``probe``, if given, is fed on the same pass by the workers, each with a copy of it, and
     what they found is added to it here."""
     with scratch_folder(tables.root, "audit") as found:
+        if probe is not None:
+            found.mkdir()
 
         def sketch(batch: pa.Table) -> pa.Table:
             kernels.use_threads(CALL_CPUS)
@@ -51,7 +53,6 @@ def fingerprint(tables: RayTables, params: SketchParams, batch_size: int, probe:
                 for start in range(0, batch.num_rows, batch_size)
             ]
             if probe is not None and batch.num_rows:  # named by the batch: a retried task writes the same file
-                found.mkdir(exist_ok=True)
                 pq.write_table(probe.take_found(), found / f"{batch[POSITION][0].as_py():012d}.parquet")
             return pa.Table.from_batches(parts, fingerprint_schema(params)).append_column(POSITION, batch[POSITION])
 
