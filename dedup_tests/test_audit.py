@@ -217,7 +217,7 @@ def test_rows_past_the_spill_size_go_to_a_file_beside_and_give_the_same_true_pai
 
 def test_copies_of_the_probe_fed_elsewhere_give_its_true_pairs(tmp_path):
     """The ray engine's workers each feed a pickled copy of the probe (without the rows found
-    here) and hand back what they found: the same true pairs as the probe fed itself, spilled
+    here), each call of theirs its own emptied copy, and hand back what they found: the same true pairs as the probe fed itself, spilled
     past its spill size or not."""
     page = " ".join(f"w{index}" for index in range(60))
     ids = pa.array([f"doc-{index:03d}" for index in range(300)])
@@ -229,12 +229,17 @@ def test_copies_of_the_probe_fed_elsewhere_give_its_true_pairs(tmp_path):
         direct.feed(*batch)
     shipped = AuditProbe(ids.slice(0, 40), bodies.slice(0, 40), SHINGLING, 0.7, spill_folder=str(tmp_path), spill_rows=25)
     files = []
-    for batch in batches:
-        worker = pickle.loads(pickle.dumps(shipped))
-        worker.feed(*batch)
-        files.append(worker.take_found())
-        shipped.add_found(files[-1])
-        assert worker.take_found().num_rows == 0  # taken once
+    worker = pickle.loads(pickle.dumps(shipped))  # one worker process's copy, for calls that overlap
+    for first, second in zip(batches[::2], batches[1::2]):
+        calls = [worker.emptied(), worker.emptied()]  # each call's own, as ray_sketch takes them
+        calls[0].feed(*first)
+        calls[1].feed(*second)
+        for call, (fed, *_) in zip(calls, (first, second)):
+            files.append(call.take_found())
+            assert set(files[-1]["doc_id"].to_pylist()) <= set(fed.to_pylist())  # only what it was fed
+            shipped.add_found(files[-1])
+            assert call.take_found().num_rows == 0  # taken once
+    assert worker.take_found().num_rows == 0  # the calls' rows were never the worker's copy's
     # a retried task's file that overlaps another (the first batch's: the sampled documents'): its rows count once
     assert pc.sum(pc.is_valid(files[0]["sample_place"])).as_py() > 0
     shipped.add_found(files[0])

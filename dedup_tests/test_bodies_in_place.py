@@ -206,7 +206,7 @@ def test_a_file_changed_after_documents_read_it_is_refused_with_the_command(tmp_
     message = raised.value.description
     assert f"The input has changed since documents read it: {path} has " in message
     # run from Python (materialize): the assets to run again, with the same run config
-    assert message.endswith("Materialize documents* with the same run config.")
+    assert message.endswith("Materialize group:deduplication with the same run config.")
 
 
 def test_a_release_is_refused_when_the_file_changed_but_kept_its_size_and_time(tmp_path):
@@ -225,5 +225,5 @@ def test_a_release_is_refused_when_the_file_changed_but_kept_its_size_and_time(t
         runner.run(path, selection="manifest")
     assert raised.value.description.startswith(f"{path}: changed since documents read it: its ")
     assert "and its bytes too (hashed again). The release was not written" in raised.value.description
-    assert raised.value.description.endswith("Materialize documents* with the same run config.")
+    assert raised.value.description.endswith("Materialize group:deduplication with the same run config.")
     assert _release(runner) == shown

@@ -59,6 +59,29 @@ def test_the_assets_a_failed_engine_step_selects_are_the_graphs():
     assert {ONE_SHOT_STEP_ASSETS.get(step, step) for step in steps} <= ASSETS
 
 
+def test_a_rerun_from_an_asset_selects_it_and_what_follows_it_but_the_sweep():
+    """What a failed step or a changed input asks to run again: the asset and every asset after
+    it in its own graph, never the parameter sweep (which runs the pipeline once per setting it
+    tries); from documents, rejected_documents too (the same read of the input)."""
+    from dagster import AssetKey, AssetSelection
+
+    from dedup_assets.core.pipeline.step_assets import rerun_from
+
+    graph = defs.resolve_asset_graph()
+
+    def names(selection: str) -> set[str]:
+        return {key.path[-1] for key in AssetSelection.from_coercible([selection]).resolve(graph)}
+
+    for asset in ASSETS | BATCH_ASSETS:
+        after = {key.path[-1] for key in graph.get(AssetKey(asset)).child_keys}
+        selected = names(rerun_from(asset))
+        assert asset in selected and not selected & TUNING_ASSETS, (asset, selected)
+        assert after - TUNING_ASSETS <= selected, (asset, after - selected)
+        assert selected <= (BATCH_ASSETS if asset in BATCH_ASSETS else ASSETS), asset
+    assert names(rerun_from("documents")) == ASSETS
+    assert names(rerun_from("scored_pairs")) == names("scored_pairs*")
+
+
 def test_definitions_load_with_the_documented_assets():
     Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()

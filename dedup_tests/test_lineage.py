@@ -77,8 +77,8 @@ def test_a_run_at_the_defaults_gets_a_command_without_config():
     at_defaults = {**CURRENT, "input_path": str(Path(INPUT.default).resolve())}
     with pytest.raises(StaleUpstream) as raised:
         combined_lineage("fingerprinted", at_defaults, {"documents": {**LAYOUT, "input_path": "/elsewhere.csv"}})
-    assert raised.value.select == "documents*" and raised.value.fix == {}
-    assert _rebuild(raised.value).endswith("--select 'documents*'")
+    assert raised.value.select == "group:deduplication" and raised.value.fix == {}
+    assert _rebuild(raised.value).endswith("--select group:deduplication")
 
 
 def test_upstreams_from_different_inputs_are_not_mixed():
@@ -109,4 +109,4 @@ def test_a_table_an_older_version_built_is_rebuilt_not_misread():
         f"another version of dedup-assets (table layout 1; this version writes layout {TABLE_LAYOUT}). "
         "Re-materialize documents and everything downstream of it."
     )
-    assert (raised.value.select, raised.value.fix) == ("documents*", {"input_path": "/in.csv"})
+    assert (raised.value.select, raised.value.fix) == ("group:deduplication", {"input_path": "/in.csv"})

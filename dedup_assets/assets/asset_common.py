@@ -8,6 +8,7 @@ from dagster import AssetExecutionContext
 from ..core.text.passages import with_found_passages
 from ..core.settings.model import Settings
 from ..core.pipeline.run import Lineage, Run
+from ..core.pipeline.step_assets import ONE_SHOT_GROUP
 from ..core.storage.store import TableBuild
 from ..core.storage.tables import PIPELINE_TABLES
 from ..engine_resource import EngineResource
@@ -16,7 +17,7 @@ from ..stored_tables.lineage import combined_lineage, refuse_changed_input
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 
-GROUP = "deduplication"
+GROUP = ONE_SHOT_GROUP
 KINDS = {"duckdb", "arrow"}
 
 

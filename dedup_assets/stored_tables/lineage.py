@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.util.errors import DedupError
+from ..core.pipeline.step_assets import rerun_from
 from ..core.read.ingest import changed_in_place_files
 from ..core.settings.lineage import STAGE_SETTINGS, changed_settings
 from ..core.sketch.scheme import SKETCH_SCHEME, described_differences, scheme_differences, setting_differs
@@ -98,7 +99,7 @@ def combined_lineage(
             + "; ".join(problems)
             + f". Re-materialize {start} and everything downstream of it.",
             fix=_run_settings(current),
-            select=f"{start}*",
+            select=rerun_from(start),
         )
     merged.update({name: current[name] for name in STAGE_SETTINGS.get(asset_name, ())})
     return dict(sorted(merged.items()))
@@ -115,5 +116,5 @@ def refuse_changed_input(lineage: Mapping[str, object], current: Mapping[str, ob
             "on it no longer match them. Restore the file, or read it again: re-materialize documents "
             "and everything downstream of it.",
             fix=_run_settings(current),
-            select="documents*",
+            select=rerun_from("documents"),
         )

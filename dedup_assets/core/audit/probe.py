@@ -25,6 +25,7 @@ text. ``sql/recall_audit.sql`` counts the document pairs from the copy groups' s
 
 from __future__ import annotations
 
+import copy
 import tempfile
 import threading
 from collections.abc import Iterable
@@ -169,6 +170,14 @@ class AuditProbe:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._found = _FoundRows(None, SPILL_ROWS)
+
+    def emptied(self) -> AuditProbe:
+        """A copy that shares what this probe tests against and holds no found rows: each call
+        of the ray engine's fingerprinting feeds its own and takes what it found, as a worker
+        process may run calls at once on one unpickled probe."""
+        copied = copy.copy(self)
+        copied._found = _FoundRows(None, SPILL_ROWS)
+        return copied
 
     def take_found(self) -> pa.Table:
         """The rows found since the last call (:data:`FOUND_SCHEMA`), no longer held here."""

@@ -24,7 +24,7 @@ from functools import wraps
 
 import ray
 
-from ..pipeline.step_assets import ONE_SHOT_STEP_ASSETS
+from ..pipeline.step_assets import ONE_SHOT_STEP_ASSETS, rerun_from
 from ..util.errors import DedupError
 
 _timeout_s = 300.0  # the engine resource's stall_timeout_s, set by watch_daft
@@ -152,10 +152,10 @@ def watched(asset: str, timeout_s: float) -> Iterator[None]:
             raise
         except Exception as error:
             if watcher.verdict is not None:
-                raise RayStalled(watcher.verdict, select=f"{asset}*") from error
+                raise RayStalled(watcher.verdict, select=rerun_from(asset)) from error
             lost = _lost(watcher.nodes)
             if lost:  # Daft reruns a lost node's tasks on the others; when that fails, say which and what to do
-                raise RayNodeLost(f"{asset} failed: {error}\n{_lost_advice(lost, asset)}", select=f"{asset}*") from error
+                raise RayNodeLost(f"{asset} failed: {error}\n{_lost_advice(lost, asset)}", select=rerun_from(asset)) from error
             raise
         finally:
             watcher.done.set()

@@ -48,12 +48,13 @@ def fingerprint(tables: RayTables, params: SketchParams, batch_size: int, probe:
         def sketch(batch: pa.Table) -> pa.Table:
             kernels.use_threads(CALL_CPUS)
             doc_ids, bodies = batch["doc_id"].combine_chunks(), batch["body"].combine_chunks()
+            own = None if probe is None else probe.emptied()
             parts = [
-                fingerprint_batch(doc_ids.slice(start, batch_size), bodies.slice(start, batch_size), params, probe)
+                fingerprint_batch(doc_ids.slice(start, batch_size), bodies.slice(start, batch_size), params, own)
                 for start in range(0, batch.num_rows, batch_size)
             ]
-            if probe is not None and batch.num_rows:  # named by the batch: a retried task writes the same file
-                pq.write_table(probe.take_found(), found / f"{batch[POSITION][0].as_py():012d}.parquet")
+            if own is not None and batch.num_rows:  # named by the batch: a retried task writes the same file
+                pq.write_table(own.take_found(), found / f"{batch[POSITION][0].as_py():012d}.parquet")
             return pa.Table.from_batches(parts, fingerprint_schema(params)).append_column(POSITION, batch[POSITION])
 
         documents = frame(tables.root, "documents", ["doc_id", "body", POSITION])

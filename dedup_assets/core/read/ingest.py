@@ -34,6 +34,7 @@ from . import (
     skipped_files_line,
 )
 from .files import STAMP_FIELDS, input_changes
+from ..pipeline.step_assets import rerun_from
 from .documents import KEPT, Tap
 from ..storage.store import (
     TableBuild,
@@ -275,7 +276,7 @@ def confirmed_input(
             f"{first.path}: changed since documents read it{others}: {what}. The release was not "
             "written: the release folder holds the last whole one. Restore the file, or read the "
             "input as it is now: run documents and everything after it again.",
-            select="documents*",
+            select=rerun_from("documents"),
         )
     for change in changes:
         log(
