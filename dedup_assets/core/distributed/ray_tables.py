@@ -30,7 +30,7 @@ SCORED_SCHEMA = PAIR_SCHEMA.append(pa.field("jaccard", pa.float64())).append(
 )
 # the tables ordered by pair, and by input position
 PAIR_TABLES = ("candidate_pairs", "scored_pairs", "duplicate_pairs")
-POSITION_TABLES = ("documents", "fingerprinted", "clusters", "deduped_documents")
+POSITION_TABLES = ("documents", "fingerprinted", "clusters")
 FIRST_COPIES_SCHEMA = pa.schema([("doc_id", pa.string()), ("first_copy_doc_id", pa.string())])
 CLUSTER_SCHEMA = pa.schema(
     [
