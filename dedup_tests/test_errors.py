@@ -7,7 +7,7 @@ import shlex
 import pyarrow as pa
 import pytest
 import yaml
-from dagster import DagsterEventType, DagsterInstance, Failure, asset, materialize
+from dagster import DagsterEventType, DagsterInstance, Failure, StaticPartitionsDefinition, asset, materialize
 
 from dedup_assets.core.read.batches import BatchError
 from dedup_assets.core.util.errors import DedupError, InconsistentTables
@@ -154,6 +154,34 @@ def test_a_rebuild_of_a_batch_selects_its_partition_again(partition):
     assert text == f"Run: dagster asset materialize -m dedup_assets.definitions --select 'batch_fingerprints*' {' '.join(partition)}"
     dg = how_to_fix({}, "batch_fingerprints*", entry="dg", argv=["/p/.venv/bin/dg", "launch", "--assets", "x", *partition])
     assert dg == f"Run: dg launch {' '.join(partition)} --assets 'batch_fingerprints*'"
+
+
+def test_a_batchs_refusal_in_python_or_the_ui_names_its_partition(monkeypatch):
+    """A command keeps its own --partition; the UI's and Python's advice has none to keep, so it
+    names the failed step's partition (a batch's key)."""
+    monkeypatch.setenv(ENTRY, "python")
+    batches = StaticPartitionsDefinition(["2026-11-01", "2026-11-02"])
+
+    @asset(partitions_def=batches)
+    def batch_step() -> None:
+        with user_errors():
+            raise DedupError("The cluster stalled.", select="batch_step*")
+
+    @asset
+    def one_shot_step() -> None:
+        with user_errors():
+            raise DedupError("The cluster stalled.", select="one_shot_step*")
+
+    result = materialize([batch_step], partition_key="2026-11-02", raise_on_error=False)
+    [failure] = [event for event in result.all_events if event.event_type == DagsterEventType.STEP_FAILURE]
+    assert failure.step_failure_data.error.message.rstrip().endswith(
+        "The cluster stalled.\nMaterialize batch_step* for partition 2026-11-02 with the same run config."
+    )
+    with pytest.raises(Failure) as raised:
+        materialize([one_shot_step])
+    assert raised.value.description == "The cluster stalled.\nMaterialize one_shot_step* with the same run config."
+    ui = how_to_fix({}, "batch_fingerprints*", entry="ui", partition="2026-11-02")
+    assert ui == "Materialize batch_fingerprints* for partition 2026-11-02 with the same launchpad config."
 
 
 def test_a_refusal_without_a_fix_is_its_message_and_one_with_a_fix_adds_it(monkeypatch):

@@ -146,13 +146,14 @@ def how_to_fix(
     select: str | None = None,
     entry: str | None = None,
     argv: Sequence[str] | None = None,
+    partition: str | None = None,
 ) -> str:
     """What to do, written for ``entry`` (this process's entry point when None; ``argv``, its
     arguments, when None). ``settings`` alone (the dedup resource's fields -> values): the command
     that runs once with them (the launchpad's run config for the UI), then the ``dedup.yaml``
     lines that keep them for every run. With ``select``: the command that materializes those
     assets with the run's own config and ``settings`` (the run's own settings, which need no
-    keeping)."""
+    keeping), and, in the UI and Python, ``partition`` (a command keeps its own --partition)."""
     entry = entry or entry_point()
     argv = sys.argv if argv is None else argv
     settings = dict(settings or {})
@@ -162,7 +163,7 @@ def how_to_fix(
         return f"Add to {SETTINGS_FILE} beside the Makefile, then run the same make command again:\n{_yaml(settings)}"
     if select and entry in (UI, PYTHON):
         config = "launchpad config" if entry == UI else "run config"
-        return f"Materialize {select} with the same {config}."
+        return f"Materialize {select}{f' for partition {partition}' if partition else ''} with the same {config}."
     if select:
         return f"Run: {_command(entry, argv, settings, select)}"
     lasting = f"To keep it for every run, add to {SETTINGS_FILE} in the folder you run from:\n{_yaml(settings)}"

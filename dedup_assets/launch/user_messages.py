@@ -46,7 +46,17 @@ def refusal_text(error: DedupError) -> str:
     """``error``'s message, then its fix (``error.fix``, ``error.select``) for this entry point."""
     if not (error.fix or error.select):
         return str(error)
-    return f"{error}\n{how_to_fix(error.fix, error.select)}"
+    return f"{error}\n{how_to_fix(error.fix, error.select, partition=_partition())}"
+
+
+def _partition() -> str | None:
+    """The partition (a batch's key) of the step that raised, if it has one: the UI and Python
+    name it, as their command has no --partition to keep."""
+    try:
+        context = OpExecutionContext.get()
+    except DagsterInvariantViolationError:
+        return None
+    return context.partition_key if context is not None and context.has_partition_key else None
 
 
 def last_sentence(text: str) -> str:
