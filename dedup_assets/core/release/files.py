@@ -9,6 +9,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -33,6 +34,9 @@ from .summary import reason_counts, rejected_by_reason, run_counts
 from ..text.passages import FOUND_PASSAGES
 from ..storage.store import read_lineage
 from ..storage.tables import HOT_BUCKETS, REFERENCES, Tables, beside, sql
+
+if TYPE_CHECKING:  # the engines' layer runs steps whose release is written here
+    from ..pipeline.engines import Engine
 
 SUMMARY_FILE = "candidate_summary.csv"
 HOT_BUCKETS_FILE = "hot_buckets.csv"
@@ -170,6 +174,7 @@ def write_release(
     pressure: BucketPressure,
     settings_sources: dict,
     log: Progress,
+    engine: Engine | None = None,
 ) -> dict:
     """Write every release file into ``output_dir`` (an empty folder: the staging folder that
     ``publish`` switches in), then ``manifest.json`` listing them with rows and sha256.
@@ -178,12 +183,13 @@ def write_release(
     The manifest's entries are computed while the files are written. Files are written two at a
     time, each on its own cursor, largest first; the deduped documents' parts are encoded by
     threads of their own (:func:`.parquet_files.write_parquet_parts`), and the pictures are
-    drawn meanwhile. Progress goes to ``log``, in the rows of the two files a row per document
-    (:data:`LARGE_FILES`), which take most of the time."""
+    drawn meanwhile. The two files a row per document (:data:`LARGE_FILES`), which take most of
+    the time, are written where ``engine`` writes them (:meth:`Engine.release_files`): by its
+    cluster's workers, meanwhile, or here (None: here). Progress goes to ``log``, in the rows of
+    the large files written here, and a line for each one written on the cluster."""
     with connection.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
         kept = cursor.execute(f"select count(*) from {tables.clusters} where representative_rank = 1").fetchall()[0][0]
-    progress = ThroughputLog(log, "manifest", documents + kept, f"rows of {' and '.join(LARGE_FILES)} written")
     signatures = settings.signatures_released(documents)
     queries = release_queries(tables, signatures)
     if settings.hot_buckets == "skip":  # the buckets left out of the join, each with examples
@@ -191,14 +197,23 @@ def write_release(
             "select bucket_key, band_index, lsh_band, texts, documents, to_json(example_doc_ids) as example_doc_ids "
             f"from {beside(tables.candidate_pairs, HOT_BUCKETS)} order by band_index, lsh_band"
         )
+    large = {name: queries[name] for name in LARGE_FILES}
+    on_cluster = engine.release_files(connection, tables, large, output_dir, settings.release_compression) if engine else None
+    here = [name for name in LARGE_FILES if not on_cluster]
+    rows = {"fingerprinted.parquet": documents, DEDUPED_DOCUMENTS: kept}
+    progress = ThroughputLog(log, "manifest", sum(rows[name] for name in here), f"rows of {' and '.join(here)} written")
     largest_first = sorted(
-        (name for name in queries if name not in (SUMMARY_FILE, COLLISION_BUCKETS_FILE)),
+        (name for name in queries if name not in (SUMMARY_FILE, COLLISION_BUCKETS_FILE) and (name not in large or name in here)),
         key=lambda name: name not in LARGE_FILES,
     )
     with connection.cursor() as cursor:  # its file and the manifest's largest bucket, from one query
         collisions = cursor.sql(queries[COLLISION_BUCKETS_FILE], params=CAPS[COLLISION_BUCKETS_FILE]).to_arrow_table()
     largest_bucket = max(collisions.column("member_count").to_pylist(), default=0)
-    with ThreadPoolExecutor(max_workers=2) as writers:
+    # the cluster's writes wait in a thread of their own: two still write here
+    with ThreadPoolExecutor(max_workers=3 if on_cluster else 2) as writers:
+        if on_cluster:
+            log(f"manifest: writing {' and '.join(large)} on the cluster's workers")
+            cluster = writers.submit(on_cluster)
         files = {
             name: writers.submit(
                 write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name),
@@ -224,7 +239,8 @@ def write_release(
             SUMMARY_FILE,
             {"candidate_summary": pa.Table.from_pylist([candidate_summary(manifest["counts"], pressure, settings)])},
         )
-        outputs = [output for name in queries for output in files[name].result()]
+        done = _cluster_written(cluster.result(), large, log) if on_cluster else {}
+        outputs = [output for name in queries for output in (done[name] if name in done else files[name].result())]
         for name, key in SUMMARY_FILES.items():
             (output_dir / name).write_text(json.dumps(manifest[key], indent=2) + "\n", encoding="utf-8")
             outputs.append({"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)})
@@ -236,6 +252,17 @@ def write_release(
     (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     return written
 
+
+def _cluster_written(written: dict[str, list[dict]], asked: dict[str, str], log: Progress) -> dict[str, list[dict]]:
+    """The outputs of the files the engine's cluster wrote, by name, each said in ``log``: every
+    file it was asked for, and no other (a file is written once, here or there)."""
+    if written.keys() != asked.keys():
+        raise RuntimeError(f"the engine wrote {sorted(written)} on its cluster where it was asked for {sorted(asked)}")
+    for name, outputs in written.items():
+        rows = sum(output["rows"] for output in outputs)
+        parts = f" in {len(outputs)} part{'s' if len(outputs) != 1 else ''}" if name == DEDUPED_DOCUMENTS else ""
+        log(f"manifest: {name} written on the cluster, {rows:,} rows{parts}")
+    return written
 
 def _write_images(cursor: duckdb.DuckDBPyConnection, output_dir: Path, tables: Tables, settings: Settings) -> list[dict]:
     """The pictures the assets show, as release files, drawn with ``cursor`` (which it closes)."""
