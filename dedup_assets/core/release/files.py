@@ -189,7 +189,6 @@ def write_release(
     the large files written here, and a line for each one written on the cluster."""
     with connection.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
-        kept = cursor.execute(f"select count(*) from {tables.clusters} where representative_rank = 1").fetchall()[0][0]
     signatures = settings.signatures_released(documents)
     queries = release_queries(tables, signatures)
     if settings.hot_buckets == "skip":  # the buckets left out of the join, each with examples
@@ -199,11 +198,12 @@ def write_release(
         )
     large = {name: queries[name] for name in LARGE_FILES}
     on_cluster = engine.release_files(connection, tables, large, output_dir, settings.release_compression) if engine else None
-    here = [name for name in LARGE_FILES if not on_cluster]
-    rows = {"fingerprinted.parquet": documents, DEDUPED_DOCUMENTS: kept}
-    progress = ThroughputLog(log, "manifest", sum(rows[name] for name in here), f"rows of {' and '.join(here)} written")
+    if not on_cluster:
+        with connection.cursor() as cursor:
+            kept = cursor.execute(f"select count(*) from {tables.clusters} where representative_rank = 1").fetchall()[0][0]
+        progress = ThroughputLog(log, "manifest", documents + kept, f"rows of {' and '.join(LARGE_FILES)} written")
     largest_first = sorted(
-        (name for name in queries if name not in (SUMMARY_FILE, COLLISION_BUCKETS_FILE) and (name not in large or name in here)),
+        (name for name in queries if name not in (SUMMARY_FILE, COLLISION_BUCKETS_FILE) and not (on_cluster and name in large)),
         key=lambda name: name not in LARGE_FILES,
     )
     with connection.cursor() as cursor:  # its file and the manifest's largest bucket, from one query
