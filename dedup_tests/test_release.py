@@ -26,7 +26,8 @@ from dedup_assets.core.storage.places import place_error
 from dedup_assets.core.release.publish import ReleaseError, ReleaseLocked, check_output_folder, publish, release_lock, remains
 from dedup_assets.core.read import file_sha256
 from dedup_assets.core.release.pointer import release_ids
-from dedup_assets.core.release.files import KEPT_FOLDERS, MANIFEST_FILE, is_release, spreadsheet_safe, verify_release
+from dedup_assets.core.release.files import KEPT_FOLDERS, MANIFEST_FILE, is_release, verify_release
+from dedup_assets.core.release.outputs import spreadsheet_safe
 from dedup_assets.core.util.errors import SettingsError
 from dedup_assets.core.settings.model import Settings
 

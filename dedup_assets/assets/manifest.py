@@ -7,6 +7,7 @@ from ..core.release.publish import publish_release
 from ..launch.user_messages import user_errors
 from ..core.storage.store import TableBuild
 from ..core.storage.tables import INPUT_SKIPPED_FILES, INPUT_STAMPS, PIPELINE_TABLES
+from ..engine_resource import EngineResource
 from ..settings_resource import DedupSettings
 from ..stored_tables.warehouse import DuckDBWarehouse
 from .asset_common import GROUP, KINDS, checked_lineage
@@ -14,7 +15,9 @@ from .metadata import markdown_table, table_metadata
 
 
 @asset(group_name=GROUP, kinds=KINDS | {"parquet", "json"}, deps=list(PIPELINE_TABLES))
-def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse) -> MaterializeResult:
+def manifest(
+    context: AssetExecutionContext, dedup: DedupSettings, warehouse: DuckDBWarehouse, engine: EngineResource
+) -> MaterializeResult:
     """Writes the release files to the output folder (`DEDUP_OUTPUT_DIR` or `output_dir`) in
     one switch: they are written into a staging folder beside it, then swapped in whole under a
     lock, so the folder always holds one complete release. The files: fingerprints, candidate
@@ -22,6 +25,11 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
     of Parquet parts, written in parallel), rejected documents, the recall audit's missed pairs and figures, and `manifest.json` with the settings, the input's size and sha256, library
     versions, every file's rows and sha256 and the run's counts (`dedup verify-release` checks a
     folder against it). The stored table holds the counts, one row per metric.
+
+    On engine `ray` the two large files, the fingerprints and the deduped documents, are written
+    by the cluster's workers while this node writes the others, and the manifest lists the rows
+    and sha256 they give back: the output folder must then be on storage every node sees, as the
+    engine's `dataset_root` is.
     """
     lineage, _ = checked_lineage(context, dedup, warehouse)
     settings = dedup.settings()  # as given: the passages fingerprinting found are beside them
@@ -36,7 +44,7 @@ def manifest(context: AssetExecutionContext, dedup: DedupSettings, warehouse: Du
         written = publish_release(
             cursor, tables, output_dir, settings, input_file, pressure,
             database=warehouse.path, log=context.log.info,
-            settings_sources=dedup.settings_sources(),
+            settings_sources=dedup.settings_sources(), engine=engine.for_settings(settings, warehouse.path),
         )
     counts = written["counts"]
     metrics = pa.table({"metric": list(counts), "value": [float(v) for v in counts.values()]})

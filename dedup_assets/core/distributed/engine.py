@@ -7,8 +7,10 @@ the DuckDB engine's view, over this engine's views of ``documents`` and ``cluste
 The rules are the DuckDB engine's (``lsh/candidates.py``, ``verify/pairs.py``, ``cluster/components.py`` and their SQL):
 copy groups and first copies in input order, the same pair slots and limits, exact Jaccard from
 the bodies, connected components named by their smallest doc_id, the same keep rule. The recall
-audit's probe is fed by the workers as they fingerprint; reading the input, the audit's counts and
-the release stay on the Dagster node (docs/scale-out.md).
+audit's probe is fed by the workers as they fingerprint, and the release's two large files
+(``fingerprinted.parquet`` and ``deduped_documents/``) are written by them (``ray_release.py``);
+reading the input, the audit's counts, the release's other files and its manifest stay on the
+Dagster node (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from ..storage.store import table_exists
 from ..storage.tables import INDEX_SCHEMA, SCHEMA
 from ..verify.pairs import verification_memory_estimate
 from .ray_candidates import candidate_pairs, first_copies
-from .daft_watch import watch_daft, watched_steps
+from .daft_watch import watch_daft, watched_call, watched_steps
 from .datasets import table_bytes
 from .plan import ClusterOptions, shuffle_plan
 from .ray_clusters import clusters
+from .ray_release import release_write
 from .ray_sketch import documents, documents_of_table, fingerprint
 from .ray_tables import RayTables
 from .ray_verify import duplicate_pairs, scored_pairs
@@ -79,6 +82,10 @@ class RayStepsEngine:
 
     def first_copies(self, connection, tables):
         return first_copies(self.tables)
+
+    def release_files(self, connection, tables, queries, output_dir, compression):
+        # the call's wait is this step's: watched as the others, in the writers' thread
+        return watched_call(release_write(connection, queries, output_dir, compression), "release_files")
 
 
 def open_ray_engine(database: str, cluster: ClusterOptions, session: ExitStack, schema: str = SCHEMA) -> RayStepsEngine:

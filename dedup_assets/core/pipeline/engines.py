@@ -14,6 +14,7 @@ import importlib.util
 
 from collections.abc import Callable
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Protocol
 
 import duckdb
@@ -32,6 +33,8 @@ from ..storage.tables import SCHEMA, Tables
 from ..verify.pairs import build_duplicate_pairs, build_scored_pairs
 
 Log = Callable[[str], None]
+# the release files an engine writes where it runs, and their outputs by name (Engine.release_files)
+ClusterWrite = Callable[[], dict[str, list[dict]]]
 
 
 class Engine(Protocol):
@@ -82,6 +85,16 @@ class Engine(Protocol):
         """Each exact copy and its first copy where the engine keeps them; None: read them from
         the DuckDB tables."""
 
+    def release_files(
+        self, connection: duckdb.DuckDBPyConnection, tables: Tables, queries: dict[str, str], output_dir: Path,
+        compression: str,
+    ) -> ClusterWrite | None:
+        """Where the release's large files (file name -> the query that fills it) are written:
+        None, on this node with the others (``release/files.py``); else the call, made in a thread
+        of the release's writers while they write the others, that writes each one into
+        ``output_dir`` where the engine runs, and gives its outputs (file, rows and sha256; a
+        folder's part by part), by name."""
+
 
 class DuckDBEngine:
     """The library's steps on the run's DuckDB connection."""
@@ -108,6 +121,9 @@ class DuckDBEngine:
         return build_deduped_documents(tables)
 
     def first_copies(self, connection, tables):
+        return None
+
+    def release_files(self, connection, tables, queries, output_dir, compression):
         return None
 
 

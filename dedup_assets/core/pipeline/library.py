@@ -151,7 +151,7 @@ def run_library(
                 sources = value_sources({**settings.as_dict(), **paths}, {**Settings().as_dict(), **dict.fromkeys(paths)})
                 written = publish_release(
                     connection, tables, Path(output_dir), settings, ingested.input_file, pressure,
-                    database=database_path, log=log, settings_sources=sources,
+                    database=database_path, log=log, settings_sources=sources, engine=engine(),
                 )
             counts = written["counts"]
     return {

@@ -3,7 +3,7 @@ step's name: what a failed step selects to run again, in a one-shot run and in a
 incremental assets); and the selection that runs an asset and those after it again.
 test_definitions holds them to the graph."""
 
-ONE_SHOT_STEP_ASSETS = {"first_copies": "recall_audit"}
+ONE_SHOT_STEP_ASSETS = {"first_copies": "recall_audit", "release_files": "manifest"}
 BATCH_STEP_ASSETS = {"documents": "batch_documents", "fingerprinted": "batch_fingerprints"}
 # the one-shot graph's Dagster group (the parameter sweep has a group of its own, "tuning")
 ONE_SHOT_GROUP = "deduplication"

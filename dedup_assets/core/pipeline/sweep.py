@@ -30,7 +30,7 @@ from ..audit.sample import sample_doc_ids
 from ..lsh.candidates import PairBudgetExceeded
 from .library import found_settings, run_core_steps
 from ..release.plots import FIGURE_SIZE, new_axes, png_bytes
-from ..release.files import spreadsheet_safe
+from ..release.outputs import spreadsheet_safe
 from ..settings.model import Settings
 from .sweep_settings import SweepSettings
 from ..storage.store import TableBuild, open_database, rows_with_ids, write_table

@@ -9,6 +9,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -24,7 +25,7 @@ from .plots import (
 )
 from ..lsh.scurve import lsh_probability
 from ..read import InputFile, file_sha256
-from .parquet_files import Written, write_parquet, write_parquet_parts
+from .outputs import write_output
 from ..settings.lineage import RUN_PATHS
 from ..settings.choices import DEFAULT_COMPRESSION
 from ..settings.model import Settings
@@ -33,6 +34,9 @@ from .summary import reason_counts, rejected_by_reason, run_counts
 from ..text.passages import FOUND_PASSAGES
 from ..storage.store import read_lineage
 from ..storage.tables import HOT_BUCKETS, REFERENCES, Tables, beside, sql
+
+if TYPE_CHECKING:  # the engines' layer runs steps whose release is written here
+    from ..pipeline.engines import Engine
 
 SUMMARY_FILE = "candidate_summary.csv"
 HOT_BUCKETS_FILE = "hot_buckets.csv"
@@ -170,6 +174,7 @@ def write_release(
     pressure: BucketPressure,
     settings_sources: dict,
     log: Progress,
+    engine: Engine | None = None,
 ) -> dict:
     """Write every release file into ``output_dir`` (an empty folder: the staging folder that
     ``publish`` switches in), then ``manifest.json`` listing them with rows and sha256.
@@ -178,12 +183,12 @@ def write_release(
     The manifest's entries are computed while the files are written. Files are written two at a
     time, each on its own cursor, largest first; the deduped documents' parts are encoded by
     threads of their own (:func:`.parquet_files.write_parquet_parts`), and the pictures are
-    drawn meanwhile. Progress goes to ``log``, in the rows of the two files a row per document
-    (:data:`LARGE_FILES`), which take most of the time."""
+    drawn meanwhile. The two files a row per document (:data:`LARGE_FILES`), which take most of
+    the time, are written where ``engine`` writes them (:meth:`Engine.release_files`): by its
+    cluster's workers, meanwhile, or here (None: here). Progress goes to ``log``, in the rows of
+    the large files written here, and a line for each one written on the cluster."""
     with connection.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
-        kept = cursor.execute(f"select count(*) from {tables.clusters} where representative_rank = 1").fetchall()[0][0]
-    progress = ThroughputLog(log, "manifest", documents + kept, f"rows of {' and '.join(LARGE_FILES)} written")
     signatures = settings.signatures_released(documents)
     queries = release_queries(tables, signatures)
     if settings.hot_buckets == "skip":  # the buckets left out of the join, each with examples
@@ -191,23 +196,33 @@ def write_release(
             "select bucket_key, band_index, lsh_band, texts, documents, to_json(example_doc_ids) as example_doc_ids "
             f"from {beside(tables.candidate_pairs, HOT_BUCKETS)} order by band_index, lsh_band"
         )
+    large = {name: queries[name] for name in LARGE_FILES}
+    on_cluster = engine.release_files(connection, tables, large, output_dir, settings.release_compression) if engine else None
+    if not on_cluster:
+        with connection.cursor() as cursor:
+            kept = cursor.execute(f"select count(*) from {tables.clusters} where representative_rank = 1").fetchall()[0][0]
+        progress = ThroughputLog(log, "manifest", documents + kept, f"rows of {' and '.join(LARGE_FILES)} written")
     largest_first = sorted(
-        (name for name in queries if name not in (SUMMARY_FILE, COLLISION_BUCKETS_FILE)),
+        (name for name in queries if name not in (SUMMARY_FILE, COLLISION_BUCKETS_FILE) and not (on_cluster and name in large)),
         key=lambda name: name not in LARGE_FILES,
     )
     with connection.cursor() as cursor:  # its file and the manifest's largest bucket, from one query
         collisions = cursor.sql(queries[COLLISION_BUCKETS_FILE], params=CAPS[COLLISION_BUCKETS_FILE]).to_arrow_table()
     largest_bucket = max(collisions.column("member_count").to_pylist(), default=0)
-    with ThreadPoolExecutor(max_workers=2) as writers:
+    # the cluster's writes wait in a thread of their own: two still write here
+    with ThreadPoolExecutor(max_workers=3 if on_cluster else 2) as writers:
+        if on_cluster:
+            log(f"manifest: writing {' and '.join(large)} on the cluster's workers")
+            cluster = writers.submit(on_cluster)
         files = {
             name: writers.submit(
-                _write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name),
+                write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name),
                 settings.release_compression, progress.advance if name in LARGE_FILES else None,
             )
             for name in largest_first
         }
         files[COLLISION_BUCKETS_FILE] = writers.submit(
-            _write_output, connection.cursor(),
+            write_output, connection.cursor(),
             "select * from collisions order by member_count desc, band_index, lsh_band", output_dir, COLLISION_BUCKETS_FILE,
             {"collisions": collisions},
         )
@@ -217,14 +232,15 @@ def write_release(
                 cursor, tables, settings, input_file, pressure, signatures, settings_sources, largest_bucket
             )
         files[SUMMARY_FILE] = writers.submit(
-            _write_output,
+            write_output,
             connection.cursor(),
             queries[SUMMARY_FILE],
             output_dir,
             SUMMARY_FILE,
             {"candidate_summary": pa.Table.from_pylist([candidate_summary(manifest["counts"], pressure, settings)])},
         )
-        outputs = [output for name in queries for output in files[name].result()]
+        done = _cluster_written(cluster.result(), large, log) if on_cluster else {}
+        outputs = [output for name in queries for output in (done[name] if name in done else files[name].result())]
         for name, key in SUMMARY_FILES.items():
             (output_dir / name).write_text(json.dumps(manifest[key], indent=2) + "\n", encoding="utf-8")
             outputs.append({"file": name, "rows": 1, "sha256": file_sha256(output_dir / name)})
@@ -236,6 +252,17 @@ def write_release(
     (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     return written
 
+
+def _cluster_written(written: dict[str, list[dict]], asked: dict[str, str], log: Progress) -> dict[str, list[dict]]:
+    """The outputs of the files the engine's cluster wrote, by name, each said in ``log``: every
+    file it was asked for, and no other (a file is written once, here or there)."""
+    if written.keys() != asked.keys():
+        raise RuntimeError(f"the engine wrote {sorted(written)} on its cluster where it was asked for {sorted(asked)}")
+    for name, outputs in written.items():
+        rows = sum(output["rows"] for output in outputs)
+        parts = f" in {len(outputs)} part{'s' if len(outputs) != 1 else ''}" if name == DEDUPED_DOCUMENTS else ""
+        log(f"manifest: {name} written on the cluster, {rows:,} rows{parts}")
+    return written
 
 def _write_images(cursor: duckdb.DuckDBPyConnection, output_dir: Path, tables: Tables, settings: Settings) -> list[dict]:
     """The pictures the assets show, as release files, drawn with ``cursor`` (which it closes)."""
@@ -342,38 +369,6 @@ def _file_rows(path: Path) -> int:
         ).aggregate("count(*)").fetchall()[0][0]
 
 
-def _write_output(
-    cursor: duckdb.DuckDBPyConnection,
-    query: str,
-    output_dir: Path,
-    name: str,
-    arrow_inputs: dict[str, pa.Table],
-    params: dict | None = None,
-    compression: str = DEFAULT_COMPRESSION,
-    written: Written | None = None,
-) -> list[dict]:
-    """Release file ``name`` in ``output_dir`` from ``query`` (with ``params`` bound by name) on
-    ``cursor`` (which it closes): the file's name, rows and sha256, or each part's for a name
-    without a suffix, a folder of Parquet parts (Parquet compressed with ``compression``;
-    ``written`` told each row group's rows). Cursors are made by the calling thread: making them
-    concurrently is not safe."""
-    path = output_dir / name
-    with cursor:
-        for table_name, table in arrow_inputs.items():
-            cursor.register(table_name, table)
-        if not path.suffix:
-            parts = write_parquet_parts(cursor.sql(query, params=params), path, compression=compression, written=written)
-            return [{**part, "file": f"{name}/{part['file']}"} for part in parts]
-        if path.suffix == ".parquet":
-            return [{"file": name, **write_parquet(cursor.sql(query, params=params), path, compression, written)}]
-        # the written rows come back from the copy itself, so the query runs once
-        columns = spreadsheet_safe_columns(cursor.sql(f"select * from ({query}) limit 0", params=params))
-        written = cursor.execute(
-            f"copy (select {columns} from ({query})) to $release_file (header)", {**(params or {}), "release_file": str(path)}
-        ).fetchall()[0][0]
-    return [{"file": name, "rows": int(written), "sha256": file_sha256(path)}]
-
-
 def write_files_and_manifest(
     connection: duckdb.DuckDBPyConnection,
     queries: dict[str, str],
@@ -388,32 +383,8 @@ def write_files_and_manifest(
     outputs = [
         output
         for name, query in queries.items()
-        for output in _write_output(connection.cursor(), query, output_dir, name, {}, params, compression)
+        for output in write_output(connection.cursor(), query, output_dir, name, {}, params, compression)
     ]
     written = {**manifest, "outputs": outputs}
     (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     return written
-
-
-def spreadsheet_safe(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
-    """The relation with its text cells made safe for spreadsheets (:func:`spreadsheet_safe_columns`)."""
-    return relation.project(spreadsheet_safe_columns(relation))
-
-
-def spreadsheet_safe_columns(relation: duckdb.DuckDBPyRelation) -> str:
-    """The select list that gives the relation's columns with every text cell that a spreadsheet
-    would run as a formula (one that starts with =, +, -, @, a tab or a carriage return) prefixed
-    with a single quote, as OWASP advises for CSV files. A cell that starts with a quote gets one
-    more, so that removing one leading quote gives back every value (and doc_ids still join across
-    the CSV files). Parquet files keep the values as they are."""
-    columns = []
-    for name, kind in zip(relation.columns, relation.types):
-        quoted = '"' + name.replace('"', '""') + '"'
-        if str(kind) == "VARCHAR":
-            columns.append(
-                f"case when regexp_matches({quoted}, '^[-=+@\\t\\r'']') then '''' || {quoted} "
-                f"else {quoted} end as {quoted}"
-            )
-        else:
-            columns.append(quoted)
-    return ", ".join(columns)

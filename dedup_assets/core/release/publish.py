@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
@@ -47,6 +47,9 @@ from ..read.batches import key_path_name
 from ..settings.choices import DEFAULT_COMPRESSION, RELEASES_KEPT
 from ..settings.model import Settings
 from ..storage.tables import Tables
+
+if TYPE_CHECKING:  # the engines' layer runs steps whose release is written here
+    from ..pipeline.engines import Engine
 
 Result = TypeVar("Result")
 
@@ -285,15 +288,17 @@ def publish_release(
     database: str,
     log: Callable[[str], None],
     settings_sources: dict,
+    engine: Engine | None = None,
 ) -> dict:
-    """:func:`write_release` through :func:`publish`: the manifest of the release switched in. A
-    release whose input has changed since documents read it is refused before the switch
+    """:func:`write_release` through :func:`publish`: the manifest of the release switched in,
+    its large files written where ``engine`` writes them (None: here). A release whose input
+    has changed since documents read it is refused before the switch
     (:func:`ingest.confirmed_input`)."""
     return publish(
         output_dir,
         lambda folder: confirmed_input(
             input_file, settings.source_format,
-            write_release(connection, tables, folder, settings, input_file, pressure, settings_sources, log),
+            write_release(connection, tables, folder, settings, input_file, pressure, settings_sources, log, engine),
             log,
         ),
         database,
