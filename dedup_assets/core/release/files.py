@@ -198,6 +198,7 @@ def write_release(
         )
     large = {name: queries[name] for name in LARGE_FILES}
     on_cluster = engine.release_files(connection, tables, large, output_dir, settings.release_compression) if engine else None
+    progress = None  # counts the large files' rows written here
     if not on_cluster:
         with connection.cursor() as cursor:
             kept = cursor.execute(f"select count(*) from {tables.clusters} where representative_rank = 1").fetchall()[0][0]
@@ -217,7 +218,7 @@ def write_release(
         files = {
             name: writers.submit(
                 write_output, connection.cursor(), queries[name], output_dir, name, {}, CAPS.get(name),
-                settings.release_compression, progress.advance if name in LARGE_FILES else None,
+                settings.release_compression, progress.advance if progress and name in LARGE_FILES else None,
             )
             for name in largest_first
         }
@@ -263,6 +264,7 @@ def _cluster_written(written: dict[str, list[dict]], asked: dict[str, str], log:
         parts = f" in {len(outputs)} part{'s' if len(outputs) != 1 else ''}" if name == DEDUPED_DOCUMENTS else ""
         log(f"manifest: {name} written on the cluster, {rows:,} rows{parts}")
     return written
+
 
 def _write_images(cursor: duckdb.DuckDBPyConnection, output_dir: Path, tables: Tables, settings: Settings) -> list[dict]:
     """The pictures the assets show, as release files, drawn with ``cursor`` (which it closes)."""
