@@ -19,9 +19,10 @@ from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
 from ..verify.jaccard import pair_jaccard
 from ..verify.pairs import decided_pairs
-from .daft_tables import frame, mapped_batches, pair_ends, rows_among, scratch_folder, staged, write_frames
+from .daft_tables import frame, hash_joined, mapped_batches, pair_ends, rows_among, scratch_folder, staged, write_frames
 from .datasets import table_rows
 from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
+from .session import cluster_cpus
 
 # what verification measures of a pair, which the acceptance rule reads
 MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_overlap", "is_exact")]
@@ -32,12 +33,18 @@ MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_
 SLICE_BYTES = 2**30
 
 
-def _sides(pairs: daft.DataFrame, table: daft.DataFrame, columns: list[str]) -> daft.DataFrame:
+def _join_partitions() -> int:
+    # two a CPU: the joins' inputs are the pairs, their first copies and the pairs' sides, small
+    # next to the tables they are read from (hash_joined has the figures)
+    return 2 * cluster_cpus()
+
+
+def _sides(pairs: daft.DataFrame, table: daft.DataFrame, columns: list[str], partitions: int) -> daft.DataFrame:
     """``pairs`` with ``columns`` of ``table`` for each side, named ``left_<column>`` and
     ``right_<column>``; pairs with a side missing from ``table`` are left out."""
     for side in ("left", "right"):
         named = table.select(col("doc_id").alias(f"{side}_doc_id"), *[col(name).alias(f"{side}_{name}") for name in columns])
-        pairs = pairs.join(named, on=f"{side}_doc_id")
+        pairs = hash_joined(pairs, named, f"{side}_doc_id", partitions)
     return pairs
 
 
@@ -50,9 +57,12 @@ def _needed(tables: RayTables, scratch: Path) -> tuple[daft.DataFrame, daft.Data
     """(sketches, bodies): the ``fingerprinted`` and ``documents`` columns verification reads, of
     the documents of an LSH pair only, staged in ``scratch``: the pairs' ids are broadcast to
     the tables' files, so the tables stay where they lie (a hash join of the pairs with the whole
-    tables moved 1M documents' signatures and bodies between the nodes, in every slice)."""
-    ends = staged(scratch, "ends", pair_ends(_lsh_pairs(tables)).distinct())
-    count = table_rows(scratch, "ends")
+    tables moved 1M documents' signatures and bodies between the nodes, in every slice). The ids
+    are the pairs' ends as read, a document once per pair: a semi-join keeps a row once however
+    often its key comes, and making them distinct first (a grouping, staged) took 9–12 s at 1M
+    on two nodes, where the repeats cost the two stagings about 2 s."""
+    ends = pair_ends(_lsh_pairs(tables))
+    count = 2 * table_rows(tables.root, "candidate_pairs")  # at least the ends
     sketch = frame(tables.root, "fingerprinted", ["doc_id", "shingle_count", "signature", "content_hash"])
     bodies = frame(tables.root, "documents", ["doc_id", "body"])
     return tuple(
@@ -60,11 +70,12 @@ def _needed(tables: RayTables, scratch: Path) -> tuple[daft.DataFrame, daft.Data
     )
 
 
-def _slices(tables: RayTables, bodies: daft.DataFrame) -> int:
+def _slices(tables: RayTables, bodies: daft.DataFrame, partitions: int) -> int:
     """How many slices verification takes: the bytes of the bodies the LSH pairs carry over
     SLICE_BYTES (each pair's documents' body lengths)."""
     lengths = bodies.select(col("doc_id"), col("body").length_bytes().alias("bytes"))
-    carried = pair_ends(_lsh_pairs(tables)).join(lengths, on="doc_id").sum("bytes").to_pydict()["bytes"][0] or 0
+    ends = pair_ends(_lsh_pairs(tables))
+    carried = hash_joined(ends, lengths, "doc_id", partitions).sum("bytes").to_pydict()["bytes"][0] or 0
     return max(1, -(-carried // SLICE_BYTES))
 
 
@@ -87,11 +98,11 @@ SCORES_SCHEMA = pa.schema([("score_left", pa.string()), ("score_right", pa.strin
 
 
 def _pair_scores(
-    params: SketchParams, pairs: daft.DataFrame, sketch: daft.DataFrame, bodies: daft.DataFrame
+    params: SketchParams, pairs: daft.DataFrame, sketch: daft.DataFrame, bodies: daft.DataFrame, partitions: int
 ) -> daft.DataFrame:
     """Exact Jaccard, signature overlap and content equality of LSH ``pairs``, keyed
     ``score_left``, ``score_right``: first both signatures (``sketch``), which give the overlap
-    and are dropped, then both bodies, which give the Jaccard (Daft picks each join's strategy)."""
+    and are dropped, then both bodies, which give the Jaccard; each join in ``partitions``."""
 
     def overlap(batch: pa.Table) -> pa.Table:
         count = batch.num_rows
@@ -116,8 +127,9 @@ def _pair_scores(
             }
         )
 
-    signed = mapped_batches(_sides(pairs, sketch, ["shingle_count", "signature", "content_hash"]), overlap, OVERLAP_SCHEMA)
-    return mapped_batches(_sides(signed, bodies, ["body"]), score, SCORES_SCHEMA)
+    sides = ["shingle_count", "signature", "content_hash"]
+    signed = mapped_batches(_sides(pairs, sketch, sides, partitions), overlap, OVERLAP_SCHEMA)
+    return mapped_batches(_sides(signed, bodies, ["body"], partitions), score, SCORES_SCHEMA)
 
 
 KEYED_SCHEMA = PAIR_SCHEMA.append(pa.field("score_left", pa.string())).append(pa.field("score_right", pa.string()))
@@ -134,9 +146,10 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
 def _scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds, scratch: Path) -> None:
     candidates = frame(tables.root, "candidate_pairs", PAIR_SCHEMA.names)
     copies = frame(tables.root, "first_copies")
+    partitions = _join_partitions()
     for side in ("left", "right"):
         firsts = copies.select(col("doc_id").alias(f"{side}_doc_id"), col("first_copy_doc_id").alias(f"{side}_first"))
-        candidates = candidates.join(firsts, on=f"{side}_doc_id", how="left")
+        candidates = hash_joined(candidates, firsts, f"{side}_doc_id", partitions, how="left")
 
     def score_keys(batch: pa.Table) -> pa.Table:
         # an lsh_via_copy pair takes the score of its first copies' pair
@@ -157,14 +170,13 @@ def _scored_pairs(tables: RayTables, params: SketchParams, thresholds: Threshold
     def sliced(index: int, slices: int) -> daft.DataFrame:
         # a measured pair's score keys are its ids, in order: both sides of the join in one slice
         in_slice = _lsh_pairs(tables).where(_in_slice("left_doc_id", "right_doc_id", index, slices))
-        scores = _pair_scores(params, in_slice, sketches, bodies)
-        measured = keyed.where(_in_slice("score_left", "score_right", index, slices)).join(
-            scores, on=["score_left", "score_right"], how="left"
-        )
+        scores = _pair_scores(params, in_slice, sketches, bodies, partitions)
+        keys = ["score_left", "score_right"]
+        measured = hash_joined(keyed.where(_in_slice(*keys, index, slices)), scores, keys, partitions, how="left")
         return mapped_batches(measured, decide, SCORED_SCHEMA)
 
     sketches, bodies = _needed(tables, scratch)
-    slices = _slices(tables, bodies)
+    slices = _slices(tables, bodies, partitions)
     write_frames(tables.root, "scored_pairs", [sliced(index, slices) for index in range(slices)], SCORED_SCHEMA)
 
 
