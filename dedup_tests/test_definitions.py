@@ -79,6 +79,10 @@ def test_a_rerun_from_an_asset_selects_it_and_what_follows_it_but_the_sweep():
         assert after - TUNING_ASSETS <= selected, (asset, after - selected)
         assert selected <= (BATCH_ASSETS if asset in BATCH_ASSETS else ASSETS), asset
     assert names(rerun_from("documents")) == ASSETS
+    # the sweep's own refusal (its documents are stale) runs documents and the sweep again
+    from dedup_assets.core.pipeline.step_assets import SWEEP_ASSET
+
+    assert {SWEEP_ASSET} == TUNING_ASSETS and {"documents", SWEEP_ASSET} <= names(rerun_from("documents", SWEEP_ASSET))
     assert names(rerun_from("scored_pairs")) == names("scored_pairs*")
 
 

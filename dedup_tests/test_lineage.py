@@ -79,6 +79,10 @@ def test_a_run_at_the_defaults_gets_a_command_without_config():
         combined_lineage("fingerprinted", at_defaults, {"documents": {**LAYOUT, "input_path": "/elsewhere.csv"}})
     assert raised.value.select == "group:deduplication" and raised.value.fix == {}
     assert _rebuild(raised.value).endswith("--select group:deduplication")
+    # the parameter sweep's own refusal: documents again, and what follows it, the sweep among them
+    with pytest.raises(StaleUpstream) as raised:
+        combined_lineage("parameter_sweep", at_defaults, {"documents": {**LAYOUT, "input_path": "/elsewhere.csv"}})
+    assert raised.value.select == "documents*"
 
 
 def test_upstreams_from_different_inputs_are_not_mixed():

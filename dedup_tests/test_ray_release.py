@@ -20,18 +20,26 @@ from .conftest import HARD_FIXTURE, require_ray
 pytestmark = pytest.mark.ray
 
 
-def test_a_worker_writes_only_into_a_release_folder_it_sees(tmp_path):
+def test_a_worker_writes_only_into_a_release_folder_it_sees_with_the_dagster_nodes_versions(tmp_path):
     require_ray()
-    from dedup_assets.core.distributed.ray_release import ReleaseFolderUnseen, check_release_folder
+    import duckdb
+    import pyarrow as pa
 
-    check_release_folder(tmp_path, "node-a")  # there: nothing to say
+    from dedup_assets.core.distributed.ray_release import WorkerCannotWrite, check_release_folder
+
+    versions = {"duckdb": duckdb.__version__, "pyarrow": pa.__version__}
+    check_release_folder(tmp_path, "node-a", versions)  # there, alike: nothing to say
     missing = tmp_path / ".out.staging-12"
-    with pytest.raises(ReleaseFolderUnseen) as raised:
-        check_release_folder(missing, "node-b (pid 7)")
+    with pytest.raises(WorkerCannotWrite) as raised:
+        check_release_folder(missing, "node-b (pid 7)", versions)
     message = str(raised.value)
     assert message.startswith(f"{missing}: node node-b (pid 7) of the Ray cluster does not see this folder")
-    assert "Set output_dir (DEDUP_OUTPUT_DIR) to a path every node sees" in message
+    assert "set output_dir (DEDUP_OUTPUT_DIR) to a path every node sees" in message
     assert "dataset_root (DEDUP_DATASETS)" in message
+    with pytest.raises(WorkerCannotWrite) as raised:
+        check_release_folder(tmp_path, "node-c", {**versions, "pyarrow": "16.1.0"})
+    assert str(raised.value).startswith(f"node node-c of the Ray cluster has {versions} where the Dagster node has ")
+    assert str(raised.value).endswith("Install the same versions on every node.")
 
 
 def test_the_large_release_files_are_written_by_the_clusters_workers(ray_cluster, tmp_path, monkeypatch):

@@ -593,3 +593,41 @@ def test_an_older_versions_release_folder_becomes_the_first_release_with_no_read
         assert (out / "batches" / "k" / "clusters.csv").read_text() == "batch" and (out / "tuning" / "sweep.csv").is_file()
         assert sorted(path.name for path in releases.iterdir()) == sorted(["batches", "tuning", *release_ids(out)])
         assert verify_release(out) == [] and remains(out) == []
+
+
+def _cluster_that(monkeypatch, write) -> None:
+    """Every run's DuckDB engine given a cluster whose call to write the large files is ``write``
+    (output folder, queries -> outputs by name), as an engine that writes them elsewhere has."""
+    from dedup_assets.core.pipeline.engines import DuckDBEngine
+
+    monkeypatch.setattr(
+        DuckDBEngine, "release_files", lambda self, connection, queries, output_dir, compression, log: lambda: write(output_dir, queries)
+    )
+
+
+@pytest.mark.parametrize("cluster", ["failed", "wrote_elsewhere"])
+def test_large_files_the_cluster_did_not_write_here_are_written_here(tmp_path, monkeypatch, cluster):
+    """A cluster that fails, or whose workers wrote into another folder at the output's path (and
+    left half a file in this one), costs the release time, not the release: the Dagster node
+    writes those files, the bytes a run without a cluster writes, and the log says why."""
+    run_library(str(FIXTURE), str(tmp_path / "plain.duckdb"), str(tmp_path / "plain"))
+
+    def write(output_dir: Path, queries: dict[str, str]) -> dict:
+        if cluster == "failed":
+            raise RuntimeError("node 10.0.0.7 was lost")
+        (output_dir / "fingerprinted.parquet").write_bytes(b"half a file")
+        return {name: [{"file": f"{name}/part-00000.parquet", "rows": 1, "sha256": "0" * 64}] for name in queries}
+
+    _cluster_that(monkeypatch, write)
+    lines: list[str] = []
+    run_library(str(FIXTURE), str(tmp_path / "run.duckdb"), str(tmp_path / "out"), log=lines.append)
+    assert verify_release(tmp_path / "out") == []
+    assert sha256_of_files(tmp_path / "out") == sha256_of_files(tmp_path / "plain")
+    if cluster == "failed":
+        assert (
+            "manifest: the cluster's workers failed to write deduped_documents, fingerprinted.parquet "
+            "(node 10.0.0.7 was lost); writing them on this node."
+        ) in lines
+    else:
+        said = [line for line in lines if "this node does not find" in line]
+        assert len(said) == 2 and "set output_dir (DEDUP_OUTPUT_DIR) to a path every node sees" in said[0], lines

@@ -36,7 +36,7 @@ def checked_lineage(
     with user_errors():
         current = dedup.current_values()
         lineage = combined_lineage(name, current, lineages)
-        refuse_changed_input(lineage, current)
+        refuse_changed_input(lineage, current, name)
         # after fingerprinted: with the passages it found to leave out (ignore_shared_above)
         return lineage, with_found_passages(dedup.settings(), lineage)
 

@@ -99,15 +99,16 @@ def combined_lineage(
             + "; ".join(problems)
             + f". Re-materialize {start} and everything downstream of it.",
             fix=_run_settings(current),
-            select=rerun_from(start),
+            select=rerun_from(start, asset_name),
         )
     merged.update({name: current[name] for name in STAGE_SETTINGS.get(asset_name, ())})
     return dict(sorted(merged.items()))
 
 
-def refuse_changed_input(lineage: Mapping[str, object], current: Mapping[str, object]) -> None:
+def refuse_changed_input(lineage: Mapping[str, object], current: Mapping[str, object], asset_name: str) -> None:
     """Refuse tables built on a documents view whose Parquet files have changed since it read
-    them: the bodies it gives now are not the ones those tables were built from."""
+    them, for asset ``asset_name``: the bodies it gives now are not the ones those tables were
+    built from."""
     changed = changed_in_place_files(lineage.get(READ_IN_PLACE, []))
     if changed:
         raise StaleUpstream(
@@ -116,5 +117,5 @@ def refuse_changed_input(lineage: Mapping[str, object], current: Mapping[str, ob
             "on it no longer match them. Restore the file, or read it again: re-materialize documents "
             "and everything downstream of it.",
             fix=_run_settings(current),
-            select=rerun_from("documents"),
+            select=rerun_from("documents", asset_name),
         )

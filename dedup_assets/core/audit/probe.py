@@ -176,7 +176,7 @@ class AuditProbe:
         of the ray engine's fingerprinting feeds its own and takes what it found, as a worker
         process may run calls at once on one unpickled probe."""
         copied = copy.copy(self)
-        copied._found = _FoundRows(None, SPILL_ROWS)
+        copied._found = _FoundRows(None, self._found.spill_rows)
         return copied
 
     def take_found(self) -> pa.Table:

@@ -50,14 +50,11 @@ def watched_steps(engine_class: type) -> type:
     """``engine_class`` with each public method (a step) run under ``watched``."""
     for name, method in list(vars(engine_class).items()):
         if callable(method) and not name.startswith("_"):
-            setattr(engine_class, name, watched_call(method, name))
+            setattr(engine_class, name, _watched_method(method, name))
     return engine_class
 
 
-def watched_call(method, name: str):
-    """``method`` run under ``watched``, as the engine's call ``name`` (its asset's, by
-    ``watch_daft``'s assets)."""
-
+def _watched_method(method, name: str):
     @wraps(method)
     def step(*args, **kwargs):
         with watched(_assets.get(name, name), _timeout_s):

@@ -27,6 +27,7 @@ import daft
 import duckdb
 import pyarrow as pa
 
+from ..release.engine_files import SHARED_OUTPUT
 from ..release.outputs import write_output
 from ..release.parquet_files import PART_WRITERS
 from ..storage.tables import sql_string
@@ -36,29 +37,38 @@ from .daft_tables import CALL_CPUS, mapped_batches
 # the settings of the Dagster node's DuckDB that decide which rows, in which order and of which
 # Arrow types a query gives (those this DuckDB has), set alike on the workers
 ROW_SETTINGS = (
-    "preserve_insertion_order", "TimeZone", "Calendar", "arrow_large_buffer_size", "arrow_lossless_conversion",
-    "arrow_output_list_view", "produce_arrow_string_view",
+    "preserve_insertion_order", "TimeZone", "Calendar", "default_order", "default_null_order", "binary_as_string",
+    "arrow_large_buffer_size", "arrow_lossless_conversion", "arrow_output_list_view", "arrow_output_version",
 )
-# A worker's DuckDB threads: the call's CPUs scan the Parquet files, and a folder of parts is
-# encoded by PART_WRITERS threads of pyarrow's beside them, which wait for rows unless the scan
-# keeps up with them; the manifest is the run's last step, so the node's other CPUs are idle.
+# A worker's DuckDB threads: the call's CPU scans the Parquet files, and a folder of parts is
+# encoded by PART_WRITERS threads of pyarrow's beside it, which wait for rows unless the scan
+# keeps up with them. Taken to be idle: the manifest is the run's last step on the cluster.
 WORKER_THREADS = CALL_CPUS + PART_WRITERS
-WRITTEN = pa.schema([("name", pa.string()), ("outputs", pa.string()), ("unseen", pa.string())])
+WRITTEN = pa.schema([("name", pa.string()), ("outputs", pa.string()), ("problem", pa.string())])
 
 
-class ReleaseFolderUnseen(DedupError, RuntimeError):
-    """A node of the cluster does not see the release's staging folder."""
+class WorkerCannotWrite(DedupError, RuntimeError):
+    """A node of the cluster cannot write the large release files where the Dagster node reads them."""
 
 
-def check_release_folder(folder: Path, node: str) -> None:
-    """Refuse to write where this node does not see the staging folder the Dagster node made."""
+def check_release_folder(folder: Path, node: str, versions: dict[str, str]) -> None:
+    """Refuse to write where this node does not see the staging folder the Dagster node made, or
+    with other versions of the libraries that give the files' bytes than ``versions``, the
+    Dagster node's (the manifest names those)."""
     if not folder.is_dir():
-        raise ReleaseFolderUnseen(
-            f"{folder}: node {node} of the Ray cluster does not see this folder, the release's staging "
-            "folder, which the Dagster node made and the cluster's workers write the large release files "
-            "into. Set output_dir (DEDUP_OUTPUT_DIR) to a path every node sees, on shared storage as the "
-            "engine's dataset_root (DEDUP_DATASETS) is, and run the manifest again."
+        raise WorkerCannotWrite(
+            f"{folder}: node {node} of the Ray cluster does not see this folder, the release's staging folder, "
+            f"which the Dagster node made. {SHARED_OUTPUT}"
         )
+    if _versions() != versions:
+        raise WorkerCannotWrite(
+            f"node {node} of the Ray cluster has {_versions()} where the Dagster node has {versions}: the files "
+            "it wrote could differ from the DuckDB engine's. Install the same versions on every node."
+        )
+
+
+def _versions() -> dict[str, str]:
+    return {"duckdb": duckdb.__version__, "pyarrow": pa.__version__}
 
 
 def parquet_views(connection: duckdb.DuckDBPyConnection, queries: dict[str, str]) -> list[tuple[str, str]]:
@@ -106,50 +116,64 @@ def row_settings(connection: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 
 def write_on_worker(
-    views: list[tuple[str, str]], settings: dict[str, str], output_dir: Path, name: str, query: str, compression: str
+    views: list[tuple[str, str]], settings: dict[str, str], versions: dict[str, str], output_dir: Path, name: str,
+    query: str, compression: str,
 ) -> list[dict]:
     """Release file ``name`` from ``query`` into ``output_dir``, on this node: its outputs (as
     ``write_output``'s). A retried call writes its file again, whole."""
-    check_release_folder(output_dir, f"{socket.gethostname()} (pid {os.getpid()})")
+    node = f"{socket.gethostname()} (pid {os.getpid()})"
+    check_release_folder(output_dir, node, versions)
     path = output_dir / name
-    if path.is_dir():
-        shutil.rmtree(path)
-    path.unlink(missing_ok=True)
-    with duckdb.connect(config={"threads": WORKER_THREADS}) as connection:
-        for setting, value in settings.items():
-            connection.execute(f"set {setting} = {sql_string(value)}")
-        for schema, statement in views:
-            if schema != "main":
-                connection.execute(f'create schema if not exists "{schema}"')
-            connection.execute(statement)
-        return write_output(connection.cursor(), query, output_dir, name, {}, None, compression)
+    try:
+        if path.is_dir():
+            shutil.rmtree(path)
+        path.unlink(missing_ok=True)
+        with duckdb.connect(config={"threads": WORKER_THREADS}) as connection:
+            for setting, value in settings.items():
+                connection.execute(f"set {setting} = {sql_string(value)}")
+            for schema, statement in views:
+                if schema != "main":
+                    connection.execute(f'create schema if not exists "{schema}"')
+                connection.execute(statement)
+            return write_output(connection.cursor(), query, output_dir, name, {}, None, compression)
+    except OSError as error:  # a folder it sees but may not write in (another user's, read-only)
+        raise WorkerCannotWrite(f"node {node} of the Ray cluster could not write {name} into {output_dir}: {error}.") from error
 
 
 def release_write(
-    connection: duckdb.DuckDBPyConnection, queries: dict[str, str], output_dir: Path, compression: str
+    connection: duckdb.DuckDBPyConnection,
+    queries: dict[str, str],
+    output_dir: Path,
+    compression: str,
+    log: Callable[[str], None],
 ) -> Callable[[], dict[str, list[dict]]]:
     """The call that writes each file of ``queries`` (name -> query) into ``output_dir`` on the
-    cluster's workers and gives its outputs by name. What the workers need of the Dagster
-    node's DuckDB is read now, on this thread."""
-    views, settings = parquet_views(connection, queries), row_settings(connection)
+    cluster's workers and gives the outputs of those written by name, having said in ``log`` why
+    a worker did not write the others. What the workers need of the Dagster node's DuckDB is read
+    now, on this thread."""
+    views, settings, versions = parquet_views(connection, queries), row_settings(connection), _versions()
     output_dir = Path(os.path.abspath(output_dir))  # the worker's own folder is another
 
     def write(files: pa.Table) -> pa.Table:
         rows = []
         for name, query in zip(files["name"].to_pylist(), files["query"].to_pylist()):
             try:
-                rows.append((name, json.dumps(write_on_worker(views, settings, output_dir, name, query, compression)), None))
-            except ReleaseFolderUnseen as error:  # the user's to fix: said as it is, not as Daft's failure
-                rows.append((name, "[]", str(error)))
+                outputs = write_on_worker(views, settings, versions, output_dir, name, query, compression)
+                rows.append((name, json.dumps(outputs), None))
+            except WorkerCannotWrite as error:  # said as it is, not as Daft's failure: the Dagster node writes it
+                rows.append((name, None, str(error)))
         return pa.table(list(zip(*rows)) or [[], [], []], schema=WRITTEN)
 
     def written() -> dict[str, list[dict]]:
         names = list(queries)
         files = daft.from_pydict({"name": names, "query": [queries[name] for name in names]}).into_partitions(len(names))
         result = mapped_batches(files, write, WRITTEN, cpus=CALL_CPUS, batch_size=1).to_pydict()
-        unseen = [message for message in result["unseen"] if message]
-        if unseen:
-            raise ReleaseFolderUnseen(unseen[0])
-        return {name: json.loads(outputs) for name, outputs in zip(result["name"], result["outputs"])}
+        done = {}
+        for name, outputs, problem in zip(result["name"], result["outputs"], result["problem"]):
+            if problem:
+                log(f"manifest: {problem} Writing {name} on this node instead.")
+            else:
+                done[name] = json.loads(outputs)
+        return done
 
     return written

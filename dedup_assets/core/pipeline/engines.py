@@ -86,14 +86,15 @@ class Engine(Protocol):
         the DuckDB tables."""
 
     def release_files(
-        self, connection: duckdb.DuckDBPyConnection, tables: Tables, queries: dict[str, str], output_dir: Path,
-        compression: str,
+        self, connection: duckdb.DuckDBPyConnection, queries: dict[str, str], output_dir: Path, compression: str,
+        log: Log,
     ) -> ClusterWrite | None:
         """Where the release's large files (file name -> the query that fills it) are written:
         None, on this node with the others (``release/files.py``); else the call, made in a thread
-        of the release's writers while they write the others, that writes each one into
+        of the release's writers while they write the others, that writes each one it can into
         ``output_dir`` where the engine runs, and gives its outputs (file, rows and sha256; a
-        folder's part by part), by name."""
+        folder's part by part), by name, having said in ``log`` why it did not write the others
+        (this node writes them, ``release/engine_files.py``)."""
 
 
 class DuckDBEngine:
@@ -123,7 +124,7 @@ class DuckDBEngine:
     def first_copies(self, connection, tables):
         return None
 
-    def release_files(self, connection, tables, queries, output_dir, compression):
+    def release_files(self, connection, queries, output_dir, compression, log):
         return None
 
 

@@ -25,6 +25,7 @@ from .plots import (
 )
 from ..lsh.scurve import lsh_probability
 from ..read import InputFile, file_sha256
+from .engine_files import accepted_files
 from .outputs import write_output
 from ..settings.lineage import RUN_PATHS
 from ..settings.choices import DEFAULT_COMPRESSION
@@ -185,8 +186,9 @@ def write_release(
     threads of their own (:func:`.parquet_files.write_parquet_parts`), and the pictures are
     drawn meanwhile. The two files a row per document (:data:`LARGE_FILES`), which take most of
     the time, are written where ``engine`` writes them (:meth:`Engine.release_files`): by its
-    cluster's workers, meanwhile, or here (None: here). Progress goes to ``log``, in the rows of
-    the large files written here, and a line for each one written on the cluster."""
+    cluster's workers, meanwhile, or here (None: here; and those the cluster could not write,
+    ``engine_files.py``). Progress goes to ``log``, in the rows of the large files written here,
+    and a line for each one written on the cluster."""
     with connection.cursor() as cursor:
         documents = cursor.execute(f"select count(*) from {tables.documents}").fetchall()[0][0]
     signatures = settings.signatures_released(documents)
@@ -197,7 +199,7 @@ def write_release(
             f"from {beside(tables.candidate_pairs, HOT_BUCKETS)} order by band_index, lsh_band"
         )
     large = {name: queries[name] for name in LARGE_FILES}
-    on_cluster = engine.release_files(connection, tables, large, output_dir, settings.release_compression) if engine else None
+    on_cluster = engine.release_files(connection, large, output_dir, settings.release_compression, log) if engine else None
     progress = None  # counts the large files' rows written here
     if not on_cluster:
         with connection.cursor() as cursor:
@@ -240,7 +242,9 @@ def write_release(
             SUMMARY_FILE,
             {"candidate_summary": pa.Table.from_pylist([candidate_summary(manifest["counts"], pressure, settings)])},
         )
-        done = _cluster_written(cluster.result(), large, log) if on_cluster else {}
+        done = accepted_files(cluster, list(large), output_dir, log) if on_cluster else {}
+        for name in large.keys() - done.keys() if on_cluster else ():  # what the cluster did not write
+            done[name] = write_output(connection.cursor(), large[name], output_dir, name, {}, None, settings.release_compression)
         outputs = [output for name in queries for output in (done[name] if name in done else files[name].result())]
         for name, key in SUMMARY_FILES.items():
             (output_dir / name).write_text(json.dumps(manifest[key], indent=2) + "\n", encoding="utf-8")
@@ -251,18 +255,6 @@ def write_release(
         raise RuntimeError(f"{output_dir}: files left beside the release files: {', '.join(unlisted)}")
     written = {**manifest, "outputs": outputs}
     (output_dir / MANIFEST_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
-    return written
-
-
-def _cluster_written(written: dict[str, list[dict]], asked: dict[str, str], log: Progress) -> dict[str, list[dict]]:
-    """The outputs of the files the engine's cluster wrote, by name, each said in ``log``: every
-    file it was asked for, and no other (a file is written once, here or there)."""
-    if written.keys() != asked.keys():
-        raise RuntimeError(f"the engine wrote {sorted(written)} on its cluster where it was asked for {sorted(asked)}")
-    for name, outputs in written.items():
-        rows = sum(output["rows"] for output in outputs)
-        parts = f" in {len(outputs)} part{'s' if len(outputs) != 1 else ''}" if name == DEDUPED_DOCUMENTS else ""
-        log(f"manifest: {name} written on the cluster, {rows:,} rows{parts}")
     return written
 
 
