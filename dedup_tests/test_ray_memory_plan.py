@@ -82,7 +82,7 @@ def test_a_copy_group_holds_one_body_on_its_first_copys_row(ray_cluster, tmp_pat
     with ray_session(None):  # Daft's runner on the fixture's cluster
         # read from Parquet files, as the step reads its members
         write_frames(tables.root, "members", [daft.from_arrow(members)], members.schema)
-        bodied = _one_body_per_text(tables, frame(tables.root, "members"), members.num_rows).to_arrow()
+        bodied = _one_body_per_text(tables, frame(tables.root, "members"), members.num_rows, 2).to_arrow()
     with_body = {doc: body for doc, body in zip(bodied["doc_id"].to_pylist(), bodied["body"].to_pylist()) if body is not None}
     assert bodied.num_rows == members.num_rows
     assert with_body == bodies

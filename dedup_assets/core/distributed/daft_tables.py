@@ -18,6 +18,7 @@ from daft.functions import to_struct
 
 from ..sketch.kernels import threads_may_share_kernels
 from .datasets import POSITION, folder_rows, replace_table, table_folder, write_positioned
+from .session import cluster_cpus
 
 # The CPUs a call of our functions (the sketch, the ranking) declares to Daft, and its kernels'
 # threads. Daft's per-node worker (one Ray actor) runs as many calls at once as the node has CPUs
@@ -101,6 +102,12 @@ def rows_among(table: daft.DataFrame, keys: daft.DataFrame, on: str, key_rows: i
     return table.join(keys, on=on, how="semi", strategy="broadcast" if key_rows <= BROADCAST_KEYS else None)
 
 
+def join_partitions() -> int:
+    """Two a CPU of the cluster: what ``hash_joined`` hashes a join's sides into, for every join
+    of the candidates, verification and clusters on ray (its docstring has the figures)."""
+    return 2 * cluster_cpus()
+
+
 def hash_joined(
     left: daft.DataFrame, right: daft.DataFrame, on: str | list[str], partitions: int, how: str = "inner"
 ) -> daft.DataFrame:
@@ -108,7 +115,10 @@ def hash_joined(
     Left to itself, Daft's hash join takes as many partitions as the side read in more: one per
     Parquet file (42 for each table of a 1M run), and on two one-CPU nodes each partition's tasks
     cost more than its rows. Verification's joins of 169,000 pairs with their signatures took
-    11.5 s in 42 partitions, 12.8 s in 16, 4.4 s in 4; with their bodies 19.0, 15.3 and 7.9 s."""
+    11.5 s in 42 partitions, 12.8 s in 16, 4.4 s in 4; with their bodies 19.0, 15.3 and 7.9 s.
+    Every table staged from a join comes in as many files as it had partitions, and the next
+    query reads them so: at 1M, ``candidate_pairs`` took 39.7–42.2 s with every join in 4
+    against 64.9–94.4 s, ``clusters`` 25.8–30.0 s against 98.5–151.5 s (docs/scale-out.md)."""
     keys = [col(key) for key in ([on] if isinstance(on, str) else on)]
     return left.repartition(partitions, *keys).join(right.repartition(partitions, *keys), on=on, how=how)
 

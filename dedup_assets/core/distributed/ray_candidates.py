@@ -18,7 +18,7 @@ from ..lsh.bucket_kernels import bucket_pair_slots
 from ..lsh.candidates import HOT_BUCKET_SCHEMA, BucketPressure, bucket_key, ensure_within_limits
 from ..pipeline.step_params import PairLimits
 from ..storage.store import TableBuild
-from .daft_tables import frame, pair_ends, rows_among, scratch_folder, staged, write_frames
+from .daft_tables import frame, hash_joined, join_partitions, pair_ends, rows_among, scratch_folder, staged, write_frames
 from .datasets import POSITION, read_table, table_rows
 from .ray_tables import FIRST_COPIES_SCHEMA, PAIR_SCHEMA, RayTables, ordered_pairs
 
@@ -34,23 +34,22 @@ def _texts(tables: RayTables) -> daft.DataFrame:
     return texts.with_column("first_band_key", col("lsh_bands").get(0))
 
 
-def _copies(texts: daft.DataFrame, scratch: Path) -> tuple[daft.DataFrame, daft.DataFrame]:
+def _copies(texts: daft.DataFrame, scratch: Path, partitions: int) -> tuple[daft.DataFrame, daft.DataFrame]:
     """(groups: content_hash, first_band_key, copies of every copy group; copies: every copy
     that is not its group's first copy, with its first copy and band count), as
     ``sql/copy_groups.sql`` and the candidate query's ``copies``; both staged in ``scratch``,
     small beside the documents (a row per group, a row per further copy), and each read more
-    than once."""
+    than once; each join in ``partitions``."""
     groups = texts.groupby(*COPY_KEY).agg(col("doc_id").count().alias("copies"), col(POSITION).min().alias("first_position"))
     groups = staged(scratch, "copy_groups", groups.where(col("copies") > 1))
     # whether a member is its group's first copy, as a column: Daft 0.7.26 skips whole Parquet
     # files wrongly for a filter comparing two of their columns (docs/scale-out.md, "A Daft
     # filter that skips files")
-    members = texts.join(groups, on=COPY_KEY).with_column("first", col(POSITION) == col("first_position"))
+    members = hash_joined(texts, groups, COPY_KEY, partitions).with_column("first", col(POSITION) == col("first_position"))
     members = staged(scratch, "copy_members", members)
     first = members.where(col("first")).select(*COPY_KEY, col("doc_id").alias("first_copy_doc_id"))
     copies = (
-        members.where(~col("first"))
-        .join(first, on=COPY_KEY)
+        hash_joined(members.where(~col("first")), first, COPY_KEY, partitions)
         .select("doc_id", "first_copy_doc_id", col("lsh_bands").length().cast(DataType.int32()).alias("bands"))
     )
     return groups.select(*COPY_KEY, "copies"), staged(scratch, "copies", copies)
@@ -71,10 +70,12 @@ def _indexed(bands: daft.Series) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([index, pc.list_flatten(lists)], fields=list(BAND)))
 
 
-def _band_rows(texts: daft.DataFrame, groups: daft.DataFrame, copies: daft.DataFrame) -> daft.DataFrame:
+def _band_rows(texts: daft.DataFrame, groups: daft.DataFrame, copies: daft.DataFrame, partitions: int) -> daft.DataFrame:
     """One row per (distinct text, band): doc_id, band_index, lsh_band and the text's copies.
-    The distinct texts are those that are no group's further copy (``sql/bucket_keys.sql``)."""
-    distinct = texts.join(copies.select("doc_id"), on="doc_id", how="anti").join(groups, on=COPY_KEY, how="left")
+    The distinct texts are those that are no group's further copy (``sql/bucket_keys.sql``);
+    each join in ``partitions``."""
+    distinct = hash_joined(texts, copies.select("doc_id"), "doc_id", partitions, how="anti")
+    distinct = hash_joined(distinct, groups, COPY_KEY, partitions, how="left")
     bands = distinct.select("doc_id", col("copies").fill_null(1).cast(DataType.int64()).alias("copies"), _indexed(col("lsh_bands")).alias("band"))
     return bands.explode("band").select("doc_id", col("band").unnest(), "copies")
 
@@ -156,13 +157,15 @@ def _shared_pairs(buckets: daft.DataFrame, limit: int) -> daft.DataFrame:
     return pairs.groupby("left_doc_id", "right_doc_id").agg(col("left_doc_id").count().alias("shared_bands"))
 
 
-def _domains(candidates: daft.DataFrame, tables: RayTables, count: int) -> daft.DataFrame:
+def _domains(candidates: daft.DataFrame, tables: RayTables, count: int, partitions: int) -> daft.DataFrame:
     """The ``count`` candidates with both documents' domains: the domains of their documents
-    only (``rows_among``), so the documents stay where they lie."""
-    # twice the candidates: at least their distinct documents
-    domains = rows_among(frame(tables.root, "documents", ["doc_id", "domain"]), pair_ends(candidates).distinct(), "doc_id", 2 * count)
+    only (``rows_among``), so the documents stay where they lie; each join in ``partitions``."""
+    # the candidates' ends as read, twice the candidates: a semi-join keeps a row once however
+    # often its key comes, and making them distinct cost a grouping
+    domains = rows_among(frame(tables.root, "documents", ["doc_id", "domain"]), pair_ends(candidates), "doc_id", 2 * count)
     for side in ("left", "right"):
-        candidates = candidates.join(domains.select(col("doc_id").alias(f"{side}_doc_id"), col("domain").alias(f"{side}_domain")), on=f"{side}_doc_id")
+        named = domains.select(col("doc_id").alias(f"{side}_doc_id"), col("domain").alias(f"{side}_domain"))
+        candidates = hash_joined(candidates, named, f"{side}_doc_id", partitions)
     return candidates
 
 
@@ -177,8 +180,13 @@ def candidate_pairs(tables: RayTables, limits: PairLimits) -> tuple[TableBuild, 
 
 def _candidate_pairs(tables: RayTables, limits: PairLimits, scratch: Path) -> tuple[TableBuild, BucketPressure, pa.Table]:
     texts = _texts(tables)
-    groups, copies = _copies(texts, scratch)
-    rows = _band_rows(texts, groups, copies)
+    # every join hashed into two partitions a CPU (hash_joined), not one per Parquet file read (42
+    # at 1M): the step at 1M on two one-CPU nodes 39.7–42.2 s (43–46 node CPU s) against
+    # 64.9–94.4 s (93–96), gained mostly by the queries after, which read the tables staged from
+    # the joins in 4 files, not 42 or more
+    partitions = join_partitions()
+    groups, copies = _copies(texts, scratch, partitions)
+    rows = _band_rows(texts, groups, copies, partitions)
     # each bucket once, with its texts: its size and its pairs come from one grouping (collected:
     # kept in the cluster's object store, read four times), the texts kept where there are two
     # or more (most buckets hold one)
@@ -198,11 +206,12 @@ def _candidate_pairs(tables: RayTables, limits: PairLimits, scratch: Path) -> tu
     for side, other in (("left", "right"), ("right", "left")):
         # each further copy of a pair's document, paired with the pair's other document
         further = copies.select(col("doc_id").alias("copy_doc_id"), col("first_copy_doc_id").alias(f"{side}_doc_id"))
-        found.append(joined.join(further, on=f"{side}_doc_id").select(*_pairs("copy_doc_id", f"{other}_doc_id", "shared_bands", "lsh_via_copy")))
+        via_copy = hash_joined(joined, further, f"{side}_doc_id", partitions)
+        found.append(via_copy.select(*_pairs("copy_doc_id", f"{other}_doc_id", "shared_bands", "lsh_via_copy")))
     found.append(copies.select(*_pairs("first_copy_doc_id", "doc_id", "bands", "content_hash")))
     # staged: the domains' lookup reads their ids, then joins them
     candidates = staged(scratch, "candidates", found[0].concat(found[1]).concat(found[2]).concat(found[3]))
-    domains = _domains(candidates, tables, table_rows(scratch, "candidates"))
+    domains = _domains(candidates, tables, table_rows(scratch, "candidates"), partitions)
     write_frames(tables.root, "candidate_pairs", [domains.select(*PAIR_SCHEMA.names)], PAIR_SCHEMA)
     return tables.view("candidate_pairs"), pressure, hot
 

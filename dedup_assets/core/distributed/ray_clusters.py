@@ -27,7 +27,7 @@ from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import ROOTS_TABLE, connected_components
-from .daft_tables import CALL_CPUS, frame, mapped_batches, mapped_groups, rows_among, scratch_folder, staged, write_positioned_frame
+from .daft_tables import CALL_CPUS, frame, hash_joined, join_partitions, mapped_batches, mapped_groups, rows_among, scratch_folder, staged, write_positioned_frame
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import POSITION, read_table, table_folder, table_rows
 from .ray_tables import CLUSTER_SCHEMA, RayTables
@@ -86,20 +86,20 @@ def _rank_clusters(params: ClusterParams) -> Callable[[pa.Table], pa.Table]:
     return rank
 
 
-def _one_body_per_text(tables: RayTables, members: daft.DataFrame, count: int) -> daft.DataFrame:
+def _one_body_per_text(tables: RayTables, members: daft.DataFrame, count: int, partitions: int) -> daft.DataFrame:
     """``members`` (``count`` of them) with the body of each distinct text on its first copy's
     row, and none on a copy's: a copy is measured by its first copy's text, so a component of
     200,000 copies of one page holds one body, not 200,000. The bodies are those of the members'
     texts only (``rows_among``: 1M documents' bodies hashed with 140,000 members took most of
-    the step). One left join on a key that is null on a copy's row (a null key matches
-    nothing), not the texts and the copies filtered apart: Daft 0.7.26 skips whole Parquet files
-    wrongly for a filter comparing two of their columns, and read 0 of a members file's 3,362
-    copies with ``doc_id != text_doc_id`` (docs/scale-out.md, "A Daft filter that skips files")."""
+    the step). One left join, in ``partitions``, on a key that is null on a copy's row (a null
+    key matches nothing), not the texts and the copies filtered apart: Daft 0.7.26 skips whole
+    Parquet files wrongly for a filter comparing two of their columns, and read 0 of a members
+    file's 3,362 copies with ``doc_id != text_doc_id`` (docs/scale-out.md, "A Daft filter that skips files")."""
     key = when(col("doc_id") == col("text_doc_id"), col("doc_id")).otherwise(lit(None).cast(DataType.string()))
     members = members.with_column("text_key", key)
     bodies = frame(tables.root, "documents", ["doc_id", "body"]).select(col("doc_id").alias("text_key"), col("body"))
     bodies = rows_among(bodies, members.select("text_key"), "text_key", count)
-    return members.join(bodies, on="text_key", how="left").exclude("text_key")
+    return hash_joined(members, bodies, "text_key", partitions, how="left").exclude("text_key")
 
 
 def _component_bucket(roots: daft.Expression, buckets: int) -> daft.Expression:
@@ -187,12 +187,12 @@ MEMBERS_TABLE = "members"
 MATCHED_TABLE = "matched"
 
 
-def _members(tables: RayTables, scratch: RayTables, placed: daft.DataFrame, buckets: int) -> daft.DataFrame:
+def _members(tables: RayTables, scratch: RayTables, placed: daft.DataFrame, buckets: int, partitions: int) -> daft.DataFrame:
     """The documents of a component (``placed`` with a root), each with the document whose text
-    it has (its first copy, or itself) and its component's bucket; staged in ``scratch``, since
-    the memory plan and the ranking both read them."""
+    it has (its first copy, or itself, joined in ``partitions``) and its component's bucket;
+    staged in ``scratch``, since the memory plan and the ranking both read them."""
     copies = frame(tables.root, "first_copies").select(col("doc_id"), col("first_copy_doc_id").alias("text_doc_id"))
-    members = placed.where(col("root_doc_id").not_null()).join(copies, on="doc_id", how="left")
+    members = hash_joined(placed.where(col("root_doc_id").not_null()), copies, "doc_id", partitions, how="left")
     members = members.with_column("text_doc_id", coalesce(col("text_doc_id"), col("doc_id")))
     members = members.with_column("bucket", _component_bucket(col("root_doc_id"), buckets))
     return staged(scratch.root, MEMBERS_TABLE, members)
@@ -231,9 +231,12 @@ def clusters(
     read = ["doc_id", "source_file", "input_row", "domain", "crawled_at", POSITION]
     # the keep policy's columns as read; prepared() gives each its rule's field
     read += sorted({rule.column for rule in params.keep.input_columns} - set(read))
-    meta = frame(tables.root, "documents", read).join(
-        frame(tables.root, "fingerprinted", ["doc_id", "token_count", "shingle_count"]), on="doc_id"
-    )
+    # every join hashed into two partitions a CPU (hash_joined), not one per Parquet file read (42
+    # at 1M): the step at 1M on two one-CPU nodes 25.8–30.0 s (30–33 node CPU s) against
+    # 98.5–151.5 s (122–144), the members and the documents' rows each read from 4 files, not 42
+    partitions = join_partitions()
+    sketches = frame(tables.root, "fingerprinted", ["doc_id", "token_count", "shingle_count"])
+    meta = hash_joined(frame(tables.root, "documents", read), sketches, "doc_id", partitions)
 
     def single(batch: pa.Table) -> pa.Table:
         count = batch.num_rows
@@ -267,15 +270,15 @@ def clusters(
             return write(mapped_batches(_without(meta, matched_rows), single, CLUSTER_SCHEMA), *references)
         # every document once with its root (null: no edge), split into components and singletons
         roots = _component_roots(tables, scratch, edges, count, matched_ids, driver_edges, log)
-        placed = meta.join(roots, on="doc_id", how="left")
+        placed = hash_joined(meta, roots, "doc_id", partitions, how="left")
         # components grouped by bucket, not one call per component: the ranking is vectorized over
         # a call's components, and per-call overhead times hundreds of thousands of components is
         # what a grouping by root cost
         buckets = 4 * tables.partitions
-        members = _members(tables, scratch, placed, buckets)
+        members = _members(tables, scratch, placed, buckets, partitions)
         task = ranking_memory(members, buckets, tables.partitions, body_bytes_per_shingle(tables))
         log(ensure_ranking_fits(task, smallest_node(), tables.partitions))
-        bodied = _one_body_per_text(tables, members, table_rows(folder, MEMBERS_TABLE))
+        bodied = _one_body_per_text(tables, members, table_rows(folder, MEMBERS_TABLE), partitions)
         ranked = mapped_groups(bodied, "bucket", _rank_clusters(params), CLUSTER_SCHEMA, tables.partitions)
         singles = mapped_batches(_without(placed.where(col("root_doc_id").is_null()), matched_rows), single, CLUSTER_SCHEMA)
         return write(ranked, singles, *references)

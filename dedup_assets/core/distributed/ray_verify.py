@@ -19,10 +19,9 @@ from ..sketch.fingerprints import list_matrix
 from ..storage.store import TableBuild
 from ..verify.jaccard import pair_jaccard
 from ..verify.pairs import decided_pairs
-from .daft_tables import frame, hash_joined, mapped_batches, pair_ends, rows_among, scratch_folder, staged, write_frames
+from .daft_tables import frame, hash_joined, join_partitions, mapped_batches, pair_ends, rows_among, scratch_folder, staged, write_frames
 from .datasets import table_rows
 from .ray_tables import PAIR_SCHEMA, SCORED_SCHEMA, RayTables, ordered_pairs
-from .session import cluster_cpus
 
 # what verification measures of a pair, which the acceptance rule reads
 MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_overlap", "is_exact")]
@@ -31,12 +30,6 @@ MEASURED_FIELDS = [SCORED_SCHEMA.field(name) for name in ("jaccard", "signature_
 # (269,884 pairs, 13 GB of bodies carried) grew a Daft worker to 19 GB, and Ray's memory monitor
 # killed it; in slices of this size the largest worker peaked at 6.5 GB
 SLICE_BYTES = 2**30
-
-
-def _join_partitions() -> int:
-    # two a CPU: the joins' inputs are the pairs, their first copies and the pairs' sides, small
-    # next to the tables they are read from (hash_joined has the figures)
-    return 2 * cluster_cpus()
 
 
 def _sides(pairs: daft.DataFrame, table: daft.DataFrame, columns: list[str], partitions: int) -> daft.DataFrame:
@@ -146,7 +139,7 @@ def scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds
 def _scored_pairs(tables: RayTables, params: SketchParams, thresholds: Thresholds, scratch: Path) -> None:
     candidates = frame(tables.root, "candidate_pairs", PAIR_SCHEMA.names)
     copies = frame(tables.root, "first_copies")
-    partitions = _join_partitions()
+    partitions = join_partitions()
     for side in ("left", "right"):
         firsts = copies.select(col("doc_id").alias(f"{side}_doc_id"), col("first_copy_doc_id").alias(f"{side}_first"))
         candidates = hash_joined(candidates, firsts, f"{side}_doc_id", partitions, how="left")
