@@ -27,7 +27,10 @@ from ..keep.columns import prepared
 from ..pipeline.step_params import ClusterParams
 from ..storage.store import TableBuild
 from .components import ROOTS_TABLE, connected_components
-from .daft_tables import CALL_CPUS, frame, hash_joined, join_partitions, mapped_batches, mapped_groups, rows_among, scratch_folder, staged, write_positioned_frame
+from .daft_tables import (
+    CALL_CPUS, frame, hash_joined, join_partitions, mapped_batches, mapped_groups, rows_among, scratch_folder, staged,
+    write_positioned_frame,
+)
 from .memory_plan import available_memory, body_bytes_per_shingle, components_here, ensure_ranking_fits, ranking_memory, smallest_node
 from .datasets import POSITION, read_table, table_folder, table_rows
 from .ray_tables import CLUSTER_SCHEMA, RayTables
@@ -278,7 +281,8 @@ def clusters(
         members = _members(tables, scratch, placed, buckets, partitions)
         task = ranking_memory(members, buckets, tables.partitions, body_bytes_per_shingle(tables))
         log(ensure_ranking_fits(task, smallest_node(), tables.partitions))
-        bodied = _one_body_per_text(tables, members, table_rows(folder, MEMBERS_TABLE), partitions)
+        # the bodies' join holds a partition's bodies: no more than a ranking task's, as planned
+        bodied = _one_body_per_text(tables, members, table_rows(folder, MEMBERS_TABLE), max(partitions, tables.partitions))
         ranked = mapped_groups(bodied, "bucket", _rank_clusters(params), CLUSTER_SCHEMA, tables.partitions)
         singles = mapped_batches(_without(placed.where(col("root_doc_id").is_null()), matched_rows), single, CLUSTER_SCHEMA)
         return write(ranked, singles, *references)
