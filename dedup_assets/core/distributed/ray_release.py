@@ -63,7 +63,7 @@ def check_release_folder(folder: Path, node: str, versions: dict[str, str]) -> N
     if _versions() != versions:
         raise WorkerCannotWrite(
             f"node {node} of the Ray cluster has {_versions()} where the Dagster node has {versions}: the files "
-            "it wrote could differ from the DuckDB engine's. Install the same versions on every node."
+            "it would write could differ from the Dagster node's. Install the same versions on every node."
         )
 
 
