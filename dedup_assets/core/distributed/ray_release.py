@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,7 @@ import daft
 import duckdb
 import pyarrow as pa
 
-from ..release.engine_files import SHARED_OUTPUT
+from ..release.engine_files import SHARED_OUTPUT, remove_output
 from ..release.outputs import write_output
 from ..release.parquet_files import PART_WRITERS
 from ..storage.tables import sql_string
@@ -125,9 +124,7 @@ def write_on_worker(
     check_release_folder(output_dir, node, versions)
     path = output_dir / name
     try:
-        if path.is_dir():
-            shutil.rmtree(path)
-        path.unlink(missing_ok=True)
+        remove_output(path)
         with duckdb.connect(config={"threads": WORKER_THREADS}) as connection:
             for setting, value in settings.items():
                 connection.execute(f"set {setting} = {sql_string(value)}")

@@ -44,12 +44,12 @@ def accepted_files(
                 f"manifest: the cluster's workers wrote {name}, but this node does not find {missing[0]} in "
                 f"{output_dir}: they see another folder at that path. Writing it on this node. {SHARED_OUTPUT}"
             )
-        _remove(output_dir / name)
+        remove_output(output_dir / name)
     return accepted
 
 
-def _remove(path: Path) -> None:
-    """What a call that failed half way may have left of a file or a folder of parts."""
+def remove_output(path: Path) -> None:
+    """A release file or folder of parts, or what a call that failed half way left of it."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     else:
